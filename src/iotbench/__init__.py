@@ -1,0 +1,3 @@
+"""iotbench: IoT application protocols under modelled network conditions, in virtual time."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,277 @@
+"""IPv4 (RFC 791), IPv6 (RFC 8200) and UDP (RFC 768) headers on the wire.
+
+Builders produce the exact bytes a host would send, checksums included;
+parsers raise `IpDecodeError` (a `DecodeError`) for anything malformed. IPv4
+fragments in the network (RFC 791 section 2.3); IPv6 only at the source, with
+the Fragment extension header (RFC 8200 section 4.5).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from typing import NamedTuple
+
+from iotbench.net.checksum import internet_checksum, ones_complement_sum
+from iotbench.proto.errors import DecodeError
+
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+IPPROTO_IPV6_FRAGMENT = 44
+
+IPV4_HEADER_LEN = 20
+IPV6_HEADER_LEN = 40
+IPV6_FRAGMENT_HEADER_LEN = 8
+UDP_HEADER_LEN = 8
+
+_IPV4 = struct.Struct("!BBHHHBBH4s4s")
+_IPV6 = struct.Struct("!IHBB16s16s")
+_IPV6_FRAG = struct.Struct("!BBHI")
+_UDP = struct.Struct("!HHHH")
+
+
+class IpDecodeError(DecodeError):
+    """Bytes that are not a well-formed IPv4/IPv6/UDP packet."""
+
+
+def address_bytes(text: str) -> bytes:
+    """'10.0.0.1' or 'fd00::1' -> 4 or 16 bytes."""
+    return ipaddress.ip_address(text).packed
+
+
+def address_text(raw: bytes) -> str:
+    return str(ipaddress.ip_address(raw))
+
+
+# --------------------------------------------------------------------------- IPv4
+
+
+class IPv4Header(NamedTuple):
+    header_len: int
+    total_len: int
+    ident: int
+    dont_fragment: bool
+    more_fragments: bool
+    frag_offset: int  # in bytes
+    ttl: int
+    proto: int
+    src: bytes
+    dst: bytes
+
+
+def build_ipv4(
+    src: bytes,
+    dst: bytes,
+    proto: int,
+    payload: bytes,
+    ident: int,
+    *,
+    ttl: int = 64,
+    tos: int = 0,
+    dont_fragment: bool = False,
+    more_fragments: bool = False,
+    frag_offset: int = 0,
+) -> bytes:
+    """An IPv4 packet with a 20-byte header (no options) and a valid checksum."""
+    if frag_offset % 8:
+        raise ValueError("IPv4 fragment offsets are multiples of 8 bytes")
+    total = IPV4_HEADER_LEN + len(payload)
+    if total > 0xFFFF:
+        raise ValueError(f"IPv4 datagram of {total} bytes exceeds 65535")
+    flags = (0x4000 if dont_fragment else 0) | (0x2000 if more_fragments else 0)
+    header = _IPV4.pack(
+        0x45, tos, total, ident & 0xFFFF, flags | (frag_offset >> 3), ttl, proto, 0, src, dst
+    )
+    checksum = internet_checksum(header)
+    return header[:10] + checksum.to_bytes(2, "big") + header[12:] + payload
+
+
+def parse_ipv4(data: bytes, *, verify: bool = False) -> IPv4Header:
+    """Parse and sanity-check an IPv4 header; `verify` also checks the checksum."""
+    if len(data) < IPV4_HEADER_LEN:
+        raise IpDecodeError(f"IPv4 packet of {len(data)} bytes is shorter than a header")
+    vihl, _tos, total, ident, flags_off, ttl, proto, _ck, src, dst = _IPV4.unpack_from(data)
+    if vihl >> 4 != 4:
+        raise IpDecodeError(f"IP version {vihl >> 4} is not 4")
+    header_len = (vihl & 0x0F) * 4
+    if header_len < IPV4_HEADER_LEN:
+        raise IpDecodeError(f"IPv4 IHL {header_len} bytes is below 20")
+    if total < header_len or total > len(data):
+        raise IpDecodeError(f"IPv4 total length {total} does not fit the {len(data)} bytes")
+    if flags_off & 0x8000:
+        raise IpDecodeError("IPv4 reserved flag set")
+    if verify and internet_checksum(data[:header_len]) != 0:
+        raise IpDecodeError("IPv4 header checksum mismatch")
+    return IPv4Header(
+        header_len,
+        total,
+        ident,
+        bool(flags_off & 0x4000),
+        bool(flags_off & 0x2000),
+        (flags_off & 0x1FFF) << 3,
+        ttl,
+        proto,
+        src,
+        dst,
+    )
+
+
+def fragment_ipv4(packet: bytes, mtu: int) -> list[bytes]:
+    """Split an IPv4 datagram into fragments of at most `mtu` bytes (RFC 791 2.3).
+
+    Each fragment repeats the header with its own offset, MF flag and checksum;
+    all but the last carry a multiple of 8 payload bytes.
+    """
+    if len(packet) <= mtu:
+        return [packet]
+    h = parse_ipv4(packet)
+    if h.dont_fragment:
+        raise ValueError("datagram exceeds the MTU and has DF set")
+    chunk = (mtu - h.header_len) // 8 * 8
+    if chunk <= 0:
+        raise ValueError(f"MTU {mtu} leaves no room for fragment data")
+    body = packet[h.header_len : h.total_len]
+    fragments = []
+    for start in range(0, len(body), chunk):
+        part = body[start : start + chunk]
+        last = start + chunk >= len(body)
+        fragments.append(
+            build_ipv4(
+                h.src,
+                h.dst,
+                h.proto,
+                part,
+                h.ident,
+                ttl=h.ttl,
+                more_fragments=h.more_fragments or not last,
+                frag_offset=h.frag_offset + start,
+            )
+        )
+    return fragments
+
+
+# --------------------------------------------------------------------------- IPv6
+
+
+class IPv6Header(NamedTuple):
+    header_len: int  # fixed header plus a Fragment header when present
+    payload_len: int  # after header_len
+    next_header: int  # upper-layer protocol
+    hop_limit: int
+    src: bytes
+    dst: bytes
+    fragmented: bool
+    ident: int
+    more_fragments: bool
+    frag_offset: int  # in bytes
+
+
+def build_ipv6(
+    src: bytes,
+    dst: bytes,
+    proto: int,
+    payload: bytes,
+    *,
+    hop_limit: int = 64,
+    traffic_class: int = 0,
+    flow_label: int = 0,
+) -> bytes:
+    if len(payload) > 0xFFFF:
+        raise ValueError("IPv6 payload above 65535 bytes needs a jumbogram")
+    first = (6 << 28) | (traffic_class << 20) | (flow_label & 0xFFFFF)
+    return _IPV6.pack(first, len(payload), proto, hop_limit, src, dst) + payload
+
+
+def parse_ipv6(data: bytes) -> IPv6Header:
+    if len(data) < IPV6_HEADER_LEN:
+        raise IpDecodeError(f"IPv6 packet of {len(data)} bytes is shorter than a header")
+    first, plen, nxt, hop, src, dst = _IPV6.unpack_from(data)
+    if first >> 28 != 6:
+        raise IpDecodeError(f"IP version {first >> 28} is not 6")
+    if IPV6_HEADER_LEN + plen > len(data):
+        raise IpDecodeError(f"IPv6 payload length {plen} exceeds the {len(data)} bytes")
+    if nxt != IPPROTO_IPV6_FRAGMENT:
+        return IPv6Header(IPV6_HEADER_LEN, plen, nxt, hop, src, dst, False, 0, False, 0)
+    if plen < IPV6_FRAGMENT_HEADER_LEN:
+        raise IpDecodeError("IPv6 Fragment header truncated")
+    inner, _res, off_m, ident = _IPV6_FRAG.unpack_from(data, IPV6_HEADER_LEN)
+    return IPv6Header(
+        IPV6_HEADER_LEN + IPV6_FRAGMENT_HEADER_LEN,
+        plen - IPV6_FRAGMENT_HEADER_LEN,
+        inner,
+        hop,
+        src,
+        dst,
+        True,
+        ident,
+        bool(off_m & 1),
+        off_m & 0xFFF8,
+    )
+
+
+def fragment_ipv6(packet: bytes, mtu: int, ident: int) -> list[bytes]:
+    """Source fragmentation of an IPv6 packet without extension headers (RFC 8200 4.5)."""
+    if len(packet) <= mtu:
+        return [packet]
+    h = parse_ipv6(packet)
+    body = packet[IPV6_HEADER_LEN : IPV6_HEADER_LEN + h.payload_len]
+    chunk = (mtu - IPV6_HEADER_LEN - IPV6_FRAGMENT_HEADER_LEN) // 8 * 8
+    if chunk <= 0:
+        raise ValueError(f"MTU {mtu} leaves no room for fragment data")
+    fixed = packet[:4]
+    fragments = []
+    for start in range(0, len(body), chunk):
+        part = body[start : start + chunk]
+        more = 1 if start + chunk < len(body) else 0
+        frag_header = _IPV6_FRAG.pack(h.next_header, 0, start | more, ident & 0xFFFFFFFF)
+        plen = IPV6_FRAGMENT_HEADER_LEN + len(part)
+        fragments.append(
+            fixed
+            + struct.pack("!HBB", plen, IPPROTO_IPV6_FRAGMENT, h.hop_limit)
+            + h.src
+            + h.dst
+            + frag_header
+            + part
+        )
+    return fragments
+
+
+# --------------------------------------------------------------------------- UDP
+
+
+def pseudo_header_sum(src: bytes, dst: bytes, proto: int, length: int) -> int:
+    """Partial sum of the IPv4 or IPv6 pseudo-header for UDP/TCP checksums."""
+    if len(src) == 4:
+        ph = src + dst + struct.pack("!BBH", 0, proto, length)
+    else:
+        ph = src + dst + struct.pack("!I3xB", length, proto)
+    return ones_complement_sum(ph)
+
+
+def build_udp(src: bytes, dst: bytes, sport: int, dport: int, payload: bytes) -> bytes:
+    """A UDP datagram (header + payload) with its checksum over the pseudo-header."""
+    length = UDP_HEADER_LEN + len(payload)
+    header = _UDP.pack(sport, dport, length, 0)
+    checksum = internet_checksum(header + payload, pseudo_header_sum(src, dst, IPPROTO_UDP, length))
+    if checksum == 0:
+        checksum = 0xFFFF  # RFC 768: a computed zero is sent as all ones
+    return header[:6] + checksum.to_bytes(2, "big") + payload
+
+
+def parse_udp(
+    segment: bytes, src: bytes = b"", dst: bytes = b"", *, verify: bool = False
+) -> tuple[int, int, bytes]:
+    """(source port, destination port, payload) of a UDP datagram."""
+    if len(segment) < UDP_HEADER_LEN:
+        raise IpDecodeError(f"UDP datagram of {len(segment)} bytes is shorter than a header")
+    sport, dport, length, checksum = _UDP.unpack_from(segment)
+    if length < UDP_HEADER_LEN or length > len(segment):
+        raise IpDecodeError(f"UDP length {length} does not fit the {len(segment)} bytes")
+    if verify:
+        if checksum == 0 and len(src) == 16:
+            raise IpDecodeError("UDP over IPv6 requires a checksum")
+        if checksum and ones_complement_sum(
+            segment[:length], pseudo_header_sum(src, dst, IPPROTO_UDP, length)
+        ) != 0xFFFF:
+            raise IpDecodeError("UDP checksum mismatch")
+    return sport, dport, segment[UDP_HEADER_LEN:length]

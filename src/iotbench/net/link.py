@@ -1,0 +1,134 @@
+"""Point-to-point links: two channels, one per direction.
+
+A channel models a transmitter with a drop-tail queue, a serialisation rate,
+a propagation delay, and the impairments of its direction. It computes each
+packet's departure and arrival times when the packet is offered, so a packet
+costs one kernel event (its arrival), not one per queue transition.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from iotbench.net.impairments import Impairment
+from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
+from iotbench.sim import Simulator
+
+
+class Channel:
+    """One direction of a link: sender's queue and transmitter, the wire, the receiver."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        src: str,
+        dst: str,
+        deliver: Callable[[Packet], None],
+        *,
+        rate_bps: float,
+        delay_s: float,
+        queue_packets: int,
+        impairment: Impairment,
+        log: list[Packet],
+    ) -> None:
+        self.sim = sim
+        self.src = src
+        self.dst = dst
+        self.name = f"{src}->{dst}"
+        self.deliver = deliver
+        self.rate_bps = rate_bps
+        self.delay_s = delay_s
+        self.queue_packets = queue_packets
+        self.impairment = impairment
+        self.log = log
+        self._busy_until = 0.0
+        # Finish times of packets accepted and not yet fully transmitted.
+        self._finishes: deque[float] = deque()
+
+    def send(self, pkt: Packet) -> None:
+        sim = self.sim
+        now = sim.now
+        pkt.t_sent = now
+        pkt.channel = self
+        self.log.append(pkt)
+        if self.rate_bps:
+            finishes = self._finishes
+            while finishes and finishes[0] <= now:
+                finishes.popleft()
+            # The head of `finishes` is on the wire; the others wait in the queue.
+            if len(finishes) > self.queue_packets:
+                pkt.fate = QUEUE_FULL
+                pkt.t_done = now
+                return
+            start = self._busy_until if self._busy_until > now else now
+            finish = start + len(pkt.data) * 8 / self.rate_bps
+            self._busy_until = finish
+            finishes.append(finish)
+            pkt.t_sent = start
+        else:
+            start = finish = now
+        imp = self.impairment
+        if imp.loss.lost():
+            pkt.fate = LOST
+            pkt.t_done = finish
+            return
+        sim.at(finish + self.delay_s + imp.delay.extra(), self._arrive, pkt)
+
+    def _arrive(self, pkt: Packet) -> None:
+        now = self.sim.now
+        pkt.t_done = now
+        if self.impairment.outages.down_during(pkt.t_sent, now):
+            pkt.fate = OUTAGE
+            return
+        pkt.fate = DELIVERED
+        self.deliver(pkt)
+
+    @property
+    def queued(self) -> int:
+        """Packets waiting for the transmitter now (not counting the one on the wire)."""
+        now = self.sim.now
+        return max(0, sum(1 for f in self._finishes if f > now) - 1)
+
+
+class PointToPointLink:
+    """A full-duplex link between two interfaces, each direction its own channel."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        a: "Interface",  # noqa: F821 - defined in node.py, imported lazily there
+        b: "Interface",  # noqa: F821
+        *,
+        rate_bps: float = 0.0,
+        delay_s: float = 0.0,
+        queue_packets: int = 100,
+        impair_a_to_b: Impairment | None = None,
+        impair_b_to_a: Impairment | None = None,
+        log: list[Packet],
+    ) -> None:
+        self.a, self.b = a, b
+        self.a_to_b = Channel(
+            sim,
+            a.node.name,
+            b.node.name,
+            b.receive,
+            rate_bps=rate_bps,
+            delay_s=delay_s,
+            queue_packets=queue_packets,
+            impairment=impair_a_to_b or Impairment(),
+            log=log,
+        )
+        self.b_to_a = Channel(
+            sim,
+            b.node.name,
+            a.node.name,
+            a.receive,
+            rate_bps=rate_bps,
+            delay_s=delay_s,
+            queue_packets=queue_packets,
+            impairment=impair_b_to_a or Impairment(),
+            log=log,
+        )
+        a.attach(self.a_to_b)
+        b.attach(self.b_to_a)
