@@ -149,18 +149,19 @@ def random_outages(
 
 
 class Redraw:
-    """Redraws one numeric attribute of a model uniformly from [low, high].
+    """Redraws one numeric attribute of some models uniformly from [low, high].
 
     Used for time-varying conditions such as S3's "loss rate redrawn from
-    [0, 5 %] every 100 items". The caller decides when (`fire`): every N items
-    (the world connects it to the item log) or every T seconds (a timer).
+    [0, 5 %] every 100 items". All targets get the same value (e.g. both
+    directions of a link). The caller decides when (`fire`): every N items (the
+    world connects it to the item log) or every T seconds (a timer).
     """
 
     def __init__(
-        self, rng: random.Random, target: object, attr: str, low: float, high: float
+        self, rng: random.Random, targets: list, attr: str, low: float, high: float
     ) -> None:
         self.rng = rng
-        self.target = target
+        self.targets = targets
         self.attr = attr
         self.low = low
         self.high = high
@@ -168,7 +169,8 @@ class Redraw:
 
     def fire(self) -> None:
         value = self.rng.uniform(self.low, self.high)
-        setattr(self.target, self.attr, value)
+        for target in self.targets:
+            setattr(target, self.attr, value)
         self.history.append(value)
 
 

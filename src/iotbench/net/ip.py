@@ -239,23 +239,34 @@ def fragment_ipv6(packet: bytes, mtu: int, ident: int) -> list[bytes]:
 # --------------------------------------------------------------------------- UDP
 
 
+_address_sums: dict[tuple[bytes, bytes], int] = {}
+
+
 def pseudo_header_sum(src: bytes, dst: bytes, proto: int, length: int) -> int:
-    """Partial sum of the IPv4 or IPv6 pseudo-header for UDP/TCP checksums."""
-    if len(src) == 4:
-        ph = src + dst + struct.pack("!BBH", 0, proto, length)
-    else:
-        ph = src + dst + struct.pack("!I3xB", length, proto)
-    return ones_complement_sum(ph)
+    """Partial (unfolded) sum of the IPv4 or IPv6 pseudo-header for UDP/TCP checksums.
+
+    The address part is the same for every packet of a flow, so it is summed
+    once and cached; the protocol and length words are added here.
+    """
+    key = (src, dst)
+    addresses = _address_sums.get(key)
+    if addresses is None:
+        if len(_address_sums) > 4096:
+            _address_sums.clear()
+        addresses = _address_sums[key] = ones_complement_sum(src + dst)
+    return addresses + proto + (length >> 16) + (length & 0xFFFF)
 
 
 def build_udp(src: bytes, dst: bytes, sport: int, dport: int, payload: bytes) -> bytes:
     """A UDP datagram (header + payload) with its checksum over the pseudo-header."""
     length = UDP_HEADER_LEN + len(payload)
-    header = _UDP.pack(sport, dport, length, 0)
-    checksum = internet_checksum(header + payload, pseudo_header_sum(src, dst, IPPROTO_UDP, length))
+    # The checksum field is zero while summing, so the header contributes its
+    # three other words directly.
+    start = pseudo_header_sum(src, dst, IPPROTO_UDP, length) + sport + dport + length
+    checksum = internet_checksum(payload, start)
     if checksum == 0:
         checksum = 0xFFFF  # RFC 768: a computed zero is sent as all ones
-    return header[:6] + checksum.to_bytes(2, "big") + payload
+    return _UDP.pack(sport, dport, length, checksum) + payload
 
 
 def parse_udp(

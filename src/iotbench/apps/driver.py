@@ -1,0 +1,81 @@
+"""Runs a sans-I/O datagram protocol stack on a simulated node's UDP port.
+
+The stack is the same object that runs behind a real socket (see real/): it
+gets `receive(now, data, addr)` and `handle_timer(now)`, and this driver moves
+what it produces (`datagrams_to_send()`, `events()`, `next_timer()`) into the
+simulator. Addresses cross the boundary as (text address, port) tuples, like a
+real socket's, so the stack cannot tell the two worlds apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from iotbench.net.ip import address_bytes, address_text
+from iotbench.net.node import Node
+from iotbench.sim import Simulator, Timer
+
+
+class DatagramDriver:
+    def __init__(
+        self,
+        sim: Simulator,
+        node: Node,
+        stack,
+        on_event: Callable[[object], None],
+        header_length: Callable[[bytes], int],
+        port: int | None = None,
+    ) -> None:
+        self.sim = sim
+        self.node = node
+        self.stack = stack
+        self.on_event = on_event
+        self.header_length = header_length
+        self.port = (
+            node.udp_bind_ephemeral(self._on_datagram) if port is None else port
+        )
+        if port is not None:
+            node.udp_bind(port, self._on_datagram)
+        self._timer: Timer | None = None
+        self._text: dict[bytes, str] = {}
+        self._raw: dict[str, bytes] = {}
+
+    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+        host = self._text.get(src)
+        if host is None:
+            host = self._text[src] = address_text(src)
+        self.stack.receive(self.sim.now, payload, (host, sport))
+        self.pump()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.stack.handle_timer(self.sim.now)
+        self.pump()
+
+    def pump(self) -> None:
+        """Send what the stack wants sent, hand its events on, re-arm its timer.
+
+        Call after every application call into the stack. Event handlers may call
+        the stack again; the loop runs until the stack has nothing more to say.
+        """
+        stack = self.stack
+        while True:
+            for data, (host, port) in stack.datagrams_to_send():
+                raw = self._raw.get(host)
+                if raw is None:
+                    raw = self._raw[host] = address_bytes(host)
+                self.node.udp_send(self.port, raw, port, data, self.header_length(data))
+            events = stack.events()
+            if not events:
+                break
+            for event in events:
+                self.on_event(event)
+        deadline = stack.next_timer()
+        timer = self._timer
+        if timer is not None:
+            if deadline is not None and timer.time == deadline:
+                return
+            timer.cancel()
+            self._timer = None
+        if deadline is not None:
+            self._timer = self.sim.at(max(deadline, self.sim.now), self._on_timer)

@@ -1,0 +1,172 @@
+"""Builds the network of one run from the scenario's `network` section.
+
+Two nodes, `client` and `server`, joined by one point-to-point link whose two
+directions carry their own impairments (`to_server`, `to_client`; `both`
+applies to each direction with independent random streams).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iotbench.metrics.items import ItemLog
+from iotbench.net.impairments import (
+    BernoulliLoss,
+    ConstantDelay,
+    GilbertElliottLoss,
+    Impairment,
+    NormalDelay,
+    Outages,
+    Redraw,
+    UniformDelay,
+    random_outages,
+)
+from iotbench.net.link import PointToPointLink
+from iotbench.net.node import Interface, Node
+from iotbench.net.packet import Packet
+from iotbench.sim import Simulator
+
+ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
+DIRECTIONS = ("to_server", "to_client")
+
+
+@dataclass
+class TwoNodeNetwork:
+    client: Node
+    server: Node
+    client_if: Interface
+    server_if: Interface
+    link: PointToPointLink
+    redraws: list[Redraw]
+
+
+def build_two_node_network(
+    sim: Simulator, network: dict, items: ItemLog, total_items: int, log: list[Packet]
+) -> TwoNodeNetwork:
+    link_cfg = network["link"]
+    client_addr, server_addr = ADDRESSES[network["ip_version"]]
+    client = Node(sim, "client")
+    server = Node(sim, "server")
+    client_if = client.add_interface(client_addr, link_cfg["mtu_bytes"])
+    server_if = server.add_interface(server_addr, link_cfg["mtu_bytes"])
+    impair = network.get("impair", {})
+    both = impair.get("both", {})
+    # An outage takes the whole link down: under `both`, the two directions share one.
+    shared_outages = _outages(sim, "link/both", both.get("outages"), items, total_items)
+    redraw_targets: dict[tuple[str, str, str], list] = {}
+    impairments = {}
+    for direction in DIRECTIONS:
+        own = impair.get(direction, {})
+        name = f"link/{direction}"
+        loss = _loss(sim, name, own.get("loss", both.get("loss")))
+        delay = _delay(sim, name, own.get("delay", both.get("delay")))
+        outages = (
+            _outages(sim, name, own["outages"], items, total_items)
+            if "outages" in own
+            else shared_outages
+        )
+        impairments[direction] = Impairment(loss=loss, delay=delay, outages=outages)
+        for part, model in (("loss", loss), ("delay", delay)):
+            section = direction if part in own else "both"
+            for key, value in (own.get(part) or both.get(part) or {}).items():
+                if isinstance(value, dict):
+                    redraw_targets.setdefault((section, part, key), []).append((model, value))
+    # A parameter redrawn under `both` takes the same value in each direction.
+    redraws = []
+    for (section, part, key), targets in redraw_targets.items():
+        value = targets[0][1]
+        redraw = Redraw(
+            sim.rng(f"link/{section}/{part}/{key}/redraw"),
+            [model for model, _ in targets],
+            key,
+            *value["uniform"],
+        )
+        _schedule_redraw(sim, redraw, value, items)
+        redraws.append(redraw)
+    link = PointToPointLink(
+        sim,
+        client_if,
+        server_if,
+        rate_bps=link_cfg["rate_bps"],
+        delay_s=link_cfg["delay_s"],
+        queue_packets=link_cfg["queue_packets"],
+        impair_a_to_b=impairments["to_server"],
+        impair_b_to_a=impairments["to_client"],
+        log=log,
+    )
+    return TwoNodeNetwork(client, server, client_if, server_if, link, redraws)
+
+
+def _initial(value) -> float:
+    # A redrawn parameter gets its first value when its schedule first fires (at
+    # the first item or at t=0); until then the low end is a placeholder.
+    return value["uniform"][0] if isinstance(value, dict) else value
+
+
+def _loss(sim: Simulator, name: str, spec: dict | None):
+    if not spec or spec["model"] == "none":
+        return None
+    rng = sim.rng(f"{name}/loss")
+    if spec["model"] == "bernoulli":
+        return BernoulliLoss(rng, _initial(spec["p"]))
+    return GilbertElliottLoss(
+        rng,
+        _initial(spec["p_good_to_bad"]),
+        _initial(spec["p_bad_to_good"]),
+        _initial(spec.get("loss_good", 0.0)),
+        _initial(spec.get("loss_bad", 1.0)),
+    )
+
+
+def _delay(sim: Simulator, name: str, spec: dict | None):
+    if not spec or spec["model"] == "none":
+        return None
+    rng = sim.rng(f"{name}/delay")
+    model = spec["model"]
+    if model == "constant":
+        return ConstantDelay(_initial(spec["s"]))
+    if model == "uniform":
+        return UniformDelay(rng, _initial(spec["low_s"]), _initial(spec["high_s"]))
+    return NormalDelay(rng, _initial(spec["mean_s"]), _initial(spec["stddev_s"]))
+
+
+def _outages(
+    sim: Simulator, name: str, spec: dict | None, items: ItemLog, total_items: int
+) -> Outages:
+    if not spec or spec["model"] == "none":
+        return Outages()
+    rng = sim.rng(f"{name}/outages")
+    model = spec["model"]
+    if model == "scheduled":
+        outages = Outages()
+        for start in spec["start_s"]:
+            outages.add(start, spec["duration_s"])
+        return outages
+    if model == "random":
+        return random_outages(rng, spec["count"], spec["duration_s"], tuple(spec["window_s"]))
+    # random-items: each outage begins when a randomly chosen item starts, so every
+    # protocol meets the same number of outages however fast it works.
+    outages = Outages()
+    total = total_items
+    chosen = set(rng.sample(range(total), min(spec["count"], total)))
+
+    def on_item(index: int) -> None:
+        if index in chosen:
+            outages.add(sim.now, spec["duration_s"])
+
+    items.on_start.append(on_item)
+    return outages
+
+
+def _schedule_redraw(sim: Simulator, redraw: Redraw, value: dict, items: ItemLog) -> None:
+    if "every_items" in value:
+        every = value["every_items"]
+        items.on_start.append(lambda index: redraw.fire() if index % every == 0 else None)
+    else:
+        every_s = value["every_s"]
+
+        def tick() -> None:
+            redraw.fire()
+            sim.schedule(every_s, tick)
+
+        sim.at(sim.now, tick)
