@@ -1,0 +1,1193 @@
+"""A sans-I/O CoAP endpoint: client and server in one object.
+
+Implements the RFC 7252 messaging layer (section 4: CON retransmission,
+deduplication, ACK/RST matching, NSTART), the request/response layer
+(section 5: piggybacked and separate responses, token matching, critical
+options), RFC 7641 Observe on both sides, RFC 6690 /.well-known/core, and the
+CoCoA adaptive RTO (draft-ietf-core-cocoa) as an alternative to the fixed
+RFC 7252 timeout.
+
+Driving it (the simulator and the real-socket driver do exactly this):
+
+    ep = CoapEndpoint(random.Random(seed))
+    ep.receive(now, datagram, addr)          # every datagram from the socket
+    ep.handle_timer(now)                     # when now >= ep.next_timer()
+    rid = ep.request(now, addr, Code.GET, "/temp")
+    for data, addr in ep.datagrams_to_send(): ...
+    for event in ep.events(): ...            # ResponseReceived, RequestFailed, ...
+
+`addr` is any hashable; the endpoint never looks inside it. Nothing here reads
+a clock, opens a socket or touches global random state.
+
+Choices the RFCs leave open, and what this endpoint does:
+
+- Message IDs start at a value drawn from the rng and increase by one per
+  message, shared by all destinations. Tokens are drawn from the rng when a
+  request is first transmitted (CoapParams.token_length bytes, default 4),
+  redrawn if already in use towards that peer. With 0-byte tokens only one
+  request (or observation) per peer can be in flight; others wait in the
+  NSTART queue.
+- NSTART counts client requests only (RFC 7252 4.7 "outstanding
+  interactions"): a CON request until its ACK or response, a NON request until
+  its response or the NON timeout. Requests beyond it are queued per peer in
+  FIFO order and sent when one completes. Separate responses and
+  notifications are not counted; notifications follow RFC 7641 4.5.2 instead
+  (at most one CON notification in flight per observer).
+- NON timeout: CoapParams.non_timeout_s if set; otherwise the worst-case
+  time a CON request would wait before giving up with the same retransmission
+  schedule: MAX_TRANSMIT_WAIT (93 s) with rto="rfc7252", and with
+  rto="cocoa" ACK_RANDOM_FACTOR * sum(min(RTO * f**n, 32 s), n = 0..MAX_RETRANSMIT)
+  for the destination's current RTO and CoCoA backoff factor f. With no
+  measurement yet (RTO 2 s, f = 2) that is again 93 s, so the adaptive client
+  starts exactly like the RFC one and then tracks the measured RTT. RTT samples
+  of NON request/response pairs feed the strong estimator (they are never
+  ambiguous).
+- CoCoA RTT samples come from every CON this endpoint sends (requests,
+  separate responses, CON notifications) when its ACK (or the response)
+  arrives: strong without retransmission, weak with one or two, none after.
+- Separate responses: a handler may report a processing time
+  (ResourceResponse.delay_s). With CoapParams.separate_response_after_s set
+  and a slower handler, the server sends an empty ACK after
+  separate_response_after_s and the response as a separate CON when it is
+  ready; otherwise the response is piggybacked when ready. A client waits
+  CoapParams.separate_response_timeout_s (default EXCHANGE_LIFETIME) after the
+  empty ACK before failing the request with "timeout".
+- Deduplication (RFC 7252 4.5): every CON and NON received is remembered by
+  (peer, Message ID) for EXCHANGE_LIFETIME / NON_LIFETIME together with the
+  reply it got (ACK, piggybacked response or RST); a duplicate CON gets that
+  reply again without re-running the handler, a duplicate NON is ignored.
+- Rejection (RFC 7252 4.2, 4.3): an empty CON (ping), a CON with a reserved
+  code class or that cannot be parsed past its header, a request with an
+  unrecognized critical option sent as NON, and any response the client was
+  not waiting for (CON or NON; this is also RFC 7641's reactive cancellation)
+  are answered with RST. ACKs and RSTs are never answered. Unrecognized
+  critical options in a CON request get 4.02 Bad Option (5.4.1); in a
+  response they make it be rejected.
+- Observe (RFC 7641): observers are keyed by (peer, token) per resource (4.1).
+  Each registration response and each notify() takes a new sequence number
+  per resource (24 bits, 4.4). A failed CON notification (MAX_RETRANSMIT
+  timeouts) or an RST to any notification removes the observer (4.5, 3.6).
+  On the client, notifications are checked with the 3.4 freshness rule;
+  stale ones are acknowledged but not reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import random
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from iotbench.proto.retransmit import BackoffSchedule, CocoaEstimator, Retransmission
+
+from .codec import (
+    MAX_OPTION_NUMBER,
+    MAX_TOKEN_LENGTH,
+    CoapDecodeError,
+    Code,
+    Message,
+    Type,
+    decode,
+    encode,
+    encode_uint,
+    invalid_options,
+    is_request,
+    is_response,
+)
+from .events import CoapEvent, NotificationReceived, RequestFailed, ResponseReceived
+from .observe import (
+    OBSERVE_DEREGISTER,
+    OBSERVE_REGISTER,
+    ClientObservation,
+    Observer,
+    observe_value,
+)
+from .options import Opt
+from .params import CoapParams
+from .resources import (
+    CT_LINK_FORMAT,
+    WELL_KNOWN_CORE,
+    Handler,
+    Resource,
+    ResourceResponse,
+    link_format,
+    normalize_path,
+    to_response,
+)
+
+# Events and ResourceResponse are re-exported so that drivers need one import.
+__all__ = [
+    "SERVER_CRITICAL_OPTIONS",
+    "CoapEndpoint",
+    "CoapStats",
+    "NotificationReceived",
+    "RequestFailed",
+    "ResourceResponse",
+    "ResponseReceived",
+]
+
+#: Critical options a request may carry without 4.02 Bad Option. Uri-Host and
+#: Uri-Port are accepted and ignored (one host per endpoint); Proxy-Uri and
+#: Proxy-Scheme are recognized so that they get 5.05 (RFC 7252 5.10.2).
+SERVER_CRITICAL_OPTIONS = frozenset(
+    {
+        Opt.URI_HOST,
+        Opt.URI_PORT,
+        Opt.URI_PATH,
+        Opt.URI_QUERY,
+        Opt.ACCEPT,
+        Opt.PROXY_URI,
+        Opt.PROXY_SCHEME,
+    }
+)
+#: Critical options a response may carry; every registered response option
+#: (Content-Format, ETag, Max-Age, Location-*, Observe, Size2) is elective, and
+#: Block2 is not implemented, so none.
+CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset()
+
+# What an outgoing message tracked by Message ID belongs to.
+_REQUEST = 0
+_SEPARATE = 1
+_NOTIFY = 2
+
+# Timer kinds; a cancelled timer entry gets kind _CANCELLED.
+_CANCELLED = -1
+_T_RETRANSMIT = 0
+_T_NON_TIMEOUT = 1
+_T_SEPARATE_WAIT = 2
+_T_REPLY = 3
+_T_EMPTY_ACK = 4
+
+# Client request states.
+_QUEUED = 0
+_SENT = 1  # awaiting ACK and/or response; counts against NSTART
+_WAITING = 2  # empty ACK received, awaiting the separate response
+_OBSERVING = 3  # registration answered; notifications follow
+_DONE = 4
+
+
+def _empty(type_bits: int, mid: int) -> bytes:
+    """Wire bytes of an Empty message: version 1, no token, code 0.00."""
+    return bytes((0x40 | (type_bits << 4), 0, mid >> 8, mid & 0xFF))
+
+
+def _is_success(code: int) -> bool:
+    return code >> 5 == 2
+
+
+@dataclass(slots=True)
+class CoapStats:
+    """Counters for diagnosis (metrics come from packet records, not from here)."""
+
+    messages_sent: int = 0
+    messages_received: int = 0
+    decode_errors: int = 0
+    format_errors: int = 0
+    duplicates: int = 0
+    retransmissions: int = 0
+    resets_sent: int = 0
+    resets_received: int = 0
+    unexpected: int = 0
+    bad_options: int = 0
+    handler_errors: int = 0
+    internal_errors: int = 0
+    stale_notifications: int = 0
+    requests_sent: int = 0
+    requests_failed: int = 0
+
+
+class _Outgoing:
+    """A message we sent that an ACK or RST may refer to, by (peer, Message ID)."""
+
+    __slots__ = ("addr", "data", "kind", "mid", "owner", "retx", "timer")
+
+    def __init__(self, kind: int, addr: Hashable, mid: int, data: bytes, owner: object) -> None:
+        self.kind = kind
+        self.addr = addr
+        self.mid = mid
+        self.data = data
+        self.owner = owner
+        self.retx: Retransmission | None = None
+        self.timer: list | None = None
+
+
+class _Request:
+    """Client-side state of one request (and of the observation it may start)."""
+
+    __slots__ = (
+        "addr",
+        "counted",
+        "dereg",
+        "first_sent_s",
+        "fixed_token",
+        "id",
+        "message",
+        "observation",
+        "out",
+        "state",
+        "timer",
+        "token",
+    )
+
+    def __init__(self, rid: int, addr: Hashable, message: Message, fixed_token: bytes | None):
+        self.id = rid
+        self.addr = addr
+        self.message = message
+        self.fixed_token = fixed_token
+        self.token = b""
+        self.state = _QUEUED
+        self.counted = False
+        self.out: _Outgoing | None = None
+        self.first_sent_s = 0.0
+        self.timer: list | None = None
+        self.observation: ClientObservation | None = None
+        self.dereg = False
+
+    @property
+    def observe(self) -> bool:
+        return observe_value(self.message) == OBSERVE_REGISTER
+
+
+class _Reply:
+    """A server response that leaves later than the request arrived."""
+
+    __slots__ = ("acked", "addr", "request", "response", "seen")
+
+    def __init__(self, addr: Hashable, request: Message, response: Message, seen: list) -> None:
+        self.addr = addr
+        self.request = request
+        self.response = response
+        self.seen = seen
+        self.acked = False
+
+
+class CoapEndpoint:
+    """One CoAP endpoint (client, server, or both) as a sans-I/O state machine."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        params: CoapParams = CoapParams(),  # noqa: B008 - frozen, safe to share
+        *,
+        first_message_id: int | None = None,
+        token_length: int | None = None,
+    ) -> None:
+        if token_length is not None:
+            # Shorthand for CoapParams.token_length (validated there).
+            params = dataclasses.replace(params, token_length=token_length)
+        self.rng = rng
+        self.params = params
+        self.stats = CoapStats()
+        #: Critical request options accepted by the server; extend it when a
+        #: handler implements more (e.g. If-Match).
+        self.known_options: frozenset[int] = SERVER_CRITICAL_OPTIONS
+        if first_message_id is None:
+            first_message_id = rng.randrange(0x10000)
+        if not 0 <= first_message_id <= 0xFFFF:
+            raise ValueError(f"first_message_id must be 0..65535, got {first_message_id}")
+        self._next_mid = first_message_id
+        self._next_request_id = 1
+        self._cocoa = params.rto == "cocoa"
+        self._rfc_schedule = BackoffSchedule(
+            base_timeout_s=params.ack_timeout_s,
+            max_retransmissions=params.max_retransmit,
+            random_factor=params.ack_random_factor,
+        )
+        self._exchange_lifetime = params.exchange_lifetime_s
+        self._non_lifetime = params.non_lifetime_s
+        self._separate_wait = (
+            params.exchange_lifetime_s
+            if params.separate_response_timeout_s is None
+            else params.separate_response_timeout_s
+        )
+
+        self._out: list[tuple[bytes, Hashable]] = []
+        self._events: list[CoapEvent] = []
+        self._timers: list[list] = []
+        self._timer_seq = 0
+
+        # client side
+        self._requests: dict[int, _Request] = {}
+        self._by_token: dict[tuple[Hashable, bytes], _Request] = {}
+        self._outstanding: dict[Hashable, int] = {}
+        self._queues: dict[Hashable, deque[_Request]] = {}
+        self._pumping: set[Hashable] = set()
+        self._estimators: dict[Hashable, CocoaEstimator] = {}
+
+        # messages we sent, for ACK/RST matching; NON ones expire after NON_LIFETIME
+        self._by_mid: dict[tuple[Hashable, int], _Outgoing] = {}
+        self._non_sent: deque[tuple[float, tuple[Hashable, int], _Outgoing]] = deque()
+
+        # messages we received: (peer, mid) -> [expiry, reply bytes or None]
+        self._seen: dict[tuple[Hashable, int], list] = {}
+        self._seen_con: deque[tuple[float, tuple[Hashable, int]]] = deque()
+        self._seen_non: deque[tuple[float, tuple[Hashable, int]]] = deque()
+
+        # server side
+        self._resources: dict[str, Resource] = {}
+        self._well_known = Resource(
+            WELL_KNOWN_CORE,
+            self._well_known_handler,
+            methods=frozenset({Code.GET}),
+            content_format=CT_LINK_FORMAT,
+        )
+
+    # =====================================================================
+    # outputs
+    # =====================================================================
+
+    def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
+        """Datagrams produced since the last call, in order (drains). `now` is unused."""
+        out = self._out
+        self._out = []
+        return out
+
+    def events(self) -> list[CoapEvent]:
+        """Application events produced since the last call, in order (drains)."""
+        ev = self._events
+        self._events = []
+        return ev
+
+    def next_event(self) -> CoapEvent | None:
+        """The oldest undelivered event, or None."""
+        return self._events.pop(0) if self._events else None
+
+    def next_timer(self) -> float | None:
+        """Absolute time of the earliest pending deadline, or None."""
+        heap = self._timers
+        while heap and heap[0][2] == _CANCELLED:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    # =====================================================================
+    # inputs
+    # =====================================================================
+
+    def handle_timer(self, now: float) -> None:
+        """Run every deadline at or before `now`."""
+        heap = self._timers
+        while heap and heap[0][0] <= now:
+            _, _, kind, obj = heapq.heappop(heap)
+            if kind == _T_RETRANSMIT:
+                self._on_retransmit_timer(now, obj)
+            elif kind == _T_NON_TIMEOUT or kind == _T_SEPARATE_WAIT:
+                obj.timer = None
+                self._fail(now, obj, "timeout")
+            elif kind == _T_REPLY:
+                self._send_reply(now, obj)
+            elif kind == _T_EMPTY_ACK:
+                self._send_separate_ack(obj)
+
+    def receive(self, now: float, data: bytes, addr: Hashable) -> None:
+        """Process one datagram from `addr`. Never raises for any input bytes."""
+        self.stats.messages_received += 1
+        try:
+            msg = decode(data)
+        except CoapDecodeError:
+            self.stats.decode_errors += 1
+            self._reject_undecodable(data, addr)
+            return
+        try:
+            self._expire(now)
+            t = msg.type
+            if t == Type.CON or t == Type.NON:
+                self._on_con_or_non(now, msg, addr)
+            elif t == Type.ACK:
+                self._on_ack(now, msg, addr)
+            else:
+                self._on_rst(now, msg, addr)
+        except Exception:  # noqa: BLE001 - a peer's bytes must never crash a node
+            self.stats.internal_errors += 1
+
+    # =====================================================================
+    # client API
+    # =====================================================================
+
+    def request(
+        self,
+        now: float,
+        addr: Hashable,
+        code: int,
+        path: str | Sequence[str] = "/",
+        *,
+        confirmable: bool = True,
+        payload: bytes = b"",
+        options: Iterable[tuple[int, bytes | str | int]] = (),
+        observe: bool = False,
+        token: bytes | None = None,
+        query: Sequence[str] = (),
+    ) -> int:
+        """Start a request; returns its request id (events carry it).
+
+        observe=True adds Observe: 0 (RFC 7641 registration). An explicit
+        `token` that names a live observation of the same peer takes that
+        observation over (re-registration, RFC 7641 3.3.1); one that names a
+        pending request waits until that request ends.
+        """
+        if not is_request(code):
+            raise ValueError(f"code {code} is not a request method")
+        if token is not None and len(token) > MAX_TOKEN_LENGTH:
+            raise ValueError(f"token is {len(token)} bytes, at most {MAX_TOKEN_LENGTH} allowed")
+        msg = Message(Type.CON if confirmable else Type.NON, int(code), 0, payload=bytes(payload))
+        msg.uri_path = path
+        for q in query:
+            msg.add_option(Opt.URI_QUERY, q)
+        for number, value in options:
+            msg.add_option(number, value)
+        if observe:
+            msg.set_option(Opt.OBSERVE, OBSERVE_REGISTER)
+        _check_encodable(msg)
+        self._expire(now)
+        return self._submit(now, addr, msg, token)
+
+    def cancel(self, now: float, request_id: int) -> bool:
+        """Forget a request or observation without telling the peer; no event follows.
+
+        Later responses or notifications for it are answered with RST.
+        """
+        req = self._requests.get(request_id)
+        if req is None:
+            return False
+        if req.state == _QUEUED:
+            self._unqueue(req)
+        else:
+            self._finish(now, req)
+        return True
+
+    def cancel_observe(self, now: float, request_id: int, proactive: bool = True) -> int | None:
+        """End an observation (RFC 7641 3.6).
+
+        proactive: send a GET with Observe: 1 and the registration's token and
+        options; returns the request id of that deregistration, whose response
+        arrives as ResponseReceived. Otherwise forget it locally; the next
+        notification is answered with RST (reactive), and None is returned.
+        """
+        req = self._requests.get(request_id)
+        if req is None or not req.observe:
+            return None
+        if req.state == _QUEUED:
+            self._unqueue(req)
+            return None
+        token = req.token
+        self._finish(now, req)
+        if not proactive:
+            return None
+        msg = req.message.copy()
+        msg.set_option(Opt.OBSERVE, OBSERVE_DEREGISTER)
+        return self._submit(now, req.addr, msg, token, dereg=True)
+
+    def rto_estimator(self, addr: Hashable) -> CocoaEstimator:
+        """The CoCoA estimator kept for `addr` (created on first use)."""
+        est = self._estimators.get(addr)
+        if est is None:
+            est = self._estimators[addr] = CocoaEstimator()
+        return est
+
+    # =====================================================================
+    # server API
+    # =====================================================================
+
+    def add_resource(
+        self,
+        path: str | Sequence[str],
+        handler: Handler,
+        *,
+        observable: bool = False,
+        methods: Iterable[int] | None = None,
+        notify_confirmable: bool = False,
+        content_format: int | None = None,
+        attributes: Mapping[str, str | int | None] | None = None,
+    ) -> Resource:
+        """Serve `path` with `handler(request, addr)`.
+
+        methods: allowed request codes (others get 4.05); None allows all.
+        notify_confirmable: notifications go out as CON (else NON).
+        content_format and attributes (rt, if, title, sz...) appear in
+        /.well-known/core; observable resources are listed with ;obs.
+        """
+        key = normalize_path(path)
+        res = Resource(
+            key,
+            handler,
+            observable=observable,
+            methods=None if methods is None else frozenset(int(m) for m in methods),
+            notify_confirmable=notify_confirmable,
+            content_format=content_format,
+            attributes=dict(attributes or {}),
+        )
+        old = self._resources.get(key)
+        if old is not None:
+            for obs in list(old.observers.values()):
+                self._remove_observer(obs)
+        self._resources[key] = res
+        return res
+
+    def observers(self, path: str | Sequence[str]) -> int:
+        """How many observers `path` has."""
+        res = self._resources.get(normalize_path(path))
+        return 0 if res is None else len(res.observers)
+
+    def notify(
+        self, now: float, path: str | Sequence[str], *, confirmable: bool | None = None
+    ) -> int:
+        """Push the current state of `path` to all its observers; returns how many.
+
+        confirmable: CON or NON for this notification; None uses the
+        resource's notify_confirmable. All observers get the same new sequence
+        number. A handler answer other than 2.xx ends each observation
+        (RFC 7641 3.2: the error goes out without Observe).
+        """
+        res = self._resources.get(normalize_path(path))
+        if res is None:
+            raise KeyError(f"no resource at {normalize_path(path)!r}")
+        if not res.observers:
+            return 0
+        self._expire(now)
+        con = res.notify_confirmable if confirmable is None else confirmable
+        seq = res.next_seq()
+        observers = list(res.observers.values())
+        for obs in observers:
+            msg = self._notification(res, obs, seq, con)
+            if _is_success(msg.code):
+                self._send_notification(now, obs, msg)
+            else:
+                self._remove_observer(obs)
+                self._transmit_notification(now, obs, msg)
+        return len(observers)
+
+    # =====================================================================
+    # sending machinery
+    # =====================================================================
+
+    def _send(self, data: bytes, addr: Hashable) -> None:
+        self._out.append((data, addr))
+        self.stats.messages_sent += 1
+
+    def _new_mid(self) -> int:
+        mid = self._next_mid
+        self._next_mid = (mid + 1) & 0xFFFF
+        return mid
+
+    def _arm(self, deadline: float, kind: int, obj: object) -> list:
+        self._timer_seq += 1
+        entry = [deadline, self._timer_seq, kind, obj]
+        heapq.heappush(self._timers, entry)
+        return entry
+
+    @staticmethod
+    def _disarm(entry: list | None) -> None:
+        if entry is not None:
+            entry[2] = _CANCELLED
+
+    def _schedule(self, now: float, addr: Hashable, parallel: int = 0) -> BackoffSchedule:
+        """Retransmission schedule of a new CON towards `addr`."""
+        if not self._cocoa:
+            return self._rfc_schedule
+        p = self.params
+        return self.rto_estimator(addr).schedule(
+            now, p.max_retransmit, p.ack_random_factor, parallel
+        )
+
+    def _non_timeout(self, now: float, addr: Hashable, parallel: int) -> float:
+        if self.params.non_timeout_s is not None:
+            return self.params.non_timeout_s
+        if self._cocoa:
+            return self._schedule(now, addr, parallel).max_wait_s
+        return self.params.max_transmit_wait_s
+
+    def _send_con(self, now: float, out: _Outgoing, parallel: int = 0) -> None:
+        """First transmission of a CON and its retransmission timer (RFC 7252 4.2)."""
+        self._by_mid[(out.addr, out.mid)] = out
+        retx = Retransmission(self._schedule(now, out.addr, parallel), self.rng)
+        out.retx = retx
+        self._send(out.data, out.addr)
+        out.timer = self._arm(retx.start(now), _T_RETRANSMIT, out)
+
+    def _send_non(self, now: float, out: _Outgoing) -> None:
+        """A NON that an RST may refer to within NON_LIFETIME."""
+        key = (out.addr, out.mid)
+        self._by_mid[key] = out
+        self._non_sent.append((now + self._non_lifetime, key, out))
+        self._send(out.data, out.addr)
+
+    def _forget_out(self, out: _Outgoing | None) -> None:
+        """Stop retransmitting `out` and stop matching ACK/RST to it."""
+        if out is None:
+            return
+        self._disarm(out.timer)
+        out.timer = None
+        key = (out.addr, out.mid)
+        if self._by_mid.get(key) is out:
+            del self._by_mid[key]
+
+    def _on_retransmit_timer(self, now: float, out: _Outgoing) -> None:
+        out.timer = None
+        retx = out.retx
+        assert retx is not None
+        if not retx.on_timeout(now):
+            self._forget_out(out)
+            self._give_up(now, out)
+            return
+        self.stats.retransmissions += 1
+        if out.kind == _NOTIFY:
+            self._swap_in_pending(out)
+        self._send(out.data, out.addr)
+        out.timer = self._arm(retx.deadline_s, _T_RETRANSMIT, out)
+
+    def _give_up(self, now: float, out: _Outgoing) -> None:
+        if out.kind == _REQUEST:
+            self._fail(now, out.owner, "max-retransmit")
+        elif out.kind == _NOTIFY:
+            # RFC 7641 4.5: a CON notification that is never acknowledged ends the observation.
+            self._remove_observer(out.owner)
+        # A separate response that is never acknowledged is simply dropped.
+
+    def _rtt_sample(self, now: float, out: _Outgoing) -> None:
+        """Feed CoCoA from an acknowledged CON (draft-ietf-core-cocoa 4.2)."""
+        if self._cocoa and out.retx is not None:
+            retx = out.retx
+            self.rto_estimator(out.addr).on_exchange(
+                now, now - retx.first_sent_s, retx.retransmissions
+            )
+
+    def _expire(self, now: float) -> None:
+        """Drop dedup entries and NON matches past their lifetime (RFC 7252 4.5)."""
+        seen = self._seen
+        for order in (self._seen_con, self._seen_non):
+            while order and order[0][0] <= now:
+                _, key = order.popleft()
+                entry = seen.get(key)
+                if entry is not None and entry[0] <= now:
+                    del seen[key]
+        sent = self._non_sent
+        while sent and sent[0][0] <= now:
+            _, key, out = sent.popleft()
+            if self._by_mid.get(key) is out:
+                del self._by_mid[key]
+
+    def _remember(self, now: float, key: tuple[Hashable, int], confirmable: bool) -> list:
+        """Start deduplicating (peer, mid); returns the entry whose [1] holds our reply."""
+        if confirmable:
+            expiry = now + self._exchange_lifetime
+            self._seen_con.append((expiry, key))
+        else:
+            expiry = now + self._non_lifetime
+            self._seen_non.append((expiry, key))
+        entry = [expiry, None]
+        self._seen[key] = entry
+        return entry
+
+    def _reset(self, addr: Hashable, mid: int, seen: list | None = None) -> None:
+        """Reject a message with RST (RFC 7252 4.2/4.3)."""
+        data = _empty(Type.RST, mid)
+        if seen is not None:
+            seen[1] = data
+        self.stats.resets_sent += 1
+        self._send(data, addr)
+
+    def _ack_empty(self, addr: Hashable, mid: int, seen: list) -> None:
+        data = _empty(Type.ACK, mid)
+        seen[1] = data
+        self._send(data, addr)
+
+    def _reject_undecodable(self, data: bytes, addr: Hashable) -> None:
+        """RFC 7252 4.2: a CON with a message format error is rejected with RST.
+
+        Only when the 4-byte header itself is readable (version 1, type CON);
+        anything else is silently dropped.
+        """
+        if len(data) >= 4 and data[0] >> 6 == 1 and (data[0] >> 4) & 3 == Type.CON:
+            self._reset(addr, (data[2] << 8) | data[3])
+
+    # =====================================================================
+    # receiving: message layer
+    # =====================================================================
+
+    def _on_con_or_non(self, now: float, msg: Message, addr: Hashable) -> None:
+        key = (addr, msg.message_id)
+        seen = self._seen.get(key)
+        con = msg.type == Type.CON
+        if seen is not None:
+            self.stats.duplicates += 1
+            if con and seen[1] is not None:
+                self._send(seen[1], addr)
+            return
+        code = msg.code
+        if code == 0:
+            if con:
+                # RFC 7252 4.3: an empty CON is a ping, answered with RST.
+                self._reset(addr, msg.message_id, self._remember(now, key, True))
+            else:
+                self.stats.format_errors += 1  # 4.3: a NON is never empty
+            return
+        seen = self._remember(now, key, con)
+        if is_request(code):
+            self._on_request(now, msg, addr, seen)
+        elif is_response(code):
+            self._on_separate_or_non_response(now, msg, addr, seen)
+        else:
+            # Reserved code class (1, 6, 7): reject (RFC 7252 4.2, 4.3).
+            self.stats.format_errors += 1
+            if con:
+                self._reset(addr, msg.message_id, seen)
+
+    def _on_ack(self, now: float, msg: Message, addr: Hashable) -> None:
+        out = self._by_mid.get((addr, msg.message_id))
+        if out is None or out.retx is None:
+            self.stats.unexpected += 1
+            return
+        code = msg.code
+        if code == 0:
+            self._acknowledged(now, out)
+            if out.kind == _REQUEST:
+                self._await_separate(now, out.owner)
+            return
+        if not is_response(code):
+            self.stats.format_errors += 1  # an ACK carries a response or nothing
+            return
+        if out.kind != _REQUEST:
+            self.stats.unexpected += 1
+            return
+        req: _Request = out.owner
+        # RFC 7252 5.3.2: a piggybacked response must match Message ID and token.
+        if msg.token != req.token:
+            self.stats.unexpected += 1
+            return
+        if self._has_bad_critical(msg.options, CLIENT_CRITICAL_OPTIONS):
+            self.stats.bad_options += 1  # rejecting an ACK is silently ignoring it
+            return
+        self._acknowledged(now, out)
+        self._on_response(now, req, msg)
+
+    def _on_rst(self, now: float, msg: Message, addr: Hashable) -> None:
+        if msg.code != 0:
+            self.stats.format_errors += 1  # RFC 7252 4.2: RST is always Empty
+            return
+        out = self._by_mid.get((addr, msg.message_id))
+        if out is None:
+            self.stats.unexpected += 1
+            return
+        self.stats.resets_received += 1
+        self._forget_out(out)
+        if out.kind == _REQUEST:
+            self._fail(now, out.owner, "reset")
+        elif out.kind == _NOTIFY:
+            # RFC 7641 3.6: RST in reply to a notification deregisters the client.
+            self._remove_observer(out.owner)
+
+    def _acknowledged(self, now: float, out: _Outgoing) -> None:
+        """An ACK (or a response standing in for one) arrived for CON `out`."""
+        self._forget_out(out)
+        self._rtt_sample(now, out)
+        if out.kind == _NOTIFY:
+            obs: Observer = out.owner
+            if obs.inflight is out:
+                obs.inflight = None
+                pending = obs.pending
+                if pending is not None and self._is_registered(obs):
+                    obs.pending = None
+                    self._transmit_notification(now, obs, pending)
+
+    # =====================================================================
+    # client side
+    # =====================================================================
+
+    def _submit(
+        self, now: float, addr: Hashable, msg: Message, token: bytes | None, dereg: bool = False
+    ) -> int:
+        rid = self._next_request_id
+        self._next_request_id += 1
+        req = _Request(rid, addr, msg, token)
+        req.dereg = dereg
+        self._requests[rid] = req
+        queue = self._queues.get(addr)
+        if queue is None:
+            queue = self._queues[addr] = deque()
+        queue.append(req)
+        self._pump(now, addr)
+        return rid
+
+    def _unqueue(self, req: _Request) -> None:
+        queue = self._queues.get(req.addr)
+        if queue is not None:
+            queue.remove(req)
+            if not queue:
+                del self._queues[req.addr]
+        req.state = _DONE
+        del self._requests[req.id]
+
+    def _pump(self, now: float, addr: Hashable) -> None:
+        """Start queued requests to `addr` while NSTART allows (RFC 7252 4.7)."""
+        queue = self._queues.get(addr)
+        if queue is None or addr in self._pumping:
+            return  # nothing queued, or already pumping further up the stack
+        self._pumping.add(addr)
+        try:
+            nstart = self.params.nstart
+            while queue:
+                running = self._outstanding.get(addr, 0)
+                if running >= nstart:
+                    break
+                req = queue[0]
+                token = self._pick_token(now, req)
+                if token is None:
+                    break  # its token is still in use; keep FIFO order
+                queue.popleft()
+                self._start(now, req, token, running)
+        finally:
+            self._pumping.discard(addr)
+        if not queue:
+            self._queues.pop(addr, None)
+
+    def _pick_token(self, now: float, req: _Request) -> bytes | None:
+        addr = req.addr
+        if req.fixed_token is not None:
+            holder = self._by_token.get((addr, req.fixed_token))
+            if holder is None:
+                return req.fixed_token
+            if holder.state == _OBSERVING:
+                self._finish(now, holder)  # re-registration takes the observation over
+                return req.fixed_token
+            return None
+        n = self.params.token_length
+        if n == 0:
+            return None if (addr, b"") in self._by_token else b""
+        for _ in range(16):
+            token = self.rng.getrandbits(8 * n).to_bytes(n, "big")
+            if (addr, token) not in self._by_token:
+                return token
+        return None
+
+    def _start(self, now: float, req: _Request, token: bytes, parallel: int) -> None:
+        addr = req.addr
+        msg = req.message
+        msg.token = token
+        msg.message_id = self._new_mid()
+        req.token = token
+        req.state = _SENT
+        req.counted = True
+        req.first_sent_s = now
+        self._outstanding[addr] = parallel + 1
+        self._by_token[(addr, token)] = req
+        out = _Outgoing(_REQUEST, addr, msg.message_id, encode(msg), req)
+        req.out = out
+        self.stats.requests_sent += 1
+        if msg.type == Type.CON:
+            self._send_con(now, out, parallel)
+        else:
+            self._send_non(now, out)
+            timeout = self._non_timeout(now, addr, parallel)
+            req.timer = self._arm(now + timeout, _T_NON_TIMEOUT, req)
+
+    def _release(self, now: float, req: _Request) -> None:
+        """The request no longer counts against NSTART; let the queue move."""
+        if req.counted:
+            req.counted = False
+            addr = req.addr
+            left = self._outstanding[addr] - 1
+            if left:
+                self._outstanding[addr] = left
+            else:
+                del self._outstanding[addr]
+            self._pump(now, addr)
+
+    def _finish(self, now: float, req: _Request) -> None:
+        """Forget a request or observation entirely."""
+        if req.state == _DONE:
+            return
+        req.state = _DONE
+        self._disarm(req.timer)
+        req.timer = None
+        self._forget_out(req.out)
+        key = (req.addr, req.token)
+        if self._by_token.get(key) is req:
+            del self._by_token[key]
+        self._requests.pop(req.id, None)
+        if req.counted:
+            self._release(now, req)
+        else:
+            self._pump(now, req.addr)  # a freed token may unblock the queue
+
+    def _fail(self, now: float, req: _Request, reason: str) -> None:
+        if req.state == _DONE:
+            return
+        self.stats.requests_failed += 1
+        self._events.append(RequestFailed(req.id, reason))  # type: ignore[arg-type]
+        self._finish(now, req)
+
+    def _await_separate(self, now: float, req: _Request) -> None:
+        """Empty ACK for our request: the response will come separately (RFC 7252 5.2.2)."""
+        if req.state != _SENT:
+            return
+        req.state = _WAITING
+        req.timer = self._arm(now + self._separate_wait, _T_SEPARATE_WAIT, req)
+        self._release(now, req)
+
+    def _on_separate_or_non_response(
+        self, now: float, msg: Message, addr: Hashable, seen: list
+    ) -> None:
+        """A response in its own CON or NON: separate, NON, or a notification."""
+        req = self._by_token.get((addr, msg.token))
+        if req is None:
+            # RFC 7252 5.3.2: a response nobody waits for is rejected; for an
+            # unwanted notification this is RFC 7641 3.6's reactive cancellation.
+            self.stats.unexpected += 1
+            self._reset(addr, msg.message_id, seen)
+            return
+        if self._has_bad_critical(msg.options, CLIENT_CRITICAL_OPTIONS):
+            self.stats.bad_options += 1
+            self._reset(addr, msg.message_id, seen)
+            return
+        if msg.type == Type.CON:
+            self._ack_empty(addr, msg.message_id, seen)
+        if req.dereg and observe_value(msg) is not None:
+            return  # a late notification of the observation being cancelled
+        out = req.out
+        if req.state == _SENT and out is not None:
+            if out.retx is not None:
+                if out.timer is not None:
+                    # The response implies our CON arrived; its ACK was lost or is late.
+                    self._acknowledged(now, out)
+            else:
+                self._forget_out(out)
+                if self._cocoa:
+                    # NON request/response: unambiguous, feeds the strong estimator.
+                    self.rto_estimator(addr).on_exchange(now, now - req.first_sent_s, 0)
+        self._on_response(now, req, msg)
+
+    def _on_response(self, now: float, req: _Request, msg: Message) -> None:
+        """Deliver a matched response or notification to the application."""
+        if req.state == _OBSERVING:
+            self._on_notification(now, req, msg)
+            return
+        seq = observe_value(msg)
+        if req.dereg and seq is not None:
+            return  # a late notification of the observation being cancelled
+        out = req.out
+        transmissions = out.retx.transmissions if out is not None and out.retx else 1
+        self._events.append(ResponseReceived(req.id, msg, now - req.first_sent_s, transmissions))
+        if req.observe and seq is not None and _is_success(msg.code):
+            req.state = _OBSERVING
+            req.observation = ClientObservation(seq, now)
+            self._disarm(req.timer)
+            req.timer = None
+            self._forget_out(out)
+            self._release(now, req)
+        else:
+            self._finish(now, req)
+
+    def _on_notification(self, now: float, req: _Request, msg: Message) -> None:
+        seq = observe_value(msg)
+        if seq is None or not _is_success(msg.code):
+            # RFC 7641 3.2: an error or a response without Observe ends the observation.
+            self._events.append(NotificationReceived(req.id, msg, None, final=True))
+            self._finish(now, req)
+            return
+        assert req.observation is not None
+        if not req.observation.accept(seq, now):
+            self.stats.stale_notifications += 1
+            return
+        self._events.append(NotificationReceived(req.id, msg, seq))
+
+    # =====================================================================
+    # server side
+    # =====================================================================
+
+    def _has_bad_critical(self, options: list[tuple[int, bytes]], known: frozenset[int]) -> bool:
+        """Unrecognized critical options, or invalid ones (RFC 7252 5.4.1, 5.4.3, 5.4.5)."""
+        if not options:
+            return False
+        for number, _ in options:
+            if number & 1 and number not in known:
+                return True
+        return any(number & 1 for number, _ in invalid_options(options))
+
+    def _on_request(self, now: float, msg: Message, addr: Hashable, seen: list) -> None:
+        con = msg.type == Type.CON
+        if self._has_bad_critical(msg.options, self.known_options):
+            self.stats.bad_options += 1
+            if con:
+                self._respond(now, msg, addr, seen, self._response_to(msg, Code.BAD_OPTION))
+            else:
+                self._reset(addr, msg.message_id, seen)  # 5.4.1: reject the NON
+            return
+        if msg.has_option(Opt.PROXY_URI) or msg.has_option(Opt.PROXY_SCHEME):
+            resp = self._response_to(msg, Code.PROXYING_NOT_SUPPORTED)
+            self._respond(now, msg, addr, seen, resp)
+            return
+        path = msg.uri_path
+        res = self._resources.get(path)
+        if res is None:
+            res = self._well_known if path == WELL_KNOWN_CORE else None
+        if res is None:
+            self._respond(now, msg, addr, seen, self._response_to(msg, Code.NOT_FOUND))
+            return
+        if res.methods is not None and msg.code not in res.methods:
+            resp = self._response_to(msg, Code.METHOD_NOT_ALLOWED)
+            self._respond(now, msg, addr, seen, resp)
+            return
+        resp, delay = self._run_handler(res, msg, addr)
+        if msg.code == Code.GET:
+            self._observe_request(res, msg, addr, resp)
+        self._respond(now, msg, addr, seen, resp, delay)
+
+    def _observe_request(self, res: Resource, msg: Message, addr: Hashable, resp: Message) -> None:
+        """RFC 7641 4.1: register, update or remove the (peer, token) observer."""
+        value = observe_value(msg)
+        if value is None:
+            return
+        key = (addr, msg.token)
+        if value == OBSERVE_REGISTER and res.observable and _is_success(resp.code):
+            obs = res.observers.get(key)
+            if obs is None:
+                res.observers[key] = Observer(addr, msg.token, res, msg)
+            else:
+                obs.request = msg
+            resp.options.append((Opt.OBSERVE, encode_uint(res.next_seq())))
+        elif value in (OBSERVE_REGISTER, OBSERVE_DEREGISTER):
+            obs = res.observers.get(key)
+            if obs is not None:
+                self._remove_observer(obs)
+
+    def _run_handler(self, res: Resource, msg: Message, addr: Hashable) -> tuple[Message, float]:
+        """Call the handler; any failure becomes 5.00 (a handler never crashes the node)."""
+        try:
+            rr = to_response(res.handler(msg, addr))
+            if not is_response(rr.code):
+                raise ValueError(f"{rr.code} is not a response code")
+            resp = self._response_to(msg, rr.code, rr)
+            _check_encodable(resp)
+            delay = float(rr.delay_s)
+            return resp, delay if delay > 0 else 0.0
+        except Exception:  # noqa: BLE001
+            self.stats.handler_errors += 1
+            return self._response_to(msg, Code.INTERNAL_SERVER_ERROR), 0.0
+
+    def _response_to(
+        self, request: Message, code: int, rr: ResourceResponse | None = None
+    ) -> Message:
+        """A response Message with the request's token; type and MID are set when sent."""
+        resp = Message(Type.ACK, int(code), 0, request.token)
+        if rr is not None:
+            if rr.content_format is not None:
+                resp.options.append((Opt.CONTENT_FORMAT, encode_uint(rr.content_format)))
+            for number, value in rr.options:
+                resp.add_option(number, value)
+            resp.payload = bytes(rr.payload)
+        return resp
+
+    def _respond(
+        self,
+        now: float,
+        request: Message,
+        addr: Hashable,
+        seen: list,
+        resp: Message,
+        delay: float = 0.0,
+    ) -> None:
+        reply = _Reply(addr, request, resp, seen)
+        if delay <= 0:
+            self._send_reply(now, reply)
+            return
+        after = self.params.separate_response_after_s
+        if request.type == Type.CON and after is not None and delay > after:
+            self._arm(now + after, _T_EMPTY_ACK, reply)
+        self._arm(now + delay, _T_REPLY, reply)
+
+    def _send_separate_ack(self, reply: _Reply) -> None:
+        """RFC 7252 5.2.2: acknowledge now, respond later."""
+        reply.acked = True
+        self._ack_empty(reply.addr, reply.request.message_id, reply.seen)
+
+    def _send_reply(self, now: float, reply: _Reply) -> None:
+        resp = reply.response
+        addr = reply.addr
+        if reply.request.type != Type.CON:
+            # RFC 7252 5.2.3: a NON request gets a NON response.
+            resp.type = Type.NON
+            resp.message_id = self._new_mid()
+            self._send(encode(resp), addr)
+        elif reply.acked:
+            resp.type = Type.CON
+            resp.message_id = self._new_mid()
+            out = _Outgoing(_SEPARATE, addr, resp.message_id, encode(resp), reply)
+            self._send_con(now, out)
+        else:
+            # RFC 7252 5.2.1: piggybacked on the ACK, cached for duplicates (4.5).
+            resp.type = Type.ACK
+            resp.message_id = reply.request.message_id
+            data = encode(resp)
+            reply.seen[1] = data
+            self._send(data, addr)
+
+    def _well_known_handler(self, request: Message, addr: Hashable) -> ResourceResponse:
+        payload = link_format(self._resources.values(), request.uri_query)
+        return ResourceResponse(payload=payload, content_format=CT_LINK_FORMAT)
+
+    # ---- notifications --------------------------------------------------------
+
+    def _is_registered(self, obs: Observer) -> bool:
+        return obs.resource.observers.get(obs.key) is obs
+
+    def _notification(self, res: Resource, obs: Observer, seq: int, con: bool) -> Message:
+        resp, _ = self._run_handler(res, obs.request, obs.addr)
+        resp.type = Type.CON if con else Type.NON
+        if _is_success(resp.code):
+            resp.options.append((Opt.OBSERVE, encode_uint(seq)))
+        return resp
+
+    def _send_notification(self, now: float, obs: Observer, msg: Message) -> None:
+        if obs.inflight is not None:
+            # RFC 7641 4.5.2: never two notifications in flight to one observer;
+            # the newest state replaces the one being retransmitted.
+            msg.type = Type.CON
+            obs.pending = msg
+            return
+        self._transmit_notification(now, obs, msg)
+
+    def _transmit_notification(self, now: float, obs: Observer, msg: Message) -> None:
+        msg.message_id = self._new_mid()
+        out = _Outgoing(_NOTIFY, obs.addr, msg.message_id, encode(msg), obs)
+        if msg.type == Type.CON:
+            obs.inflight = out
+            self._send_con(now, out)
+        else:
+            self._send_non(now, out)
+
+    def _swap_in_pending(self, out: _Outgoing) -> None:
+        """Retransmit the newest notification instead of the old one (RFC 7641 4.5.2)."""
+        obs: Observer = out.owner
+        msg = obs.pending
+        if msg is None:
+            return
+        obs.pending = None
+        old = (out.addr, out.mid)
+        if self._by_mid.get(old) is out:
+            del self._by_mid[old]
+        msg.message_id = self._new_mid()
+        out.mid = msg.message_id
+        out.data = encode(msg)
+        self._by_mid[(out.addr, out.mid)] = out
+
+    def _remove_observer(self, obs: Observer) -> None:
+        res = obs.resource
+        if res.observers.get(obs.key) is obs:
+            del res.observers[obs.key]
+        inflight = obs.inflight
+        if isinstance(inflight, _Outgoing):
+            self._forget_out(inflight)
+        obs.inflight = None
+        obs.pending = None
+
+
+def _check_encodable(msg: Message) -> None:
+    """Raise ValueError now for what encode() would refuse later (option numbers, lengths)."""
+    for number, value in msg.options:
+        if not 0 <= number <= MAX_OPTION_NUMBER:
+            raise ValueError(f"option number must be 0..{MAX_OPTION_NUMBER}, got {number}")
+        if len(value) > 65535 + 269:
+            raise ValueError(f"option {number} value of {len(value)} bytes is too long")
+    if not 0 <= msg.code <= 0xFF:
+        raise ValueError(f"code must be one byte, got {msg.code}")

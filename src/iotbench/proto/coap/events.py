@@ -1,0 +1,67 @@
+"""Application events a CoapEndpoint emits (drain them with `events()`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .codec import Message
+
+__all__ = [
+    "CoapEvent",
+    "FailureReason",
+    "NotificationReceived",
+    "RequestFailed",
+    "ResponseReceived",
+]
+
+FailureReason = Literal["timeout", "reset", "max-retransmit"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReceived:
+    """The response to request `request_id`.
+
+    rtt_s: first transmission of the request to arrival of the response
+    (includes server processing and, for a separate response, the wait after
+    the empty ACK). transmissions: how often the request was sent (1 = no
+    retransmission). For an observe registration, later notifications arrive
+    as NotificationReceived with the same request_id.
+    """
+
+    request_id: int
+    response: Message
+    rtt_s: float
+    transmissions: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    """Request `request_id` ended without a response.
+
+    reason: "max-retransmit" (CON never acknowledged after MAX_RETRANSMIT
+    retransmissions), "reset" (the peer answered with RST), "timeout" (a NON
+    request got no response within the NON timeout, or a separate response
+    never followed the empty ACK).
+    """
+
+    request_id: int
+    reason: FailureReason
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationReceived:
+    """A fresh notification (RFC 7641 3.4) of the observation started by `request_id`.
+
+    sequence: the Observe value, or None on a final notification. final: the
+    server ended the observation (an error code or no Observe option, RFC 7641
+    3.2); no more notifications follow for this request_id.
+    """
+
+    request_id: int
+    message: Message
+    sequence: int | None
+    final: bool = False
+
+
+CoapEvent = ResponseReceived | RequestFailed | NotificationReceived

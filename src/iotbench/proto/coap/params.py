@@ -1,0 +1,125 @@
+"""CoAP transmission parameters (RFC 7252 section 4.8) and iotbench's additions.
+
+The derived values follow RFC 7252 4.8.2 literally, so changing a base value
+(say ACK_TIMEOUT for a slow network) moves every lifetime consistently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["RTO_MODES", "CoapParams"]
+
+RTO_MODES = ("rfc7252", "cocoa")
+
+
+def _finite(name: str, value: float, *, low: float, low_open: bool, what: str) -> None:
+    ok = isinstance(value, (int, float)) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low)
+    if not ok:
+        raise ValueError(f"CoapParams.{name} must be {what}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class CoapParams:
+    """Protocol parameters of one CoAP endpoint.
+
+    RFC 7252 4.8 base values: ack_timeout_s, ack_random_factor, max_retransmit,
+    nstart, default_leisure_s, probing_rate_bps, max_latency_s, and
+    processing_delay_s (None: ACK_TIMEOUT, as 4.8.2 assumes).
+
+    iotbench additions:
+    - non_timeout_s: how long a NON request waits for a response before it is
+      given up (and stops counting against NSTART). None: with rto="rfc7252",
+      MAX_TRANSMIT_WAIT (93 s by default), which is what the S3 study's client
+      did; with rto="cocoa", the wait a CON would have with the current
+      estimate (see CoapEndpoint for the rule).
+    - rto: "rfc7252" (fixed initial timeout in [ACK_TIMEOUT, ACK_TIMEOUT *
+      ACK_RANDOM_FACTOR], doubling) or "cocoa" (draft-ietf-core-cocoa
+      adaptive RTO per destination, variable backoff).
+    - separate_response_after_s: a server whose handler needs longer than
+      this for a CON request sends an empty ACK after this long and the
+      response later as a separate CON; None never does (the response is
+      piggybacked whenever it is ready).
+    - separate_response_timeout_s: how long a client waits for a separate
+      response after the empty ACK; None: EXCHANGE_LIFETIME.
+    - token_length: bytes of random token per request, 0..8. Default 4:
+      RFC 7252 5.3.1 asks for at least 32 bits of randomness from clients
+      exposed to the Internet; short-token studies set 0..2.
+    """
+
+    ack_timeout_s: float = 2.0
+    ack_random_factor: float = 1.5
+    max_retransmit: int = 4
+    nstart: int = 1
+    default_leisure_s: float = 5.0
+    probing_rate_bps: float = 1.0
+    max_latency_s: float = 100.0
+    processing_delay_s: float | None = None
+    non_timeout_s: float | None = None
+    rto: Literal["rfc7252", "cocoa"] = "rfc7252"
+    separate_response_after_s: float | None = None
+    separate_response_timeout_s: float | None = None
+    token_length: int = 4
+
+    def __post_init__(self) -> None:
+        _finite("ack_timeout_s", self.ack_timeout_s, low=0.0, low_open=True, what="> 0 seconds")
+        # RFC 7252 4.8: ACK_RANDOM_FACTOR MUST NOT be decreased below 1.0.
+        _finite("ack_random_factor", self.ack_random_factor, low=1.0, low_open=False, what=">= 1.0")
+        if not isinstance(self.max_retransmit, int) or not 0 <= self.max_retransmit <= 20:
+            raise ValueError(
+                f"CoapParams.max_retransmit must be an integer in 0..20, got {self.max_retransmit!r}"
+            )
+        if not isinstance(self.nstart, int) or self.nstart < 1:
+            raise ValueError(f"CoapParams.nstart must be an integer >= 1, got {self.nstart!r}")
+        _finite("default_leisure_s", self.default_leisure_s, low=0.0, low_open=False, what=">= 0 s")
+        _finite("probing_rate_bps", self.probing_rate_bps, low=0.0, low_open=True, what="> 0")
+        _finite("max_latency_s", self.max_latency_s, low=0.0, low_open=False, what=">= 0 s")
+        for name in ("processing_delay_s", "separate_response_after_s"):
+            value = getattr(self, name)
+            if value is not None:
+                _finite(name, value, low=0.0, low_open=False, what=">= 0 seconds or None")
+        for name in ("non_timeout_s", "separate_response_timeout_s"):
+            value = getattr(self, name)
+            if value is not None:
+                _finite(name, value, low=0.0, low_open=True, what="> 0 seconds or None")
+        if self.rto not in RTO_MODES:
+            raise ValueError(f"CoapParams.rto must be one of {RTO_MODES}, got {self.rto!r}")
+        if not isinstance(self.token_length, int) or not 0 <= self.token_length <= 8:
+            raise ValueError(
+                f"CoapParams.token_length must be an integer in 0..8, got {self.token_length!r}"
+            )
+
+    # ---- RFC 7252 4.8.2 derived values ---------------------------------------------
+
+    @property
+    def processing_delay(self) -> float:
+        """PROCESSING_DELAY; RFC 7252 4.8.2 takes it to be ACK_TIMEOUT."""
+        return self.ack_timeout_s if self.processing_delay_s is None else self.processing_delay_s
+
+    @property
+    def max_transmit_span_s(self) -> float:
+        """First transmission to last retransmission of a CON: 45 s with defaults."""
+        return self.ack_timeout_s * (2**self.max_retransmit - 1) * self.ack_random_factor
+
+    @property
+    def max_transmit_wait_s(self) -> float:
+        """First transmission to giving up on an ACK: 93 s with defaults."""
+        return self.ack_timeout_s * (2 ** (self.max_retransmit + 1) - 1) * self.ack_random_factor
+
+    @property
+    def max_rtt_s(self) -> float:
+        """MAX_RTT = 2 * MAX_LATENCY + PROCESSING_DELAY: 202 s with defaults."""
+        return 2 * self.max_latency_s + self.processing_delay
+
+    @property
+    def exchange_lifetime_s(self) -> float:
+        """How long a CON's Message ID stays in use: 247 s with defaults."""
+        return self.max_transmit_span_s + 2 * self.max_latency_s + self.processing_delay
+
+    @property
+    def non_lifetime_s(self) -> float:
+        """How long a NON's Message ID stays in use: 145 s with defaults."""
+        return self.max_transmit_span_s + self.max_latency_s
