@@ -1,0 +1,330 @@
+"""The scenario schema: every key a scenario file may hold, in one place.
+
+To add a protocol, write its `Section` and add it to `PROTOCOLS`; the
+`protocol.name` choices, validation and the docs' key reference follow.
+docs/scenarios.md carries a key reference generated from this module
+(`python -m iotbench.scenarios.docgen --write docs/scenarios.md`); a test keeps
+the two in step.
+"""
+
+from __future__ import annotations
+
+from iotbench.scenarios.fields import (
+    OPTIONAL,
+    REQUIRED,
+    Derived,
+    Field,
+    Invalid,
+    Section,
+    Tagged,
+)
+
+NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
+NAME_DOC = "lowercase letters, digits and '-', starting with a letter or digit"
+
+# --- network ------------------------------------------------------------------
+
+MIN_MTU = {4: 68, 6: 1280}  # RFC 791 and RFC 8200 minimum link MTUs
+
+
+def _check_mtu(network: dict) -> None:
+    ip, mtu = network["ip_version"], network["link"]["mtu_bytes"]
+    if mtu < MIN_MTU[ip]:
+        raise Invalid(
+            ("link", "mtu_bytes"),
+            f"{mtu} is out of range: must be >= {MIN_MTU[ip]} for IPv{ip}",
+        )
+
+
+LINK = Section(
+    doc="The point-to-point link between client and server (both directions alike).",
+    fields={
+        "rate_bps": Field("int", "Link rate in bit/s; 0 = no serialisation delay.", 0, ge=0),
+        "delay_s": Field("float", "Propagation delay in each direction, seconds.", 0.0, ge=0),
+        "mtu_bytes": Field(
+            "int", "IP MTU in bytes (>= 68 for IPv4, >= 1280 for IPv6).", 1500, ge=68, le=65535
+        ),
+        "queue_packets": Field("int", "Drop-tail queue limit of each direction.", 100, ge=1),
+    },
+)
+
+
+def _probability(doc: str, default: object = REQUIRED) -> Field:
+    return Field("float", doc, default, ge=0, le=1, redraw=True)
+
+
+def _seconds(doc: str) -> Field:
+    return Field("float", doc, ge=0, redraw=True)
+
+
+LOSS = Tagged(
+    doc="Packet loss model.",
+    tag="model",
+    tag_doc="Loss model.",
+    variants={
+        "none": Section("No loss.", {}),
+        "bernoulli": Section(
+            "Each packet is lost independently with probability p.",
+            {"p": _probability("Loss probability.")},
+        ),
+        "gilbert-elliott": Section(
+            "Two-state Markov loss: a good and a bad state with their own loss rates.",
+            {
+                "p_good_to_bad": _probability("Transition probability good -> bad per packet."),
+                "p_bad_to_good": _probability("Transition probability bad -> good per packet."),
+                "loss_good": _probability("Loss probability in the good state.", 0.0),
+                "loss_bad": _probability("Loss probability in the bad state.", 1.0),
+            },
+        ),
+    },
+)
+
+
+def _check_uniform_delay(delay: dict) -> None:
+    low, high = delay["low_s"], delay["high_s"]
+    if isinstance(low, float) and isinstance(high, float) and low > high:
+        raise Invalid(("high_s",), f"{high:g} is out of range: must be >= low_s ({low:g})")
+
+
+DELAY = Tagged(
+    doc="Extra one-way delay added to each packet.",
+    tag="model",
+    tag_doc="Delay model.",
+    variants={
+        "none": Section("No extra delay.", {}),
+        "constant": Section("The same delay for every packet.", {"s": _seconds("Delay, seconds.")}),
+        "uniform": Section(
+            "Delay drawn uniformly from [low_s, high_s] per packet.",
+            {"low_s": _seconds("Lowest delay, seconds."), "high_s": _seconds("Highest delay.")},
+            checks=(_check_uniform_delay,),
+        ),
+        "normal": Section(
+            "Normally distributed delay, clipped at 0.",
+            {
+                "mean_s": _seconds("Mean delay, seconds."),
+                "stddev_s": _seconds("Standard deviation."),
+            },
+        ),
+    },
+)
+
+
+def _check_window(outages: dict) -> None:
+    a, b = outages["window_s"]
+    if a > b:
+        raise Invalid(("window_s",), f"[{a:g}, {b:g}] is empty: need a <= b")
+
+
+_COUNT = Field("int", "Number of outages.", ge=0)
+_DURATION = Field("float", "Length of each outage, seconds.", gt=0)
+
+OUTAGES = Tagged(
+    doc="Periods during which the link drops every packet.",
+    tag="model",
+    tag_doc="Outage model.",
+    variants={
+        "none": Section("No outages.", {}),
+        "scheduled": Section(
+            "Outages at given times.",
+            {
+                "start_s": Field(
+                    "list", "Start time of each outage, seconds.", item=Field("float", "", ge=0)
+                ),
+                "duration_s": _DURATION,
+            },
+        ),
+        "random": Section(
+            "`count` outages starting at uniformly random times within `window_s`.",
+            {
+                "count": _COUNT,
+                "duration_s": _DURATION,
+                "window_s": Field(
+                    "list",
+                    "[a, b]: outage starts are drawn from this interval, seconds.",
+                    item=Field("float", "", ge=0),
+                    length=2,
+                ),
+            },
+            checks=(_check_window,),
+        ),
+        "random-items": Section(
+            "`count` outages, each starting when a randomly chosen workload item starts.",
+            {"count": _COUNT, "duration_s": _DURATION},
+        ),
+    },
+)
+
+DIRECTION = Section(
+    doc="Impairments of one link direction. Absent parts mean no impairment.",
+    fields={"loss": LOSS, "delay": DELAY, "outages": OUTAGES},
+    optional=True,
+)
+
+IMPAIR = Section(
+    doc="Impairments per direction; `both` applies to each direction (a direction's own "
+    "setting of a part wins over `both`).",
+    fields={"to_server": DIRECTION, "to_client": DIRECTION, "both": DIRECTION},
+    optional=True,
+)
+
+NETWORK = Section(
+    doc="The network between client and server.",
+    fields={
+        "ip_version": Field("int", "IP version of both nodes.", 4, choices=(4, 6)),
+        "link": LINK,
+        "impair": IMPAIR,
+    },
+    checks=(_check_mtu,),
+)
+
+# --- workload -----------------------------------------------------------------
+
+
+def _check_workload(workload: dict) -> None:
+    if workload["kind"] == "periodic" and "interval_s" not in workload:
+        raise Invalid(("interval_s",), "missing required key for kind = periodic: a number > 0")
+
+
+WORKLOAD = Section(
+    doc="What the client asks for and when.",
+    fields={
+        "kind": Field(
+            "str",
+            "object-download: fetch one object; periodic: a request every interval_s whether "
+            "or not the last was answered; sequential: each item starts when the previous ended.",
+            choices=("object-download", "periodic", "sequential"),
+        ),
+        "items": Field("int", "Number of data items (requests).", 1, ge=1),
+        "interval_s": Field("float", "Request interval (kind = periodic only).", OPTIONAL, gt=0),
+        "resource": Field(
+            "str",
+            "What the server returns: a voltage readout, a JSON reading or an object of "
+            "object_size_bytes bytes.",
+            "voltage",
+            choices=("voltage", "json", "object"),
+        ),
+        "object_size_bytes": Field("int", "Object size (resource = object).", 100, ge=0),
+        "path": Field(
+            "str", "URI path of the resource.", "/", pattern=r"/\S*", pattern_doc="the form '/...'"
+        ),
+        "start_s": Field("float", "Virtual time of the first request, seconds.", 0.0, ge=0),
+    },
+    checks=(_check_workload,),
+)
+
+# --- protocols ----------------------------------------------------------------
+
+
+def _max_transmit_wait(coap: dict) -> float:
+    # RFC 7252 4.8.2: ACK_TIMEOUT * (2 ** (MAX_RETRANSMIT + 1) - 1) * ACK_RANDOM_FACTOR
+    return (
+        coap["ack_timeout_s"] * (2 ** (coap["max_retransmit"] + 1) - 1) * coap["ack_random_factor"]
+    )
+
+
+COAP = Section(
+    doc="CoAP (RFC 7252) client and server.",
+    fields={
+        "type": Field(
+            "str",
+            "Request message type: confirmable or non-confirmable.",
+            "con",
+            choices=("con", "non"),
+        ),
+        "ack_timeout_s": Field("float", "ACK_TIMEOUT, seconds.", 2.0, gt=0),
+        "ack_random_factor": Field("float", "ACK_RANDOM_FACTOR.", 1.5, ge=1),
+        "max_retransmit": Field("int", "MAX_RETRANSMIT.", 4, ge=0),
+        "nstart": Field("int", "NSTART: outstanding interactions per server.", 1, ge=1),
+        "non_timeout_s": Field(
+            "float",
+            "How long a NON request waits for a response before it is given up.",
+            Derived(_max_transmit_wait, "MAX_TRANSMIT_WAIT (93 s with the defaults)"),
+            gt=0,
+        ),
+        "rto": Field(
+            "str",
+            "Retransmission timeout: RFC 7252 fixed, or CoCoA adaptive.",
+            "rfc7252",
+            choices=("rfc7252", "cocoa"),
+        ),
+        "token_length": Field("int", "Token length in bytes.", 2, ge=0, le=8),
+    },
+    optional=True,
+)
+
+# One entry per protocol stack; `protocol.name` chooses among these keys.
+PROTOCOLS: dict[str, Section] = {
+    "coap": COAP,
+}
+
+
+def _fill_selected_protocol(protocol: dict) -> dict:
+    # The selected protocol's section gets its defaults even when the file omits
+    # it; sections of other protocols may stay (presets switch between them).
+    name = protocol.get("name")
+    if isinstance(name, str) and name in PROTOCOLS and name not in protocol:
+        return {**protocol, name: {}}
+    return protocol
+
+
+PROTOCOL = Section(
+    doc="The protocol stack under test and its settings.",
+    fields={
+        "name": Field("str", "Protocol stack.", choices=tuple(PROTOCOLS)),
+        **PROTOCOLS,
+    },
+    prepare=_fill_selected_protocol,
+)
+
+# --- report -------------------------------------------------------------------
+
+PLOT = Section(
+    doc="One plot.",
+    fields={
+        "x": Field("str", "Sweep axis on the x axis."),
+        "y": Field("str", "Metric on the y axis."),
+        "line": Field("str", "Sweep axis: one line (or bar group member) per value.", OPTIONAL),
+        "kind": Field("str", "Plot kind.", "line", choices=("line", "bar")),
+        "title": Field("str", "Plot title (default: 'y vs x').", OPTIONAL),
+    },
+)
+
+REPORT = Section(
+    doc="What the summary tables and plots show.",
+    fields={
+        "metrics": Field(
+            "list", "Metrics in the summary table (default: all).", [], item=Field("str", "")
+        ),
+        "plots": Field("list", "Plots (`[[report.plots]]` tables).", [], item=PLOT),
+    },
+)
+
+# --- the whole file -----------------------------------------------------------
+
+# The keys one simulation reads: what `run_one` gets, what the config hash
+# covers, and all that a preset, a value axis or --set may change.
+RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
+
+DOCUMENT = Section(
+    doc="A scenario file.",
+    fields={
+        "name": Field("str", "Scenario name.", pattern=NAME_PATTERN, pattern_doc=NAME_DOC),
+        "description": Field("str", "One line saying what the scenario measures."),
+        "study": Field("str", "The study it reproduces (S1, S2 ...).", OPTIONAL),
+        "seed": Field("int", "Base seed; each run's seed is derived from it.", 1, ge=0),
+        "repetitions": Field("int", "Runs per combination of axis values.", 1, ge=1),
+        "max_sim_time_s": Field(
+            "float", "Safety bound on the virtual time of a run.", 86400.0, gt=0
+        ),
+        "network": NETWORK,
+        "workload": WORKLOAD,
+        "protocol": PROTOCOL,
+        "report": REPORT,
+        "axes": Field("table", "Sweep axes (see 'Sweep axes').", OPTIONAL),
+    },
+)
+
+RUN_CONFIG = Section(
+    doc="The part of a scenario that a run's config holds.",
+    fields={key: DOCUMENT.fields[key] for key in RUN_KEYS},
+)

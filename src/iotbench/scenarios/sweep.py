@@ -1,0 +1,222 @@
+"""Sweep expansion: a scenario -> the list of runs (axes product x repetitions).
+
+Every combination is merged and validated in full before any run is returned,
+so a bad combination stops the command before it produces partial results.
+Each run's seed depends only on the base seed, the scenario name, its params
+and its repetition, never on run order or on how many processes run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from iotbench.scenarios.errors import ScenarioError
+from iotbench.scenarios.fields import (
+    Invalid,
+    did_you_mean,
+    dotted,
+    fmt,
+    leaf_keys,
+    lookup,
+    validate,
+)
+from iotbench.scenarios.loader import META, Scalar, Scenario
+from iotbench.scenarios.merge import set_path
+from iotbench.scenarios.schema import DOCUMENT, RUN_KEYS
+
+SETTABLE_META = ("seed", "repetitions")
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    params: dict[str, Scalar]  # axis name -> preset name or value, in axis order
+    repetition: int
+    seed: int
+    config: dict  # the merged, validated config `run_one` gets (the RUN_KEYS sections)
+    config_hash: str
+    key: str  # identifies the run in the results store; stable across invocations
+
+    def label(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.params.items()]
+        return " ".join(parts + [f"rep={self.repetition}"])
+
+
+def _digest(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).digest()
+
+
+def run_seed(base_seed: int, scenario: str, params: Mapping[str, Any], repetition: int) -> int:
+    """A 63-bit seed from the base seed, scenario name, sorted params and repetition."""
+    digest = _digest([base_seed, scenario, sorted(params.items()), repetition])
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def config_hash(config: dict) -> str:
+    return _digest(config).hex()[:16]
+
+
+def run_key(scenario: str, cfg_hash: str, params: Mapping[str, Any], rep: int, seed: int) -> str:
+    return _digest([scenario, cfg_hash, sorted(params.items()), rep, seed]).hex()[:16]
+
+
+def expand(
+    scenario: Scenario,
+    filters: Mapping[str, Sequence[Any]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    reps: int | None = None,
+) -> list[Run]:
+    """The runs of `scenario`: the product of its axes (first axis outermost) x repetitions.
+
+    `filters` maps an axis name to the values to keep (preset names or values;
+    strings are matched against values as TOML would read them). `overrides`
+    maps a dotted key of the base config to a new value (as `--set` does).
+    `reps` replaces the scenario's `repetitions`.
+    """
+    overrides = dict(overrides or {})
+    base = _apply_overrides(scenario, overrides)
+    meta = _validated(scenario, overrides, lambda: validate(META, _meta_part(base)))
+    repetitions = meta["repetitions"] if reps is None else reps
+    if repetitions < 1:
+        raise ScenarioError(f"--reps {repetitions}: must be >= 1")
+    combos = _validated_combinations(scenario, base, overrides)
+    keep = _parse_filters(scenario, filters or {})
+    runs = []
+    for params, config in combos:
+        if not all(params[axis] in values for axis, values in keep.items()):
+            continue
+        cfg_hash = config_hash(config)
+        for rep in range(repetitions):
+            seed = run_seed(meta["seed"], scenario.name, params, rep)
+            key = run_key(scenario.name, cfg_hash, params, rep, seed)
+            runs.append(Run(scenario.name, params, rep, seed, config, cfg_hash, key))
+    return runs
+
+
+def _meta_part(base: dict) -> dict:
+    return {k: v for k, v in base.items() if k in META.fields}
+
+
+def _apply_overrides(scenario: Scenario, overrides: Mapping[str, Any]) -> dict:
+    base = scenario.base
+    swept = {axis.key: axis.name for axis in scenario.axes if axis.key}
+    for key, value in overrides.items():
+        parts = key.split(".")
+        if parts[0] not in RUN_KEYS + SETTABLE_META:
+            raise ScenarioError(
+                f"--set {key}: only {', '.join(SETTABLE_META)} and keys under "
+                f"{', '.join(RUN_KEYS)} can be set"
+            )
+        if lookup(DOCUMENT, parts) is None:
+            hint = did_you_mean(key, leaf_keys(DOCUMENT))
+            raise ScenarioError(f"--set {key}: not a scenario key{hint}")
+        for swept_key, axis in swept.items():
+            if key == swept_key or swept_key.startswith(key + "."):
+                raise ScenarioError(
+                    f"--set {key}: the axis {axis!r} sweeps {swept_key}; use --filter {axis}=VALUE"
+                )
+        try:
+            base = set_path(base, key, value)
+        except ValueError as exc:
+            raise ScenarioError(f"--set {key}: {exc}") from None
+    _validated(scenario, overrides, lambda: validate(DOCUMENT, base, partial=True))
+    return base
+
+
+def _validated(scenario: Scenario, overrides: Mapping[str, Any], step: Any, where: str = "") -> Any:
+    try:
+        return step()
+    except Invalid as exc:
+        key = dotted(exc.path)
+        if not where and any(key == k or key.startswith(k + ".") for k in overrides):
+            where = " (set by --set)"
+        raise ScenarioError(f"{scenario.label}: {key}: {exc.message}{where}") from None
+
+
+def _validated_combinations(
+    scenario: Scenario, base: dict, overrides: Mapping[str, Any]
+) -> list[tuple[dict, dict]]:
+    """(params, run config) for every combination of axis values, all validated."""
+    out = []
+    for values in itertools.product(*(axis.values for axis in scenario.axes)):
+        params = {axis.name: value for axis, value in zip(scenario.axes, values)}
+        config = base
+        for axis, value in zip(scenario.axes, values):
+            config = axis.apply(config, value)
+        where = ""
+        if params:
+            where = " (in the run " + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+        full = _validated(scenario, overrides, lambda c=config: validate(DOCUMENT, c), where)
+        out.append((params, {key: full[key] for key in RUN_KEYS}))
+    return out
+
+
+# --- filters and overrides as the CLI gives them ------------------------------
+
+
+def parse_filter(text: str) -> tuple[str, list[str]]:
+    """'variant=coap-con,coap-non' -> ('variant', ['coap-con', 'coap-non'])"""
+    axis, sep, values = text.partition("=")
+    items = [v.strip() for v in values.split(",")]
+    if not sep or not axis.strip() or not all(items):
+        raise ScenarioError(f"--filter {text!r}: expected AXIS=VALUE[,VALUE...]")
+    return axis.strip(), items
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'workload.items=50' -> ('workload.items', 50); the value is read as a TOML value,
+    and taken as a plain string when it is not one (so `type=non` needs no quotes)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ScenarioError(f"--set {text!r}: expected DOTTED.KEY=VALUE")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key, value
+
+
+def _parse_filters(scenario: Scenario, filters: Mapping[str, Sequence[Any]]) -> dict[str, list]:
+    """Axis name -> the axis values to keep; unknown axes or values are errors."""
+    axes = {axis.name: axis for axis in scenario.axes}
+    keep: dict[str, list] = {}
+    for name, wanted in filters.items():
+        if name not in axes:
+            known = ", ".join(axes) or "(the scenario has no sweep axes)"
+            raise ScenarioError(
+                f"--filter {name}: no such axis{did_you_mean(name, list(axes))}; axes: {known}"
+            )
+        axis = axes[name]
+        for value in wanted:
+            matches = [v for v in axis.values if _matches(v, value)]
+            if not matches:
+                allowed = ", ".join(str(v) for v in axis.values)
+                raise ScenarioError(
+                    f"--filter {name}={value}: no such value; {name} is one of {allowed}"
+                )
+            keep.setdefault(name, []).extend(m for m in matches if m not in keep.get(name, []))
+    return keep
+
+
+def _matches(axis_value: Scalar, wanted: Any) -> bool:
+    if not isinstance(wanted, str) or isinstance(axis_value, str):
+        return _same(axis_value, wanted) or str(axis_value) == str(wanted)
+    if wanted == fmt(axis_value) or wanted == str(axis_value):
+        return True
+    try:
+        return _same(axis_value, tomllib.loads(f"v = {wanted}")["v"])
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    # True == 1 in Python; a filter for 1 must not select the boolean true.
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
