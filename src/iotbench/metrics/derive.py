@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item
 from iotbench.net.packet import DELIVERED as PKT_DELIVERED
-from iotbench.net.packet import TRANSMITTED, Packet
+from iotbench.net.packet import LOST, OUTAGE, TRANSMITTED, Packet
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -38,7 +38,8 @@ def wire_metrics(packets: Iterable[Packet], t0: float = -math.inf, t1: float = m
         ip_b += p.ip_header_len
         transport_b += p.transport_header_len
         app_b += p.app_header_len
-        if p.fate != PKT_DELIVERED:
+        if p.fate == LOST or p.fate == OUTAGE:
+            # Not `!= delivered`: a packet still in flight when the run ends was not lost.
             dropped += 1
     return {
         "packets": count,

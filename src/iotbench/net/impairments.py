@@ -128,9 +128,10 @@ class Outages:
     def down_during(self, t0: float, t1: float) -> bool:
         """True if the link is down at any instant of [t0, t1]."""
         # Outages are few (S3 has five), so a scan of those starting by t1 is cheapest.
-        ends = self._ends
-        for j in range(bisect.bisect_right(self._starts, t1)):
-            if ends[j] > t0:
+        starts, ends = self._starts, self._ends
+        for j in range(bisect.bisect_right(starts, t1)):
+            # An empty interval (duration 0) is never down.
+            if ends[j] > t0 and ends[j] > starts[j]:
                 return True
         return False
 

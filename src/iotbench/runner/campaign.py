@@ -1,0 +1,233 @@
+"""A campaign: the runs of one scenario executed into one output directory.
+
+Runs already in OUT/results.duckdb are skipped, so re-running the same command
+after Ctrl-C or a crash executes only what is missing. A run that raises is
+reported and not stored; the others still run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from iotbench.runner import execute
+from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
+from iotbench.runner.store import ResultStore, StoreError
+from iotbench.scenarios import Run, Scenario
+
+PCAP_DIR = "pcap"
+ERRORS_LOG = "errors.log"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run: Run
+    metrics: dict[str, float | int]
+    executed: bool  # False: it was already stored by an earlier invocation
+    pcap: str | None = None  # relative to the output directory
+    wall_time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    run: Run
+    error: str
+    traceback: str | None = None
+
+
+@dataclass
+class CampaignResult:
+    out_dir: Path
+    results: list[RunResult] = field(default_factory=list)  # finished runs, in run order
+    failures: list[RunFailure] = field(default_factory=list)
+
+    @property
+    def executed(self) -> int:
+        return sum(1 for r in self.results if r.executed)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for r in self.results if not r.executed)
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def run_campaign(
+    scenario: Scenario,
+    runs: Sequence[Run],
+    out_dir: str | Path,
+    *,
+    run_fn: RunFn | None = None,
+    jobs: int | None = None,
+    pcap: bool = False,
+    progress: bool = True,
+    on_result: Callable[[RunResult], None] | None = None,
+    console: Console | None = None,
+) -> CampaignResult:
+    """Execute `runs` (from `expand(scenario, ...)`) and store them in `out_dir`.
+
+    `run_fn(config, seed, pcap_path=None) -> metrics` defaults to
+    `iotbench.world.run_one`; it must be importable by name when jobs > 1.
+    `on_result` sees every finished run, already stored ones first.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    console = console or Console(stderr=True)
+    result = CampaignResult(out)
+    with ResultStore(out) as store:
+        _refuse_conflicts(store, runs)
+        store.save_scenario(scenario)
+        pending = _report_stored(store, runs, out, pcap, result, on_result)
+        if pcap:
+            _remove_stale_temp_pcaps(out / PCAP_DIR)
+        by_key = {run.key: run for run in pending}
+        tasks = [_task(run, out, pcap) for run in pending]
+        with _progress(
+            console, progress, scenario.name, len(runs), len(runs) - len(pending)
+        ) as bar:
+            for outcome in _outcomes(run_fn, jobs, tasks):
+                run = by_key[outcome.key]
+                finished = _finish(store, run, outcome, out, result)
+                if finished is not None and on_result is not None:
+                    on_result(finished)
+                if finished is None and progress:
+                    bar.console.print(
+                        f"[red]run failed[/red] {run.label()}: {outcome.error}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+                bar.advance(bar.task_ids[0])
+    order = {run.key: i for i, run in enumerate(runs)}
+    result.results.sort(key=lambda r: order[r.run.key])
+    result.failures.sort(key=lambda f: order[f.run.key])
+    _write_errors_log(out, result.failures)
+    return result
+
+
+def _refuse_conflicts(store: ResultStore, runs: Sequence[Run]) -> None:
+    conflicts = store.conflicts(runs)
+    if conflicts:
+        run, _ = conflicts[0]
+        raise StoreError(
+            f"{store.path} already holds {len(conflicts)} of these runs made with a different "
+            f"configuration (e.g. {run.label()}); write to another --out directory, "
+            "or delete that one to start over"
+        )
+
+
+def _report_stored(
+    store: ResultStore,
+    runs: Sequence[Run],
+    out: Path,
+    pcap: bool,
+    result: CampaignResult,
+    on_result: Callable[[RunResult], None] | None,
+) -> list[Run]:
+    """Record runs already stored as finished; return the runs still to execute.
+
+    With --pcap, a stored run whose pcap file is missing runs again (it is
+    deterministic, so only the file is new).
+    """
+    pcaps = store.stored_pcaps(run.key for run in runs)
+    done = {key for key, path in pcaps.items() if not pcap or (path and (out / path).is_file())}
+    stored = {s.key: s for s in store.runs(keys=done)} if done else {}
+    pending = []
+    for run in runs:
+        if run.key in stored:
+            finished = RunResult(run, stored[run.key].metrics, False, stored[run.key].pcap)
+            result.results.append(finished)
+            if on_result is not None:
+                on_result(finished)
+        else:
+            pending.append(run)
+    return pending
+
+
+def _task(run: Run, out: Path, pcap: bool) -> Task:
+    # The run writes a temporary name; the parent renames it once the run succeeded.
+    temp = str(out / PCAP_DIR / f".{run.key}.pcap.tmp") if pcap else None
+    if temp:
+        (out / PCAP_DIR).mkdir(exist_ok=True)
+    return Task(run.key, run.config, run.seed, temp)
+
+
+def _outcomes(run_fn: RunFn | None, jobs: int | None, tasks: list[Task]) -> Iterator[Outcome]:
+    if not tasks:
+        return
+    # Looked up at call time so tests can replace the default in one place.
+    run_fn = run_fn or execute.load_default_run_fn()
+    workers = min(jobs or default_jobs(), len(tasks))
+    if workers <= 1:
+        yield from run_serial(run_fn, tasks)
+        return
+    with Pool(run_fn, workers) as pool:
+        yield from pool.run(tasks)
+
+
+def _finish(
+    store: ResultStore, run: Run, outcome: Outcome, out: Path, result: CampaignResult
+) -> RunResult | None:
+    temp = out / PCAP_DIR / f".{run.key}.pcap.tmp"
+    if outcome.metrics is None:
+        temp.unlink(missing_ok=True)
+        result.failures.append(RunFailure(run, outcome.error or "failed", outcome.traceback))
+        return None
+    pcap = None
+    if temp.is_file():
+        # Rename before the commit: a crash in between leaves a pcap of an
+        # unstored run, which the re-run simply overwrites.
+        pcap = f"{PCAP_DIR}/{run.key}.pcap"
+        os.replace(temp, out / pcap)
+    store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s)
+    finished = RunResult(run, outcome.metrics, True, pcap, outcome.wall_time_s)
+    result.results.append(finished)
+    return finished
+
+
+def _remove_stale_temp_pcaps(pcap_dir: Path) -> None:
+    # Safe: we hold the store's write lock, so no other campaign writes here.
+    if pcap_dir.is_dir():
+        for stale in pcap_dir.glob(".*.pcap.tmp"):
+            stale.unlink(missing_ok=True)
+
+
+def _progress(console: Console, enabled: bool, name: str, total: int, done: int) -> Progress:
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled,
+        # Leave stdout alone: with --json it carries the results, even when
+        # stderr is a terminal and stdout a pipe.
+        redirect_stdout=False,
+    )
+    bar.add_task(name, total=total, completed=done)
+    return bar
+
+
+def _write_errors_log(out: Path, failures: list[RunFailure]) -> None:
+    path = out / ERRORS_LOG
+    if not failures:
+        path.unlink(missing_ok=True)
+        return
+    parts = [
+        f"== {f.run.label()} (seed {f.run.seed})\n{f.traceback or f.error}\n" for f in failures
+    ]
+    path.write_text("\n".join(parts), encoding="utf-8")

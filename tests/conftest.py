@@ -1,0 +1,47 @@
+"""Shared test helpers.
+
+`require_peer` is the one place that decides what happens when an interop
+peer (an executable we did not write: tshark, coap-client, mosquitto ...) is
+missing: the test is skipped, unless IOTBENCH_REQUIRE_PEERS=1 is set (as in
+CI), in which case it fails, so a missing peer is never a silent pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+
+import pytest
+
+REQUIRE_PEERS_ENV = "IOTBENCH_REQUIRE_PEERS"
+
+
+def peers_required() -> bool:
+    """True when missing interop peers must fail tests instead of skipping them."""
+    return os.environ.get(REQUIRE_PEERS_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def find_peer(name: str) -> str:
+    """Path of executable `name`; skip the test, or fail it under IOTBENCH_REQUIRE_PEERS=1."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    message = f"interop peer {name!r} is not installed (not found on PATH)"
+    if peers_required():
+        pytest.fail(f"{message}, and {REQUIRE_PEERS_ENV}=1 requires it")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def require_peer() -> Callable[[str], str]:
+    """`require_peer("tshark")` -> the executable's path (skip or fail when missing).
+
+    Usage::
+
+        @pytest.mark.interop
+        def test_something(require_peer):
+            tshark = require_peer("tshark")
+            subprocess.run([tshark, ...])
+    """
+    return find_peer
