@@ -1,0 +1,358 @@
+"""The `iotbench` command: list, show, run and report scenarios; serve/client for real mode.
+
+User errors (a bad scenario, option or results directory) print one line on
+stderr and exit with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+import webbrowser
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from iotbench import __version__
+from iotbench.scenarios import (
+    Run,
+    Scenario,
+    UserError,
+    expand,
+    list_builtin,
+    load_scenario,
+    parse_filter,
+    parse_override,
+)
+
+if TYPE_CHECKING:
+    from iotbench.runner import RunResult
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+REAL_PROTOCOLS = ("coap",)  # stacks that `serve` and `client` drive over real sockets
+
+MAIN_EPILOG = """\
+examples:
+  iotbench list                                   built-in scenarios
+  iotbench show s3-robustness                     the file and the runs it expands to
+  iotbench run s1-object-download                 run it; results in results/s1-object-download
+  iotbench run s3-robustness --filter variant=coap-con --set workload.items=50 --jobs 4
+  iotbench report results/s1-object-download      tables, PNG plots, report/index.html
+  iotbench serve coap --port 5683                 a CoAP server on a real socket
+
+Scenario file format: docs/scenarios.md.
+"""
+
+SELECT_EPILOG = """\
+--filter keeps some values of a sweep axis (repeat it for several axes):
+  --filter variant=coap-con,coap-non --filter object_size_bytes=10
+--set changes a base config key; the value is read as TOML (a bare word is a string):
+  --set workload.items=50 --set protocol.coap.type=non --set network.link.delay_s=0.1
+"""
+
+RUN_EPILOG = (
+    SELECT_EPILOG
+    + """
+Re-running the same command skips the runs already stored in OUT/results.duckdb, so
+after Ctrl-C or a crash it carries on where it stopped.
+
+examples:
+  iotbench run s1-object-download
+  iotbench run my-scenario.toml --reps 5 --jobs 8 --out results/try1
+  iotbench run s3-robustness --filter condition=base,loss-5 --pcap
+  iotbench run s2-coap-vs-http --json | jq .metrics.delivery_ratio
+
+Output: OUT/results.duckdb, OUT/pcap/ (with --pcap), OUT/errors.log (tracebacks of
+the runs that failed in the last invocation).
+
+exit status: 0 all runs stored, 1 some runs failed (see OUT/errors.log),
+2 usage or scenario error, 130 interrupted.
+"""
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="iotbench",
+        description="IoT application protocols under modelled network conditions, in virtual time.",
+        epilog=MAIN_EPILOG,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"iotbench {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = commands.add_parser("list", help="list the built-in scenarios", formatter_class=formatter)
+    p.set_defaults(handler=cmd_list)
+
+    p = commands.add_parser(
+        "show",
+        help="print a scenario and the runs it expands to",
+        description="Print the scenario's TOML and the list of runs it expands to.",
+        epilog=SELECT_EPILOG
+        + "\nexample:\n  iotbench show s3-robustness --filter variant=coap-non\n",
+        formatter_class=formatter,
+    )
+    _add_selection(p)
+    p.set_defaults(handler=cmd_show)
+
+    p = commands.add_parser(
+        "run",
+        help="run a scenario's sweep and store the results",
+        description="Run every run of a scenario (axes x repetitions) and store each\n"
+        "finished run in OUT/results.duckdb.",
+        epilog=RUN_EPILOG,
+        formatter_class=formatter,
+    )
+    _add_selection(p)
+    p.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes (default: the number of CPUs; 1 = in this process)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output directory (default: results/<scenario-name>)",
+    )
+    p.add_argument("--pcap", action="store_true", help="write OUT/pcap/<run-key>.pcap per run")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per finished run on stdout (JSON Lines), runs stored "
+        "by an earlier invocation included; progress and tables go to stderr",
+    )
+    p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser(
+        "report",
+        help="tables, plots and an HTML page from stored results",
+        description="Print summary tables and write DIR/report/*.png and DIR/report/index.html.",
+        epilog="example:\n  iotbench report results/s1-object-download --open\n",
+        formatter_class=formatter,
+    )
+    p.add_argument("dir", type=Path, metavar="DIR", help="an output directory of `iotbench run`")
+    p.add_argument("--open", action="store_true", help="open index.html in a web browser")
+    p.set_defaults(handler=cmd_report)
+
+    p = commands.add_parser(
+        "serve",
+        help="run a protocol server on a real socket",
+        epilog="example:\n  iotbench serve coap --host 127.0.0.1 --port 5683\n",
+        formatter_class=formatter,
+    )
+    p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    p.add_argument("--port", type=int, default=5683, help="port to bind (default: %(default)s)")
+    p.set_defaults(handler=cmd_serve)
+
+    p = commands.add_parser(
+        "client",
+        help="send one request over a real socket",
+        epilog="example:\n  iotbench client coap GET coap://127.0.0.1:5683/o --timeout 5\n",
+        formatter_class=formatter,
+    )
+    p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
+    p.add_argument("method", metavar="METHOD", help="request method, e.g. GET, PUT, POST")
+    p.add_argument("uri", metavar="URI", help="request URI, e.g. coap://127.0.0.1/o")
+    p.add_argument("--payload", help="request payload (text)")
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="give up after S seconds"
+    )
+    p.set_defaults(handler=cmd_client)
+    return parser
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "scenario",
+        metavar="NAME|FILE",
+        help="a built-in scenario name (see `iotbench list`) or a .toml file",
+    )
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="AXIS=V[,V2]",
+        help="keep only these values of a sweep axis (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a base config key, e.g. workload.items=50 (repeatable)",
+    )
+    p.add_argument(
+        "--reps",
+        type=_positive_int,
+        metavar="N",
+        help="repetitions per combination (default: the scenario's)",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UserError as exc:
+        # Plain print: one unwrapped line, whatever the terminal width.
+        print(f"iotbench: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+# --- commands -----------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    table = Table(title="Built-in scenarios")
+    for column in ("name", "study", "runs", "description"):
+        table.add_column(column, justify="right" if column == "runs" else "left")
+    for name in list_builtin():
+        scenario = load_scenario(name)
+        runs = len(expand(scenario))
+        table.add_row(name, scenario.study or "", str(runs), scenario.description)
+    Console().print(table)
+    return EXIT_OK
+
+
+def _select(args: argparse.Namespace) -> tuple[Scenario, list[Run]]:
+    scenario = load_scenario(args.scenario)
+    filters: dict[str, list[str]] = {}
+    for text in args.filter:
+        axis, values = parse_filter(text)
+        filters.setdefault(axis, []).extend(values)
+    overrides = dict(parse_override(text) for text in args.overrides)
+    return scenario, expand(scenario, filters, overrides, args.reps)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    scenario, runs = _select(args)
+    console = Console()
+    sys.stdout.write(scenario.text if scenario.text.endswith("\n") else scenario.text + "\n")
+    sys.stdout.flush()
+    axes = [axis.name for axis in scenario.axes]
+    table = Table(title=f"{scenario.name}: {len(runs)} runs")
+    for column in ["#", *axes, "rep", "seed", "run key"]:
+        table.add_column(column, no_wrap=column in ("seed", "run key"))
+    for i, run in enumerate(runs, start=1):
+        cells = [str(run.params[a]) for a in axes]
+        table.add_row(str(i), *cells, str(run.repetition), str(run.seed), run.key)
+    console.print()
+    console.print(table)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    # Imported here so `list`, `show` and `--help` start fast.
+    from iotbench.report.tables import rich_table, summarize
+    from iotbench.runner import run_campaign
+
+    scenario, runs = _select(args)
+    out = args.out or Path("results") / scenario.name
+    err = Console(stderr=True)
+    tables = err if args.json else Console()
+    finished = 0
+
+    def on_result(result: RunResult) -> None:
+        nonlocal finished
+        finished += 1
+        if args.json:
+            sys.stdout.write(json.dumps(_json_line(result), allow_nan=False) + "\n")
+            sys.stdout.flush()
+
+    try:
+        result = run_campaign(
+            scenario, runs, out, jobs=args.jobs, pcap=args.pcap, on_result=on_result, console=err
+        )
+    except KeyboardInterrupt:
+        err.print(
+            f"\ninterrupted: {finished} finished runs are stored in {out}; "
+            "run the same command again to continue",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_INTERRUPTED
+    axes = [axis.to_json() for axis in scenario.axes]
+    pairs = [(r.run.params, r.metrics) for r in result.results]
+    if pairs:
+        tables.print(
+            rich_table(summarize(pairs, axes, scenario.report["metrics"]), title=scenario.name)
+        )
+    err.print(
+        f"{len(runs)} runs: {result.executed} executed, {result.skipped} already stored, "
+        f"{len(result.failures)} failed; results in {out}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if result.failures:
+        # Each failure was printed as it happened; the tracebacks are in the log.
+        err.print(
+            f"[red]{len(result.failures)} runs failed[/red]; tracebacks in {out / 'errors.log'}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+def _json_line(result: RunResult) -> dict:
+    run = result.run
+    return {
+        "scenario": run.scenario,
+        "params": run.params,
+        "repetition": run.repetition,
+        "seed": run.seed,
+        # JSON has no NaN: a metric a run could not measure is null.
+        "metrics": {k: (v if math.isfinite(v) else None) for k, v in result.metrics.items()},
+    }
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from iotbench.report import build_report
+
+    index = build_report(args.dir, Console())
+    Console(stderr=True).print(f"wrote {index}", highlight=False)
+    if args.open:
+        webbrowser.open(index.resolve().as_uri())
+    return EXIT_OK
+
+
+def _real_cli() -> Any:
+    try:
+        return importlib.import_module("iotbench.real.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("iotbench.real", "iotbench.real.cli"):
+            raise
+        raise UserError("real mode (serve/client) is not available in this version yet") from None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    return _real_cli().serve(args) or EXIT_OK
+
+
+def cmd_client(args: argparse.Namespace) -> int:
+    return _real_cli().client(args) or EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""`iotbench report DIR`: summary tables in the terminal, PNG plots and
+DIR/report/index.html, all from DIR/results.duckdb."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rich.console import Console
+
+from iotbench.report import html
+from iotbench.report.plots import plot
+from iotbench.report.tables import html_table, rich_table, summarize
+from iotbench.runner.store import ResultStore, StoredScenario, StoreError
+
+REPORT_DIR = "report"
+
+
+def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
+    """Write DIR/report/ (PNGs + index.html), print the tables; return the index path."""
+    out = Path(out_dir)
+    console = console or Console()
+    with ResultStore(out, read_only=True) as store:
+        scenarios = store.scenarios()
+        runs = {s.name: store.runs(scenario=s.name) for s in scenarios}
+    if not any(runs.values()):
+        raise StoreError(f"{out}: no finished runs to report")
+    report_dir = out / REPORT_DIR
+    report_dir.mkdir(exist_ok=True)
+    for old in report_dir.glob("*.png"):  # plots of specs that no longer exist
+        old.unlink()
+    sections = []
+    for scenario in scenarios:
+        if runs[scenario.name]:
+            sections.append(_section(scenario, runs[scenario.name], report_dir, console))
+    index = report_dir / "index.html"
+    html.write(index, sections)
+    return index
+
+
+def _section(
+    scenario: StoredScenario, runs: list, report_dir: Path, console: Console
+) -> html.Section:
+    pairs = [(r.params, r.metrics) for r in runs]
+    summary = summarize(pairs, scenario.axes, scenario.report.get("metrics", []))
+    everything = summarize(pairs, scenario.axes)
+    console.print(rich_table(summary, title=f"{scenario.name}: {scenario.description}"))
+    section = html.Section(
+        scenario.name,
+        scenario.description,
+        len(runs),
+        html_table(summary),
+        html_table(everything),
+    )
+    for i, spec in enumerate(scenario.report.get("plots", []), start=1):
+        title = spec.get("title") or f"{spec['y']} vs {spec['x']}"
+        name = f"{scenario.name}-{i}-{_slug(spec['y'])}-vs-{_slug(spec['x'])}.png"
+        if plot(spec, everything.groups, scenario.axes, report_dir / name):
+            section.images.append((name, title))
+        else:
+            note = f"plot {i} ({title}): no run has the metric {spec['y']!r}"
+            section.notes.append(note)
+            console.print(f"[yellow]{note}[/yellow]", highlight=False)
+    return section
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"

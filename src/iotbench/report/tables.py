@@ -1,0 +1,134 @@
+"""Summary tables: one row per combination of axis values, means over repetitions.
+
+Used both at the end of `iotbench run` and by `iotbench report` (terminal and HTML).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+
+AxisInfo = Mapping[str, Any]  # {"name": ..., "values": [...]} as the store keeps axes
+
+
+@dataclass
+class Group:
+    """The runs of one combination of axis values (its repetitions)."""
+
+    params: dict[str, Any]
+    values: dict[str, list[float]] = field(default_factory=dict)  # metric -> one value per run
+    n: int = 0
+
+
+@dataclass
+class Summary:
+    axes: list[str]
+    metrics: list[str]
+    groups: list[Group]
+
+
+def stats(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, min, max); NaN when there are no values. A NaN value (a run that could
+    not measure it) makes the mean NaN rather than silently dropping that run."""
+    if not values:
+        return math.nan, math.nan, math.nan
+    if any(math.isnan(v) for v in values):
+        finite = [v for v in values if not math.isnan(v)]
+        return math.nan, min(finite, default=math.nan), max(finite, default=math.nan)
+    return sum(values) / len(values), min(values), max(values)
+
+
+def summarize(
+    runs: Iterable[tuple[Mapping[str, Any], Mapping[str, float | int]]],
+    axes: Sequence[AxisInfo],
+    metrics: Sequence[str] = (),
+) -> Summary:
+    """Group (params, metrics) pairs by params; order groups as the axes list their values.
+
+    `metrics` picks the columns (the scenario's report.metrics); empty = every
+    metric seen, in first-seen order.
+    """
+    groups: dict[str, Group] = {}
+    seen: dict[str, None] = {}
+    for params, values in runs:
+        group = groups.setdefault(_key(params), Group(dict(params)))
+        group.n += 1
+        for name, value in values.items():
+            seen.setdefault(name)
+            group.values.setdefault(name, []).append(float(value))
+    names = [axis["name"] for axis in axes]
+    for group in groups.values():
+        names += [k for k in group.params if k not in names]
+    ordered = sorted(groups.values(), key=lambda g: _order(g.params, axes))
+    return Summary(names, list(metrics) or list(seen), ordered)
+
+
+def _key(params: Mapping[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+def _order(params: Mapping[str, Any], axes: Sequence[AxisInfo]) -> tuple:
+    out = []
+    for axis in axes:
+        values = list(axis["values"])
+        value = params.get(axis["name"])
+        out.append(values.index(value) if value in values else len(values))
+    return tuple(out)
+
+
+def format_value(value: float) -> str:
+    if math.isnan(value):
+        return "–"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    if abs(value) >= 1000:
+        return f"{value:.1f}"
+    return f"{value:.4g}"
+
+
+def cells(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Header and rows as text: axes, n, then the mean of each metric."""
+    header = summary.axes + ["n"] + summary.metrics
+    rows = []
+    for group in summary.groups:
+        row = [str(group.params.get(axis, "")) for axis in summary.axes] + [str(group.n)]
+        row += [format_value(stats(group.values.get(m, []))[0]) for m in summary.metrics]
+        rows.append(row)
+    return header, rows
+
+
+def rich_table(summary: Summary, title: str | None = None) -> Table:
+    header, rows = cells(summary)
+    table = Table(title=title, caption="means over repetitions; n = runs")
+    n_axes = len(summary.axes)
+    for i, name in enumerate(header):
+        # Long metric names fold onto several lines rather than being cut off.
+        table.add_column(
+            name, justify="left" if i < n_axes else "right", no_wrap=i < n_axes, overflow="fold"
+        )
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def html_table(summary: Summary) -> str:
+    header, rows = cells(summary)
+    n_axes = len(summary.axes)
+
+    def row_html(row: list[str], tag: str) -> str:
+        tds = "".join(
+            f'<{tag} class="{"axis" if i < n_axes else "num"}">{html.escape(c)}</{tag}>'
+            for i, c in enumerate(row)
+        )
+        return f"<tr>{tds}</tr>"
+
+    body = "\n".join(row_html(r, "td") for r in rows)
+    return f"<table>\n<thead>{row_html(header, 'th')}</thead>\n<tbody>\n{body}\n</tbody>\n</table>"

@@ -1,0 +1,82 @@
+"""`iotbench report`: terminal tables, PNG plots and a self-contained index.html."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from iotbench import cli
+from iotbench.report import build_report, summarize
+from iotbench.runner import run_campaign
+from iotbench.scenarios import expand, load_scenario, parse_scenario
+
+EXAMPLE = Path(__file__).parents[1] / "scenarios" / "example.toml"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def fake_run(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, float | int]:
+    size = config["workload"]["object_size_bytes"]
+    con = config["protocol"]["coap"]["type"] == "con"
+    return {
+        "time_s": size / 1000 + (seed % 1000) / 1e6 + (0.5 if con else 0.0),
+        "bytes": size + (80 if con else 40),
+    }
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    scenario = load_scenario(EXAMPLE)
+    run_campaign(scenario, expand(scenario), tmp_path, run_fn=fake_run, jobs=1, progress=False)
+    return tmp_path
+
+
+def test_report_writes_pngs_and_index(results: Path, capsys) -> None:
+    assert cli.main(["report", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "example" in out and "time_s" in out
+    report = results / "report"
+    pngs = sorted(p.name for p in report.glob("*.png"))
+    assert pngs == ["example-1-time_s-vs-size.png", "example-2-bytes-vs-size.png"]
+    for name in pngs:
+        assert (report / name).read_bytes().startswith(PNG_MAGIC)
+    index = (report / "index.html").read_text()
+    # Relative links only, so the folder can be moved as it is.
+    assert re.findall(r'<img src="([^"]+)"', index) == pngs
+    assert "<table>" in index and "Download time" in index
+    assert '<td class="axis">con</td><td class="axis">10</td><td class="num">2</td>' in index
+    assert str(results) not in index
+
+
+def test_report_open(results: Path, capsys, monkeypatch) -> None:
+    opened = []
+    monkeypatch.setattr(cli.webbrowser, "open", opened.append)
+    assert cli.main(["report", str(results), "--open"]) == 0
+    assert opened == [(results / "report" / "index.html").resolve().as_uri()]
+
+
+def test_report_notes_missing_metrics_and_facets(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text() + (
+        '\n[axes.loss.low]\nnetwork = { impair = { to_server = { loss = { model = "none" } } } }\n'
+        '[axes.loss.high]\nnetwork = { impair = { to_server = { loss = { model = "bernoulli", '
+        "p = 0.1 } } } }\n"
+    )
+    text = text.replace('y = "bytes"', 'y = "no_such_metric"')
+    scenario = parse_scenario(text, label="facets.toml")
+    run_campaign(
+        scenario, expand(scenario, reps=1), tmp_path, run_fn=fake_run, jobs=1, progress=False
+    )
+    index = build_report(tmp_path).read_text()
+    # The extra `loss` axis gets a panel per value in the one PNG; the bad metric a note.
+    assert len(list((tmp_path / "report").glob("*.png"))) == 1
+    assert "no run has the metric &#x27;no_such_metric&#x27;" in index
+
+
+def test_summary_means_and_order() -> None:
+    axes = [{"name": "v", "values": ["b", "a"]}]
+    runs = [({"v": "a"}, {"m": 1}), ({"v": "b"}, {"m": 5}), ({"v": "a"}, {"m": 3})]
+    summary = summarize(runs, axes, ["m"])
+    assert [g.params["v"] for g in summary.groups] == ["b", "a"]  # axis order, not data order
+    assert [g.n for g in summary.groups] == [1, 2]
+    assert summary.groups[1].values["m"] == [1.0, 3.0]
