@@ -612,3 +612,21 @@ def test_token_length_constructor_shorthand():
     with pytest.raises(ValueError, match="token_length"):
         CoapEndpoint(random.Random(1), token_length=9)
     assert RequestFailed and ResponseReceived
+
+
+# ---- floods ------------------------------------------------------------------------
+
+
+def test_flood_of_distinct_message_ids_keeps_dedup_memory_bounded():
+    server, calls = _server(dedup_capacity=100)
+    for i in range(1000):
+        peer = ("10.9.0.1", 20000 + i % 7)
+        server.receive(1.0 + i * 1e-3, raw(_get(i, b"\x01")), peer)
+    assert len(calls) == 1000  # every new message was handled
+    assert len(server._seen) == 100
+    assert len(server._seen_con) + len(server._seen_non) == 100
+    assert len(drain(server)) == 1000
+    # The most recent messages are still deduplicated: a repeat is answered from the cache.
+    server.receive(2.0, raw(_get(999, b"\x01")), ("10.9.0.1", 20000 + 999 % 7))
+    ((resp, _),) = drain(server)
+    assert resp.message_id == 999 and len(calls) == 1000

@@ -669,6 +669,8 @@ class CoapEndpoint:
 
     def _remember(self, now: float, key: tuple[Hashable, int], confirmable: bool) -> list:
         """Start deduplicating (peer, mid); returns the entry whose [1] holds our reply."""
+        if len(self._seen) >= self.params.dedup_capacity:
+            self._forget_oldest_seen()
         if confirmable:
             expiry = now + self._exchange_lifetime
             self._seen_con.append((expiry, key))
@@ -678,6 +680,13 @@ class CoapEndpoint:
         entry = [expiry, None]
         self._seen[key] = entry
         return entry
+
+    def _forget_oldest_seen(self) -> None:
+        """Drop the dedup entry that would expire first (a flood must not grow memory)."""
+        con, non = self._seen_con, self._seen_non
+        order = con if con and (not non or con[0][0] <= non[0][0]) else non
+        _, key = order.popleft()
+        self._seen.pop(key, None)
 
     def _reset(self, addr: Hashable, mid: int, seen: list | None = None) -> None:
         """Reject a message with RST (RFC 7252 4.2/4.3)."""

@@ -48,6 +48,10 @@ class CoapParams:
     - token_length: bytes of random token per request, 0..8. Default 4:
       RFC 7252 5.3.1 asks for at least 32 bits of randomness from clients
       exposed to the Internet; short-token studies set 0..2.
+    - dedup_capacity: at most this many received messages are remembered for
+      deduplication (RFC 7252 4.5); past it, the entry closest to expiry is
+      forgotten early. Bounds a server's memory under a flood of distinct
+      Message IDs, which would otherwise grow for EXCHANGE_LIFETIME (247 s).
     """
 
     ack_timeout_s: float = 2.0
@@ -63,6 +67,7 @@ class CoapParams:
     separate_response_after_s: float | None = None
     separate_response_timeout_s: float | None = None
     token_length: int = 4
+    dedup_capacity: int = 65536
 
     def __post_init__(self) -> None:
         _finite("ack_timeout_s", self.ack_timeout_s, low=0.0, low_open=True, what="> 0 seconds")
@@ -87,6 +92,10 @@ class CoapParams:
                 _finite(name, value, low=0.0, low_open=True, what="> 0 seconds or None")
         if self.rto not in RTO_MODES:
             raise ValueError(f"CoapParams.rto must be one of {RTO_MODES}, got {self.rto!r}")
+        if not isinstance(self.dedup_capacity, int) or self.dedup_capacity < 1:
+            raise ValueError(
+                f"CoapParams.dedup_capacity must be an integer >= 1, got {self.dedup_capacity!r}"
+            )
         if not isinstance(self.token_length, int) or not 0 <= self.token_length <= 8:
             raise ValueError(
                 f"CoapParams.token_length must be an integer in 0..8, got {self.token_length!r}"
