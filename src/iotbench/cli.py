@@ -146,26 +146,70 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "serve",
         help="run a protocol server on a real socket",
-        epilog="example:\n  iotbench serve coap --host 127.0.0.1 --port 5683\n",
+        description="Serve the sensor resources with the simulator's protocol stack on a real\n"
+        "socket, until Ctrl-C. CoAP resources: /voltage (observable), /json, /o, /store,\n"
+        "/.well-known/core.",
+        epilog="examples:\n"
+        "  iotbench serve coap                                  127.0.0.1:5683\n"
+        "  iotbench serve coap --host :: --port 5700 --object-size 1000\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    p.add_argument("--port", type=int, default=5683, help="port to bind (default: %(default)s)")
+    p.add_argument("--port", type=_port, default=5683, help="port to bind (default: %(default)s)")
+    p.add_argument(
+        "--object-size",
+        type=_non_negative_int,
+        default=100,
+        metavar="BYTES",
+        help="size of the object at /o (default: %(default)s)",
+    )
+    p.add_argument(
+        "--observe-interval",
+        type=_positive_float,
+        default=5.0,
+        metavar="S",
+        help="seconds between notifications to observers of /voltage (default: %(default)s)",
+    )
     p.set_defaults(handler=cmd_serve)
 
     p = commands.add_parser(
         "client",
         help="send one request over a real socket",
-        epilog="example:\n  iotbench client coap GET coap://127.0.0.1:5683/o --timeout 5\n",
+        description="Send one request with the simulator's protocol stack over a real socket.\n"
+        "The payload goes to stdout, the response code and timing to stderr; the exit\n"
+        "status is 0 for a 2.xx response and 1 otherwise.",
+        epilog="examples:\n"
+        "  iotbench client coap GET coap://127.0.0.1/voltage\n"
+        "  iotbench client coap GET coap://127.0.0.1/voltage --observe 3\n"
+        "  iotbench client coap PUT coap://127.0.0.1/store --payload hello --non\n"
+        "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
-    p.add_argument("method", metavar="METHOD", help="request method, e.g. GET, PUT, POST")
-    p.add_argument("uri", metavar="URI", help="request URI, e.g. coap://127.0.0.1/o")
+    p.add_argument("method", metavar="METHOD", help="GET, POST, PUT or DELETE")
+    p.add_argument("uri", metavar="URI", help="request URI, e.g. coap://127.0.0.1/voltage")
     p.add_argument("--payload", help="request payload (text)")
     p.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="give up after S seconds"
+        "--content-format",
+        type=_non_negative_int,
+        metavar="N",
+        help="Content-Format of the payload, e.g. 0 text/plain, 50 application/json",
+    )
+    p.add_argument("--non", action="store_true", help="send a non-confirmable request")
+    p.add_argument(
+        "--observe",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="register as an observer (RFC 7641) and wait for N notifications",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds (default: the protocol's own give-up time, 93 s for CoAP)",
     )
     p.set_defaults(handler=cmd_client)
     return parser
@@ -207,6 +251,33 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0..65535)")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
     return value
 
 
@@ -338,12 +409,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _real_cli() -> Any:
-    try:
-        return importlib.import_module("iotbench.real.cli")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("iotbench.real", "iotbench.real.cli"):
-            raise
-        raise UserError("real mode (serve/client) is not available in this version yet") from None
+    # Imported on use so that the simulation commands never load asyncio drivers.
+    return importlib.import_module("iotbench.real.cli")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

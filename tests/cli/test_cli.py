@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import types
 from pathlib import Path
@@ -173,10 +174,37 @@ def test_help_has_examples(capsys) -> None:
     assert "--filter" in out and "examples:" in out and "iotbench run s1-object-download" in out
 
 
-def test_serve_and_client_without_real_mode(capsys, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "iotbench.real.cli", None)  # import fails
-    code, _, err = run_cli(capsys, "serve", "coap")
-    assert code == 2 and "real mode (serve/client) is not available" in err
+def test_serve_on_a_port_in_use_is_a_clear_error(capsys) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        code, _, err = run_cli(capsys, "serve", "coap", "--port", str(port))
+    assert code == 2
+    assert f"iotbench: error: cannot serve on 127.0.0.1 port {port}:" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["GET", "ftp://127.0.0.1/x"], "scheme 'ftp' is not a CoAP scheme"),
+        (["BREW", "coap://127.0.0.1/x"], "method 'BREW' is not one of GET, POST, PUT, DELETE"),
+    ],
+)
+def test_client_bad_request_is_a_clear_error(capsys, args, message) -> None:
+    code, _, err = run_cli(capsys, "client", "coap", *args, "--timeout", "1")
+    assert code == 2 and f"iotbench: error: {message}" in err
+
+
+@pytest.mark.parametrize(
+    "args", [["serve", "coap", "--port", "70000"], ["client", "coap", "GET", "coap://h/x",
+                                                      "--timeout", "0"]]
+)
+def test_serve_and_client_reject_bad_numbers(capsys, args) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(args)
+    assert info.value.code == 2
+    assert "error: argument" in capsys.readouterr().err
 
 
 def test_serve_and_client_call_real_mode(capsys, monkeypatch) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from iotbench.net.ip import address_bytes, address_text
 from iotbench.net.node import Node
+from iotbench.proto.sansio import drain
 from iotbench.sim import Simulator, Timer
 
 
@@ -47,6 +48,13 @@ class DatagramDriver:
         self.stack.receive(self.sim.now, payload, (host, sport))
         self.pump()
 
+    def _send(self, data: bytes, addr: tuple[str, int]) -> None:
+        host, port = addr
+        raw = self._raw.get(host)
+        if raw is None:
+            raw = self._raw[host] = address_bytes(host)
+        self.node.udp_send(self.port, raw, port, data, self.header_length(data))
+
     def _on_timer(self) -> None:
         self._timer = None
         self.stack.handle_timer(self.sim.now)
@@ -55,22 +63,9 @@ class DatagramDriver:
     def pump(self) -> None:
         """Send what the stack wants sent, hand its events on, re-arm its timer.
 
-        Call after every application call into the stack. Event handlers may call
-        the stack again; the loop runs until the stack has nothing more to say.
+        Call after every application call into the stack.
         """
-        stack = self.stack
-        while True:
-            for data, (host, port) in stack.datagrams_to_send():
-                raw = self._raw.get(host)
-                if raw is None:
-                    raw = self._raw[host] = address_bytes(host)
-                self.node.udp_send(self.port, raw, port, data, self.header_length(data))
-            events = stack.events()
-            if not events:
-                break
-            for event in events:
-                self.on_event(event)
-        deadline = stack.next_timer()
+        deadline = drain(self.stack, self._send, self.on_event)
         timer = self._timer
         if timer is not None:
             if deadline is not None and timer.time == deadline:

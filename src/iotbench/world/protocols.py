@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from iotbench.apps.coap_resources import serve_reading
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.requesters import Done, ItemClient
 from iotbench.apps.sensors import make_resource
@@ -83,11 +84,7 @@ def start_coap_server(sim: Simulator, net: TwoNodeNetwork, config: dict) -> Coap
         workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
     )
     endpoint = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
-
-    def handler(request, addr):
-        return codec.Code.CONTENT, resource.read(), resource.content_format
-
-    endpoint.add_resource(workload["path"], handler)
+    serve_reading(endpoint, workload["path"], resource)
     DatagramDriver(sim, net.server, endpoint, lambda event: None, codec.header_length, COAP_PORT)
     return endpoint
 

@@ -1,0 +1,7 @@
+"""`python -m iotbench` is the `iotbench` command."""
+
+import sys
+
+from iotbench.cli import main
+
+sys.exit(main())

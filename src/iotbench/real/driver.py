@@ -1,0 +1,114 @@
+"""Runs a sans-I/O datagram stack behind a real asyncio UDP socket.
+
+The counterpart of apps/driver.py for real mode: the same stack object gets
+`receive(now, data, addr)` and `handle_timer(now)` with `now` taken from the
+event loop's monotonic clock, and what it produces goes out on the socket.
+Addresses cross the boundary as (host, port) tuples, exactly as in the
+simulator, so a stack cannot tell the two worlds apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable
+
+from iotbench.proto.sansio import drain
+
+log = logging.getLogger("iotbench.real")
+
+
+class AsyncDatagramDriver(asyncio.DatagramProtocol):
+    """Feeds one sans-I/O stack from a UDP socket and its timers from the event loop.
+
+    A peer's datagram can never stop the driver: the stack itself never raises
+    for any bytes (its codec errors are typed and counted), and anything an
+    event handler raises is logged and dropped.
+    """
+
+    def __init__(self, stack, on_event: Callable[[object], None] | None = None) -> None:
+        self.stack = stack
+        self.on_event = on_event or (lambda event: None)
+        self.transport: asyncio.DatagramTransport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._deadline: float | None = None
+        self.closed = asyncio.Event()
+
+    # ---- asyncio.DatagramProtocol -------------------------------------------------
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        self.loop = asyncio.get_running_loop()
+
+    def datagram_received(self, data: bytes, addr: tuple) -> None:
+        # IPv6 sockets report (host, port, flowinfo, scope_id); the stack sees (host, port).
+        self.stack.receive(self.loop.time(), data, (addr[0], addr[1]))
+        self.pump()
+
+    def error_received(self, exc: Exception) -> None:
+        # E.g. ICMP port unreachable after sending to a closed port: the stack's
+        # own timers decide what happens to that exchange.
+        log.debug("socket error: %s", exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.closed.set()
+
+    # ---- driving the stack --------------------------------------------------------
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    def pump(self) -> None:
+        """Send what the stack wants sent, hand its events on, re-arm its timer.
+
+        Call after every application call into the stack.
+        """
+        if self.transport is None or self.transport.is_closing():
+            return
+        deadline = drain(self.stack, self._send, self._deliver)
+        if deadline == self._deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._deadline = deadline
+        if deadline is not None:
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+
+    def _send(self, data: bytes, addr: Hashable) -> None:
+        self.transport.sendto(data, addr)
+
+    def _deliver(self, event: object) -> None:
+        try:
+            self.on_event(event)
+        except Exception:  # noqa: BLE001 - one bad callback must not stop a server
+            log.exception("event handler failed for %r", event)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._deadline = None
+        self.stack.handle_timer(self.loop.time())
+        self.pump()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+async def open_datagram_driver(
+    stack,
+    on_event: Callable[[object], None] | None = None,
+    *,
+    local_addr: tuple[str, int] | None = None,
+    family: int = 0,
+) -> AsyncDatagramDriver:
+    """Bind a UDP socket (port 0: any free port) and attach `stack` to it."""
+    loop = asyncio.get_running_loop()
+    _, driver = await loop.create_datagram_endpoint(
+        lambda: AsyncDatagramDriver(stack, on_event), local_addr=local_addr, family=family
+    )
+    return driver

@@ -1,0 +1,108 @@
+"""Wireshark's dissectors (tshark) read the pcap files our simulations write.
+
+Every CoAP message must decode, IPv4 fragments must reassemble, IP and UDP
+checksums must verify, and no packet may be flagged malformed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iotbench.scenarios import expand, load_scenario
+from iotbench.world import run_one
+
+pytestmark = pytest.mark.interop
+
+
+def simulate(tmp_path: Path, scenario: str, filters: dict, overrides: dict) -> Path:
+    (run,) = expand(load_scenario(scenario), filters, overrides)
+    pcap = tmp_path / f"{scenario}.pcap"
+    run_one(run.config, run.seed, pcap_path=str(pcap))
+    return pcap
+
+
+def tshark_fields(tshark: str, pcap: Path, *fields: str) -> list[list[str]]:
+    cmd = [
+        tshark,
+        "-r",
+        str(pcap),
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+        "-T",
+        "fields",
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=f",
+    ]
+    for field in fields:
+        cmd += ["-e", field]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+def assert_clean(tshark: str, pcap: Path) -> None:
+    """No malformed packet and no expert-info error anywhere in the capture."""
+    done = subprocess.run(
+        [tshark, "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-o",
+         "udp.check_checksum:TRUE", "-Y", "_ws.malformed || _ws.expert.severity == error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", f"tshark flags these packets:\n{done.stdout}"
+
+
+def test_fragmented_coap_download_decodes(tmp_path, require_peer):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s1-object-download",
+        {"variant": ["coap"], "object_size_bytes": [1000]},
+        {},
+    )
+    assert_clean(tshark, pcap)
+    rows = tshark_fields(
+        tshark, pcap, "ip.len", "ip.flags.mf", "ip.checksum.status", "udp.checksum.status",
+        "coap.type", "coap.code", "coap.opt.uri_path", "data.len", "coap.payload_length",
+    )
+    assert all(len(r[0]) and int(r[0]) <= 128 for r in rows)  # the 128-byte MTU
+    assert {r[2] for r in rows} == {"1"}  # every IPv4 header checksum is good
+    coap = [r for r in rows if r[4]]
+    assert len(coap) == 2  # the request, and the response once its fragments reassembled
+    request, response = coap
+    assert (request[4], request[5], request[6]) == ("0", "1", "o")  # CON GET /o
+    assert (response[4], response[5]) == ("2", "69")  # ACK 2.05 Content, piggybacked
+    assert {request[3], response[3]} == {"1"}  # UDP checksums good
+    fragments = [r for r in rows if r[1] == "1"]
+    assert len(fragments) >= 8  # 1000 bytes over a 128-byte MTU
+
+
+@pytest.mark.parametrize("ip_version", [4, 6])
+def test_lossy_coap_exchange_with_retransmissions_decodes(tmp_path, require_peer, ip_version):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s3-robustness",
+        {"variant": ["coap-con"], "condition": ["loss-20"]},
+        {"workload.items": 40, "network.ip_version": ip_version},
+    )
+    assert_clean(tshark, pcap)
+    rows = tshark_fields(
+        tshark, pcap, "coap.type", "coap.code", "coap.mid", "coap.token", "udp.checksum.status"
+    )
+    assert rows and all(r[0] in ("0", "2") for r in rows)  # only CON requests and ACKs
+    assert {r[4] for r in rows} == {"1"}
+    requests = [r for r in rows if r[0] == "0"]
+    assert {r[1] for r in requests} == {"1"}  # GET
+    # Retransmissions repeat a Message ID; with loss there are some, and the
+    # 40 items are all there.
+    mids = [r[2] for r in requests]
+    assert len(set(mids)) == 40 and len(mids) > 40

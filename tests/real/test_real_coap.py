@@ -1,0 +1,110 @@
+"""The CoAP stack on real loopback sockets: round trips, robustness, give-up rules."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import socket
+
+import pytest
+
+from iotbench.proto.coap.codec import Code, Message, Type, encode
+from iotbench.proto.coap.params import CoapParams
+from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
+
+
+async def start_server(**kwargs):
+    ready: asyncio.Future = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve_coap("127.0.0.1", 0, on_ready=ready.set_result, **kwargs))
+    driver = await asyncio.wait_for(ready, 10)
+    port = driver.transport.get_extra_info("sockname")[1]
+    return task, driver, port
+
+
+async def stop_server(task) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_round_trip_and_observe():
+    async def main():
+        task, _, port = await start_server(observe_interval_s=0.05)
+        try:
+            plain = await coap_request(f"coap://127.0.0.1:{port}/voltage", timeout_s=5)
+            seen = []
+            observed = await coap_request(
+                f"coap://127.0.0.1:{port}/voltage", observe=3, timeout_s=5, on_update=seen.append
+            )
+            await asyncio.sleep(0.2)  # the deregistration reached the server
+            return plain, observed, seen
+        finally:
+            await stop_server(task)
+
+    plain, observed, seen = asyncio.run(main())
+    assert plain.ok and plain.transmissions == 1
+    size = len(plain.response.payload)
+    assert describe(plain.response) == f"2.05 Content, content-format 0, {size} bytes"
+    assert re.fullmatch(rb"\d{1,3}\.\d V", plain.response.payload)
+    assert observed.ok and len(observed.notifications) == 3
+    assert len(seen) == 4  # registration response + 3 notifications
+    numbers = [m.observe for m in seen]
+    assert numbers == sorted(numbers)
+
+
+def test_server_survives_garbage_and_a_flood():
+    async def main():
+        task, driver, port = await start_server()
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                rng = random.Random(7)
+                for _ in range(500):  # random bytes, some with a valid CON header
+                    junk = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 40)))
+                    if junk and rng.random() < 0.3:
+                        junk = bytes([0x40]) + junk[1:]
+                    s.sendto(junk, ("127.0.0.1", port))
+                for mid in range(3000):  # a flood of distinct, valid requests
+                    msg = Message.request(Type.NON, Code.GET, mid, b"\x01", "/json")
+                    s.sendto(encode(msg), ("127.0.0.1", port))
+            await asyncio.sleep(0.5)
+            after = await coap_request(f"coap://127.0.0.1:{port}/voltage", timeout_s=5)
+            return after, driver.stack.stats
+        finally:
+            await stop_server(task)
+
+    after, stats = asyncio.run(main())
+    assert after.ok
+    assert stats.decode_errors > 0 and stats.internal_errors == 0
+
+
+def test_no_server_gives_up_after_the_timeout():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))  # bound but never answering
+        port = s.getsockname()[1]
+        params = CoapParams(ack_timeout_s=0.05, max_retransmit=2)
+        result = asyncio.run(coap_request(f"coap://127.0.0.1:{port}/x", params=params))
+        assert result.response is None and result.failure == "max-retransmit"
+        received = 0
+        s.settimeout(0.1)
+        while True:
+            try:
+                s.recvfrom(2048)
+            except TimeoutError:
+                break
+            received += 1
+        assert received == 3  # the request and MAX_RETRANSMIT = 2 retransmissions
+
+
+@pytest.mark.parametrize(
+    ("uri", "method", "message"),
+    [
+        ("http://127.0.0.1/x", "GET", "is not a CoAP scheme"),
+        ("coaps://127.0.0.1/x", "GET", "only coap:// URIs"),
+        ("coap://127.0.0.1/x", "FETCH", "method 'FETCH' is not one of"),
+        ("coap://no-such-host.invalid/x", "GET", "cannot resolve host"),
+    ],
+)
+def test_bad_requests_are_clear_errors(uri, method, message):
+    with pytest.raises(RealModeError, match=message):
+        asyncio.run(coap_request(uri, method, timeout_s=1))
