@@ -1,0 +1,178 @@
+"""Every built-in scenario, run end to end at small size, gives sane, exact results.
+
+Expected values are worked out from the link model (rate, delay, MTU) and the
+protocol's wire format, not read off a previous run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from iotbench.metrics.pcap import pcap_bytes
+from iotbench.scenarios import expand, list_builtin, load_scenario
+from iotbench.world import run_one
+
+IPV4, UDP = 20, 8
+
+
+def runs(name: str, filters: dict | None = None, overrides: dict | None = None):
+    return expand(load_scenario(name), filters or {}, overrides or {})
+
+
+def test_every_builtin_is_covered_here() -> None:
+    assert set(list_builtin()) == {"s1-object-download", "s2-coap-vs-http", "s3-robustness"}
+
+
+# ---- S1 -----------------------------------------------------------------------------
+
+
+def s1_fragments(datagram_bytes: int, mtu: int = 128) -> list[int]:
+    """IPv4 packet sizes of one UDP datagram (8-byte-aligned fragments of the payload)."""
+    payload = datagram_bytes - IPV4
+    if datagram_bytes <= mtu:
+        return [datagram_bytes]
+    per = (mtu - IPV4) // 8 * 8
+    sizes = []
+    while payload > 0:
+        body = min(per, payload)
+        sizes.append(IPV4 + body)
+        payload -= body
+    return sizes
+
+
+def test_s1_coap_download_times_and_bytes_follow_the_link_model() -> None:
+    rate, delay = 20_000, 0.02
+    results = {}
+    for run in runs("s1-object-download", {"variant": ["coap"]}):
+        size = run.config["workload"]["object_size_bytes"]
+        m = run_one(run.config, run.seed)
+        results[size] = m
+        # CON GET /o with a 2-byte token: header 4 + token 2 + Uri-Path option 2.
+        request = IPV4 + UDP + 4 + 2 + 2
+        # ACK 2.05: header 4 + token 2 + Content-Format 42 (2) + payload marker 1.
+        response = IPV4 + UDP + 4 + 2 + 2 + 1 + size
+        fragments = s1_fragments(response)
+        assert m["packets"] == 1 + len(fragments)
+        assert m["bytes_total"] == request + sum(fragments)
+        assert m["bytes_payload"] == size
+        assert m["bytes_app_header"] == 8 + 9
+        assert m["bytes_transport_header"] == 2 * UDP
+        assert m["bytes_ip_header"] == IPV4 * (1 + len(fragments))
+        # Request on the wire, then the fragments back to back; the last one
+        # completes the object one propagation delay after it is sent.
+        expected = request * 8 / rate + delay + sum(fragments) * 8 / rate + delay
+        assert m["object_download_time_s"] == pytest.approx(expected, abs=1e-9)
+        assert m["items_delivered"] == 1
+    assert sorted(results) == [10, 100, 250, 500, 750, 1000]
+
+
+# ---- S2 -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["coap-con", "coap-non"])
+def test_s2_clean_link_latency_is_propagation_plus_added_delay(variant) -> None:
+    for run in runs(
+        "s2-coap-vs-http",
+        {"variant": [variant], "loss": ["0%"]},
+        {"workload.items": 100},
+    ):
+        added = {"0ms": 0.0, "10ms": 0.01, "50ms": 0.05}[run.params["latency"]]
+        m = run_one(run.config, run.seed)
+        assert m["items_delivered"] == 100 and m["delivery_ratio"] == 1.0
+        assert m["latency_p50_s"] == pytest.approx(2 * 0.0001 + added)
+        assert m["latency_max_s"] == pytest.approx(2 * 0.0001 + added)
+        assert m["packets"] == 200  # one request and one response per item
+        # Requests go every 20 ms whatever happened to the earlier ones.
+        assert m["task_completion_time_s"] == pytest.approx(99 * 0.02 + 2 * 0.0001 + added)
+
+
+def test_s2_loss_hits_non_but_not_con() -> None:
+    got = {}
+    for run in runs("s2-coap-vs-http", {"loss": ["2%"], "latency": ["0ms"]}, {"workload.items": 500}):
+        got[run.params["variant"]] = run_one(run.config, run.seed)
+    con, non = got["coap-con"], got["coap-non"]
+    assert con["delivery_ratio"] == 1.0  # retransmissions recover every loss
+    assert con["packets"] > 1000 and con["packets_lost"] > 0
+    assert con["latency_p99_s"] >= 2.0  # a retransmitted request waits ACK_TIMEOUT or more
+    assert 0.9 < non["delivery_ratio"] < 1.0
+    assert non["items_delivered"] + non["items_given_up"] == 500
+    assert non["packets"] == 500 + non["items_delivered"]
+
+
+# ---- S3 -----------------------------------------------------------------------------
+
+
+S3_RUNS = runs("s3-robustness", overrides={"workload.items": 30})
+
+
+@pytest.mark.parametrize("run", S3_RUNS, ids=[r.label() for r in S3_RUNS])
+def test_s3_every_variant_and_condition_completes(run) -> None:
+    m = run_one(run.config, run.seed)
+    assert m["items"] == 30
+    assert m["items_delivered"] + m["items_given_up"] == 30
+    assert m["hit_time_limit"] == 0
+    assert m["packets_total"] == m["packets_sent"] + m["packets_received"] > 0
+    if run.params["condition"] == "base":
+        assert m["items_delivered"] == 30
+        # 2 packets per item seen by the sensor, both directions: received + sent.
+        assert m["packets_total"] == 60
+        assert m["task_completion_time_s"] < 1.0
+    if run.params["condition"].startswith("disrupt"):
+        # Five outages of 20 s or more cannot be crossed without waiting.
+        assert m["task_completion_time_s"] > 20.0
+    if m["items_delivered"]:
+        assert math.isfinite(m["latency_p50_s"]) and m["latency_p50_s"] > 0
+
+
+def test_s3_non_gives_up_after_max_transmit_wait() -> None:
+    (run,) = runs(
+        "s3-robustness",
+        {"variant": ["coap-non"], "condition": ["disrupt-60"]},
+        {"workload.items": 30},
+    )
+    m = run_one(run.config, run.seed)
+    assert m["items_given_up"] >= 1
+    # Each given-up item waited MAX_TRANSMIT_WAIT = 93 s before the next one started.
+    assert m["task_completion_time_s"] >= 93.0 * m["items_given_up"]
+
+
+# ---- determinism --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scenario", "filters"),
+    [
+        ("s3-robustness", {"variant": ["coap-con"], "condition": ["loss-20"]}),
+        ("s3-robustness", {"variant": ["coap-non-adaptive"], "condition": ["disrupt-20"]}),
+        ("s2-coap-vs-http", {"variant": ["coap-non"], "loss": ["2%"], "latency": ["10ms"]}),
+    ],
+)
+def test_same_scenario_and_seed_give_identical_metrics_and_pcap(tmp_path, scenario, filters):
+    (run,) = runs(scenario, filters, {"workload.items": 200})
+    first, second, other = tmp_path / "a.pcap", tmp_path / "b.pcap", tmp_path / "c.pcap"
+    m1 = run_one(run.config, run.seed, pcap_path=str(first))
+    m2 = run_one(run.config, run.seed, pcap_path=str(second))
+    m3 = run_one(run.config, run.seed + 1, pcap_path=str(other))
+    assert m1 == m2 or all(
+        (math.isnan(a) and math.isnan(m2[k])) or a == m2[k] for k, a in m1.items()
+    )
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes() != other.read_bytes()
+
+
+def test_pcap_holds_every_transmitted_packet(tmp_path) -> None:
+    (run,) = runs(
+        "s3-robustness", {"variant": ["coap-con"], "condition": ["loss-10"]}, {"workload.items": 50}
+    )
+    path = tmp_path / "run.pcap"
+    m = run_one(run.config, run.seed, pcap_path=str(path))
+    data = path.read_bytes()
+    records, offset = 0, 24
+    while offset < len(data):
+        incl = int.from_bytes(data[offset + 8 : offset + 12], "little")
+        offset += 16 + incl
+        records += 1
+    assert records == m["packets"]
+    assert pcap_bytes([]) == data[:24]  # same global header
