@@ -80,3 +80,19 @@ def test_summary_means_and_order() -> None:
     assert [g.params["v"] for g in summary.groups] == ["b", "a"]  # axis order, not data order
     assert [g.n for g in summary.groups] == [1, 2]
     assert summary.groups[1].values["m"] == [1.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "lines"),
+    [
+        ("object_download_time_s", ["object_", "download_", "time_s"]),
+        ("time_s", ["time_s"]),
+        ("bytes_total", ["bytes_", "total"]),
+        ("variant", ["variant"]),
+    ],
+)
+def test_table_headers_stack_at_underscores(name: str, lines: list[str]) -> None:
+    from iotbench.report.tables import stacked
+
+    assert stacked(name).split("\n") == lines
+    assert stacked(name).replace("\n", "") == name

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 AxisInfo = Mapping[str, Any]  # {"name": ..., "values": [...]} as the store keeps axes
@@ -105,14 +106,36 @@ def cells(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def stacked(name: str) -> str:
+    """"object_download_time_s" -> "object_\\ndownload_\\ntime_s" (a unit stays attached)."""
+    parts = name.split("_")
+    if len(parts) >= 2 and parts[-1] in UNITS:
+        parts[-2:] = [parts[-2] + "_" + parts[-1]]
+    return "_\n".join(parts)
+
+
+UNITS = {"s", "ms", "bps"}
+
+
 def rich_table(summary: Summary, title: str | None = None) -> Table:
     header, rows = cells(summary)
-    table = Table(title=title, caption="means over repetitions; n = runs")
+    table = Table(
+        title=title,
+        caption="means over repetitions; n = runs",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     n_axes = len(summary.axes)
     for i, name in enumerate(header):
-        # Long metric names fold onto several lines rather than being cut off.
+        # A value is never split (min_width); long names are stacked at their
+        # underscores instead, so that a wide table still fits the terminal.
+        widest = max((len(row[i]) for row in rows), default=1)
         table.add_column(
-            name, justify="left" if i < n_axes else "right", no_wrap=i < n_axes, overflow="fold"
+            stacked(name),
+            justify="left" if i < n_axes else "right",
+            overflow="fold",
+            min_width=widest,
         )
     for row in rows:
         table.add_row(*row)
