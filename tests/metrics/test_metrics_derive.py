@@ -193,8 +193,9 @@ def test_completion_time_starts_at_the_first_packet_when_it_is_earlier():
     items = [item(0, 1.0, 2.0, DELIVERED, 10), item(1, 2.0, 4.5, GIVEN_UP)]
     m = item_metrics(items, t_first_packet=0.25)
     assert m["task_completion_time_s"] == 4.25  # given-up items end the task too
-    assert m["throughput_items_per_s"] == 1 / 4.25
-    assert m["throughput_payload_bps"] == 80 / 4.25
+    # Throughput: over the time in which deliveries happened (to the last one at 2.0).
+    assert m["throughput_items_per_s"] == 1 / 1.75
+    assert m["throughput_payload_bps"] == 80 / 1.75
     assert item_metrics(items, t_first_packet=None)["task_completion_time_s"] == 3.5
 
 

@@ -76,6 +76,13 @@ def item_metrics(items: Sequence[Item], t_first_packet: float | None) -> dict:
     end = max(ends) if ends else start
     duration = end - start
     payload = sum(it.payload_bytes for it in delivered)
+    # Throughput counts the time in which readouts arrived: the wait before the
+    # last give-up is bookkeeping, not traffic (a NON client waits 93 s for it).
+    window = max(it.t_end for it in delivered) - start if delivered else 0.0
+    if window > 0:
+        items_per_s, payload_bps = len(delivered) / window, 8 * payload / window
+    else:
+        items_per_s = payload_bps = 0.0 if items and not delivered else math.nan
     out = {
         "items": len(items),
         "items_delivered": len(delivered),
@@ -83,8 +90,8 @@ def item_metrics(items: Sequence[Item], t_first_packet: float | None) -> dict:
         "items_unfinished": len(items) - len(delivered) - given_up,
         "delivery_ratio": len(delivered) / len(items) if items else math.nan,
         "task_completion_time_s": duration,
-        "throughput_items_per_s": len(delivered) / duration if duration > 0 else math.nan,
-        "throughput_payload_bps": 8 * payload / duration if duration > 0 else math.nan,
+        "throughput_items_per_s": items_per_s,
+        "throughput_payload_bps": payload_bps,
         "latency_mean_s": sum(latencies) / len(latencies) if latencies else math.nan,
         "latency_min_s": latencies[0] if latencies else math.nan,
         "latency_max_s": latencies[-1] if latencies else math.nan,
