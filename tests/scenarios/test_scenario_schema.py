@@ -48,10 +48,9 @@ def test_defaults_are_filled_in() -> None:
     assert "impair" not in config["network"]
 
 
-def test_non_timeout_defaults_to_max_transmit_wait() -> None:
-    assert config_of(BASE)["protocol"]["coap"]["non_timeout_s"] == 93.0  # 2 * 31 * 1.5
-    text = BASE + "[protocol.coap]\nack_timeout_s = 1\nmax_retransmit = 2\n"
-    assert config_of(text)["protocol"]["coap"]["non_timeout_s"] == 1 * 7 * 1.5
+def test_non_timeout_is_left_to_the_endpoint_unless_given() -> None:
+    # Absent, the endpoint derives it: MAX_TRANSMIT_WAIT, or the adaptive wait with CoCoA.
+    assert "non_timeout_s" not in config_of(BASE)["protocol"]["coap"]
     text = BASE + "[protocol.coap]\nnon_timeout_s = 10\n"
     assert config_of(text)["protocol"]["coap"]["non_timeout_s"] == 10.0
 

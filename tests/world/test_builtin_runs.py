@@ -90,7 +90,9 @@ def test_s2_clean_link_latency_is_propagation_plus_added_delay(variant) -> None:
 
 def test_s2_loss_hits_non_but_not_con() -> None:
     got = {}
-    for run in runs("s2-coap-vs-http", {"loss": ["2%"], "latency": ["0ms"]}, {"workload.items": 500}):
+    for run in runs(
+        "s2-coap-vs-http", {"loss": ["2%"], "latency": ["0ms"]}, {"workload.items": 500}
+    ):
         got[run.params["variant"]] = run_one(run.config, run.seed)
     con, non = got["coap-con"], got["coap-non"]
     assert con["delivery_ratio"] == 1.0  # retransmissions recover every loss
@@ -154,7 +156,7 @@ def test_same_scenario_and_seed_give_identical_metrics_and_pcap(tmp_path, scenar
     first, second, other = tmp_path / "a.pcap", tmp_path / "b.pcap", tmp_path / "c.pcap"
     m1 = run_one(run.config, run.seed, pcap_path=str(first))
     m2 = run_one(run.config, run.seed, pcap_path=str(second))
-    m3 = run_one(run.config, run.seed + 1, pcap_path=str(other))
+    run_one(run.config, run.seed + 1, pcap_path=str(other))
     assert m1 == m2 or all(
         (math.isnan(a) and math.isnan(m2[k])) or a == m2[k] for k, a in m1.items()
     )
@@ -176,3 +178,22 @@ def test_pcap_holds_every_transmitted_packet(tmp_path) -> None:
         records += 1
     assert records == m["packets"]
     assert pcap_bytes([]) == data[:24]  # same global header
+
+
+def test_s3_adaptive_non_waits_less_than_max_transmit_wait() -> None:
+    got = {}
+    for run in runs(
+        "s3-robustness",
+        {"variant": ["coap-non", "coap-non-adaptive"], "condition": ["loss-20"]},
+        {"workload.items": 200},
+    ):
+        got[run.params["variant"]] = run_one(run.config, run.seed)
+    fixed, adaptive = got["coap-non"], got["coap-non-adaptive"]
+    assert fixed["items_given_up"] > 0 and adaptive["items_given_up"] > 0
+    # The fixed client waits 93 s per lost exchange; the adaptive one learns the
+    # ~1 ms RTT of the link, and its wait (1.5 x RTO x (1 + 3 + 9 + 27 + 81)) is
+    # a fraction of a second after a success. CoCoA's aging doubles a small RTO
+    # left without samples for 16 x RTO, so runs of losses wait longer, but on
+    # average far less than 93 s.
+    assert fixed["task_completion_time_s"] >= 93.0 * fixed["items_given_up"]
+    assert adaptive["task_completion_time_s"] < 20.0 * adaptive["items_given_up"]

@@ -17,7 +17,6 @@ from iotbench.scenarios.fields import (
     OPTIONAL,
     REDRAW,
     REQUIRED,
-    Derived,
     Field,
     Node,
     Section,
@@ -40,8 +39,6 @@ def _default(node: Node) -> str:
         return "required"
     if node.default is OPTIONAL:
         return "optional"
-    if isinstance(node.default, Derived):
-        return node.default.text
     if isinstance(node.default, list):
         return "[]" if not node.default else str(node.default)
     if isinstance(node.default, float):

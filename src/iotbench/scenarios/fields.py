@@ -40,14 +40,6 @@ REQUIRED = _Marker("REQUIRED")  # must be given
 OPTIONAL = _Marker("OPTIONAL")  # may be absent, and then stays absent
 
 
-@dataclass(frozen=True)
-class Derived:
-    """A default computed from the other (already validated) keys of the section."""
-
-    fn: Callable[[dict], Any]
-    text: str  # how the docs describe the default
-
-
 class Invalid(Exception):
     """A validation failure at `path` (relative to where it was raised)."""
 
@@ -221,7 +213,6 @@ def _section(
                 f"allowed keys{where}: {', '.join(allowed) or '(none)'}",
             )
     out: dict = {}
-    derived: list[tuple[str, Derived]] = []
     for name, child in node.fields.items():
         if name in value:
             out[name] = validate(child, value[name], path + (name,), partial)
@@ -235,12 +226,8 @@ def _section(
                 raise Invalid(path + (name,), f"missing required key: {describe(child)}")
         elif child.default is REQUIRED:
             raise Invalid(path + (name,), f"missing required key: {describe(child)}")
-        elif isinstance(child.default, Derived):
-            derived.append((name, child.default))
         elif child.default is not OPTIONAL:
             out[name] = copy.deepcopy(child.default)
-    for name, rule in derived:
-        out[name] = rule.fn(out)
     if not partial:
         for check in node.checks:
             try:

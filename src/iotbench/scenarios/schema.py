@@ -12,7 +12,6 @@ from __future__ import annotations
 from iotbench.scenarios.fields import (
     OPTIONAL,
     REQUIRED,
-    Derived,
     Field,
     Invalid,
     Section,
@@ -215,13 +214,6 @@ WORKLOAD = Section(
 # --- protocols ----------------------------------------------------------------
 
 
-def _max_transmit_wait(coap: dict) -> float:
-    # RFC 7252 4.8.2: ACK_TIMEOUT * (2 ** (MAX_RETRANSMIT + 1) - 1) * ACK_RANDOM_FACTOR
-    return (
-        coap["ack_timeout_s"] * (2 ** (coap["max_retransmit"] + 1) - 1) * coap["ack_random_factor"]
-    )
-
-
 COAP = Section(
     doc="CoAP (RFC 7252) client and server.",
     fields={
@@ -237,8 +229,11 @@ COAP = Section(
         "nstart": Field("int", "NSTART: outstanding interactions per server.", 1, ge=1),
         "non_timeout_s": Field(
             "float",
-            "How long a NON request waits for a response before it is given up.",
-            Derived(_max_transmit_wait, "MAX_TRANSMIT_WAIT (93 s with the defaults)"),
+            "How long a NON request waits for a response before it is given up. Absent: "
+            'MAX_TRANSMIT_WAIT (93 s with the defaults) with `rto = "rfc7252"`; with '
+            '`rto = "cocoa"` the wait a CON would have with the current RTO estimate '
+            "(adapts to the measured RTT).",
+            OPTIONAL,
             gt=0,
         ),
         "rto": Field(
