@@ -197,8 +197,11 @@ def test_client_bad_request_is_a_clear_error(capsys, args, message) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["serve", "coap", "--port", "70000"], ["client", "coap", "GET", "coap://h/x",
-                                                      "--timeout", "0"]]
+    "args",
+    [
+        ["serve", "coap", "--port", "70000"],
+        ["client", "coap", "GET", "coap://h/x", "--timeout", "0"],
+    ],
 )
 def test_serve_and_client_reject_bad_numbers(capsys, args) -> None:
     with pytest.raises(SystemExit) as info:

@@ -8,8 +8,8 @@ import re
 import aiocoap
 import pytest
 from aiocoap import GET, NON, PUT, Context, Message
-from aiocoap.util import linkformat
 from aiocoap.numbers.codes import Code as AioCode
+from aiocoap.util import linkformat
 
 pytestmark = pytest.mark.interop
 

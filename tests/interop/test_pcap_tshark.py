@@ -42,7 +42,7 @@ def tshark_fields(tshark: str, pcap: Path, *fields: str) -> list[list[str]]:
     ]
     for field in fields:
         cmd += ["-e", field]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return [line.split("\t") for line in done.stdout.splitlines()]
 
@@ -50,11 +50,21 @@ def tshark_fields(tshark: str, pcap: Path, *fields: str) -> list[list[str]]:
 def assert_clean(tshark: str, pcap: Path) -> None:
     """No malformed packet and no expert-info error anywhere in the capture."""
     done = subprocess.run(
-        [tshark, "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-o",
-         "udp.check_checksum:TRUE", "-Y", "_ws.malformed || _ws.expert.severity == error"],
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-Y",
+            "_ws.malformed || _ws.expert.severity == error",
+        ],
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "", f"tshark flags these packets:\n{done.stdout}"
@@ -70,8 +80,17 @@ def test_fragmented_coap_download_decodes(tmp_path, require_peer):
     )
     assert_clean(tshark, pcap)
     rows = tshark_fields(
-        tshark, pcap, "ip.len", "ip.flags.mf", "ip.checksum.status", "udp.checksum.status",
-        "coap.type", "coap.code", "coap.opt.uri_path", "data.len", "coap.payload_length",
+        tshark,
+        pcap,
+        "ip.len",
+        "ip.flags.mf",
+        "ip.checksum.status",
+        "udp.checksum.status",
+        "coap.type",
+        "coap.code",
+        "coap.opt.uri_path",
+        "data.len",
+        "coap.payload_length",
     )
     assert all(len(r[0]) and int(r[0]) <= 128 for r in rows)  # the 128-byte MTU
     assert {r[2] for r in rows} == {"1"}  # every IPv4 header checksum is good

@@ -32,9 +32,7 @@ class DatagramDriver:
         self.stack = stack
         self.on_event = on_event
         self.header_length = header_length
-        self.port = (
-            node.udp_bind_ephemeral(self._on_datagram) if port is None else port
-        )
+        self.port = node.udp_bind_ephemeral(self._on_datagram) if port is None else port
         if port is not None:
             node.udp_bind(port, self._on_datagram)
         self._timer: Timer | None = None

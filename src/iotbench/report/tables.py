@@ -107,7 +107,7 @@ def cells(summary: Summary) -> tuple[list[str], list[list[str]]]:
 
 
 def stacked(name: str) -> str:
-    """"object_download_time_s" -> "object_\\ndownload_\\ntime_s" (a unit stays attached)."""
+    """ "object_download_time_s" -> "object_\\ndownload_\\ntime_s" (a unit stays attached)."""
     parts = name.split("_")
     if len(parts) >= 2 and parts[-1] in UNITS:
         parts[-2:] = [parts[-2] + "_" + parts[-1]]
