@@ -96,3 +96,18 @@ def test_table_headers_stack_at_underscores(name: str, lines: list[str]) -> None
 
     assert stacked(name).split("\n") == lines
     assert stacked(name).replace("\n", "") == name
+
+
+def test_plot_x_values_select_and_order_the_x_axis(tmp_path: Path) -> None:
+    from iotbench.report.plots import plot, select
+    from iotbench.report.tables import Group
+
+    groups = [Group({"size": v}, {"m": [float(v)]}, 1) for v in (10, 100, 1000)]
+    axes = [{"name": "size", "values": [10, 100, 1000]}]
+    spec = {"x": "size", "y": "m", "x_values": [1000, 10], "log_y": True}
+    kept, order = select(spec, groups, axes)
+    assert [g.params["size"] for g in kept] == [10, 1000]
+    assert order["size"] == [1000, 10]
+    assert plot(spec, groups, axes, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes().startswith(PNG_MAGIC)
+    assert not plot({**spec, "x_values": []}, groups, axes, tmp_path / "none.png")

@@ -223,6 +223,17 @@ def test_plot_spec_must_name_axes() -> None:
     assert msg == "s3.toml: report.plots[0].x: 'size' is not a sweep axis; axes: variant"
 
 
+def test_plot_x_values_must_be_values_of_the_x_axis() -> None:
+    text = BASE + (
+        '[[report.plots]]\nx = "variant"\nx_values = ["a", "c"]\ny = "m"\n'
+        "[axes.variant.a]\n[axes.variant.b]\n"
+    )
+    msg = error_of(text)
+    assert msg == (
+        "s3.toml: report.plots[0].x_values[1]: 'c' is not a value of axis 'variant'; values: a, b"
+    )
+
+
 def test_invalid_toml() -> None:
     assert error_of("name = ").startswith("s3.toml: invalid TOML:")
 

@@ -23,11 +23,10 @@ MAX_COLUMNS = 3
 
 def plot(spec: dict, groups: Sequence[Group], axes: Sequence[AxisInfo], path: Path) -> bool:
     """Draw `spec` into `path`; False (and no file) when no run has the metric."""
-    y, x, line = spec["y"], spec["x"], spec.get("line")
-    groups = [g for g in groups if g.values.get(y) and x in g.params]
+    x, line = spec["x"], spec.get("line")
+    groups, order = select(spec, groups, axes)
     if not groups:
         return False
-    order = {axis["name"]: list(axis["values"]) for axis in axes}
     facet_axes = [
         a for a in order if a not in (x, line) and len({_h(g.params.get(a)) for g in groups}) > 1
     ]
@@ -46,9 +45,25 @@ def plot(spec: dict, groups: Sequence[Group], axes: Sequence[AxisInfo], path: Pa
             panel.set_title(", ".join(f"{a}={v}" for a, v in zip(facet_axes, facet)), fontsize=10)
     for panel in panels[len(facets) :]:
         panel.set_visible(False)
-    fig.suptitle(spec.get("title") or f"{y} vs {x}")
+    fig.suptitle(spec.get("title") or f"{spec['y']} vs {x}")
     fig.savefig(path, dpi=100)
     return True
+
+
+def select(
+    spec: dict, groups: Sequence[Group], axes: Sequence[AxisInfo]
+) -> tuple[list[Group], dict[str, list]]:
+    """The groups that have the plot's metric and x value, and each axis's value order.
+
+    `x_values` in the spec keeps only those x values, in its order.
+    """
+    y, x = spec["y"], spec["x"]
+    groups = [g for g in groups if g.values.get(y) and x in g.params]
+    order = {axis["name"]: list(axis["values"]) for axis in axes}
+    if "x_values" in spec:
+        groups = [g for g in groups if g.params[x] in spec["x_values"]]
+        order[x] = list(spec["x_values"])
+    return groups, order
 
 
 def _draw(panel: Any, spec: dict, groups: list[Group], order: dict, error_bars: bool) -> None:
@@ -81,7 +96,16 @@ def _draw(panel: Any, spec: dict, groups: list[Group], order: dict, error_bars: 
         else:
             panel.plot(px, mean, marker="o", label=label)
     if not numeric:
-        panel.set_xticks(positions, [str(v) for v in x_values])
+        # Many category names side by side overlap; slant them.
+        slant = len(x_values) > 5
+        panel.set_xticks(
+            positions,
+            [str(v) for v in x_values],
+            rotation=30 if slant else 0,
+            ha="right" if slant else "center",
+        )
+    if spec.get("log_y"):
+        panel.set_yscale("log")
     panel.set_xlabel(x)
     panel.set_ylabel(y)
     panel.grid(True, alpha=0.3)

@@ -199,3 +199,11 @@ def _check_plots(report: dict, axes: tuple[Axis, ...]) -> None:
                     ("report", "plots", i, key),
                     f"{fmt(plot[key])} is not a sweep axis; axes: {allowed}",
                 )
+        x_axis = next(axis for axis in axes if axis.name == plot["x"])
+        for j, value in enumerate(plot.get("x_values", [])):
+            if value not in x_axis.values:
+                raise Invalid(
+                    ("report", "plots", i, "x_values", j),
+                    f"{fmt(value)} is not a value of axis {x_axis.name!r}; values: "
+                    + ", ".join(str(v) for v in x_axis.values),
+                )

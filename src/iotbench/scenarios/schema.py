@@ -281,6 +281,12 @@ PLOT = Section(
         "line": Field("str", "Sweep axis: one line (or bar group member) per value.", OPTIONAL),
         "kind": Field("str", "Plot kind.", "line", choices=("line", "bar")),
         "title": Field("str", "Plot title (default: 'y vs x').", OPTIONAL),
+        "x_values": Field(
+            "list",
+            "Only these values of the x axis, in this order (default: all).",
+            OPTIONAL,
+        ),
+        "log_y": Field("bool", "Logarithmic y axis.", False),
     },
 )
 
