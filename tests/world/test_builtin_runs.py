@@ -97,7 +97,9 @@ def test_s2_loss_hits_non_but_not_con() -> None:
     con, non = got["coap-con"], got["coap-non"]
     assert con["delivery_ratio"] == 1.0  # retransmissions recover every loss
     assert con["packets"] > 1000 and con["packets_lost"] > 0
-    assert con["latency_p99_s"] >= 2.0  # a retransmitted request waits ACK_TIMEOUT or more
+    # Only requests are lost (client -> server), and a lost request waits
+    # ACK_TIMEOUT or more for its retransmission.
+    assert con["latency_max_s"] >= 2.0
     assert 0.9 < non["delivery_ratio"] < 1.0
     assert non["items_delivered"] + non["items_given_up"] == 500
     assert non["packets"] == 500 + non["items_delivered"]
@@ -194,6 +196,28 @@ def test_s3_adaptive_non_waits_less_than_max_transmit_wait() -> None:
     # ~1 ms RTT of the link, and its wait (1.5 x RTO x (1 + 3 + 9 + 27 + 81)) is
     # a fraction of a second after a success. CoCoA's aging doubles a small RTO
     # left without samples for 16 x RTO, so runs of losses wait longer, but on
-    # average far less than 93 s.
+    # average less than half of 93 s.
     assert fixed["task_completion_time_s"] >= 93.0 * fixed["items_given_up"]
-    assert adaptive["task_completion_time_s"] < 20.0 * adaptive["items_given_up"]
+    assert adaptive["task_completion_time_s"] < 0.5 * 93.0 * adaptive["items_given_up"]
+
+
+def test_variants_meet_the_same_network() -> None:
+    """Common random numbers: the network's seed ignores the protocol axes."""
+    chosen = runs(
+        "s3-robustness",
+        {"condition": ["loss-20", "disrupt-20"]},
+        {"workload.items": 20},
+    )
+    seeds: dict[str, set] = {}
+    for run in chosen:
+        seeds.setdefault(run.params["condition"], set()).add(run.config["network"]["seed"])
+    assert all(len(s) == 1 for s in seeds.values())  # one network per condition
+    assert len({s for group in seeds.values() for s in group}) == 2
+    assert len({run.seed for run in chosen}) == len(chosen)  # protocols keep their own seeds
+    # Fixing network.seed in the scenario wins over the derived one.
+    (fixed,) = runs(
+        "s3-robustness",
+        {"variant": ["coap-con"], "condition": ["base"]},
+        {"network.seed": 7},
+    )
+    assert fixed.config["network"]["seed"] == 7

@@ -170,6 +170,14 @@ NETWORK = Section(
     doc="The network between client and server.",
     fields={
         "ip_version": Field("int", "IP version of both nodes.", 4, choices=(4, 6)),
+        "seed": Field(
+            "int",
+            "Seed of the network's random streams (loss, delay, outages, redraws). Absent: "
+            "derived from the scenario seed, the repetition and the network settings, so runs "
+            "that differ only in protocol meet the same network (common random numbers).",
+            OPTIONAL,
+            ge=0,
+        ),
         "link": LINK,
         "impair": IMPAIR,
     },

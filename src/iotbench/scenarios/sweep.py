@@ -59,6 +59,21 @@ def run_seed(base_seed: int, scenario: str, params: Mapping[str, Any], repetitio
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def network_seed(base_seed: int, scenario: str, network: Mapping[str, Any], repetition: int) -> int:
+    """The seed of a run's network: the same for runs that differ only outside `network`."""
+    digest = _digest([base_seed, scenario, network, repetition, "network"])
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _with_network_seed(config: dict, base_seed: int, scenario: str, rep: int) -> dict:
+    """`config` with network.seed filled in, unless the scenario fixes it."""
+    network = config["network"]
+    if "seed" in network:
+        return config
+    seed = network_seed(base_seed, scenario, network, rep)
+    return {**config, "network": {**network, "seed": seed}}
+
+
 def config_hash(config: dict) -> str:
     return _digest(config).hex()[:16]
 
@@ -96,7 +111,8 @@ def expand(
         for rep in range(repetitions):
             seed = run_seed(meta["seed"], scenario.name, params, rep)
             key = run_key(scenario.name, cfg_hash, params, rep, seed)
-            runs.append(Run(scenario.name, params, rep, seed, config, cfg_hash, key))
+            run_config = _with_network_seed(config, meta["seed"], scenario.name, rep)
+            runs.append(Run(scenario.name, params, rep, seed, run_config, cfg_hash, key))
     return runs
 
 

@@ -7,6 +7,8 @@ applies to each direction with independent random streams).
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from iotbench.metrics.items import ItemLog
@@ -24,7 +26,10 @@ from iotbench.net.impairments import (
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Interface, Node
 from iotbench.net.packet import Packet
-from iotbench.sim import Simulator
+from iotbench.sim import RngStreams, Simulator
+
+# name -> that component's random stream
+Streams = Callable[[str], random.Random]
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
@@ -49,19 +54,22 @@ def build_two_node_network(
     server = Node(sim, "server")
     client_if = client.add_interface(client_addr, link_cfg["mtu_bytes"])
     server_if = server.add_interface(server_addr, link_cfg["mtu_bytes"])
+    # The network draws from streams of its own seed (network.seed), so runs that
+    # differ only in protocol meet the same losses, delays and outages.
+    streams: Streams = RngStreams(network["seed"]).stream if "seed" in network else sim.rng
     impair = network.get("impair", {})
     both = impair.get("both", {})
     # An outage takes the whole link down: under `both`, the two directions share one.
-    shared_outages = _outages(sim, "link/both", both.get("outages"), items, total_items)
+    shared_outages = _outages(sim, streams, "link/both", both.get("outages"), items, total_items)
     redraw_targets: dict[tuple[str, str, str], list] = {}
     impairments = {}
     for direction in DIRECTIONS:
         own = impair.get(direction, {})
         name = f"link/{direction}"
-        loss = _loss(sim, name, own.get("loss", both.get("loss")))
-        delay = _delay(sim, name, own.get("delay", both.get("delay")))
+        loss = _loss(streams, name, own.get("loss", both.get("loss")))
+        delay = _delay(streams, name, own.get("delay", both.get("delay")))
         outages = (
-            _outages(sim, name, own["outages"], items, total_items)
+            _outages(sim, streams, name, own["outages"], items, total_items)
             if "outages" in own
             else shared_outages
         )
@@ -76,7 +84,7 @@ def build_two_node_network(
     for (section, part, key), targets in redraw_targets.items():
         value = targets[0][1]
         redraw = Redraw(
-            sim.rng(f"link/{section}/{part}/{key}/redraw"),
+            streams(f"link/{section}/{part}/{key}/redraw"),
             [model for model, _ in targets],
             key,
             *value["uniform"],
@@ -103,10 +111,10 @@ def _initial(value) -> float:
     return value["uniform"][0] if isinstance(value, dict) else value
 
 
-def _loss(sim: Simulator, name: str, spec: dict | None):
+def _loss(streams: Streams, name: str, spec: dict | None):
     if not spec or spec["model"] == "none":
         return None
-    rng = sim.rng(f"{name}/loss")
+    rng = streams(f"{name}/loss")
     if spec["model"] == "bernoulli":
         return BernoulliLoss(rng, _initial(spec["p"]))
     return GilbertElliottLoss(
@@ -118,10 +126,10 @@ def _loss(sim: Simulator, name: str, spec: dict | None):
     )
 
 
-def _delay(sim: Simulator, name: str, spec: dict | None):
+def _delay(streams: Streams, name: str, spec: dict | None):
     if not spec or spec["model"] == "none":
         return None
-    rng = sim.rng(f"{name}/delay")
+    rng = streams(f"{name}/delay")
     model = spec["model"]
     if model == "constant":
         return ConstantDelay(_initial(spec["s"]))
@@ -131,11 +139,16 @@ def _delay(sim: Simulator, name: str, spec: dict | None):
 
 
 def _outages(
-    sim: Simulator, name: str, spec: dict | None, items: ItemLog, total_items: int
+    sim: Simulator,
+    streams: Streams,
+    name: str,
+    spec: dict | None,
+    items: ItemLog,
+    total_items: int,
 ) -> Outages:
     if not spec or spec["model"] == "none":
         return Outages()
-    rng = sim.rng(f"{name}/outages")
+    rng = streams(f"{name}/outages")
     model = spec["model"]
     if model == "scheduled":
         outages = Outages()
