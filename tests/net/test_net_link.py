@@ -138,6 +138,37 @@ def test_zero_queue_allows_only_the_packet_on_the_wire():
     assert [p.fate for p in pkts] == [DELIVERED, QUEUE_FULL]
 
 
+def test_negative_queue_limit_is_an_error():
+    with pytest.raises(ValueError):
+        Harness(rate_bps=8000, queue_packets=-1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sends=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 300)), min_size=1, max_size=30),
+    queue=st.integers(0, 4),
+)
+def test_drop_tail_matches_a_plain_model(sends, queue):
+    """Fates and start times equal those of a direct model of one transmitter + queue."""
+    rate = 8000.0
+    sends = sorted(sends)
+    h = Harness(rate_bps=rate, queue_packets=queue)
+    pkts = [h.send_at(t / 8, size) for t, size in sends]
+    h.run()
+    finishes: list[float] = []  # finish times of accepted packets, in order
+    expected = []
+    for t, size in sends:
+        now = t / 8
+        in_system = [f for f in finishes if f > now]  # on the wire or waiting
+        if len(in_system) > queue:
+            expected.append((QUEUE_FULL, now))
+            continue
+        start = max([now] + finishes[-1:])
+        finishes.append(start + size * 8 / rate)
+        expected.append((DELIVERED, start))
+    assert [(p.fate, p.t_sent) for p in pkts] == expected
+
+
 def test_rate_zero_means_no_serialisation_delay_and_no_queue():
     h = Harness(rate_bps=0, delay_s=0.125, queue_packets=0)
     pkts = [h.send_at(1.0, 60000) for _ in range(50)]

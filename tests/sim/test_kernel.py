@@ -91,3 +91,28 @@ def test_derive_seed_is_stable():
     assert derive_seed(1, "a") == derive_seed(1, "a")
     assert derive_seed(1, "a") != derive_seed(1, "b")
     assert 0 <= derive_seed("x") < 2**63
+
+
+def test_post_runs_like_at_but_returns_no_timer():
+    sim = Simulator()
+    seen = []
+    sim.at(2.0, seen.append, "at")
+    assert sim.post(1.0, seen.append, "post") is None
+    sim.post(2.0, seen.append, "post-tie")  # same instant: after the earlier-scheduled one
+    sim.run()
+    assert seen == ["post", "at", "post-tie"]
+    with pytest.raises(ValueError):
+        sim.post(1.0, print)
+
+
+def test_event_beyond_until_stays_queued_and_cancellable():
+    sim = Simulator()
+    seen = []
+    t = sim.schedule(5.0, seen.append, "late")
+    sim.schedule(6.0, seen.append, "later")
+    sim.run(until=3.0)
+    assert sim.now == 3.0 and sim.pending == 2
+    assert t.active and t.time == 5.0
+    t.cancel()  # the entry put back after `until` must still be the timer's
+    sim.run()
+    assert seen == ["later"] and sim.events_processed == 1

@@ -129,6 +129,8 @@ class Outages:
         """True if the link is down at any instant of [t0, t1]."""
         # Outages are few (S3 has five), so a scan of those starting by t1 is cheapest.
         starts, ends = self._starts, self._ends
+        if not starts:  # the common case, checked on every packet's arrival
+            return False
         for j in range(bisect.bisect_right(starts, t1)):
             # An empty interval (duration 0) is never down.
             if ends[j] > t0 and ends[j] > starts[j]:

@@ -28,6 +28,7 @@ _IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _IPV6 = struct.Struct("!IHBB16s16s")
 _IPV6_FRAG = struct.Struct("!BBHI")
 _UDP = struct.Struct("!HHHH")
+_new_tuple = tuple.__new__
 
 
 class IpDecodeError(DecodeError):
@@ -78,41 +79,52 @@ def build_ipv4(
     total = IPV4_HEADER_LEN + len(payload)
     if total > 0xFFFF:
         raise ValueError(f"IPv4 datagram of {total} bytes exceeds 65535")
-    flags = (0x4000 if dont_fragment else 0) | (0x2000 if more_fragments else 0)
-    header = _IPV4.pack(
-        0x45, tos, total, ident & 0xFFFF, flags | (frag_offset >> 3), ttl, proto, 0, src, dst
+    ident &= 0xFFFF
+    flags_offset = (
+        (0x4000 if dont_fragment else 0) | (0x2000 if more_fragments else 0) | (frag_offset >> 3)
     )
-    checksum = internet_checksum(header)
-    return header[:10] + checksum.to_bytes(2, "big") + header[12:] + payload
+    # The header checksum covers the header's 16-bit words with the checksum
+    # field zero. The words other than the addresses are added here as numbers,
+    # so the header is packed once, with its checksum, instead of twice.
+    words = (0x4500 | tos) + total + ident + flags_offset + ((ttl << 8) | proto)
+    checksum = internet_checksum(src + dst, words)
+    header = _IPV4.pack(0x45, tos, total, ident, flags_offset, ttl, proto, checksum, src, dst)
+    return header + payload
 
 
 def parse_ipv4(data: bytes, *, verify: bool = False) -> IPv4Header:
     """Parse and sanity-check an IPv4 header; `verify` also checks the checksum."""
-    if len(data) < IPV4_HEADER_LEN:
-        raise IpDecodeError(f"IPv4 packet of {len(data)} bytes is shorter than a header")
+    size = len(data)
+    if size < IPV4_HEADER_LEN:
+        raise IpDecodeError(f"IPv4 packet of {size} bytes is shorter than a header")
     vihl, _tos, total, ident, flags_off, ttl, proto, _ck, src, dst = _IPV4.unpack_from(data)
     if vihl >> 4 != 4:
         raise IpDecodeError(f"IP version {vihl >> 4} is not 4")
     header_len = (vihl & 0x0F) * 4
     if header_len < IPV4_HEADER_LEN:
         raise IpDecodeError(f"IPv4 IHL {header_len} bytes is below 20")
-    if total < header_len or total > len(data):
-        raise IpDecodeError(f"IPv4 total length {total} does not fit the {len(data)} bytes")
+    if total < header_len or total > size:
+        raise IpDecodeError(f"IPv4 total length {total} does not fit the {size} bytes")
     if flags_off & 0x8000:
         raise IpDecodeError("IPv4 reserved flag set")
     if verify and internet_checksum(data[:header_len]) != 0:
         raise IpDecodeError("IPv4 header checksum mismatch")
-    return IPv4Header(
-        header_len,
-        total,
-        ident,
-        bool(flags_off & 0x4000),
-        bool(flags_off & 0x2000),
-        (flags_off & 0x1FFF) << 3,
-        ttl,
-        proto,
-        src,
-        dst,
+    # tuple.__new__ directly: the named tuple's own __new__ is a Python-level
+    # call that costs as much as the parsing above, and this runs per packet.
+    return _new_tuple(
+        IPv4Header,
+        (
+            header_len,
+            total,
+            ident,
+            flags_off & 0x4000 != 0,
+            flags_off & 0x2000 != 0,
+            (flags_off & 0x1FFF) << 3,
+            ttl,
+            proto,
+            src,
+            dst,
+        ),
     )
 
 
@@ -239,31 +251,21 @@ def fragment_ipv6(packet: bytes, mtu: int, ident: int) -> list[bytes]:
 # --------------------------------------------------------------------------- UDP
 
 
-_address_sums: dict[tuple[bytes, bytes], int] = {}
-
-
 def pseudo_header_sum(src: bytes, dst: bytes, proto: int, length: int) -> int:
-    """Partial (unfolded) sum of the IPv4 or IPv6 pseudo-header for UDP/TCP checksums.
-
-    The address part is the same for every packet of a flow, so it is summed
-    once and cached; the protocol and length words are added here.
-    """
-    key = (src, dst)
-    addresses = _address_sums.get(key)
-    if addresses is None:
-        if len(_address_sums) > 4096:
-            _address_sums.clear()
-        addresses = _address_sums[key] = ones_complement_sum(src + dst)
-    return addresses + proto + (length >> 16) + (length & 0xFFFF)
+    """Partial (unfolded) sum of the IPv4 or IPv6 pseudo-header for UDP/TCP checksums."""
+    return ones_complement_sum(src + dst) + proto + (length >> 16) + (length & 0xFFFF)
 
 
 def build_udp(src: bytes, dst: bytes, sport: int, dport: int, payload: bytes) -> bytes:
     """A UDP datagram (header + payload) with its checksum over the pseudo-header."""
     length = UDP_HEADER_LEN + len(payload)
-    # The checksum field is zero while summing, so the header contributes its
-    # three other words directly.
-    start = pseudo_header_sum(src, dst, IPPROTO_UDP, length) + sport + dport + length
-    checksum = internet_checksum(payload, start)
+    # One sum covers the pseudo-header and the datagram: the addresses (an even
+    # number of bytes, so the payload's words stay aligned) are summed together
+    # with the payload, and the other words are added as numbers (protocol and
+    # length from the pseudo-header; ports and length from the UDP header, whose
+    # checksum field is zero while summing).
+    start = IPPROTO_UDP + length + sport + dport + length
+    checksum = internet_checksum(src + dst + payload, start)
     if checksum == 0:
         checksum = 0xFFFF  # RFC 768: a computed zero is sent as all ones
     return _UDP.pack(sport, dport, length, checksum) + payload
@@ -273,11 +275,12 @@ def parse_udp(
     segment: bytes, src: bytes = b"", dst: bytes = b"", *, verify: bool = False
 ) -> tuple[int, int, bytes]:
     """(source port, destination port, payload) of a UDP datagram."""
-    if len(segment) < UDP_HEADER_LEN:
-        raise IpDecodeError(f"UDP datagram of {len(segment)} bytes is shorter than a header")
+    size = len(segment)
+    if size < UDP_HEADER_LEN:
+        raise IpDecodeError(f"UDP datagram of {size} bytes is shorter than a header")
     sport, dport, length, checksum = _UDP.unpack_from(segment)
-    if length < UDP_HEADER_LEN or length > len(segment):
-        raise IpDecodeError(f"UDP length {length} does not fit the {len(segment)} bytes")
+    if length < UDP_HEADER_LEN or length > size:
+        raise IpDecodeError(f"UDP length {length} does not fit the {size} bytes")
     if verify:
         if checksum == 0 and len(src) == 16:
             raise IpDecodeError("UDP over IPv6 requires a checksum")

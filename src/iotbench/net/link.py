@@ -39,6 +39,8 @@ class Channel:
         self.deliver = deliver
         self.rate_bps = rate_bps
         self.delay_s = delay_s
+        if queue_packets < 0:
+            raise ValueError(f"queue_packets must be >= 0, not {queue_packets}")
         self.queue_packets = queue_packets
         self.impairment = impairment
         self.log = log
@@ -49,31 +51,36 @@ class Channel:
     def send(self, pkt: Packet) -> None:
         sim = self.sim
         now = sim.now
-        pkt.t_sent = now
         pkt.channel = self
         self.log.append(pkt)
         if self.rate_bps:
             finishes = self._finishes
-            while finishes and finishes[0] <= now:
-                finishes.popleft()
-            # The head of `finishes` is on the wire; the others wait in the queue.
-            if len(finishes) > self.queue_packets:
-                pkt.fate = QUEUE_FULL
-                pkt.t_done = now
-                return
-            start = self._busy_until if self._busy_until > now else now
+            if self._busy_until > now:
+                # Busy: forget the packets that have left; the last one has not.
+                while finishes[0] <= now:
+                    finishes.popleft()
+                # The head of `finishes` is on the wire; the others wait in the queue.
+                if len(finishes) > self.queue_packets:
+                    pkt.t_sent = pkt.t_done = now
+                    pkt.fate = QUEUE_FULL
+                    return
+                start = self._busy_until
+            else:
+                # Idle (the usual case at IoT rates): every accepted packet has left.
+                finishes.clear()
+                start = now
             finish = start + len(pkt.data) * 8 / self.rate_bps
             self._busy_until = finish
             finishes.append(finish)
-            pkt.t_sent = start
         else:
             start = finish = now
+        pkt.t_sent = start
         imp = self.impairment
         if imp.loss.lost():
             pkt.fate = LOST
             pkt.t_done = finish
             return
-        sim.at(finish + self.delay_s + imp.delay.extra(), self._arrive, pkt)
+        sim.post(finish + self.delay_s + imp.delay.extra(), self._arrive, pkt)
 
     def _arrive(self, pkt: Packet) -> None:
         now = self.sim.now

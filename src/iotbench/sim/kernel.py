@@ -7,8 +7,8 @@ the same order: ties are broken deterministically, never by object identity.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import Any
 
 from iotbench.sim.rng import RngStreams
@@ -59,7 +59,13 @@ class Simulator:
         """Call fn(*args) `delay` seconds from now."""
         if delay < 0:
             raise ValueError(f"cannot schedule into the past (delay {delay})")
-        return self.at(self.now + delay, fn, *args)
+        # The body of `at`, repeated: this is on every packet's and timer's path,
+        # and a second call would cost as much as the rest of it.
+        time = self.now + delay
+        self._seq += 1
+        entry = [time, self._seq, fn, args]
+        heappush(self._queue, entry)
+        return Timer(time, entry)
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Call fn(*args) at absolute virtual time `time`."""
@@ -67,13 +73,23 @@ class Simulator:
             raise ValueError(f"cannot schedule at {time} before now {self.now}")
         self._seq += 1
         entry = [time, self._seq, fn, args]
-        heapq.heappush(self._queue, entry)
+        heappush(self._queue, entry)
         return Timer(time, entry)
+
+    def post(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
+        """`at` without a Timer, for events nobody cancels (a packet's arrival).
+
+        Saves one object per event on the per-packet path.
+        """
+        if time < self.now:
+            raise ValueError(f"cannot schedule at {time} before now {self.now}")
+        self._seq += 1
+        heappush(self._queue, [time, self._seq, fn, args])
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at the current instant, after the events already due now."""
         self._seq += 1
-        heapq.heappush(self._queue, [self.now, self._seq, fn, args])
+        heappush(self._queue, [self.now, self._seq, fn, args])
 
     def stop(self) -> None:
         """End `run` after the event that is executing now."""
@@ -85,22 +101,25 @@ class Simulator:
         With `until`, the clock ends exactly at `until` if events remain beyond it.
         """
         queue = self._queue
-        pop = heapq.heappop
+        pop = heappop
         self._stopped = False
         processed = 0
         limit = float("inf") if until is None else until
         while queue and not self._stopped:
-            entry = queue[0]
-            if entry[0] > limit:
+            entry = pop(queue)
+            time, _seq, fn, args = entry
+            if time > limit:
+                # Not due: put it back (the same list, so its Timer still works).
+                # This happens at most once per run, which is why the loop pops
+                # first instead of peeking at the head for every event.
+                heappush(queue, entry)
                 self.now = limit
                 break
-            pop(queue)
-            fn = entry[2]
             if fn is None:  # cancelled
                 continue
-            self.now = entry[0]
+            self.now = time
             processed += 1
-            fn(*entry[3])
+            fn(*args)
         self.events_processed += processed
 
     @property

@@ -1,0 +1,89 @@
+"""Simulation speed of the S3 robustness scenario's CoAP runs.
+
+Runs each selected run of `s3-robustness` (CoAP variants x conditions) through
+the project's own run function, `iotbench.world.run_one`, exactly as a campaign
+would (without storing results), and prints per run: simulated seconds, kernel
+events, wall seconds of the `run_one` call (building the world, the simulation,
+deriving the metrics), simulated seconds per wall second and events per wall
+second; then the totals over all runs.
+
+    python bench/sim_speed.py [ITEMS] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R]
+
+ITEMS overrides `workload.items` (default: the scenario's, 1000). `--filter`
+works as in `iotbench run` and may be repeated, e.g. `--filter condition=base,loss-5`.
+Without a variant filter, the CoAP variants are run: coap-con, coap-non and
+coap-non-adaptive. `--repeat R` runs each run R times and keeps the fastest
+(wall times on a shared machine vary by tens of percent from one second to the next).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+
+from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filter
+from iotbench.world import run_one
+
+SCENARIO = "s3-robustness"
+COAP_VARIANTS = ["coap-con", "coap-non", "coap-non-adaptive"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("items", nargs="?", type=int, help="data items per run (default: 1000)")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="AXIS=VALUES",
+        help="keep only these axis values, e.g. condition=base,loss-5 (repeatable)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of R runs")
+    args = parser.parse_args()
+
+    try:
+        filters = dict(parse_filter(text) for text in args.filter)
+        filters.setdefault("variant", COAP_VARIANTS)
+        overrides = {} if args.items is None else {"workload.items": args.items}
+        runs = expand(load_scenario(SCENARIO), filters=filters, overrides=overrides)
+    except ScenarioError as exc:
+        sys.exit(f"sim_speed: {exc}")
+
+    header = (
+        f"{'variant':<18} {'condition':<11} {'items':>5} {'sim_s':>10} {'events':>8} "
+        f"{'wall_s':>7} {'sim_s/wall_s':>12} {'events/wall_s':>13}"
+    )
+    print(f"{SCENARIO}: {len(runs)} run(s)")
+    print(header)
+    print("-" * len(header))
+    total_sim = total_events = total_wall = 0.0
+    for run in runs:
+        wall = float("inf")
+        for _ in range(max(args.repeat, 1)):
+            config = copy.deepcopy(run.config)  # each call gets a fresh config, as in a campaign
+            t0 = time.perf_counter()
+            metrics = run_one(config, run.seed)
+            wall = min(wall, time.perf_counter() - t0)
+        sim_s, events = metrics["sim_time_s"], metrics["sim_events"]
+        total_sim += sim_s
+        total_events += events
+        total_wall += wall
+        print(
+            f"{run.params.get('variant', '-'):<18} {run.params.get('condition', '-'):<11} "
+            f"{metrics['items']:>5} {sim_s:>10.1f} {events:>8} {wall:>7.3f} "
+            f"{sim_s / wall:>12,.0f} {events / wall:>13,.0f}",
+            flush=True,
+        )
+    print("-" * len(header))
+    if total_wall:
+        print(
+            f"{'total':<18} {'':<11} {'':>5} {total_sim:>10.1f} {total_events:>8.0f} "
+            f"{total_wall:>7.3f} {total_sim / total_wall:>12,.0f} "
+            f"{total_events / total_wall:>13,.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
