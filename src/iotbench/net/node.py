@@ -83,11 +83,15 @@ class Node:
 
     # ------------------------------------------------------------ sending
 
+    def interface_for(self, dst: bytes) -> Interface | None:
+        """The interface that reaches `dst`: a host route, else the default."""
+        return self.routes.get(dst) or self.default_interface
+
     def udp_send(
         self, src_port: int, dst: bytes, dst_port: int, payload: bytes, app_header_len: int = 0
     ) -> None:
         """Send one UDP datagram; `app_header_len` marks how much of it is protocol header."""
-        iface = self.routes.get(dst) or self.default_interface
+        iface = self.interface_for(dst)
         if iface is None:
             self.no_route += 1
             return

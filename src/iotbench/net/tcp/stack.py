@@ -253,10 +253,9 @@ class TcpStack:
     # ---- helpers ------------------------------------------------------------------
 
     def _interface(self, dst: bytes):
-        node = self.node
-        iface = node.routes.get(dst) or node.default_interface
+        iface = self.node.interface_for(dst)
         if iface is None:
-            raise ValueError(f"{node.name}: no route to {ip.address_text(dst)}")
+            raise ValueError(f"{self.node.name}: no route to {ip.address_text(dst)}")
         return iface
 
     @staticmethod
