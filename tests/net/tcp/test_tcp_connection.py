@@ -461,3 +461,11 @@ def test_ack_flag_without_syn_in_syn_sent_gets_rst():
     (rst, _) = c.segments_to_send()[0]
     assert rst.flags == RST and rst.seq == (c.iss + 999) % 2**32
     assert c.state != CLOSED
+
+
+def test_nagle_minshall_a_full_segment_in_flight_does_not_hold_the_small_tail():
+    w = established(mss=500)
+    w.client.send(w.at(2.0), bytes(488 + 19))  # one full segment and a small tail
+    w.run(2.0 + 0.001)
+    sizes = [len(s.payload) for t, s in w.sent("c") if s.payload]
+    assert sizes == [488, 19]  # both leave at once (Linux's Minshall check)

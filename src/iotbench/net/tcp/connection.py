@@ -28,8 +28,9 @@ What is implemented, and the choices RFCs leave open:
   out-of-order segment, a segment filling a gap, or a FIN. Applications take
   data as it arrives, so the advertised window is always the full buffer and
   no persist timer is needed.
-- Nagle's algorithm (RFC 896) unless `TcpParams.nagle` is off; it is lifted
-  once the application has closed, as Linux does.
+- Nagle's algorithm (RFC 896) with Minshall's refinement, as Linux has it: a
+  small segment waits only while an earlier small segment is unacknowledged,
+  unless `TcpParams.nagle` is off or the application has closed.
 - TCP Fast Open (RFC 7413): see `connect` and `listen_accept`.
 """
 
@@ -126,6 +127,7 @@ class TcpConnection:
         self._syn_sent_at = 0.0
         self._syn_retries = 0
         self._syn_data = 0  # bytes of data our SYN carried (Fast Open)
+        self._small_end = 0  # end of the last segment shorter than the MSS (Nagle)
 
         # ---- receive side (offsets from the peer's ISN; 0 is its SYN)
         self.rcv_nxt = 0
@@ -615,15 +617,16 @@ class TcpConnection:
                 if usable <= 0 or nxt != self.snd_una:
                     return False
                 n = usable
-            new_data = nxt >= self.snd_max
             if (
                 self.params.nagle
                 and n < self.smss
-                and new_data
-                and self.snd_una < nxt
+                and nxt >= self.snd_max
+                and self._small_end > self.snd_una
                 and not self.fin_queued
             ):
-                return False  # Nagle: wait for the ACK of what is in flight
+                # Nagle with Minshall's refinement (as Linux does it): hold a
+                # small segment while an earlier small one is unacknowledged.
+                return False
             for left, _ in self._sacked:
                 if nxt < left < nxt + n:
                     n = left - nxt
@@ -649,6 +652,8 @@ class TcpConnection:
             self._timed = (end, now)
         elif retransmission and self._timed is not None and start < self._timed[0]:
             self._timed = None  # Karn
+        if end - start < self.smss:
+            self._small_end = max(self._small_end, end)
         nxt = end + (1 if flags & FIN else 0)
         self.snd_nxt = max(self.snd_nxt, nxt)
         self.snd_max = max(self.snd_max, nxt)

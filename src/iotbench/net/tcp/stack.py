@@ -22,7 +22,7 @@ from iotbench.net import ip
 from iotbench.net.node import Node
 from iotbench.net.tcp import segment as wire
 from iotbench.net.tcp.connection import TcpConnection
-from iotbench.net.tcp.events import FastOpenCookie, TcpEvent
+from iotbench.net.tcp.events import Connected, FastOpenCookie, TcpEvent
 from iotbench.net.tcp.params import TcpParams
 from iotbench.net.tcp.segment import ACK, RST, SYN, Segment, TcpDecodeError
 from iotbench.sim import Simulator, Timer
@@ -44,6 +44,10 @@ class TcpSocket:
         self.on_event: EventHandler = on_event or (lambda event: None)
         self._timer: Timer | None = None
         self._pumping = False
+        # Data given to connect() without Fast Open: written once connected, as
+        # an application does after connect() returns.
+        self.after_connect: tuple[bytes, int] | None = None
+        self._close_when_written = False
 
     @property
     def remote(self) -> tuple[bytes, int]:
@@ -61,6 +65,9 @@ class TcpSocket:
         self.pump()
 
     def close(self) -> None:
+        if self.after_connect is not None:
+            self._close_when_written = True  # after the data connect() was given
+            return
         self.conn.close(self.stack.sim.now)
         self.pump()
 
@@ -86,6 +93,12 @@ class TcpSocket:
                 for event in events:
                     if isinstance(event, FastOpenCookie):
                         self.stack.remember_cookie(self.key[2], event)
+                    elif isinstance(event, Connected) and self.after_connect:
+                        data, header_len = self.after_connect
+                        self.after_connect = None
+                        conn.send(self.stack.sim.now, data, header_len)
+                        if self._close_when_written:
+                            conn.close(self.stack.sim.now)
                     self.on_event(event)
         finally:
             self._pumping = False
@@ -153,8 +166,12 @@ class TcpStack:
         header_len: int = 0,
         params: TcpParams | None = None,
     ) -> TcpSocket:
-        """Open a connection. `data` is queued before the SYN, so with Fast Open
-        and a cached cookie it travels in the SYN."""
+        """Open a connection and send `data` on it.
+
+        With Fast Open, `data` is queued before the SYN (sendto with
+        MSG_FASTOPEN): with a cached cookie it travels in the SYN. Without, it
+        is written when the handshake completes, after the handshake's ACK.
+        """
         params = params or self.params
         iface = self._interface(dst)
         local_port = self._ephemeral_port(iface.address, dst, dst_port)
@@ -163,8 +180,10 @@ class TcpStack:
         sock = TcpSocket(self, conn, key, on_event)
         self._sockets[key] = sock
         now = self.sim.now
-        if data:
+        if data and params.fast_open:
             conn.send(now, data, header_len)
+        elif data:
+            sock.after_connect = (data, header_len)
         cached = self._cookies.get(dst) if params.fast_open else None
         if cached is not None:
             conn.set_syn_data_mss(cached.mss)
