@@ -49,19 +49,21 @@ def test_wire_metrics_whole_run():
     }
 
 
-def test_wire_metrics_window_is_inclusive_on_t_sent():
+def test_wire_metrics_window_is_half_open_on_t_sent():
     assert wire_metrics(LOG, 1.0, 3.0) == {
-        "packets": 2,
-        "bytes_total": 188,
-        "bytes_ip_header": 88,
+        "packets": 1,
+        "bytes_total": 60,
+        "bytes_ip_header": 40,
         "bytes_transport_header": 8,
         "bytes_app_header": 4,
-        "bytes_payload": 88,
-        "packets_lost": 2,
+        "bytes_payload": 8,
+        "packets_lost": 1,
     }
-    assert wire_metrics(LOG, 3.0, 3.0)["packets"] == 1
+    assert wire_metrics(LOG, 1.0, 3.0 + 1e-9)["packets"] == 2
+    assert wire_metrics(LOG, 3.0, 3.0)["packets"] == 0
     assert wire_metrics(LOG, 4.0)["packets"] == 1
-    assert wire_metrics(LOG, t1=0.0)["bytes_total"] == 100
+    assert wire_metrics(LOG, t1=0.0)["bytes_total"] == 0
+    assert wire_metrics(LOG, t1=0.5)["bytes_total"] == 100
     assert wire_metrics(LOG, 0.5, 0.9) == {
         "packets": 0,
         "bytes_total": 0,

@@ -28,10 +28,14 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def wire_metrics(packets: Iterable[Packet], t0: float = -math.inf, t1: float = math.inf) -> dict:
-    """Packets and bytes put on the wire (both directions) with t_sent in [t0, t1]."""
+    """Packets and bytes put on the wire (both directions) with t_sent in [t0, t1).
+
+    Half-open: a packet sent at the very instant t1 (an ACK of the packet whose
+    arrival ends a download) is a reaction to the end, not part of the interval.
+    """
     count = total = ip_b = transport_b = app_b = dropped = 0
     for p in packets:
-        if p.fate not in TRANSMITTED or not t0 <= p.t_sent <= t1:
+        if p.fate not in TRANSMITTED or not t0 <= p.t_sent < t1:
             continue
         count += 1
         total += len(p.data)

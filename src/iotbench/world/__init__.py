@@ -44,8 +44,12 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
 
 
 def collect_metrics(sim: Simulator, config: dict, items: ItemLog, log: list[Packet]) -> dict:
-    client_packets = [p for p in log if p.channel.src == "client"]
-    t_first = client_packets[0].t_sent if client_packets else None
+    # The first packet the client sends for the workload: a connection that
+    # only primes a Fast Open cookie before the first item is not part of it.
+    start = items.items[0].t_start if items.items else 0.0
+    t_first = next(
+        (p.t_sent for p in log if p.channel.src == "client" and p.t_sent >= start), None
+    )
     metrics: dict[str, float | int] = {}
     if config["workload"]["kind"] == "object-download":
         item = items.items[0] if items.items else None
