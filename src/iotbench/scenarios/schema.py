@@ -9,6 +9,7 @@ the two in step.
 
 from __future__ import annotations
 
+from iotbench.net.tcp.params import TcpParams
 from iotbench.scenarios.fields import (
     OPTIONAL,
     REQUIRED,
@@ -255,10 +256,115 @@ COAP = Section(
     optional=True,
 )
 
+_HEADER = Field("list", "", item=Field("str", ""), length=2)
+
+HTTP = Section(
+    doc="HTTP/1.1 (h11) or HTTP/2 (h2) client and server over the simulated TCP.",
+    fields={
+        "version": Field("str", "HTTP version.", "1.1", choices=("1.1", "2")),
+        "connection": Field(
+            "str",
+            "persistent: one connection, requests sent as they are issued (HTTP/1.1 "
+            "pipelining, HTTP/2 streams); per-request: a new connection for every request.",
+            "persistent",
+            choices=("persistent", "per-request"),
+        ),
+        "port": Field("int", "Server TCP port.", 80, ge=1, le=65535),
+        "request_headers": Field(
+            "list",
+            "Extra request headers as [name, value] pairs, in order (Host, or HTTP/2's "
+            "pseudo-headers, are added first).",
+            [],
+            item=_HEADER,
+        ),
+        "response_headers": Field(
+            "list",
+            "Response headers as [name, value] pairs, in order (Content-Type and "
+            "Content-Length are added last).",
+            [["Server", "iotbench"]],
+            item=_HEADER,
+        ),
+        "minimal_settings": Field(
+            "bool",
+            "HTTP/2 only: an empty client SETTINGS frame and a server SETTINGS frame with "
+            "only MAX_CONCURRENT_STREAMS (the IoT profile), instead of h2's full sets.",
+            False,
+        ),
+    },
+    optional=True,
+)
+
+_TCP_DEFAULTS = TcpParams()
+TCP = Section(
+    doc="TCP of both ends (Linux-like defaults; see docs/tcp.md).",
+    fields={
+        "mss_bytes": Field(
+            "int",
+            "Announced MSS; absent: interface MTU - 40 (IPv6: - 60).",
+            OPTIONAL,
+            ge=64,
+            le=65495,
+        ),
+        "initial_window_segments": Field(
+            "int",
+            "Initial congestion window (RFC 6928).",
+            _TCP_DEFAULTS.initial_window_segments,
+            ge=1,
+        ),
+        "min_rto_s": Field(
+            "float", "Minimum RTO (RFC 6298; Linux 200 ms).", _TCP_DEFAULTS.min_rto_s, gt=0
+        ),
+        "initial_rto_s": Field(
+            "float", "Initial RTO (RFC 6298 1 s).", _TCP_DEFAULTS.initial_rto_s, gt=0
+        ),
+        "max_rto_s": Field("float", "Maximum RTO.", _TCP_DEFAULTS.max_rto_s, gt=0),
+        "syn_retries": Field(
+            "int", "SYN retransmissions before failing (Linux 6).", _TCP_DEFAULTS.syn_retries, ge=0
+        ),
+        "synack_retries": Field(
+            "int", "SYN-ACK retransmissions (Linux 5).", _TCP_DEFAULTS.synack_retries, ge=0
+        ),
+        "max_retransmissions": Field(
+            "int",
+            "Retransmissions of a segment before the connection fails (Linux tcp_retries2 15).",
+            _TCP_DEFAULTS.max_retransmissions,
+            ge=0,
+        ),
+        "delayed_ack": Field("bool", "Delayed ACKs (RFC 1122/5681).", _TCP_DEFAULTS.delayed_ack),
+        "delayed_ack_s": Field("float", "Delayed-ACK timeout.", _TCP_DEFAULTS.delayed_ack_s, gt=0),
+        "nagle": Field("bool", "Nagle's algorithm (off = TCP_NODELAY).", _TCP_DEFAULTS.nagle),
+        "sack": Field("bool", "Negotiate SACK (RFC 2018).", _TCP_DEFAULTS.sack),
+        "timestamps": Field("bool", "Negotiate timestamps (RFC 7323).", _TCP_DEFAULTS.timestamps),
+        "window_scale": Field(
+            "bool", "Negotiate window scaling (RFC 7323).", _TCP_DEFAULTS.window_scale
+        ),
+        "wscale": Field("int", "Window scale shift announced.", _TCP_DEFAULTS.wscale, ge=0, le=14),
+        "fast_open": Field("bool", "TCP Fast Open (RFC 7413).", _TCP_DEFAULTS.fast_open),
+        "prime_fast_open": Field(
+            "bool",
+            "Before the first item, open and close one connection to obtain the server's "
+            "Fast Open cookie (RFC 7413 needs one from an earlier connection). Start the "
+            "workload late enough (workload.start_s) for it to finish.",
+            False,
+        ),
+        "receive_buffer_bytes": Field(
+            "int", "Receive window announced.", _TCP_DEFAULTS.receive_buffer_bytes, ge=1
+        ),
+        "time_wait_s": Field("float", "TIME_WAIT duration.", _TCP_DEFAULTS.time_wait_s, ge=0),
+        "fin_wait_2_s": Field(
+            "float", "FIN_WAIT_2 timeout of a closed connection.", _TCP_DEFAULTS.fin_wait_2_s, ge=0
+        ),
+    },
+    optional=True,
+)
+
 # One entry per protocol stack; `protocol.name` chooses among these keys.
 PROTOCOLS: dict[str, Section] = {
     "coap": COAP,
+    "http": HTTP,
 }
+# Protocols that run over the simulated TCP (and so get a `protocol.tcp` section).
+OVER_TCP = frozenset({"http"})
 
 
 def _fill_selected_protocol(protocol: dict) -> dict:
@@ -266,7 +372,9 @@ def _fill_selected_protocol(protocol: dict) -> dict:
     # it; sections of other protocols may stay (presets switch between them).
     name = protocol.get("name")
     if isinstance(name, str) and name in PROTOCOLS and name not in protocol:
-        return {**protocol, name: {}}
+        protocol = {**protocol, name: {}}
+    if name in OVER_TCP and "tcp" not in protocol:
+        protocol = {**protocol, "tcp": {}}
     return protocol
 
 
@@ -275,6 +383,7 @@ PROTOCOL = Section(
     fields={
         "name": Field("str", "Protocol stack.", choices=tuple(PROTOCOLS)),
         **PROTOCOLS,
+        "tcp": TCP,
     },
     prepare=_fill_selected_protocol,
 )

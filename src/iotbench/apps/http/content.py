@@ -1,0 +1,41 @@
+"""What an HTTP server answers for a sensor resource, shared by every HTTP server
+(HTTP/1.1 and HTTP/2 in the simulator, HTTP/1.1 on real sockets).
+
+Header sets are data: a scenario lists the exact extra headers (S1 keeps the
+browser-like sets in its file so their byte count is visible); the server
+adds only what depends on the answer, Content-Type and Content-Length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+Header = tuple[str, str]
+
+#: CoAP Content-Format numbers of the sensors (apps/sensors.py) as media types.
+MEDIA_TYPES = {
+    0: "text/plain; charset=utf-8",
+    42: "application/octet-stream",
+    50: "application/json",
+}
+
+
+def answer(
+    resources: Mapping[str, object], path: str, extra_headers: Sequence[Header]
+) -> tuple[int, list[Header], bytes]:
+    """(status, headers, body) for a GET of `path`."""
+    sensor = resources.get(path.split("?", 1)[0])
+    if sensor is None:
+        body = b"not found\n"
+        headers = [*extra_headers, ("Content-Type", MEDIA_TYPES[0])]
+        return 404, [*headers, ("Content-Length", str(len(body)))], body
+    body = sensor.read()
+    media = MEDIA_TYPES.get(sensor.content_format, MEDIA_TYPES[42])
+    headers = [*extra_headers, ("Content-Type", media), ("Content-Length", str(len(body)))]
+    return 200, headers, body
+
+
+def host_header(address: str, port: int) -> str:
+    """The Host (or :authority) value for an address and port (RFC 9110 7.2)."""
+    host = f"[{address}]" if ":" in address else address
+    return host if port == 80 else f"{host}:{port}"

@@ -1,0 +1,61 @@
+"""HTTP in a run: TCP stacks on both nodes, the sensor's HTTP server, the item client."""
+
+from __future__ import annotations
+
+from iotbench.apps.http.content import host_header
+from iotbench.apps.http.http1 import Http1Client, Http1Server
+from iotbench.apps.http.http2 import Http2Client, Http2Server
+from iotbench.apps.requesters import ItemClient
+from iotbench.apps.sensors import make_resource
+from iotbench.net.ip import address_text
+from iotbench.net.tcp import Connected, TcpParams, TcpStack
+from iotbench.sim import Simulator
+from iotbench.world.network import TwoNodeNetwork
+
+# protocol.tcp keys that are not TcpParams fields but decide what the world does.
+WORLD_TCP_KEYS = ("prime_fast_open",)
+
+
+def tcp_params(cfg: dict) -> TcpParams:
+    return TcpParams(**{k: v for k, v in cfg.items() if k not in WORLD_TCP_KEYS})
+
+
+def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:
+    """Open and close one connection so that the client caches the server's cookie."""
+
+    def on_event(event: object) -> None:
+        if isinstance(event, Connected):
+            sock.close()
+
+    sock = stack.connect(server, port, on_event)
+
+
+def build_http(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+    cfg = config["protocol"]["http"]
+    tcp_cfg = config["protocol"]["tcp"]
+    workload = config["workload"]
+    params = tcp_params(tcp_cfg)
+    server_stack = TcpStack(sim, net.server, params)
+    client_stack = TcpStack(sim, net.client, params)
+    resource = make_resource(
+        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
+    )
+    resources = {workload["path"]: resource}
+    port = cfg["port"]
+    response_headers = [tuple(h) for h in cfg["response_headers"]]
+    request_headers = [tuple(h) for h in cfg["request_headers"]]
+    per_request = cfg["connection"] == "per-request"
+    server = net.server_if.address
+    host = host_header(address_text(server), port)
+
+    def connect(on_event, data: bytes, header_len: int):
+        return client_stack.connect(server, port, on_event, data=data, header_len=header_len)
+
+    if tcp_cfg["prime_fast_open"]:
+        prime_fast_open(client_stack, server, port)
+    if cfg["version"] == "1.1":
+        Http1Server(server_stack, port, resources, response_headers)
+        return Http1Client(connect, host, workload["path"], request_headers, per_request)
+    minimal = cfg["minimal_settings"]
+    Http2Server(server_stack, port, resources, response_headers, minimal)
+    return Http2Client(connect, host, workload["path"], request_headers, per_request, minimal)
