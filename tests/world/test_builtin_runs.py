@@ -221,3 +221,77 @@ def test_variants_meet_the_same_network() -> None:
         {"network.seed": 7},
     )
     assert fixed.config["network"]["seed"] == 7
+
+
+# ---- S1 over TCP ----------------------------------------------------------------------
+
+
+S1_SIZES = [10, 100, 250, 500, 750, 1000]
+
+
+def s1_results(variant: str) -> dict[int, dict]:
+    out = {}
+    for run in runs("s1-object-download", {"variant": [variant]}):
+        out[run.config["workload"]["object_size_bytes"]] = run_one(run.config, run.seed)
+    return out
+
+
+@pytest.mark.parametrize("variant", ["http", "spdy", "iot-http", "iot-spdy"])
+def test_s1_tcp_variants_download_every_object(variant):
+    results = s1_results(variant)
+    assert sorted(results) == S1_SIZES
+    for size, m in results.items():
+        assert m["items_delivered"] == 1
+        assert m["bytes_payload"] == size
+        # Every packet fits the 128-byte MTU, so each costs one 20-byte IP header.
+        assert m["bytes_ip_header"] == 20 * m["packets"]
+    times = [results[s]["object_download_time_s"] for s in S1_SIZES]
+    assert times == sorted(times)
+
+
+def test_s1_iot_http_10_bytes_by_hand():
+    m = s1_results("iot-http")[10]
+    syn_with_request = 20 + 20 + 4 + 4 + 12 + len(b"GET /o HTTP/1.1\r\nHost: 10.0.0.2\r\n\r\n")
+    synack = 20 + 20 + 4 + 4  # MSS and window scale; no cookie: the client's was good
+    response = (
+        b"HTTP/1.1 200 OK\r\nServer: iot\r\nContent-Type: application/octet-stream\r\n"
+        b"Content-Length: 10\r\n\r\n"
+    )
+    body = len(response) + 10  # 102 bytes: one 88-byte segment (MSS 128 - 40) and 14 more
+    handshake_ack = 20 + 20
+    assert m["packets"] == 5
+    assert m["bytes_total"] == (
+        syn_with_request + synack + (40 + 88) + (40 + body - 88) + handshake_ack
+    )
+    assert m["bytes_app_header"] == 35 + len(response)
+    assert m["bytes_transport_header"] == 40 + 28 + 20 + 20 + 20
+
+
+def test_s1_fast_open_and_small_headers_beat_the_browser_profile():
+    http, iot = s1_results("http"), s1_results("iot-http")
+    spdy, iot_spdy = s1_results("spdy"), s1_results("iot-spdy")
+    for size in S1_SIZES:
+        # A round trip saved by Fast Open, and over a kilobyte less of headers.
+        assert iot[size]["object_download_time_s"] < http[size]["object_download_time_s"]
+        assert iot[size]["bytes_total"] + 1000 < http[size]["bytes_total"]
+        assert iot_spdy[size]["object_download_time_s"] < spdy[size]["object_download_time_s"]
+        # HPACK makes HTTP/2's browser headers smaller than HTTP/1.1's.
+        assert spdy[size]["bytes_app_header"] < http[size]["bytes_app_header"]
+
+
+# ---- S2 over TCP ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["http", "http-conn-per-request"])
+def test_s2_http_delivers_everything_even_under_loss(variant):
+    for run in runs(
+        "s2-coap-vs-http",
+        {"variant": [variant], "latency": ["10ms"]},
+        {"workload.items": 150},
+    ):
+        m = run_one(run.config, run.seed)
+        assert m["delivery_ratio"] == 1.0, run.label()
+        if run.params["loss"] == "0%":
+            rtt = 2 * (0.0001) + 0.01
+            handshakes = 2 if variant == "http-conn-per-request" else 1
+            assert m["latency_p50_s"] == pytest.approx(handshakes * rtt, abs=1e-4)

@@ -44,9 +44,9 @@ class TcpSocket:
         self.on_event: EventHandler = on_event or (lambda event: None)
         self._timer: Timer | None = None
         self._pumping = False
-        # Data given to connect() without Fast Open: written once connected, as
-        # an application does after connect() returns.
-        self.after_connect: tuple[bytes, int] | None = None
+        # Writes before the handshake completed, without Fast Open: they go out
+        # once connected, as an application writes after connect() returns.
+        self.after_connect: list[tuple[bytes, int]] | None = None
         self._close_when_written = False
 
     @property
@@ -61,6 +61,9 @@ class TcpSocket:
 
     def send(self, data: bytes, header_len: int = 0) -> None:
         """Send `data`; its first `header_len` bytes count as application header."""
+        if self.after_connect is not None:
+            self.after_connect.append((data, header_len))
+            return
         self.conn.send(self.stack.sim.now, data, header_len)
         self.pump()
 
@@ -93,10 +96,10 @@ class TcpSocket:
                 for event in events:
                     if isinstance(event, FastOpenCookie):
                         self.stack.remember_cookie(self.key[2], event)
-                    elif isinstance(event, Connected) and self.after_connect:
-                        data, header_len = self.after_connect
-                        self.after_connect = None
-                        conn.send(self.stack.sim.now, data, header_len)
+                    elif isinstance(event, Connected) and self.after_connect is not None:
+                        writes, self.after_connect = self.after_connect, None
+                        for data, header_len in writes:
+                            conn.send(self.stack.sim.now, data, header_len)
                         if self._close_when_written:
                             conn.close(self.stack.sim.now)
                     self.on_event(event)
@@ -182,8 +185,8 @@ class TcpStack:
         now = self.sim.now
         if data and params.fast_open:
             conn.send(now, data, header_len)
-        elif data:
-            sock.after_connect = (data, header_len)
+        elif not params.fast_open:
+            sock.after_connect = [(data, header_len)] if data else []
         cached = self._cookies.get(dst) if params.fast_open else None
         if cached is not None:
             conn.set_syn_data_mss(cached.mss)
