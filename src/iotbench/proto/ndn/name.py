@@ -1,0 +1,484 @@
+"""NDN names and name components (packet format v0.3 "Name"), and their URIs.
+
+A `Name` keeps only its TLV-VALUE (the concatenated component TLVs) and,
+once asked, the offsets where components start. Equality, hashing, prefix
+tests and canonical order all work on those bytes directly:
+
+- the spec defines canonical order as a memcmp of the Name TLV-VALUEs
+  followed by the shorter-first rule, which is Python's bytes ordering;
+- `a` is a prefix of `b` exactly when b's TLV-VALUE starts with a's: TLV
+  parsing is prefix-deterministic, so a byte prefix made of whole component
+  TLVs always ends on a component boundary of `b`.
+
+So the forwarder's tables can key names by their TLV-VALUE without building
+component objects.
+
+URI form ("ndn:" scheme optional): components separated by "/", each
+``<type-number>=<escaped-value>``, with GenericNameComponent written without
+a prefix, ``sha256digest=<hex>`` and ``params-sha256=<hex>`` for the two
+digest components, and ``seg=``, ``off=``, ``v=``, ``t=``, ``seq=`` (decimal)
+for the numeric conventions. Only A-Z a-z 0-9 - . _ ~ stay unescaped; a value
+made only of periods (including the empty value) gets three more periods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple, SupportsIndex, overload
+
+from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, read_tl, var_number_size
+from .types import ComponentType
+
+__all__ = ["Component", "Name", "NameLike"]
+
+_NAME_TYPE = 0x07
+_DIGEST_TYPES = (ComponentType.IMPLICIT_SHA256_DIGEST, ComponentType.PARAMETERS_SHA256_DIGEST)
+_MAX_COMPONENT_TYPE = 0xFFFF
+
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# Byte -> its URI text, computed once.
+_ESCAPE = tuple(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in range(256))
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+# Alternate URI forms of the numeric naming conventions (rev. 3).
+_NUMBER_PREFIX = {
+    ComponentType.SEGMENT: "seg",
+    ComponentType.BYTE_OFFSET: "off",
+    ComponentType.VERSION: "v",
+    ComponentType.TIMESTAMP: "t",
+    ComponentType.SEQUENCE_NUM: "seq",
+}
+_PREFIX_NUMBER = {v: k for k, v in _NUMBER_PREFIX.items()}
+_DIGEST_PREFIX = {
+    ComponentType.IMPLICIT_SHA256_DIGEST: "sha256digest",
+    ComponentType.PARAMETERS_SHA256_DIGEST: "params-sha256",
+}
+_PREFIX_DIGEST = {v: k for k, v in _DIGEST_PREFIX.items()}
+
+
+def _escape(value: bytes) -> str:
+    if value.strip(b".") == b"":
+        # Empty or only periods: would read as "", "." or ".." (relative paths).
+        return "..." + "." * len(value)
+    return "".join([_ESCAPE[b] for b in value])
+
+
+def _unescape(text: str) -> bytes:
+    if "%" not in text:
+        return text.encode("utf-8")
+    out = bytearray()
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "%":
+            pair = text[i + 1 : i + 3]
+            if len(pair) != 2 or not set(pair) <= _HEX:
+                raise NdnDecodeError(f"bad percent-escape in name URI component {text!r}")
+            out.append(int(pair, 16))
+            i += 3
+        else:
+            j = text.find("%", i)
+            j = n if j < 0 else j
+            out += text[i:j].encode("utf-8")
+            i = j
+    return bytes(out)
+
+
+def _unescape_value(text: str) -> bytes:
+    """A component value from its URI text, applying the "..." rule."""
+    if text and text.strip(".") == "":
+        if len(text) < 3:
+            raise NdnDecodeError(f"name URI component {text!r} is a relative path, not a value")
+        return b"." * (len(text) - 3)
+    if not text:
+        raise NdnDecodeError("empty name URI component (write an empty value as '...')")
+    return _unescape(text)
+
+
+def _parse_decimal(text: str, what: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise NdnDecodeError(f"{what} {text!r} is not a decimal number")
+    return int(text)
+
+
+class Component(NamedTuple):
+    """One name component: a TLV-TYPE (1..65535) and a TLV-VALUE."""
+
+    type: int
+    value: bytes
+
+    # ---- construction -----------------------------------------------------------
+
+    @classmethod
+    def generic(cls, value: bytes | str) -> Component:
+        """A GenericNameComponent; str values are UTF-8 encoded (not URI-unescaped)."""
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        return cls(ComponentType.GENERIC, bytes(value))
+
+    @classmethod
+    def from_number(cls, number: int, typ: int) -> Component:
+        """A component whose value is a NonNegativeInteger (naming conventions)."""
+        return cls(typ, encode_nni(number))
+
+    @classmethod
+    def segment(cls, n: int) -> Component:
+        return cls(ComponentType.SEGMENT, encode_nni(n))
+
+    @classmethod
+    def byte_offset(cls, n: int) -> Component:
+        return cls(ComponentType.BYTE_OFFSET, encode_nni(n))
+
+    @classmethod
+    def version(cls, n: int) -> Component:
+        return cls(ComponentType.VERSION, encode_nni(n))
+
+    @classmethod
+    def timestamp(cls, microseconds: int) -> Component:
+        """Microseconds since the Unix epoch (naming conventions rev. 3)."""
+        return cls(ComponentType.TIMESTAMP, encode_nni(microseconds))
+
+    @classmethod
+    def sequence_num(cls, n: int) -> Component:
+        return cls(ComponentType.SEQUENCE_NUM, encode_nni(n))
+
+    @classmethod
+    def keyword(cls, value: bytes) -> Component:
+        return cls(ComponentType.KEYWORD, bytes(value))
+
+    @classmethod
+    def implicit_digest(cls, digest: bytes) -> Component:
+        if len(digest) != 32:
+            raise ValueError(f"an implicit SHA-256 digest is 32 bytes, got {len(digest)}")
+        return cls(ComponentType.IMPLICIT_SHA256_DIGEST, bytes(digest))
+
+    @classmethod
+    def params_digest(cls, digest: bytes) -> Component:
+        if len(digest) != 32:
+            raise ValueError(f"a parameters SHA-256 digest is 32 bytes, got {len(digest)}")
+        return cls(ComponentType.PARAMETERS_SHA256_DIGEST, bytes(digest))
+
+    @classmethod
+    def from_wire(cls, wire: bytes) -> Component:
+        """Decode exactly one component TLV."""
+        wire = bytes(wire)
+        t, vs, ve = read_tl(wire, 0, len(wire))
+        if ve != len(wire):
+            raise NdnDecodeError("trailing bytes after the name component")
+        _check_component(t, ve - vs)
+        return cls(t, wire[vs:ve])
+
+    @classmethod
+    def from_uri(cls, text: str) -> Component:
+        """Parse one URI component (already split at "/")."""
+        eq = text.find("=")
+        if eq < 0:
+            return cls(ComponentType.GENERIC, _unescape_value(text))
+        prefix, rest = text[:eq], text[eq + 1 :]
+        if prefix.isascii() and prefix.isdigit():
+            typ = int(prefix)
+            if not 1 <= typ <= _MAX_COMPONENT_TYPE:
+                raise NdnDecodeError(f"name component type {typ} is outside 1..65535")
+            value = _unescape_value(rest)
+            _check_component(typ, len(value))
+            return cls(typ, value)
+        typ = _PREFIX_NUMBER.get(prefix)
+        if typ is not None:
+            n = _parse_decimal(rest, f"{prefix}= value")
+            if n > 0xFFFFFFFFFFFFFFFF:
+                raise NdnDecodeError(f"{prefix}= value {n} does not fit in 64 bits")
+            return cls(typ, encode_nni(n))
+        typ = _PREFIX_DIGEST.get(prefix)
+        if typ is not None:
+            if len(rest) != 64 or not set(rest) <= _HEX:
+                raise NdnDecodeError(f"{prefix}= needs 64 hexadecimal digits, got {rest!r}")
+            return cls(typ, bytes.fromhex(rest))
+        raise NdnDecodeError(f"unknown name component URI prefix {prefix!r} in {text!r}")
+
+    # ---- views --------------------------------------------------------------------
+
+    @property
+    def wire(self) -> bytes:
+        return encode_tl(self.type, len(self.value)) + self.value
+
+    def to_number(self) -> int:
+        """The NonNegativeInteger value (segment, version, ...)."""
+        return decode_nni(self.value)
+
+    def is_number(self) -> bool:
+        return len(self.value) in (1, 2, 4, 8)
+
+    def to_uri(self) -> str:
+        t = self.type
+        if t == ComponentType.GENERIC:
+            return _escape(self.value)
+        prefix = _NUMBER_PREFIX.get(t)
+        if prefix is not None and len(self.value) in (1, 2, 4, 8):
+            n = int.from_bytes(self.value, "big")
+            # Only the shortest encoding gets the decimal form, which parses back to it.
+            if encode_nni(n) == self.value:
+                return f"{prefix}={n}"
+        prefix = _DIGEST_PREFIX.get(t)
+        if prefix is not None and len(self.value) == 32:
+            return f"{prefix}={self.value.hex()}"
+        return f"{t}={_escape(self.value)}"
+
+    def __str__(self) -> str:
+        return self.to_uri()
+
+
+def _check_component(t: int, length: int) -> None:
+    if t > _MAX_COMPONENT_TYPE:
+        raise NdnDecodeError(f"name component type {t} is outside 1..65535")
+    if length != 32 and (t == 1 or t == 2):
+        raise NdnDecodeError(f"SHA-256 digest component of {length} bytes (must be 32)")
+
+
+def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
+    """Validate the component TLVs in buf[start:end]; returns their starts relative to `start`."""
+    offsets = []
+    pos = start
+    while pos < end:
+        offsets.append(pos - start)
+        t, vs, ve = read_tl(buf, pos, end)
+        if t > _MAX_COMPONENT_TYPE or ((t == 1 or t == 2) and ve - vs != 32):
+            _check_component(t, ve - vs)
+        pos = ve
+    return tuple(offsets)
+
+
+def _to_component(c: Component | bytes | str) -> Component:
+    if isinstance(c, Component):
+        return c
+    if isinstance(c, str):
+        return Component.from_uri(c)
+    if isinstance(c, (bytes, bytearray, memoryview)):
+        return Component(ComponentType.GENERIC, bytes(c))
+    raise TypeError(f"a name component must be Component, bytes or str, not {type(c).__name__}")
+
+
+def _valid_component(c: Component | bytes | str) -> Component:
+    comp = _to_component(c)
+    if not 1 <= comp.type <= _MAX_COMPONENT_TYPE:
+        raise ValueError(f"name component type {comp.type} is outside 1..65535")
+    if comp.type in _DIGEST_TYPES and len(comp.value) != 32:
+        raise ValueError("a SHA-256 digest component must be 32 bytes")
+    return comp
+
+
+class Name:
+    """An immutable NDN name.
+
+    ``Name("/a/seg=3")`` parses a URI; ``Name([b"a", Component.segment(3)])``
+    takes components (bytes are generic values, str are URI components).
+    """
+
+    __slots__ = ("_hash", "_offsets", "_value")
+
+    _value: bytes
+    _offsets: tuple[int, ...] | None
+
+    def __init__(self, components: str | Name | Iterable[Component | bytes | str] = ()) -> None:
+        if isinstance(components, Name):
+            self._value = components._value
+            self._offsets = components._offsets
+        elif isinstance(components, str):
+            other = Name.from_uri(components)
+            self._value = other._value
+            self._offsets = other._offsets
+        else:
+            parts = []
+            offsets = []
+            size = 0
+            for c in components:
+                w = _valid_component(c).wire
+                offsets.append(size)
+                size += len(w)
+                parts.append(w)
+            self._value = b"".join(parts)
+            self._offsets = tuple(offsets)
+        self._hash = None
+
+    # ---- alternative constructors --------------------------------------------------
+
+    @classmethod
+    def _from_parts(cls, value: bytes, offsets: tuple[int, ...] | None) -> Name:
+        name = object.__new__(cls)
+        name._value = value
+        name._offsets = offsets
+        name._hash = None
+        return name
+
+    @classmethod
+    def from_value(cls, buf: bytes, start: int = 0, end: int | None = None) -> Name:
+        """Decode a Name TLV-VALUE (the component TLVs) in buf[start:end]."""
+        if end is None:
+            end = len(buf)
+        offsets = _component_offsets(buf, start, end)
+        return cls._from_parts(bytes(buf[start:end]), offsets)
+
+    @classmethod
+    def from_wire(cls, wire: bytes) -> Name:
+        """Decode exactly one Name TLV."""
+        wire = bytes(wire)
+        t, vs, ve = read_tl(wire, 0, len(wire))
+        if t != _NAME_TYPE:
+            raise NdnDecodeError(f"expected a Name (type 7), got type {t}")
+        if ve != len(wire):
+            raise NdnDecodeError("trailing bytes after the Name")
+        return cls.from_value(wire, vs, ve)
+
+    @classmethod
+    def from_uri(cls, uri: str) -> Name:
+        """Parse an NDN URI: "/a/b", "ndn:/a/b", "ndn://authority/a/b" (authority ignored)."""
+        text = uri.strip()
+        if text[:4].lower() == "ndn:":
+            text = text[4:]
+        # Query and fragment parts mean nothing to NDN; drop them as URIs allow.
+        for sep in ("?", "#"):
+            cut = text.find(sep)
+            if cut >= 0:
+                text = text[:cut]
+        if text.startswith("//"):
+            slash = text.find("/", 2)
+            text = "" if slash < 0 else text[slash:]
+        text = text.removeprefix("/")
+        # One trailing slash ends the name; "a//b" and "a//" still hold an empty component.
+        text = text.removesuffix("/")
+        if not text:
+            return cls._from_parts(b"", ())
+        return cls(Component.from_uri(part) for part in text.split("/"))
+
+    # ---- wire views ------------------------------------------------------------------
+
+    @property
+    def value(self) -> bytes:
+        """The Name's TLV-VALUE: concatenated component TLVs (the key of every table)."""
+        return self._value
+
+    @property
+    def wire(self) -> bytes:
+        """The Name TLV."""
+        return encode_tl(_NAME_TYPE, len(self._value)) + self._value
+
+    @property
+    def wire_size(self) -> int:
+        n = len(self._value)
+        return 1 + var_number_size(n) + n
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """Start offsets of the components within `value`."""
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = _component_offsets(self._value, 0, len(self._value))
+        return offsets
+
+    def prefix_values(self) -> Iterator[bytes]:
+        """TLV-VALUEs of every prefix, longest first (the name itself, ..., the empty name)."""
+        value = self._value
+        yield value
+        for off in reversed(self.offsets):
+            yield value[:off]
+
+    # ---- sequence protocol -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Component: ...
+    @overload
+    def __getitem__(self, index: slice) -> Name: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Component | Name:
+        offsets = self.offsets
+        if isinstance(index, slice):
+            first, stop, step = index.indices(len(offsets))
+            if step != 1:
+                return Name(self.components[index])
+            if stop <= first:
+                return Name._from_parts(b"", ())
+            begin = offsets[first]
+            end = offsets[stop] if stop < len(offsets) else len(self._value)
+            return Name._from_parts(
+                self._value[begin:end], tuple(o - begin for o in offsets[first:stop])
+            )
+        start = offsets[index]
+        t, vs, ve = read_tl(self._value, start, len(self._value))
+        return Component(t, self._value[vs:ve])
+
+    def __iter__(self) -> Iterator[Component]:
+        value = self._value
+        end = len(value)
+        for start in self.offsets:
+            t, vs, ve = read_tl(value, start, end)
+            yield Component(t, value[vs:ve])
+
+    @property
+    def components(self) -> tuple[Component, ...]:
+        return tuple(self)
+
+    def prefix(self, n: int) -> Name:
+        """The first `n` components (negative: all but the last -n)."""
+        return self[:n]
+
+    def append(self, component: Component | bytes | str) -> Name:
+        """A new name with one more component."""
+        w = _valid_component(component)
+        offsets = self._offsets
+        new_offsets = None if offsets is None else (*offsets, len(self._value))
+        return Name._from_parts(self._value + w.wire, new_offsets)
+
+    def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
+        other = other if isinstance(other, Name) else Name(other)
+        shift = len(self._value)
+        offsets = (*self.offsets, *(o + shift for o in other.offsets))
+        return Name._from_parts(self._value + other._value, offsets)
+
+    # ---- relations -------------------------------------------------------------------
+
+    def is_prefix_of(self, other: Name) -> bool:
+        """True when every component of self starts `other` (a name is a prefix of itself)."""
+        return other._value.startswith(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Name):
+            return self._value == other._value
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self._value)
+        return h
+
+    # Canonical order (spec "Canonical Order"): memcmp of TLV-VALUEs, shorter first.
+    def __lt__(self, other: Name) -> bool:
+        return self._value < other._value
+
+    def __le__(self, other: Name) -> bool:
+        return self._value <= other._value
+
+    def __gt__(self, other: Name) -> bool:
+        return self._value > other._value
+
+    def __ge__(self, other: Name) -> bool:
+        return self._value >= other._value
+
+    # ---- text ---------------------------------------------------------------------------
+
+    def to_uri(self) -> str:
+        if not self._value:
+            return "/"
+        return "".join("/" + c.to_uri() for c in self)
+
+    def __str__(self) -> str:
+        return self.to_uri()
+
+    def __repr__(self) -> str:
+        return f"Name({self.to_uri()!r})"
+
+
+NameLike = Name | str | Iterable[Component | bytes | str]
