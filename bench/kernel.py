@@ -46,7 +46,9 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     for label, cancel in (("timer chains", False), ("with cancel/re-arm", True)):
         wall, events = chains(n, cancel=cancel)
-        print(f"{label:20s} events={events} wall_s={wall:.3f} events_per_wall_s={events / wall:,.0f}")
+        print(
+            f"{label:20s} events={events} wall_s={wall:.3f} events_per_wall_s={events / wall:,.0f}"
+        )
 
 
 if __name__ == "__main__":

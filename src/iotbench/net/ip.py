@@ -284,8 +284,12 @@ def parse_udp(
     if verify:
         if checksum == 0 and len(src) == 16:
             raise IpDecodeError("UDP over IPv6 requires a checksum")
-        if checksum and ones_complement_sum(
-            segment[:length], pseudo_header_sum(src, dst, IPPROTO_UDP, length)
-        ) != 0xFFFF:
+        if (
+            checksum
+            and ones_complement_sum(
+                segment[:length], pseudo_header_sum(src, dst, IPPROTO_UDP, length)
+            )
+            != 0xFFFF
+        ):
             raise IpDecodeError("UDP checksum mismatch")
     return sport, dport, segment[UDP_HEADER_LEN:length]

@@ -104,8 +104,8 @@ class PointToPointLink:
     def __init__(
         self,
         sim: Simulator,
-        a: "Interface",  # noqa: F821 - defined in node.py, imported lazily there
-        b: "Interface",  # noqa: F821
+        a: Interface,  # noqa: F821 - defined in node.py, imported lazily there
+        b: Interface,  # noqa: F821
         *,
         rate_bps: float = 0.0,
         delay_s: float = 0.0,

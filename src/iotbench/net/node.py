@@ -22,7 +22,7 @@ ProtocolHandler = Callable[[bytes, bytes, bytes], None]
 
 
 class Interface:
-    def __init__(self, node: "Node", name: str, address: bytes, mtu: int) -> None:
+    def __init__(self, node: Node, name: str, address: bytes, mtu: int) -> None:
         self.node = node
         self.name = name
         self.address = address
@@ -56,7 +56,9 @@ class Node:
     # ------------------------------------------------------------ configuration
 
     def add_interface(self, address: str, mtu: int) -> Interface:
-        iface = Interface(self, f"{self.name}-eth{len(self.interfaces)}", ip.address_bytes(address), mtu)
+        iface = Interface(
+            self, f"{self.name}-eth{len(self.interfaces)}", ip.address_bytes(address), mtu
+        )
         self.interfaces.append(iface)
         if self.default_interface is None:
             self.default_interface = iface

@@ -51,12 +51,7 @@ class Packet:
 
     @property
     def payload_len(self) -> int:
-        return (
-            len(self.data)
-            - self.ip_header_len
-            - self.transport_header_len
-            - self.app_header_len
-        )
+        return len(self.data) - self.ip_header_len - self.transport_header_len - self.app_header_len
 
     def __repr__(self) -> str:
         return (

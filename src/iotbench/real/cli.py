@@ -46,7 +46,8 @@ def serve(args: argparse.Namespace) -> int:
     try:
         asyncio.run(main())
     except OSError as exc:
-        raise UserError(f"cannot serve on {args.host} port {args.port}: {exc.strerror or exc}")
+        message = f"cannot serve on {args.host} port {args.port}: {exc.strerror or exc}"
+        raise UserError(message) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     print("iotbench: CoAP server stopped", file=sys.stderr)

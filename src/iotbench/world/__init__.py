@@ -47,9 +47,7 @@ def collect_metrics(sim: Simulator, config: dict, items: ItemLog, log: list[Pack
     # The first packet the client sends for the workload: a connection that
     # only primes a Fast Open cookie before the first item is not part of it.
     start = items.items[0].t_start if items.items else 0.0
-    t_first = next(
-        (p.t_sent for p in log if p.channel.src == "client" and p.t_sent >= start), None
-    )
+    t_first = next((p.t_sent for p in log if p.channel.src == "client" and p.t_sent >= start), None)
     metrics: dict[str, float | int] = {}
     if config["workload"]["kind"] == "object-download":
         item = items.items[0] if items.items else None

@@ -249,7 +249,7 @@ def test_data_retransmissions_give_up_after_max_retransmissions():
 
 def test_delayed_ack_every_second_segment_or_after_40_ms():
     w = established(client_params=TcpParams(nagle=False))
-    c, s = w.client, w.server
+    c = w.client
     c.send(w.at(2.0), b"a" * c.smss)
     w.run(2.0 + D + 0.001)
     assert not [x for t, x in w.sent("s") if t > 2.0]  # one segment: ACK delayed
