@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from iotbench.runner import RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-REAL_PROTOCOLS = ("coap",)  # stacks that `serve` and `client` drive over real sockets
+SERVE_PROTOCOLS = ("coap", "http")  # servers `serve` runs on real sockets
+CLIENT_PROTOCOLS = ("coap",)  # clients `client` runs on real sockets
 
 MAIN_EPILOG = """\
 examples:
@@ -147,16 +148,19 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run a protocol server on a real socket",
         description="Serve the sensor resources with the simulator's protocol stack on a real\n"
-        "socket, until Ctrl-C. CoAP resources: /voltage (observable), /json, /o, /store,\n"
-        "/.well-known/core.",
+        "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
+        "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.",
         epilog="examples:\n"
         "  iotbench serve coap                                  127.0.0.1:5683\n"
-        "  iotbench serve coap --host :: --port 5700 --object-size 1000\n",
+        "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
+        "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n",
         formatter_class=formatter,
     )
-    p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
+    p.add_argument("protocol", choices=SERVE_PROTOCOLS, help="protocol stack")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    p.add_argument("--port", type=_port, default=5683, help="port to bind (default: %(default)s)")
+    p.add_argument(
+        "--port", type=_port, default=None, help="port to bind (default: coap 5683, http 8080)"
+    )
     p.add_argument(
         "--object-size",
         type=_non_negative_int,
@@ -186,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n",
         formatter_class=formatter,
     )
-    p.add_argument("protocol", choices=REAL_PROTOCOLS, help="protocol stack")
+    p.add_argument("protocol", choices=CLIENT_PROTOCOLS, help="protocol stack")
     p.add_argument("method", metavar="METHOD", help="GET, POST, PUT or DELETE")
     p.add_argument("uri", metavar="URI", help="request URI, e.g. coap://127.0.0.1/voltage")
     p.add_argument("--payload", help="request payload (text)")

@@ -180,7 +180,7 @@ def test_serve_on_a_port_in_use_is_a_clear_error(capsys) -> None:
         port = s.getsockname()[1]
         code, _, err = run_cli(capsys, "serve", "coap", "--port", str(port))
     assert code == 2
-    assert f"iotbench: error: cannot serve on 127.0.0.1 port {port}:" in err
+    assert f"iotbench: error: cannot serve CoAP on 127.0.0.1 port {port}:" in err
     assert "Traceback" not in err
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from iotbench.apps.sensors import JsonSensor, ObjectResource, VoltageSensor
+from iotbench.apps.sensors import sensor_set
 from iotbench.proto.coap.codec import Code
 from iotbench.proto.coap.endpoint import CoapEndpoint, ResourceResponse
 
@@ -62,9 +62,10 @@ REAL_RESOURCES = {
 
 def serve_sensor_set(endpoint: CoapEndpoint, rng: random.Random, object_size_bytes: int) -> None:
     """Every resource of REAL_RESOURCES on one endpoint."""
+    sensors = sensor_set(rng, object_size_bytes)
     serve_reading(
-        endpoint, "/voltage", VoltageSensor(rng), observable=True, resource_type="voltage"
+        endpoint, "/voltage", sensors["/voltage"], observable=True, resource_type="voltage"
     )
-    serve_reading(endpoint, "/json", JsonSensor(rng), resource_type="reading")
-    serve_reading(endpoint, "/o", ObjectResource(object_size_bytes))
+    serve_reading(endpoint, "/json", sensors["/json"], resource_type="reading")
+    serve_reading(endpoint, "/o", sensors["/o"])
     serve_store(endpoint, "/store")

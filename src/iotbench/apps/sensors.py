@@ -60,3 +60,12 @@ def make_resource(kind: str, rng: random.Random, object_size_bytes: int = 0):
     if kind == "object":
         return ObjectResource(object_size_bytes)
     raise ValueError(f"resource kind {kind!r} is not one of {', '.join(RESOURCE_KINDS)}")
+
+
+def sensor_set(rng: random.Random, object_size_bytes: int) -> dict[str, object]:
+    """The readings a real-mode server offers, by path (CoAP and HTTP alike)."""
+    return {
+        "/voltage": VoltageSensor(rng),
+        "/json": JsonSensor(rng),
+        "/o": ObjectResource(object_size_bytes),
+    }

@@ -11,50 +11,97 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
 from iotbench.real.driver import AsyncDatagramDriver
+from iotbench.real.http import serve_http
 from iotbench.scenarios import UserError
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def serve(args: argparse.Namespace) -> int:
-    def ready(driver: AsyncDatagramDriver) -> None:
-        host, port = driver.transport.get_extra_info("sockname")[:2]
-        shown = f"[{host}]" if ":" in host else host
-        lines = [f"iotbench: CoAP server listening on coap://{shown}:{port}"]
-        lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
-        lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
-        print("\n".join(lines), file=sys.stderr, flush=True)
+    """Run the server of `args.protocol` until Ctrl-C or SIGTERM."""
+    if args.port is None:
+        args.port = DEFAULT_PORTS[args.protocol]
+    label, run = SERVERS[args.protocol]
+    _run_until_stopped(lambda: run(args), args, label)
+    print(f"iotbench: {label} server stopped", file=sys.stderr)
+    return EXIT_OK
 
+
+def _run_until_stopped(server: Callable[[], Awaitable[None]], args, label: str) -> None:
     async def main() -> None:
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):  # platforms without signal handlers
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        await serve_coap(
-            args.host,
-            args.port,
-            object_size_bytes=args.object_size,
-            observe_interval_s=args.observe_interval,
-            on_ready=ready,
-        )
+        await server()
 
     try:
         asyncio.run(main())
     except OSError as exc:
-        message = f"cannot serve on {args.host} port {args.port}: {exc.strerror or exc}"
+        message = f"cannot serve {label} on {args.host} port {args.port}: {exc.strerror or exc}"
         raise UserError(message) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
-    print("iotbench: CoAP server stopped", file=sys.stderr)
-    return EXIT_OK
+
+
+def _announce(lines: list[str]) -> None:
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def _coap_server(args: argparse.Namespace) -> None:
+    def ready(driver: AsyncDatagramDriver) -> None:
+        host, port = driver.transport.get_extra_info("sockname")[:2]
+        lines = [f"iotbench: CoAP server listening on coap://{_shown(host)}:{port}"]
+        lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
+        lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
+        _announce(lines)
+
+    await serve_coap(
+        args.host,
+        args.port,
+        object_size_bytes=args.object_size,
+        observe_interval_s=args.observe_interval,
+        on_ready=ready,
+    )
+
+
+async def _http_server(args: argparse.Namespace) -> None:
+    def ready(listener: asyncio.AbstractServer) -> None:
+        host, port = listener.sockets[0].getsockname()[:2]
+        lines = [f"iotbench: HTTP/1.1 server listening on http://{_shown(host)}:{port}"]
+        lines += [
+            f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items() if path != "/store"
+        ]
+        _announce(lines)
+
+    await serve_http(args.host, args.port, object_size_bytes=args.object_size, on_ready=ready)
+
+
+DEFAULT_PORTS = {"coap": 5683, "http": 8080}
+SERVERS: dict[str, tuple[str, Callable[[argparse.Namespace], Awaitable[None]]]] = {
+    "coap": ("CoAP", _coap_server),
+    "http": ("HTTP", _http_server),
+}
 
 
 def client(args: argparse.Namespace) -> int:
+    if args.protocol == "mqtt":
+        return _mqtt_cli().client(args)
+    for option in ("qos", "count"):
+        if getattr(args, option, None) is not None:
+            raise UserError(f"--{option} is an MQTT option; CoAP does not use it")
+    if getattr(args, "retain", False):
+        raise UserError("--retain is an MQTT option; CoAP does not use it")
     payload = (args.payload or "").encode("utf-8")
 
     def show(msg: Message) -> None:
@@ -92,6 +139,12 @@ def client(args: argparse.Namespace) -> int:
     elif result.notifications:
         print(f"{len(result.notifications)} notification(s)", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _mqtt_cli():
+    from iotbench.real import mqtt_cli  # MQTT modules load only for MQTT commands
+
+    return mqtt_cli
 
 
 def _print_payload(msg: Message) -> None:
