@@ -14,7 +14,8 @@ from collections.abc import Callable
 from iotbench.net.ip import address_bytes, address_text
 from iotbench.net.node import Node
 from iotbench.proto.sansio import drain
-from iotbench.sim import Simulator, Timer
+from iotbench.sim import Simulator
+from iotbench.sim.deadline import DeadlineTimer
 
 
 class DatagramDriver:
@@ -35,7 +36,7 @@ class DatagramDriver:
         self.port = node.udp_bind_ephemeral(self._on_datagram) if port is None else port
         if port is not None:
             node.udp_bind(port, self._on_datagram)
-        self._timer: Timer | None = None
+        self._timer = DeadlineTimer(sim, self._on_timer)
         self._text: dict[bytes, str] = {}
         self._raw: dict[str, bytes] = {}
 
@@ -54,7 +55,6 @@ class DatagramDriver:
         self.node.udp_send(self.port, raw, port, data, self.header_length(data))
 
     def _on_timer(self) -> None:
-        self._timer = None
         self.stack.handle_timer(self.sim.now)
         self.pump()
 
@@ -63,12 +63,4 @@ class DatagramDriver:
 
         Call after every application call into the stack.
         """
-        deadline = drain(self.stack, self._send, self.on_event)
-        timer = self._timer
-        if timer is not None:
-            if deadline is not None and timer.time == deadline:
-                return
-            timer.cancel()
-            self._timer = None
-        if deadline is not None:
-            self._timer = self.sim.at(max(deadline, self.sim.now), self._on_timer)
+        self._timer.set(drain(self.stack, self._send, self.on_event))

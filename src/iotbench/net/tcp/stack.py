@@ -25,7 +25,8 @@ from iotbench.net.tcp.connection import TcpConnection
 from iotbench.net.tcp.events import Connected, FastOpenCookie, TcpEvent
 from iotbench.net.tcp.params import TcpParams
 from iotbench.net.tcp.segment import ACK, RST, SYN, Segment, TcpDecodeError
-from iotbench.sim import Simulator, Timer
+from iotbench.sim import Simulator
+from iotbench.sim.deadline import DeadlineTimer
 
 EventHandler = Callable[[TcpEvent], None]
 EPHEMERAL_PORTS = (32768, 60999)  # Linux ip_local_port_range
@@ -42,7 +43,7 @@ class TcpSocket:
         self.conn = conn
         self.key = key  # (local address, local port, remote address, remote port)
         self.on_event: EventHandler = on_event or (lambda event: None)
-        self._timer: Timer | None = None
+        self._timer = DeadlineTimer(stack.sim, self._on_timer)
         self._pumping = False
         # Writes before the handshake completed, without Fast Open: they go out
         # once connected, as an application writes after connect() returns.
@@ -105,24 +106,11 @@ class TcpSocket:
                     self.on_event(event)
         finally:
             self._pumping = False
-        self._rearm()
+        self._timer.set(conn.next_timer())
         if conn.finished:
             self.stack.forget(self)
 
-    def _rearm(self) -> None:
-        deadline = self.conn.next_timer()
-        timer = self._timer
-        if timer is not None:
-            if timer.active and timer.time == deadline:
-                return
-            timer.cancel()
-            self._timer = None
-        if deadline is not None:
-            sim = self.stack.sim
-            self._timer = sim.at(max(deadline, sim.now), self._on_timer)
-
     def _on_timer(self) -> None:
-        self._timer = None
         self.conn.handle_timer(self.stack.sim.now)
         self.pump()
 
