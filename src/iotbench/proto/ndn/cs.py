@@ -1,0 +1,125 @@
+"""Content Store: a byte-bounded cache of Data packets.
+
+- Capacity is counted in wire bytes of the cached Data (S5's default is
+  24 KB = 24,576 bytes; S4 uses 10,240). A Data larger than the whole store
+  is not cached.
+- Eviction: "fifo" drops the entry inserted longest ago; "lru" the one used
+  (inserted or returned by a lookup) longest ago.
+- One entry per Data name: a newer Data with the same name replaces the old.
+- Freshness: a Data is fresh until its arrival time plus FreshnessPeriod
+  (0 when absent, so never fresh); an Interest with MustBeFresh only gets a
+  fresh one. Time is passed in.
+- Matching follows the PIT's rules: an Interest without CanBePrefix needs the
+  exact name (or the full name, when its last component is an implicit
+  digest); with CanBePrefix, any cached name under it, the first in
+  canonical order. Names are also kept sorted by their TLV-VALUE bytes, in
+  which all names under one prefix are contiguous, so a prefix lookup is a
+  binary search.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import OrderedDict
+from typing import Literal
+
+from .data import Data
+from .interest import Interest
+from .types import ComponentType
+
+__all__ = ["CS_POLICIES", "DEFAULT_CS_BYTES", "ContentStore"]
+
+CS_POLICIES = ("fifo", "lru")
+DEFAULT_CS_BYTES = 24 * 1024
+CsPolicy = Literal["fifo", "lru"]
+
+
+class _Entry:
+    __slots__ = ("data", "fresh_until_s", "size")
+
+    def __init__(self, data: Data, now: float) -> None:
+        self.data = data
+        self.size = len(data.wire)
+        self.fresh_until_s = now + data.freshness_period_ms / 1000.0
+
+
+class ContentStore:
+    def __init__(self, max_bytes: int = DEFAULT_CS_BYTES, policy: CsPolicy = "fifo") -> None:
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        if policy not in CS_POLICIES:
+            raise ValueError(f"policy must be one of {CS_POLICIES}, got {policy!r}")
+        self.max_bytes = max_bytes
+        self.policy = policy
+        self.bytes_used = 0
+        self.evictions = 0
+        # Eviction order: first = next victim.
+        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        self._sorted: list[bytes] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name_value: bytes) -> bool:
+        return name_value in self._entries
+
+    def insert(self, data: Data, now: float) -> bool:
+        """Cache `data`; False when it cannot fit at all (or the store is disabled)."""
+        size = len(data.wire)
+        if size > self.max_bytes:
+            return False
+        key = data.name.value
+        if key in self._entries:
+            self._erase(key)
+        while self.bytes_used + size > self.max_bytes:
+            self._erase(next(iter(self._entries)))
+            self.evictions += 1
+        self._entries[key] = _Entry(data, now)
+        insort(self._sorted, key)
+        self.bytes_used += size
+        return True
+
+    def _erase(self, key: bytes) -> None:
+        entry = self._entries.pop(key)
+        self.bytes_used -= entry.size
+        i = bisect_left(self._sorted, key)
+        del self._sorted[i]
+
+    def erase(self, name_value: bytes) -> bool:
+        if name_value not in self._entries:
+            return False
+        self._erase(name_value)
+        return True
+
+    def lookup(self, interest: Interest, now: float) -> Data | None:
+        """The cached Data that satisfies `interest`, or None."""
+        if not self._entries:
+            return None
+        name = interest.name
+        fresh = interest.must_be_fresh
+        key = name.value
+        found: bytes | None = None
+        if interest.can_be_prefix:
+            keys = self._sorted
+            i = bisect_left(keys, key)
+            while i < len(keys) and keys[i].startswith(key):
+                if not fresh or self._entries[keys[i]].fresh_until_s > now:
+                    found = keys[i]
+                    break
+                i += 1
+        else:
+            entry = self._entries.get(key)
+            if entry is not None:
+                found = key
+            elif len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
+                base = name[:-1].value
+                entry = self._entries.get(base)
+                if entry is not None and entry.data.full_name == name:
+                    found = base
+            if found is not None and fresh and self._entries[found].fresh_until_s <= now:
+                found = None
+        if found is None:
+            return None
+        if self.policy == "lru":
+            self._entries.move_to_end(found)
+        return self._entries[found].data
