@@ -125,3 +125,72 @@ def test_lossy_coap_exchange_with_retransmissions_decodes(tmp_path, require_peer
     # 40 items are all there.
     mids = [r[2] for r in requests]
     assert len(set(mids)) == 40 and len(mids) > 40
+
+
+def tshark_rows(tshark: str, pcap: Path, decode_as: str, *fields: str) -> list[list[str]]:
+    """Fields of every packet, with TCP checksums checked and `decode_as` applied."""
+    cmd = [tshark, "-r", str(pcap), "-o", "tcp.check_checksum:TRUE", "-d", decode_as]
+    cmd += ["-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
+    for field in fields:
+        cmd += ["-e", field]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+def assert_clean_tcp(tshark: str, pcap: Path, decode_as: str) -> None:
+    done = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-d",
+            decode_as,
+            "-Y",
+            "_ws.malformed || _ws.expert.severity == error || tcp.checksum.status == 0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", f"tshark flags these packets:\n{done.stdout}"
+
+
+def test_mqtt_over_lossy_tcp_decodes(tmp_path, require_peer):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s3-robustness",
+        {"variant": ["mqtt-qos1"], "condition": ["loss-10"]},
+        {"workload.items": 30},
+    )
+    assert_clean_tcp(tshark, pcap, "tcp.port==1883,mqtt")
+    rows = tshark_rows(tshark, pcap, "tcp.port==1883,mqtt", "mqtt.msgtype", "tcp.checksum.status")
+    kinds = [k for row in rows for k in row[0].split(",") if k]
+    # Every item: CONNECT (1), CONNACK (2), PUBLISH (3), PUBACK (4), DISCONNECT (14).
+    for kind in ("1", "2", "3", "4", "14"):
+        assert kinds.count(kind) >= 30, kind
+    assert {row[1] for row in rows} == {"1"}  # every TCP checksum good
+
+
+@pytest.mark.parametrize(
+    ("variant", "decode_as", "field"),
+    [
+        ("http", "tcp.port==80,http", "http.response.code"),
+        ("spdy", "tcp.port==80,http2", "http2.header.value"),
+        ("iot-spdy", "tcp.port==80,http2", "http2.header.value"),
+    ],
+)
+def test_http_over_tcp_decodes(tmp_path, require_peer, variant, decode_as, field):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path, "s1-object-download", {"variant": [variant], "object_size_bytes": [250]}, {}
+    )
+    assert_clean_tcp(tshark, pcap, decode_as)
+    rows = tshark_rows(tshark, pcap, decode_as, field)
+    values = ",".join(row[0] for row in rows)
+    assert "200" in values

@@ -1,8 +1,12 @@
-"""Workload generators for request-response protocols.
+"""Workload generators: when items start.
 
 A requester decides *when* items start; a protocol client (anything with
-`start(item, done)`) decides how an item is carried out and calls
-`done(item, delivered, payload_bytes)` once when it completes or gives up.
+`start(item, done, handed_over)`) decides how an item is carried out and
+calls `done(item, delivered, payload_bytes)` once when it completes or gives
+up. A publish-subscribe client also calls `handed_over(item)` when its part
+is over (the message left the publisher) while delivery is still to be
+seen at the subscriber: a sequential workload moves on at that moment, as
+S3 defines it.
 """
 
 from __future__ import annotations
@@ -14,10 +18,15 @@ from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.sim import Simulator
 
 Done = Callable[[Item, bool, int], None]
+HandedOver = Callable[[Item], None]
 
 
 class ItemClient(Protocol):
-    def start(self, item: Item, done: Done) -> None: ...
+    #: True for a publish-subscribe client: the workload moves on when an item
+    #: is handed over, not when it is delivered (which it learns from elsewhere).
+    hands_over: bool
+
+    def start(self, item: Item, done: Done, handed_over: HandedOver) -> None: ...
 
 
 class _Requester:
@@ -27,36 +36,62 @@ class _Requester:
         self.items = items
         self.count = count
         self.finished = 0
+        self.handed = 0
+        self.hands_over = getattr(client, "hands_over", False)
         self.on_all_done: Callable[[], None] = sim.stop
 
     def _launch(self) -> None:
         item = self.items.start(self.sim.now)
-        self.client.start(item, self._done)
+        self.client.start(item, self._done, self._handed_over)
 
     def _done(self, item: Item, delivered: bool, payload_bytes: int) -> None:
         if item.status is not None:
             return
         self.items.finish(item, self.sim.now, DELIVERED if delivered else GIVEN_UP, payload_bytes)
         self.finished += 1
-        self._after_done()
-        if self.finished == self.count:
+        if not self.hands_over:
+            self._next_after(item)
+        self._check_all_done()
+
+    def _handed_over(self, item: Item) -> None:
+        if item.t_handed_over is not None:
+            return
+        item.t_handed_over = self.sim.now
+        self.handed += 1
+        self._next_after(item)
+        self._check_all_done()
+
+    def _check_all_done(self) -> None:
+        # A publisher's part of the last item may end after its delivery.
+        if self.finished == self.count and (not self.hands_over or self.handed == self.count):
             self.on_all_done()
 
-    def _after_done(self) -> None:
+    def _next_after(self, item: Item) -> None:
         pass
 
 
 class SequentialRequester(_Requester):
-    """Starts the next item as soon as the previous one completed or was given up."""
+    """Starts the next item as soon as the previous one completed, was given up
+    or was handed over."""
+
+    _next_scheduled = False
+
+    def _launch(self) -> None:
+        self._next_scheduled = False
+        super()._launch()
 
     def start(self, at: float = 0.0) -> None:
         self.sim.at(at, self._launch)
 
-    def _after_done(self) -> None:
-        if len(self.items.items) < self.count:
+    def _next_after(self, item: Item) -> None:
+        # Only once per item (done and handed_over may both come), and only
+        # for the newest item.
+        if item.index == len(self.items.items) - 1 and len(self.items.items) < self.count:
             # At the same instant, but after the completing event has finished,
             # so a protocol never sees a new request inside its own callback.
-            self.sim.call_soon(self._launch)
+            if not self._next_scheduled:
+                self._next_scheduled = True
+                self.sim.call_soon(self._launch)
 
 
 class PeriodicRequester(_Requester):

@@ -14,7 +14,15 @@ GIVEN_UP = "given-up"
 
 
 class Item:
-    __slots__ = ("index", "t_start", "t_end", "status", "payload_bytes", "attempts")
+    __slots__ = (
+        "attempts",
+        "index",
+        "payload_bytes",
+        "status",
+        "t_end",
+        "t_handed_over",
+        "t_start",
+    )
 
     def __init__(self, index: int, t_start: float) -> None:
         self.index = index
@@ -23,6 +31,8 @@ class Item:
         self.status: str | None = None
         self.payload_bytes = 0
         self.attempts = 1
+        # Publish-subscribe: when the publisher was done with it (see requesters.py).
+        self.t_handed_over: float | None = None
 
     @property
     def latency_s(self) -> float | None:
@@ -41,6 +51,13 @@ class ItemLog:
         for listener in self.on_start:
             listener(item.index)
         return item
+
+    def close_undelivered(self) -> None:
+        """At the end of a run: an item handed over but never delivered was lost
+        after it left the publisher (its end is the hand-over)."""
+        for item in self.items:
+            if item.status is None and item.t_handed_over is not None:
+                self.finish(item, item.t_handed_over, GIVEN_UP)
 
     @staticmethod
     def finish(item: Item, now: float, status: str, payload_bytes: int = 0) -> None:

@@ -1,14 +1,35 @@
-"""The one loop that empties a sans-I/O datagram stack, shared by every driver.
+"""The one loop that empties a sans-I/O stack, shared by every driver.
 
-A stack (CoapEndpoint and the others) queues datagrams and application events
-as it works; a driver, simulated or real, must move both out after every call
-into the stack. Event handlers may call the stack again, which may queue more,
-so the loop runs until the stack has nothing left to say.
+A stack (CoapEndpoint, MqttClient, MqttBroker and the others) queues output
+(datagrams, stream bytes, connections to close) and application events as it
+works; a driver, simulated or real, must move both out after every call into
+the stack. Event handlers may call the stack again, which may queue more, so
+the loop runs until the stack has nothing left to say.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+
+
+def drain_with(
+    stack,
+    flush: Callable[[], None],
+    on_event: Callable[[object], None],
+) -> float | None:
+    """Flush output, deliver events, until quiet; returns the stack's next deadline.
+
+    `flush()` moves everything the stack has queued for its transport out
+    (datagrams_to_send() for a datagram stack; data_to_send() and the close
+    requests for a stream stack).
+    """
+    while True:
+        flush()
+        events = stack.events()
+        if not events:
+            return stack.next_timer()
+        for event in events:
+            on_event(event)
 
 
 def drain(
@@ -17,11 +38,9 @@ def drain(
     on_event: Callable[[object], None],
 ) -> float | None:
     """Send every queued datagram, deliver every event; returns the stack's next deadline."""
-    while True:
+
+    def flush() -> None:
         for data, addr in stack.datagrams_to_send():
             send(data, addr)
-        events = stack.events()
-        if not events:
-            return stack.next_timer()
-        for event in events:
-            on_event(event)
+
+    return drain_with(stack, flush, on_event)

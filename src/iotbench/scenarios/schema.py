@@ -358,13 +358,37 @@ TCP = Section(
     optional=True,
 )
 
+MQTT = Section(
+    doc="MQTT 3.1.1 publisher (the sensor), broker and subscriber (at the sink).",
+    fields={
+        "qos": Field(
+            "int", "QoS of the published messages and of the subscription.", 0, choices=(0, 1, 2)
+        ),
+        "topic": Field("str", "Topic the sensor publishes to.", "sensor/reading"),
+        "client_id": Field("str", "The publisher's client identifier.", "sensor"),
+        "keep_alive_s": Field(
+            "int", "Keep Alive in CONNECT (also the CONNACK wait).", 60, ge=0, le=65535
+        ),
+        "retry_interval_s": Field(
+            "float",
+            "Re-send an unacknowledged PUBLISH over the same connection after this long "
+            "(MQTT 3.1 style); absent: only on reconnection, as 3.1.1 requires.",
+            OPTIONAL,
+            gt=0,
+        ),
+        "port": Field("int", "Broker TCP port.", 1883, ge=1, le=65535),
+    },
+    optional=True,
+)
+
 # One entry per protocol stack; `protocol.name` chooses among these keys.
 PROTOCOLS: dict[str, Section] = {
     "coap": COAP,
     "http": HTTP,
+    "mqtt": MQTT,
 }
 # Protocols that run over the simulated TCP (and so get a `protocol.tcp` section).
-OVER_TCP = frozenset({"http"})
+OVER_TCP = frozenset({"http", "mqtt"})
 
 
 def _fill_selected_protocol(protocol: dict) -> dict:

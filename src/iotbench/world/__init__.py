@@ -38,6 +38,7 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
         requester = SequentialRequester(sim, client, items, count)
     requester.start(workload["start_s"])
     sim.run(until=config["max_sim_time_s"])
+    items.close_undelivered()
     if pcap_path:
         write_pcap(pcap_path, log)
     return collect_metrics(sim, config, items, log)

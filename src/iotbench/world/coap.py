@@ -45,7 +45,8 @@ class CoapItemClient:
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
 
-    def start(self, item: Item, done: Done) -> None:
+    def start(self, item: Item, done: Done, handed_over: object = None) -> None:
+        # (Request-response: the response ends the item; nothing is handed over.)
         request_id = self.endpoint.request(
             self.sim.now,
             self.server,

@@ -13,11 +13,13 @@ from iotbench.apps.requesters import ItemClient
 from iotbench.sim import Simulator
 from iotbench.world.coap import build_coap
 from iotbench.world.http import build_http
+from iotbench.world.mqtt import build_mqtt
 from iotbench.world.network import TwoNodeNetwork
 
 BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
     "coap": build_coap,
     "http": build_http,
+    "mqtt": build_mqtt,
 }
 
 

@@ -180,7 +180,8 @@ class Http1Client:
         self.per_request = per_request
         self._shared: _ClientConnection | None = None
 
-    def start(self, item: Item, done: Done) -> None:
+    def start(self, item: Item, done: Done, handed_over: object = None) -> None:
+        # (Request-response: the response ends the item; nothing is handed over.)
         exchange = _Exchange(item, done)
         conn = exchange.conn
         request = conn.send(h11.Request(method="GET", target=self.path, headers=self.headers))

@@ -226,7 +226,8 @@ class Http2Client:
         self.minimal_settings = minimal_settings
         self._shared: _ClientConnection | None = None
 
-    def start(self, item: Item, done: Done) -> None:
+    def start(self, item: Item, done: Done, handed_over: object = None) -> None:
+        # (Request-response: the response ends the item; nothing is handed over.)
         target = None if self.per_request else self._shared
         fresh = target is None
         if fresh:
