@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from iotbench.runner import RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-SERVE_PROTOCOLS = ("coap", "http")  # servers `serve` runs on real sockets
-CLIENT_PROTOCOLS = ("coap",)  # clients `client` runs on real sockets
+SERVE_PROTOCOLS = ("coap", "http", "mqtt")  # servers `serve` runs on real sockets
+CLIENT_PROTOCOLS = ("coap", "mqtt")  # clients `client` runs on real sockets
 
 MAIN_EPILOG = """\
 examples:
@@ -46,6 +46,7 @@ examples:
   iotbench run s3-robustness --filter variant=coap-con --set workload.items=50 --jobs 4
   iotbench report results/s1-object-download      tables, PNG plots, report/index.html
   iotbench serve coap --port 5683                 a CoAP server on a real socket
+  iotbench serve mqtt                             an MQTT broker on 127.0.0.1:1883
 
 Scenario file format: docs/scenarios.md.
 """
@@ -149,51 +150,71 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a protocol server on a real socket",
         description="Serve the sensor resources with the simulator's protocol stack on a real\n"
         "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
-        "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.",
+        "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
+        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).",
         epilog="examples:\n"
         "  iotbench serve coap                                  127.0.0.1:5683\n"
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
-        "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n",
+        "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
+        "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=SERVE_PROTOCOLS, help="protocol stack")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     p.add_argument(
-        "--port", type=_port, default=None, help="port to bind (default: coap 5683, http 8080)"
+        "--port",
+        type=_port,
+        default=None,
+        help="port to bind (default: coap 5683, http 8080, mqtt 1883)",
     )
     p.add_argument(
         "--object-size",
         type=_non_negative_int,
         default=100,
         metavar="BYTES",
-        help="size of the object at /o (default: %(default)s)",
+        help="size of the object at /o, coap and http (default: %(default)s)",
     )
     p.add_argument(
         "--observe-interval",
         type=_positive_float,
         default=5.0,
         metavar="S",
-        help="seconds between notifications to observers of /voltage (default: %(default)s)",
+        help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
     )
     p.set_defaults(handler=cmd_serve)
 
     p = commands.add_parser(
         "client",
-        help="send one request over a real socket",
+        help="send one request (or publish/subscribe) over a real socket",
         description="Send one request with the simulator's protocol stack over a real socket.\n"
         "The payload goes to stdout, the response code and timing to stderr; the exit\n"
-        "status is 0 for a 2.xx response and 1 otherwise.",
+        "status is 0 for a 2.xx response and 1 otherwise.\n\n"
+        "MQTT: METHOD is pub or sub, URI is mqtt://[user[:password]@]host[:port]/topic\n"
+        "(port 1883; write a # wildcard as %23). pub publishes --payload --count times\n"
+        "and waits until each is done (QoS 1: PUBACK, QoS 2: PUBCOMP); sub prints each\n"
+        "payload on stdout until --count messages arrived or --timeout passed. Exit status\n"
+        "0 on success, 1 if the broker refused, the connection failed or the time ran out\n"
+        "before --count messages.",
         epilog="examples:\n"
         "  iotbench client coap GET coap://127.0.0.1/voltage\n"
         "  iotbench client coap GET coap://127.0.0.1/voltage --observe 3\n"
         "  iotbench client coap PUT coap://127.0.0.1/store --payload hello --non\n"
-        "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n",
+        "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n"
+        "  iotbench client mqtt sub 'mqtt://127.0.0.1/sensors/%23' --qos 1 --count 3\n"
+        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload 21.5 --qos 1\n"
+        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=CLIENT_PROTOCOLS, help="protocol stack")
-    p.add_argument("method", metavar="METHOD", help="GET, POST, PUT or DELETE")
-    p.add_argument("uri", metavar="URI", help="request URI, e.g. coap://127.0.0.1/voltage")
-    p.add_argument("--payload", help="request payload (text)")
+    p.add_argument(
+        "method", metavar="METHOD", help="coap: GET, POST, PUT or DELETE; mqtt: pub or sub"
+    )
+    p.add_argument(
+        "uri",
+        metavar="URI",
+        help="e.g. coap://127.0.0.1/voltage or mqtt://127.0.0.1/sensors/t1",
+    )
+    p.add_argument("--payload", help="request payload or message to publish (text)")
     p.add_argument(
         "--content-format",
         type=_non_negative_int,
@@ -209,11 +230,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="register as an observer (RFC 7641) and wait for N notifications",
     )
     p.add_argument(
+        "--qos",
+        type=int,
+        choices=(0, 1, 2),
+        default=None,
+        help="mqtt: QoS of the publication or subscription (default: 0)",
+    )
+    p.add_argument("--retain", action="store_true", help="mqtt pub: retain the message")
+    p.add_argument(
+        "--count",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="mqtt: publish N times (default 1), or receive N messages (default: no limit)",
+    )
+    p.add_argument(
         "--timeout",
         type=_positive_float,
         default=None,
         metavar="S",
-        help="give up after S seconds (default: the protocol's own give-up time, 93 s for CoAP)",
+        help="give up after S seconds (default: the protocol's own give-up time, 93 s for CoAP;"
+        " a subscription without --count ends here)",
     )
     p.set_defaults(handler=cmd_client)
     return parser

@@ -87,10 +87,15 @@ async def _http_server(args: argparse.Namespace) -> None:
     await serve_http(args.host, args.port, object_size_bytes=args.object_size, on_ready=ready)
 
 
-DEFAULT_PORTS = {"coap": 5683, "http": 8080}
+async def _mqtt_server(args: argparse.Namespace) -> None:
+    await _mqtt_cli().server(args)
+
+
+DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883}
 SERVERS: dict[str, tuple[str, Callable[[argparse.Namespace], Awaitable[None]]]] = {
     "coap": ("CoAP", _coap_server),
     "http": ("HTTP", _http_server),
+    "mqtt": ("MQTT", _mqtt_server),
 }
 
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Hashable
 
 from iotbench.proto.sansio import drain
+from iotbench.real.timer import LoopTimer
 
 log = logging.getLogger("iotbench.real")
 
@@ -31,8 +32,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         self.on_event = on_event or (lambda event: None)
         self.transport: asyncio.DatagramTransport | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._deadline: float | None = None
+        self._timer: LoopTimer | None = None
         self.closed = asyncio.Event()
 
     # ---- asyncio.DatagramProtocol -------------------------------------------------
@@ -40,6 +40,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self.transport = transport
         self.loop = asyncio.get_running_loop()
+        self._timer = LoopTimer(self.loop, self._on_timer)
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:
         # IPv6 sockets report (host, port, flowinfo, scope_id); the stack sees (host, port).
@@ -54,7 +55,6 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
         self.closed.set()
 
     # ---- driving the stack --------------------------------------------------------
@@ -69,15 +69,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         """
         if self.transport is None or self.transport.is_closing():
             return
-        deadline = drain(self.stack, self._send, self._deliver)
-        if deadline == self._deadline:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._deadline = deadline
-        if deadline is not None:
-            self._timer = self.loop.call_at(deadline, self._on_timer)
+        self._timer.arm(drain(self.stack, self._send, self._deliver))
 
     def _send(self, data: bytes, addr: Hashable) -> None:
         self.transport.sendto(data, addr)
@@ -89,8 +81,6 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
             log.exception("event handler failed for %r", event)
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._deadline = None
         self.stack.handle_timer(self.loop.time())
         self.pump()
 

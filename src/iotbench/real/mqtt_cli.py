@@ -1,0 +1,95 @@
+"""`iotbench serve mqtt` and `iotbench client mqtt pub|sub`.
+
+Called by real/cli.py with the parsed arguments (which also runs and stops
+the server); user errors raise UserError (one line, exit code 2), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from iotbench.proto.mqtt.events import MessageReceived
+from iotbench.real.coap import RealModeError
+from iotbench.real.mqtt import mqtt_publish, mqtt_subscribe, serve_mqtt
+from iotbench.real.stream import StreamServerDriver
+from iotbench.scenarios import UserError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+ACTIONS = ("pub", "sub")
+#: Options of `iotbench client` that only CoAP understands, with their defaults.
+COAP_ONLY = {"non": False, "observe": 0, "content_format": None}
+
+
+async def server(args: argparse.Namespace) -> None:
+    """The broker on args.host:args.port until cancelled (real/cli.py runs and stops it)."""
+
+    def ready(driver: StreamServerDriver) -> None:
+        host, port = driver.server.sockets[0].getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"iotbench: MQTT broker listening on mqtt://{shown}:{port}", file=sys.stderr, flush=True
+        )
+
+    await serve_mqtt(args.host, args.port, on_ready=ready)
+
+
+def client(args: argparse.Namespace) -> int:
+    action = args.method.lower()
+    if action not in ACTIONS:
+        raise UserError(f"MQTT action {args.method!r} is not one of pub, sub")
+    for name, default in COAP_ONLY.items():
+        if getattr(args, name) != default:
+            raise UserError(f"--{name.replace('_', '-')} is a CoAP option; MQTT does not use it")
+    qos = 0 if args.qos is None else args.qos
+    try:
+        if action == "pub":
+            if args.count == 0:
+                raise UserError("--count must be at least 1 for pub")
+            result = asyncio.run(
+                mqtt_publish(
+                    args.uri,
+                    (args.payload or "").encode("utf-8"),
+                    qos=qos,
+                    retain=args.retain,
+                    count=1 if args.count is None else args.count,
+                    timeout_s=args.timeout,
+                )
+            )
+        else:
+            if args.retain:
+                raise UserError("--retain applies to pub, not sub")
+            if args.payload is not None:
+                raise UserError("--payload applies to pub, not sub")
+            result = asyncio.run(
+                mqtt_subscribe(
+                    args.uri,
+                    qos=qos,
+                    count=args.count or 0,
+                    timeout_s=args.timeout,
+                    on_message=_show,
+                )
+            )
+    except RealModeError as exc:
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        return EXIT_OK if action == "sub" and not args.count else EXIT_FAILED
+    if action == "pub":
+        print(f"published {result.published} message(s), QoS {qos}", file=sys.stderr)
+    else:
+        print(f"received {len(result.messages)} message(s)", file=sys.stderr)
+    if result.failure is not None:
+        print(f"iotbench: {result.failure}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _show(msg: MessageReceived) -> None:
+    """The payload on stdout (one line), what it was on stderr, like `client coap`."""
+    flags = f"QoS {msg.qos}" + (", retained" if msg.retain else "")
+    print(f"{msg.topic}: {flags}, {len(msg.payload)} bytes", file=sys.stderr)
+    text = msg.payload.decode("utf-8", errors="replace")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
