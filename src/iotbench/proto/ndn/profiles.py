@@ -1,0 +1,203 @@
+"""Device profiles: what NDN operations cost a node in CPU time, and how much RAM it has.
+
+A profile is data for the simulator: a node spends `cost_s(op)` of virtual
+time on an operation, and its forwarder's tables are bounded by the RAM
+budget (`forwarder_config()`).
+
+Sources and estimates:
+
+- `m3` (ARM Cortex-M3 at 72 MHz, 64 KB RAM, 512 KB flash: the FIT IoT-LAB
+  M3 node, STM32F103REY, used by S4 and S5). The three figures S5 measured
+  are used as they are: ECDSA-SHA256 sign 270 ms, verify 295 ms (micro-ecc,
+  secp256r1), creating an HMAC-signed Data 1.3 ms. The others are estimates:
+  software SHA-256 costs about 35 cycles per byte on a Cortex-M3 (one
+  64-byte block about 2,300 cycles, 32 us), software AES-128 about 1,600
+  cycles per 16-byte block, so CCM (two AES per block) about 45 us per block;
+  TLV encoding and the name operations are a few hundred to a few thousand
+  cycles (tens of us); a forwarding decision (PIT, FIB and CS lookups over
+  small tables) about 15,000 cycles (200 us). HMAC verification is the HMAC
+  part of the 1.3 ms Data creation minus the encoding, estimated at 0.5 ms.
+- `samr21` (Atmel SAM R21: ARM Cortex-M0+ at 48 MHz, 32 KB RAM, 256 KB
+  flash; a common RIOT board with an on-chip 802.15.4 radio). Estimated from
+  `m3` by clock (72/48 = 1.5x) and by instruction set: the M0+ has no 32x32 ->
+  64-bit multiply, which doubles the cycles of big-number arithmetic
+  (ECDSA), and runs other code about 1.2x slower per clock.
+- `host` (a current x86-64 machine running a C forwarder such as NFD):
+  ECDSA P-256 sign about 30 us and verify about 90 us (OpenSSL), HMAC and
+  SHA-256 of a small packet about 1 us, a forwarding decision about 5 us.
+  Tables are bounded only by generous defaults.
+
+RAM budgets: S5 gives RIOT's NDN stack a 24 KB Content Store on the M3; the
+PIT and FIB budgets assume about 128 bytes per PIT entry (an Interest of
+~80 bytes plus records and timers) and 64 bytes per FIB entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .forwarder import ForwarderConfig
+
+__all__ = ["OPERATIONS", "PROFILES", "DeviceProfile", "get_profile"]
+
+#: Operation names a profile prices (seconds each).
+OPERATIONS = (
+    "name_from_uri",
+    "name_get_component",
+    "name_append",
+    "interest_create",
+    "interest_get_name",
+    "data_create_digest",
+    "data_create_hmac",
+    "data_create_ecdsa",
+    "data_get_name",
+    "data_get_content",
+    "hmac_verify",
+    "ecdsa_sign",
+    "ecdsa_verify",
+    "sha256_block",
+    "aes_ccm_block",
+    "forward_packet",
+)
+
+PIT_ENTRY_BYTES = 128
+FIB_ENTRY_BYTES = 64
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    name: str
+    description: str
+    cpu_hz: int
+    ram_bytes: int
+    flash_bytes: int
+    costs_s: Mapping[str, float]
+    cs_max_bytes: int
+    pit_budget_bytes: int
+    fib_budget_bytes: int
+
+    def __post_init__(self) -> None:
+        missing = set(OPERATIONS) - set(self.costs_s)
+        if missing:
+            raise ValueError(f"profile {self.name!r} has no cost for {sorted(missing)}")
+        object.__setattr__(self, "costs_s", MappingProxyType(dict(self.costs_s)))
+
+    def cost_s(self, operation: str) -> float:
+        """CPU time of one `operation` (one of OPERATIONS)."""
+        try:
+            return self.costs_s[operation]
+        except KeyError:
+            raise ValueError(
+                f"unknown operation {operation!r}; known: {', '.join(OPERATIONS)}"
+            ) from None
+
+    @property
+    def pit_max_entries(self) -> int:
+        return max(1, self.pit_budget_bytes // PIT_ENTRY_BYTES)
+
+    @property
+    def fib_max_entries(self) -> int:
+        return max(1, self.fib_budget_bytes // FIB_ENTRY_BYTES)
+
+    def forwarder_config(self, **overrides) -> ForwarderConfig:
+        """A ForwarderConfig whose tables fit this device (keyword arguments override)."""
+        config = ForwarderConfig(
+            pit_max_entries=self.pit_max_entries,
+            fib_max_entries=self.fib_max_entries,
+            cs_max_bytes=self.cs_max_bytes,
+        )
+        return dataclasses.replace(config, **overrides)
+
+
+_US = 1e-6
+_MS = 1e-3
+
+_M3_COSTS = {
+    "name_from_uri": 40 * _US,
+    "name_get_component": 3 * _US,
+    "name_append": 10 * _US,
+    "interest_create": 150 * _US,
+    "interest_get_name": 5 * _US,
+    "data_create_digest": 0.9 * _MS,
+    "data_create_hmac": 1.3 * _MS,  # S5, measured
+    "data_create_ecdsa": 270 * _MS + 0.8 * _MS,  # S5's sign plus the encoding
+    "data_get_name": 5 * _US,
+    "data_get_content": 5 * _US,
+    "hmac_verify": 0.5 * _MS,
+    "ecdsa_sign": 270 * _MS,  # S5, measured
+    "ecdsa_verify": 295 * _MS,  # S5, measured
+    "sha256_block": 32 * _US,
+    "aes_ccm_block": 45 * _US,
+    "forward_packet": 200 * _US,
+}
+
+_ECC_OPS = ("ecdsa_sign", "ecdsa_verify", "data_create_ecdsa")
+# Cortex-M0+ at 48 MHz versus Cortex-M3 at 72 MHz: clock, then per-clock efficiency.
+_SAMR21_COSTS = {
+    op: cost * 1.5 * (2.0 if op in _ECC_OPS else 1.2) for op, cost in _M3_COSTS.items()
+}
+
+_HOST_COSTS = {
+    "name_from_uri": 0.5 * _US,
+    "name_get_component": 0.05 * _US,
+    "name_append": 0.1 * _US,
+    "interest_create": 0.5 * _US,
+    "interest_get_name": 0.05 * _US,
+    "data_create_digest": 1.5 * _US,
+    "data_create_hmac": 2 * _US,
+    "data_create_ecdsa": 31 * _US,
+    "data_get_name": 0.05 * _US,
+    "data_get_content": 0.05 * _US,
+    "hmac_verify": 1 * _US,
+    "ecdsa_sign": 30 * _US,
+    "ecdsa_verify": 90 * _US,
+    "sha256_block": 0.1 * _US,
+    "aes_ccm_block": 0.05 * _US,
+    "forward_packet": 5 * _US,
+}
+
+PROFILES: dict[str, DeviceProfile] = {
+    "m3": DeviceProfile(
+        name="m3",
+        description="ARM Cortex-M3 72 MHz, 64 KB RAM (FIT IoT-LAB M3, STM32F103REY)",
+        cpu_hz=72_000_000,
+        ram_bytes=64 * 1024,
+        flash_bytes=512 * 1024,
+        costs_s=_M3_COSTS,
+        cs_max_bytes=24 * 1024,
+        pit_budget_bytes=4 * 1024,
+        fib_budget_bytes=2 * 1024,
+    ),
+    "samr21": DeviceProfile(
+        name="samr21",
+        description="ARM Cortex-M0+ 48 MHz, 32 KB RAM (Atmel SAM R21)",
+        cpu_hz=48_000_000,
+        ram_bytes=32 * 1024,
+        flash_bytes=256 * 1024,
+        costs_s=_SAMR21_COSTS,
+        cs_max_bytes=8 * 1024,
+        pit_budget_bytes=2 * 1024,
+        fib_budget_bytes=1024,
+    ),
+    "host": DeviceProfile(
+        name="host",
+        description="x86-64 host running a C forwarder",
+        cpu_hz=3_000_000_000,
+        ram_bytes=8 * 1024**3,
+        flash_bytes=0,
+        costs_s=_HOST_COSTS,
+        cs_max_bytes=16 * 1024 * 1024,
+        pit_budget_bytes=65536 * PIT_ENTRY_BYTES,
+        fib_budget_bytes=65536 * FIB_ENTRY_BYTES,
+    ),
+}
+
+
+def get_profile(name: str) -> DeviceProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown device profile {name!r}; known: {sorted(PROFILES)}") from None
