@@ -6,15 +6,19 @@ a user would start them, and are stopped after the test.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 STARTUP_TIMEOUT_S = 20.0
+#: Daemons such as mosquitto install here, which is often not on a user's PATH.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
 def free_udp_port() -> int:
@@ -89,5 +93,74 @@ def libcoap_server(require_peer) -> Iterator[int]:
         text=True,
     )
     wait_for_udp_listener(port, proc, STARTUP_TIMEOUT_S)
+    yield port
+    stop(proc)
+
+
+# ---- MQTT ------------------------------------------------------------------------------
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_tcp_listener(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Wait until a TCP connection to loopback `port` succeeds (or the process died)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stderr.read() if proc.stderr else ""
+            raise RuntimeError(f"server exited with {proc.returncode}: {out}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on TCP port {port} within {timeout_s} s")
+
+
+def find_daemon(name: str, require_peer: Callable[[str], str]) -> str:
+    """Path of a daemon executable: PATH first, then the sbin directories; otherwise
+    `require_peer` decides (skip locally, fail under IOTBENCH_REQUIRE_PEERS=1)."""
+    found = shutil.which(name) or shutil.which(name, path=":".join(SBIN_DIRS))
+    return found or require_peer(name)
+
+
+@pytest.fixture
+def iotbench_mqtt_server() -> Iterator[int]:
+    """`iotbench serve mqtt` on a free port; yields the port."""
+    port = free_tcp_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iotbench.cli", "serve", "mqtt", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
+    yield port
+    err = stop(proc)
+    assert "Traceback" not in err, err
+
+
+@pytest.fixture
+def mosquitto_broker(require_peer, tmp_path: Path) -> Iterator[int]:
+    """Eclipse mosquitto on a free loopback port with a config of our own; yields the port."""
+    exe = find_daemon("mosquitto", require_peer)
+    port = free_tcp_port()
+    config = tmp_path / "mosquitto.conf"
+    config.write_text(
+        f"listener {port} 127.0.0.1\n"
+        "allow_anonymous true\n"
+        "persistence false\n"
+        "log_dest stderr\n"
+        "log_type error\n"
+        "log_type warning\n"
+    )
+    proc = subprocess.Popen(
+        [exe, "-c", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
     yield port
     stop(proc)
