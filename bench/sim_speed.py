@@ -1,6 +1,6 @@
-"""Simulation speed of the S3 robustness scenario's CoAP runs.
+"""Simulation speed of the S3 robustness scenario's runs.
 
-Runs each selected run of `s3-robustness` (CoAP variants x conditions) through
+Runs each selected run of `s3-robustness` (variants x conditions) through
 the project's own run function, `iotbench.world.run_one`, exactly as a campaign
 would (without storing results), and prints per run: simulated seconds, kernel
 events, wall seconds of the `run_one` call (building the world, the simulation,
@@ -10,9 +10,8 @@ second; then the totals over all runs.
     python bench/sim_speed.py [ITEMS] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R]
 
 ITEMS overrides `workload.items` (default: the scenario's, 1000). `--filter`
-works as in `iotbench run` and may be repeated, e.g. `--filter condition=base,loss-5`.
-Without a variant filter, the CoAP variants are run: coap-con, coap-non and
-coap-non-adaptive. `--repeat R` runs each run R times and keeps the fastest
+works as in `iotbench run` and may be repeated, e.g. `--filter condition=base,loss-5`
+or `--filter variant=coap-con,mqtt-qos1`; without one, every variant runs. `--repeat R` runs each run R times and keeps the fastest
 (wall times on a shared machine vary by tens of percent from one second to the next).
 """
 
@@ -27,7 +26,6 @@ from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filte
 from iotbench.world import run_one
 
 SCENARIO = "s3-robustness"
-COAP_VARIANTS = ["coap-con", "coap-non", "coap-non-adaptive"]
 
 
 def main() -> None:
@@ -45,7 +43,6 @@ def main() -> None:
 
     try:
         filters = dict(parse_filter(text) for text in args.filter)
-        filters.setdefault("variant", COAP_VARIANTS)
         overrides = {} if args.items is None else {"workload.items": args.items}
         runs = expand(load_scenario(SCENARIO), filters=filters, overrides=overrides)
     except ScenarioError as exc:
