@@ -18,8 +18,7 @@ One MqttClient outlives its connections: after ConnectionClosed, open a new
 transport and call connect(now) again. With clean_session=False the session
 (unacknowledged messages, QoS 2 ids) carries over and is resumed as 3.1.1
 section 4.4 requires. Nothing here reads a clock, opens a socket or touches
-global random state; the rng only picks the first Packet Identifier and the
-dither of re-send timers.
+global random state; the rng only picks the first Packet Identifier.
 
 Choices the specification leaves open, and what this client does:
 
@@ -41,7 +40,8 @@ Choices the specification leaves open, and what this client does:
   messages (the broker lost the session): we re-send them anyway, the
   broker treats them as new. Session Present 1 without local state is
   accepted too (3.2.2.2 asks us to close only if we never had a session,
-  which a fresh client object cannot tell from a restarted one).
+  which a fresh client object cannot tell from a restarted one); after a
+  clean-session CONNECT it breaks 3.2.2.2 and is a protocol error.
 - Keep-alive (3.1.2.10): PINGREQ after keep_alive_s without sending any
   packet; no PINGRESP within ping_timeout_s closes the connection
   ("keep-alive-timeout"); no CONNACK within connack_timeout_s closes it
