@@ -120,13 +120,18 @@ def test_s3_every_variant_and_condition_completes(run) -> None:
     assert m["packets_total"] == m["packets_sent"] + m["packets_received"] > 0
     if run.params["condition"] == "base":
         assert m["items_delivered"] == 30
-        if run.params["variant"].startswith("coap"):
+        variant = run.params["variant"]
+        if variant.startswith("coap"):
             # 2 packets per item at the sensor: the request in, the response out.
             assert m["packets_total"] == 60
-        else:
+        elif variant.startswith("mqtt"):
             # At least the handshake (3), CONNECT, CONNACK, PUBLISH, DISCONNECT
             # and two FINs per item.
             assert m["packets_total"] >= 9 * 30
+        else:
+            # QUIC: the client's Initial, the server's flight, the client's
+            # Finished with the request, the response, CONNECTION_CLOSE.
+            assert m["packets_total"] >= 5 * 30
         assert m["task_completion_time_s"] < 1.0
     if run.params["condition"].startswith("disrupt"):
         # Five outages of 20 s or more cannot be crossed without waiting.
@@ -335,3 +340,26 @@ def test_s3_mqtt_qos1_never_loses_a_message_but_qos0_can():
     q0 = got["mqtt-qos0"]
     assert q0["items_given_up"] > 0
     assert q0["items_delivered"] + q0["items_given_up"] == 150 and q0["items_unfinished"] == 0
+
+
+# ---- S3 over QUIC -----------------------------------------------------------------------
+
+
+def test_s3_quic_base_is_a_handshake_and_a_round_trip_per_item():
+    (run,) = runs(
+        "s3-robustness", {"variant": ["quic"], "condition": ["base"]}, {"workload.items": 20}
+    )
+    m = run_one(run.config, run.seed)
+    assert m["items_delivered"] == 20
+    # Two round trips (1 ms each) plus serialising three 1200-byte datagrams
+    # (plus UDP and IP headers) at 100 Mbit/s.
+    assert m["latency_p50_s"] == pytest.approx(2 * 0.001 + 3 * 1228 * 8 / 100e6, rel=0.05)
+
+
+def test_s3_quic_metrics_are_reproducible():
+    (run,) = runs(
+        "s3-robustness", {"variant": ["quic"], "condition": ["loss-20"]}, {"workload.items": 40}
+    )
+    first, second = run_one(run.config, run.seed), run_one(run.config, run.seed)
+    assert first == second
+    assert first["items_delivered"] == 40 and first["packets_lost"] > 0

@@ -10,6 +10,7 @@ the two in step.
 from __future__ import annotations
 
 from iotbench.net.tcp.params import TcpParams
+from iotbench.proto.quic.params import QuicParams
 from iotbench.scenarios.fields import (
     OPTIONAL,
     REQUIRED,
@@ -381,11 +382,46 @@ MQTT = Section(
     optional=True,
 )
 
+_QUIC_DEFAULTS = QuicParams()
+QUIC = Section(
+    doc="QUIC (aioquic) client at the sink and server at the sensor; one stream per request.",
+    fields={
+        "connection": Field(
+            "str",
+            "per-request: a new connection (and handshake) for every request; reuse: one "
+            "connection for all.",
+            _QUIC_DEFAULTS.connection,
+            choices=("per-request", "reuse"),
+        ),
+        "zero_rtt": Field(
+            "bool",
+            "Per-request connections resume the previous session and send the request as "
+            "0-RTT data.",
+            _QUIC_DEFAULTS.zero_rtt,
+        ),
+        "idle_timeout_s": Field(
+            "float", "max_idle_timeout (RFC 9000 10.1).", _QUIC_DEFAULTS.idle_timeout_s, gt=0
+        ),
+        "initial_rtt_s": Field(
+            "float", "RTT before a sample (RFC 9002 6.2.2).", _QUIC_DEFAULTS.initial_rtt_s, gt=0
+        ),
+        "congestion_control": Field(
+            "str",
+            "aioquic's congestion controller.",
+            _QUIC_DEFAULTS.congestion_control,
+            choices=("reno", "cubic"),
+        ),
+        "port": Field("int", "Server UDP port.", 4433, ge=1, le=65535),
+    },
+    optional=True,
+)
+
 # One entry per protocol stack; `protocol.name` chooses among these keys.
 PROTOCOLS: dict[str, Section] = {
     "coap": COAP,
     "http": HTTP,
     "mqtt": MQTT,
+    "quic": QUIC,
 }
 # Protocols that run over the simulated TCP (and so get a `protocol.tcp` section).
 OVER_TCP = frozenset({"http", "mqtt"})

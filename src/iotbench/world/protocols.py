@@ -15,11 +15,13 @@ from iotbench.world.coap import build_coap
 from iotbench.world.http import build_http
 from iotbench.world.mqtt import build_mqtt
 from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.quic import build_quic
 
 BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
     "coap": build_coap,
     "http": build_http,
     "mqtt": build_mqtt,
+    "quic": build_quic,
 }
 
 
