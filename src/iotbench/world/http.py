@@ -8,16 +8,10 @@ from iotbench.apps.http.http2 import Http2Client, Http2Server
 from iotbench.apps.requesters import ItemClient
 from iotbench.apps.sensors import make_resource
 from iotbench.net.ip import address_text
-from iotbench.net.tcp import Connected, TcpParams, TcpStack
+from iotbench.net.tcp import Connected, TcpStack
 from iotbench.sim import Simulator
 from iotbench.world.network import TwoNodeNetwork
-
-# protocol.tcp keys that are not TcpParams fields but decide what the world does.
-WORLD_TCP_KEYS = ("prime_fast_open",)
-
-
-def tcp_params(cfg: dict) -> TcpParams:
-    return TcpParams(**{k: v for k, v in cfg.items() if k not in WORLD_TCP_KEYS})
+from iotbench.world.tcp import tcp_params
 
 
 def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:

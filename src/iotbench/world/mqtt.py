@@ -16,8 +16,8 @@ from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.sim import Simulator
-from iotbench.world.http import tcp_params
 from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.tcp import tcp_params
 
 
 def build_mqtt(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
