@@ -194,3 +194,25 @@ def test_http_over_tcp_decodes(tmp_path, require_peer, variant, decode_as, field
     rows = tshark_rows(tshark, pcap, decode_as, field)
     values = ",".join(row[0] for row in rows)
     assert "200" in values
+
+
+def test_ndn_over_802154_frames_decode(tmp_path, require_peer):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s5-ndn-rtt",
+        {"case": ["remote-cache"], "data_bytes": [196]},
+        {"workload.items": 5},
+    )
+    done = subprocess.run(
+        [tshark, "-r", str(pcap), "-Y", "_ws.malformed || _ws.expert.severity == error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+    rows = tshark_fields(tshark, pcap, "wpan.frame_type", "wpan.fcs_ok", "wpan.src64", "data.len")
+    assert len(rows) == 15  # per item: the Interest and two Data fragments
+    assert {r[0] for r in rows} == {"0x0001"} and {r[1] for r in rows} == {"1"}  # data, FCS good
+    assert max(int(r[3]) for r in rows) <= 102  # the NDN-layer MTU

@@ -36,6 +36,7 @@ def test_defaults_are_filled_in() -> None:
     assert config["max_sim_time_s"] == 86400.0
     assert config["network"]["ip_version"] == 4
     assert config["network"]["link"] == {
+        "layer": "ip",
         "rate_bps": 0,
         "delay_s": 0.0,
         "mtu_bytes": 1500,
@@ -231,6 +232,20 @@ def test_plot_x_values_must_be_values_of_the_x_axis() -> None:
     msg = error_of(text)
     assert msg == (
         "s3.toml: report.plots[0].x_values[1]: 'c' is not a value of axis 'variant'; values: a, b"
+    )
+
+
+def test_protocol_and_link_layer_must_match() -> None:
+    text = BASE + '[network.link]\nlayer = "ieee802154"\nmtu_bytes = 102\n'
+    assert error_of(text) == (
+        "s3.toml: network.link.layer: protocol 'coap' needs layer = 'ip', not 'ieee802154'"
+    )
+    ndn = BASE.replace('name = "coap"', 'name = "ndn"')
+    assert error_of(ndn).endswith("protocol 'ndn' needs layer = 'ieee802154', not 'ip'")
+    big = ndn + '[network.link]\nlayer = "ieee802154"\nmtu_bytes = 120\n'
+    assert error_of(big) == (
+        "s3.toml: network.link.mtu_bytes: 120 is out of range: an 802.15.4 frame carries at "
+        "most 104 payload bytes"
     )
 
 

@@ -22,7 +22,12 @@ def runs(name: str, filters: dict | None = None, overrides: dict | None = None):
 
 
 def test_every_builtin_is_covered_here() -> None:
-    assert set(list_builtin()) == {"s1-object-download", "s2-coap-vs-http", "s3-robustness"}
+    assert set(list_builtin()) == {
+        "s1-object-download",
+        "s2-coap-vs-http",
+        "s3-robustness",
+        "s5-ndn-rtt",
+    }
 
 
 # ---- S1 -----------------------------------------------------------------------------
@@ -363,3 +368,52 @@ def test_s3_quic_metrics_are_reproducible():
     first, second = run_one(run.config, run.seed), run_one(run.config, run.seed)
     assert first == second
     assert first["items_delivered"] == 40 and first["packets_lost"] > 0
+
+
+# ---- S5: NDN over 802.15.4 ----------------------------------------------------------------
+
+
+def s5(case: str, size: int, items: int = 10) -> dict:
+    (run,) = runs(
+        "s5-ndn-rtt",
+        {"case": [case], "data_bytes": [size]},
+        {"workload.items": items},
+    )
+    return run_one(run.config, run.seed)
+
+
+def airtime(frame_bytes: int) -> float:
+    return (frame_bytes + 6) * 8 / 250_000  # 6 bytes of PHY header per frame
+
+
+@pytest.mark.parametrize(("size", "fragments"), [(100, 1), (196, 2)])
+def test_s5_remote_cache_round_trip_is_airtime_plus_forwarding(size, fragments):
+    m = s5("remote-cache", size)
+    assert m["items_delivered"] == 10
+    assert m["fragments_per_data"] == fragments
+    # M3 costs: creating the Interest 150 us and a forwarding decision 200 us
+    # at the consumer, a forwarding decision at the producer, and one at the
+    # consumer when the Data (its last fragment) is in.
+    cpu = 150e-6 + 3 * 200e-6
+    interest_frame = 23 + 20  # MAC header and FCS, a 20-byte Interest
+    # MAC header and FCS per frame; the 3-byte header on each fragment; the
+    # Data is `size` bytes within the 1-2 bytes a DER signature varies by.
+    data_frames = 23 * fragments + size + (3 * fragments if fragments > 1 else 0)
+    expected_ms = 1000 * (
+        cpu + airtime(interest_frame) + airtime(0) * (fragments - 1) + airtime(data_frames)
+    )
+    assert m["rtt_mean_ms"] == pytest.approx(expected_ms, abs=0.15)
+    assert m["packets"] == 10 * (1 + fragments)
+
+
+def test_s5_fresh_data_pays_the_ecdsa_signature():
+    fresh, cached = s5("fresh-ecdsa", 100), s5("remote-cache", 100)
+    # Creating and signing a Data on an M3: 270 ms for ECDSA plus 0.8 ms of encoding.
+    assert fresh["rtt_mean_ms"] - cached["rtt_mean_ms"] == pytest.approx(270.8, abs=0.2)
+
+
+def test_s5_local_cache_sends_nothing():
+    m = s5("local-cache", 196)
+    assert m["items_delivered"] == 10 and m["packets"] == 0
+    assert m["rtt_mean_ms"] == pytest.approx(1000 * (150e-6 + 200e-6))
+    assert math.isnan(m["fragments_per_data"])

@@ -11,8 +11,11 @@ import math
 from collections.abc import Iterable, Sequence
 
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item
+from iotbench.net.ieee802154 import FCS_BYTES
 from iotbench.net.packet import DELIVERED as PKT_DELIVERED
 from iotbench.net.packet import LOST, OUTAGE, TRANSMITTED, Packet
+
+DATA_TLV_TYPE = 6  # an NDN Data packet
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -103,3 +106,46 @@ def item_metrics(items: Sequence[Item], t_first_packet: float | None) -> dict:
     for q in PERCENTILES:
         out[f"latency_p{q}_s"] = percentile(latencies, q)
     return out
+
+
+def ndn_frame_metrics(packets: Iterable[Packet], node: str) -> dict:
+    """NDN over 802.15.4 (S5): how many frames each Data that `node` sent took.
+
+    A frame's payload is an NDN packet (a Data starts with type 6) or an S5
+    fragment (3-byte header: first bit 1, the sequence number in the low 5
+    bits of the first byte, a 16-bit identification); a fragmented Data is
+    recognised by its first fragment. NaN when the node sent no Data.
+    """
+    data_packets = data_frames = 0
+    data_idents: set[int] = set()
+    fragments: dict[int, int] = {}
+    for p in packets:
+        if p.channel.src != node or p.fate not in TRANSMITTED:
+            continue
+        payload = p.data[p.ip_header_len - FCS_BYTES : -FCS_BYTES]
+        if not payload:
+            continue
+        if not payload[0] & 0x80:
+            if payload[0] == DATA_TLV_TYPE:
+                data_packets += 1
+                data_frames += 1
+            continue
+        ident = int.from_bytes(payload[1:3], "big")
+        fragments[ident] = fragments.get(ident, 0) + 1
+        if payload[0] & 0x1F == 0 and payload[3:4] == bytes((DATA_TLV_TYPE,)):
+            data_idents.add(ident)
+            data_packets += 1
+    data_frames += sum(fragments[i] for i in data_idents)
+    return {"fragments_per_data": data_frames / data_packets if data_packets else math.nan}
+
+
+def rtt_ms_metrics(items: Sequence[Item]) -> dict:
+    """S5's round trip: the latency of delivered items, in milliseconds."""
+    latencies = [1000 * (it.t_end - it.t_start) for it in items if it.status == DELIVERED]
+    if not latencies:
+        return {"rtt_mean_ms": math.nan, "rtt_min_ms": math.nan, "rtt_max_ms": math.nan}
+    return {
+        "rtt_mean_ms": sum(latencies) / len(latencies),
+        "rtt_min_ms": min(latencies),
+        "rtt_max_ms": max(latencies),
+    }

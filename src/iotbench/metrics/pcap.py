@@ -1,8 +1,10 @@
 """pcap files of simulated traffic, readable by Wireshark and tshark.
 
-Classic pcap with nanosecond timestamps (magic 0xa1b23c4d) and LINKTYPE_RAW
-(101): each record is a bare IPv4 or IPv6 packet, as the simulator put it on
-the wire. Timestamps are virtual time, so the same run gives the same bytes.
+Classic pcap with nanosecond timestamps (magic 0xa1b23c4d). IP links use
+LINKTYPE_RAW (101): each record is a bare IPv4 or IPv6 packet, as the
+simulator put it on the wire. 802.15.4 links use
+LINKTYPE_IEEE802_15_4_WITHFCS (195): each record is a MAC frame with its FCS.
+Timestamps are virtual time, so the same run gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from collections.abc import Iterable
 from iotbench.net.packet import TRANSMITTED, Packet
 
 LINKTYPE_RAW = 101
+LINKTYPE_IEEE802_15_4_WITHFCS = 195
 _MAGIC_NS = 0xA1B23C4D
 _GLOBAL = struct.Struct("<IHHiIII")
 _RECORD = struct.Struct("<IIII")
 SNAPLEN = 262144
 
 
-def pcap_bytes(packets: Iterable[Packet]) -> bytes:
+def pcap_bytes(packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> bytes:
     """Every transmitted packet (queue drops never reached the wire), in send order."""
-    out = [_GLOBAL.pack(_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW)]
+    out = [_GLOBAL.pack(_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, linktype)]
     sent = sorted(
         (p for p in packets if p.fate in TRANSMITTED),
         key=lambda p: p.t_sent,  # stable: ties keep the order of sending
@@ -35,9 +38,9 @@ def pcap_bytes(packets: Iterable[Packet]) -> bytes:
     return b"".join(out)
 
 
-def write_pcap(path: str, packets: Iterable[Packet]) -> None:
+def write_pcap(path: str, packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> None:
     """Write atomically: a reader never sees a half-written capture."""
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
-        f.write(pcap_bytes(packets))
+        f.write(pcap_bytes(packets, linktype))
     os.replace(tmp, path)

@@ -31,6 +31,7 @@ class Channel:
         queue_packets: int,
         impairment: Impairment,
         log: list[Packet],
+        overhead_bytes: int = 0,
     ) -> None:
         self.sim = sim
         self.src = src
@@ -38,6 +39,9 @@ class Channel:
         self.name = f"{src}->{dst}"
         self.deliver = deliver
         self.rate_bps = rate_bps
+        # Bytes on the air that are not part of a packet (an 802.15.4 PHY's
+        # preamble and headers): they cost transmission time only.
+        self.overhead_bytes = overhead_bytes
         self.delay_s = delay_s
         if queue_packets < 0:
             raise ValueError(f"queue_packets must be >= 0, not {queue_packets}")
@@ -69,7 +73,7 @@ class Channel:
                 # Idle (the usual case at IoT rates): every accepted packet has left.
                 finishes.clear()
                 start = now
-            finish = start + len(pkt.data) * 8 / self.rate_bps
+            finish = start + (len(pkt.data) + self.overhead_bytes) * 8 / self.rate_bps
             self._busy_until = finish
             finishes.append(finish)
         else:
@@ -113,6 +117,7 @@ class PointToPointLink:
         impair_a_to_b: Impairment | None = None,
         impair_b_to_a: Impairment | None = None,
         log: list[Packet],
+        overhead_bytes: int = 0,
     ) -> None:
         self.a, self.b = a, b
         self.a_to_b = Channel(
@@ -125,6 +130,7 @@ class PointToPointLink:
             queue_packets=queue_packets,
             impairment=impair_a_to_b or Impairment(),
             log=log,
+            overhead_bytes=overhead_bytes,
         )
         self.b_to_a = Channel(
             sim,
@@ -136,6 +142,7 @@ class PointToPointLink:
             queue_packets=queue_packets,
             impairment=impair_b_to_a or Impairment(),
             log=log,
+            overhead_bytes=overhead_bytes,
         )
         a.attach(self.a_to_b)
         b.attach(self.b_to_a)

@@ -26,10 +26,23 @@ NAME_DOC = "lowercase letters, digits and '-', starting with a letter or digit"
 # --- network ------------------------------------------------------------------
 
 MIN_MTU = {4: 68, 6: 1280}  # RFC 791 and RFC 8200 minimum link MTUs
+# 127-byte frame less a 21-byte header with PAN ID compression and extended
+# addresses, and the 2-byte FCS (net/ieee802154.py).
+MAX_802154_PAYLOAD = 104
 
 
 def _check_mtu(network: dict) -> None:
-    ip, mtu = network["ip_version"], network["link"]["mtu_bytes"]
+    link = network["link"]
+    mtu = link["mtu_bytes"]
+    if link["layer"] == "ieee802154":
+        if mtu > MAX_802154_PAYLOAD:
+            raise Invalid(
+                ("link", "mtu_bytes"),
+                f"{mtu} is out of range: an 802.15.4 frame carries at most "
+                f"{MAX_802154_PAYLOAD} payload bytes",
+            )
+        return
+    ip = network["ip_version"]
     if mtu < MIN_MTU[ip]:
         raise Invalid(
             ("link", "mtu_bytes"),
@@ -40,10 +53,22 @@ def _check_mtu(network: dict) -> None:
 LINK = Section(
     doc="The point-to-point link between client and server (both directions alike).",
     fields={
+        "layer": Field(
+            "str",
+            "ip: IPv4/IPv6 hosts; ieee802154: nodes that put their protocol straight into "
+            "802.15.4 frames (NDN), with real MAC headers and the PHY's 6 bytes of air time.",
+            "ip",
+            choices=("ip", "ieee802154"),
+        ),
         "rate_bps": Field("int", "Link rate in bit/s; 0 = no serialisation delay.", 0, ge=0),
         "delay_s": Field("float", "Propagation delay in each direction, seconds.", 0.0, ge=0),
         "mtu_bytes": Field(
-            "int", "IP MTU in bytes (>= 68 for IPv4, >= 1280 for IPv6).", 1500, ge=68, le=65535
+            "int",
+            "IP MTU in bytes (>= 68 for IPv4, >= 1280 for IPv6); for ieee802154 the payload "
+            "a frame may carry (<= 104).",
+            1500,
+            ge=1,
+            le=65535,
         ),
         "queue_packets": Field("int", "Drop-tail queue limit of each direction.", 100, ge=1),
     },
@@ -416,12 +441,51 @@ QUIC = Section(
     optional=True,
 )
 
+NDN = Section(
+    doc="NDN consumer and producer on an 802.15.4 link (network.link.layer = ieee802154).",
+    fields={
+        "prefix": Field("str", "The producer's prefix; item i asks for <prefix>/<i>.", "/producer"),
+        "data_source": Field(
+            "str",
+            "producer-app: the producer creates and signs each Data on request; "
+            "producer-cache: the producer's Content Store holds every Data before the run; "
+            "consumer-cache: the consumer's own Content Store does.",
+            "producer-app",
+            choices=("producer-app", "producer-cache", "consumer-cache"),
+        ),
+        "signature": Field("str", "Data signature.", "ecdsa", choices=("ecdsa", "hmac", "digest")),
+        "data_bytes": Field(
+            "int",
+            "Size of each Data packet: its content (a reading) is padded or cut to reach it "
+            "(within a byte or two: a DER ECDSA signature is 70 to 72 bytes).",
+            100,
+            ge=64,
+            le=3000,
+        ),
+        "freshness_period_ms": Field(
+            "int",
+            "FreshnessPeriod of the Data; absent: no MetaInfo (6 bytes less).",
+            OPTIONAL,
+            ge=0,
+        ),
+        "interest_lifetime_ms": Field("int", "InterestLifetime.", 4000, ge=1),
+        "profile": Field(
+            "str",
+            "Device profile of both nodes: CPU cost of each operation, RAM for PIT/CS.",
+            "m3",
+            choices=("m3", "samr21", "host"),
+        ),
+    },
+    optional=True,
+)
+
 # One entry per protocol stack; `protocol.name` chooses among these keys.
 PROTOCOLS: dict[str, Section] = {
     "coap": COAP,
     "http": HTTP,
     "mqtt": MQTT,
     "quic": QUIC,
+    "ndn": NDN,
 }
 # Protocols that run over the simulated TCP (and so get a `protocol.tcp` section).
 OVER_TCP = frozenset({"http", "mqtt"})
@@ -483,6 +547,19 @@ REPORT = Section(
 # covers, and all that a preset, a value axis or --set may change.
 RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
 
+
+def _check_layer(document: dict) -> None:
+    """Protocols over IP need IP hosts; NDN runs straight on 802.15.4 frames."""
+    name = document["protocol"]["name"]
+    layer = document["network"]["link"]["layer"]
+    wanted = "ieee802154" if name == "ndn" else "ip"
+    if layer != wanted:
+        raise Invalid(
+            ("network", "link", "layer"),
+            f"protocol {name!r} needs layer = {wanted!r}, not {layer!r}",
+        )
+
+
 DOCUMENT = Section(
     doc="A scenario file.",
     fields={
@@ -500,6 +577,7 @@ DOCUMENT = Section(
         "report": REPORT,
         "axes": Field("table", "Sweep axes (see 'Sweep axes').", OPTIONAL),
     },
+    checks=(_check_layer,),
 )
 
 RUN_CONFIG = Section(

@@ -11,9 +11,15 @@ from __future__ import annotations
 import math
 
 from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
-from iotbench.metrics.derive import item_metrics, node_packet_metrics, wire_metrics
+from iotbench.metrics.derive import (
+    item_metrics,
+    ndn_frame_metrics,
+    node_packet_metrics,
+    rtt_ms_metrics,
+    wire_metrics,
+)
 from iotbench.metrics.items import DELIVERED, ItemLog
-from iotbench.metrics.pcap import write_pcap
+from iotbench.metrics.pcap import LINKTYPE_IEEE802_15_4_WITHFCS, LINKTYPE_RAW, write_pcap
 from iotbench.net.packet import Packet
 from iotbench.sim import Simulator
 from iotbench.world.network import build_two_node_network
@@ -22,6 +28,7 @@ from iotbench.world.protocols import build_client
 # Node whose packets S3's `packets_total` counts: the sensor is the server in
 # request-response scenarios.
 SENSOR_NODE = "server"
+LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, float | int]:
@@ -40,7 +47,7 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
     sim.run(until=config["max_sim_time_s"])
     items.close_undelivered()
     if pcap_path:
-        write_pcap(pcap_path, log)
+        write_pcap(pcap_path, log, LINKTYPES[config["network"]["link"]["layer"]])
     return collect_metrics(sim, config, items, log)
 
 
@@ -60,6 +67,9 @@ def collect_metrics(sim: Simulator, config: dict, items: ItemLog, log: list[Pack
         metrics.update(wire_metrics(log))
     metrics.update(node_packet_metrics(log, SENSOR_NODE))
     metrics.update(item_metrics(items.items, t_first))
+    if config["network"]["link"]["layer"] == "ieee802154":
+        metrics.update(rtt_ms_metrics(items.items))
+        metrics.update(ndn_frame_metrics(log, SENSOR_NODE))
     metrics["sim_time_s"] = sim.now
     metrics["sim_events"] = sim.events_processed
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)

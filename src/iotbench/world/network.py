@@ -2,7 +2,9 @@
 
 Two nodes, `client` and `server`, joined by one point-to-point link whose two
 directions carry their own impairments (`to_server`, `to_client`; `both`
-applies to each direction with independent random streams).
+applies to each direction with independent random streams). The nodes are IP
+hosts, or (network.link.layer = "ieee802154") nodes that put their protocol
+straight into 802.15.4 frames.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from iotbench.metrics.items import ItemLog
+from iotbench.net import ieee802154
 from iotbench.net.impairments import (
     BernoulliLoss,
     ConstantDelay,
@@ -23,6 +26,7 @@ from iotbench.net.impairments import (
     UniformDelay,
     random_outages,
 )
+from iotbench.net.l2 import L2Interface, L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Interface, Node
 from iotbench.net.packet import Packet
@@ -37,10 +41,10 @@ DIRECTIONS = ("to_server", "to_client")
 
 @dataclass
 class TwoNodeNetwork:
-    client: Node
-    server: Node
-    client_if: Interface
-    server_if: Interface
+    client: Node | L2Node
+    server: Node | L2Node
+    client_if: Interface | L2Interface
+    server_if: Interface | L2Interface
     link: PointToPointLink
     redraws: list[Redraw]
 
@@ -49,11 +53,18 @@ def build_two_node_network(
     sim: Simulator, network: dict, items: ItemLog, total_items: int, log: list[Packet]
 ) -> TwoNodeNetwork:
     link_cfg = network["link"]
-    client_addr, server_addr = ADDRESSES[network["ip_version"]]
-    client = Node(sim, "client")
-    server = Node(sim, "server")
-    client_if = client.add_interface(client_addr, link_cfg["mtu_bytes"])
-    server_if = server.add_interface(server_addr, link_cfg["mtu_bytes"])
+    if link_cfg["layer"] == "ieee802154":
+        # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
+        client, server = L2Node(sim, "client", 1), L2Node(sim, "server", 2)
+        client_if = client.add_interface(link_cfg["mtu_bytes"])
+        server_if = server.add_interface(link_cfg["mtu_bytes"])
+        overhead = ieee802154.PHY_OVERHEAD_BYTES
+    else:
+        client_addr, server_addr = ADDRESSES[network["ip_version"]]
+        client, server = Node(sim, "client"), Node(sim, "server")
+        client_if = client.add_interface(client_addr, link_cfg["mtu_bytes"])
+        server_if = server.add_interface(server_addr, link_cfg["mtu_bytes"])
+        overhead = 0
     # The network draws from streams of its own seed (network.seed), so runs that
     # differ only in protocol meet the same losses, delays and outages.
     streams: Streams = RngStreams(network["seed"]).stream if "seed" in network else sim.rng
@@ -101,6 +112,7 @@ def build_two_node_network(
         impair_a_to_b=impairments["to_server"],
         impair_b_to_a=impairments["to_client"],
         log=log,
+        overhead_bytes=overhead,
     )
     return TwoNodeNetwork(client, server, client_if, server_if, link, redraws)
 

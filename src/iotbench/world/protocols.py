@@ -14,6 +14,7 @@ from iotbench.sim import Simulator
 from iotbench.world.coap import build_coap
 from iotbench.world.http import build_http
 from iotbench.world.mqtt import build_mqtt
+from iotbench.world.ndn import build_ndn
 from iotbench.world.network import TwoNodeNetwork
 from iotbench.world.quic import build_quic
 
@@ -22,6 +23,7 @@ BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
     "http": build_http,
     "mqtt": build_mqtt,
     "quic": build_quic,
+    "ndn": build_ndn,
 }
 
 

@@ -106,6 +106,16 @@ class Data:
         return b"" if el is None else self.wire[el[1] : el[2]]
 
     @property
+    def content_span(self) -> tuple[int, int]:
+        """Where the Content TLV-VALUE lies in `wire`: (start, end), empty when absent.
+
+        The simulator uses it to count a Data's content as payload and the rest
+        of the packet as protocol header.
+        """
+        el = self._el.get(TT.CONTENT)
+        return (len(self.wire), len(self.wire)) if el is None else (el[1], el[2])
+
+    @property
     def meta_info(self) -> MetaInfo:
         v = self._fields.get(TT.META_INFO, _MISSING)
         if v is _MISSING:

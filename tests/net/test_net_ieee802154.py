@@ -1,0 +1,86 @@
+"""802.15.4 MAC data frames and the L2 nodes that send them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iotbench.net import ieee802154 as mac
+from iotbench.net.l2 import L2Node
+from iotbench.net.link import PointToPointLink
+from iotbench.sim import Simulator
+
+
+def test_fcs_is_crc16_kermit():
+    # The standard check value of CRC-16/KERMIT, the FCS of 802.15.4.
+    assert mac.crc16(b"123456789") == 0x2189
+
+
+def test_data_frame_by_hand():
+    frame = mac.Frame(7, 0x23, mac.extended_address(2), mac.extended_address(1), b"\x05\x00")
+    wire = mac.encode(frame)
+    # Frame control 0xdc41 (data, PAN ID compression, extended dst and src,
+    # 2006), little endian; sequence 7; PAN 0x0023; addresses LSB first.
+    assert wire[:5] == bytes.fromhex("41dc072300")
+    assert wire[5:13] == mac.extended_address(2)[::-1]
+    assert wire[13:21] == mac.extended_address(1)[::-1]
+    assert wire[21:23] == b"\x05\x00"
+    assert int.from_bytes(wire[-2:], "little") == mac.crc16(wire[:-2])
+    assert mac.decode(wire) == frame
+    assert mac.header_length(frame.dst) == 21
+
+
+def test_broadcast_uses_the_short_address():
+    frame = mac.Frame(1, 0x23, mac.BROADCAST, mac.extended_address(1), b"x")
+    wire = mac.encode(frame)
+    assert len(wire) == 3 + 2 + 2 + 8 + 1 + 2
+    assert mac.decode(wire) == frame
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda w: w[:4], "too short"),
+        (lambda w: w[:-1] + bytes([w[-1] ^ 1]), "FCS"),
+        (lambda w: w + bytes(130), "exceeds 127"),
+    ],
+)
+def test_malformed_frames(mutate, message):
+    wire = mac.encode(mac.Frame(1, 0x23, mac.BROADCAST, mac.extended_address(1), b"abc"))
+    with pytest.raises(mac.MacDecodeError, match=message):
+        mac.decode(mutate(wire))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=140))
+def test_random_bytes_raise_only_decode_error(data):
+    try:
+        mac.decode(data)
+    except mac.MacDecodeError:
+        pass
+
+
+def test_l2_nodes_exchange_frames_addressed_to_them():
+    sim = Simulator(1)
+    log = []
+    a, b, c = L2Node(sim, "a", 1), L2Node(sim, "b", 2), L2Node(sim, "c", 3)
+    ia, ib = a.add_interface(102), b.add_interface(102)
+    PointToPointLink(sim, ia, ib, rate_bps=250_000, log=log, overhead_bytes=mac.PHY_OVERHEAD_BYTES)
+    got = []
+    ib.on_frame = lambda src, payload: got.append((sim.now, src, payload))
+    ia.send(b.address, b"hello", 0, 5)
+    ia.send(mac.BROADCAST, b"all")
+    ia.send(c.address, b"not for b")
+    sim.run()
+    # 21-byte header + 5 + 2-byte FCS, plus 6 bytes of PHY, at 250 kbit/s.
+    assert got[0] == (pytest.approx((21 + 5 + 2 + 6) * 8 / 250_000), a.address, b"hello")
+    assert [p for _, _, p in got] == [b"hello", b"all"]
+    assert b.not_for_us == 1
+    assert log[0].ip_header_len == 23 and log[0].app_header_len == 5
+
+
+def test_an_l2_mtu_must_fit_the_frame():
+    node = L2Node(Simulator(1), "a", 1)
+    with pytest.raises(ValueError, match="1..104"):
+        node.add_interface(105)
