@@ -31,6 +31,25 @@ def test_name_round_trips_through_wire_and_uri(name):
 
 
 @FAST
+@given(names, st.binary(max_size=300))
+def test_append_builds_on_the_wire_form(name, value):
+    grown = name.append(value)
+    assert grown == Name([*name, Component.generic(value)])
+    assert grown.value == name.value + Component.generic(value).wire
+    assert len(grown) == len(name) + 1 and grown[-1] == Component.generic(value)
+
+
+@FAST
+@given(names)
+def test_components_decoded_on_first_access_stay_equal(name):
+    decoded = Name.from_wire(name.wire)
+    first = [decoded[i] for i in range(-len(decoded), len(decoded))]
+    again = [decoded[i] for i in range(-len(decoded), len(decoded))]
+    assert first == again == [*name, *name]
+    assert all(a is b for a, b in zip(first, again))  # kept, not decoded twice
+
+
+@FAST
 @given(components())
 def test_component_round_trips(c):
     assert Component.from_uri(c.to_uri()) == c

@@ -238,14 +238,27 @@ def _check_component(t: int, length: int) -> None:
 def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
     """Validate the component TLVs in buf[start:end]; returns their starts relative to `start`."""
     offsets = []
+    append = offsets.append
     pos = start
     while pos < end:
-        offsets.append(pos - start)
+        append(pos - start)
+        # Nearly every component has a one-byte TLV-TYPE (3..252: no digest rule applies)
+        # and a one-byte TLV-LENGTH; walking those inline, without a call, is what makes
+        # decoding a name cheap.
+        if 2 < buf[pos] < 253 and pos + 1 < end and buf[pos + 1] < 253:
+            pos += 2 + buf[pos + 1]
+            if pos > end:
+                raise NdnDecodeError(f"name component claims {pos - end} bytes more than are left")
+            continue
         t, vs, ve = read_tl(buf, pos, end)
         if t > _MAX_COMPONENT_TYPE or ((t == 1 or t == 2) and ve - vs != 32):
             _check_component(t, ve - vs)
         pos = ve
     return tuple(offsets)
+
+
+# Component(t, v) without the named tuple's Python-level __new__ (decoded values are valid).
+_new_component = tuple.__new__
 
 
 def _to_component(c: Component | bytes | str) -> Component:
@@ -272,12 +285,20 @@ class Name:
 
     ``Name("/a/seg=3")`` parses a URI; ``Name([b"a", Component.segment(3)])``
     takes components (bytes are generic values, str are URI components).
+
+    The wire form (`value`) is the name; everything else is derived from it on
+    first use and kept: the component offsets (computed while a decoded name
+    is validated, or on first need for a name built by `append`) and each
+    `Component` object (on first indexing), so looking at the same component
+    twice decodes it once, and a name that is only compared, hashed or
+    prefix-tested never builds any.
     """
 
-    __slots__ = ("_hash", "_offsets", "_value")
+    __slots__ = ("_components", "_hash", "_offsets", "_value")
 
     _value: bytes
     _offsets: tuple[int, ...] | None
+    _components: list[Component | None] | None
 
     def __init__(self, components: str | Name | Iterable[Component | bytes | str] = ()) -> None:
         if isinstance(components, Name):
@@ -299,6 +320,7 @@ class Name:
             self._value = b"".join(parts)
             self._offsets = tuple(offsets)
         self._hash = None
+        self._components = None
 
     # ---- alternative constructors --------------------------------------------------
 
@@ -308,6 +330,7 @@ class Name:
         name._value = value
         name._offsets = offsets
         name._hash = None
+        name._components = None
         return name
 
     @classmethod
@@ -316,7 +339,14 @@ class Name:
         if end is None:
             end = len(buf)
         offsets = _component_offsets(buf, start, end)
-        return cls._from_parts(bytes(buf[start:end]), offsets)
+        # Built here rather than through _from_parts: every received packet's name comes
+        # this way, and the saved call is a measurable part of decoding it.
+        name = object.__new__(cls)
+        name._value = bytes(buf[start:end])
+        name._offsets = offsets
+        name._hash = None
+        name._components = None
+        return name
 
     @classmethod
     def from_wire(cls, wire: bytes) -> Name:
@@ -385,7 +415,8 @@ class Name:
     # ---- sequence protocol -------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        offsets = self._offsets
+        return len(offsets if offsets is not None else self.offsets)
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> Component: ...
@@ -393,28 +424,41 @@ class Name:
     def __getitem__(self, index: slice) -> Name: ...
 
     def __getitem__(self, index: SupportsIndex | slice) -> Component | Name:
-        offsets = self.offsets
         if isinstance(index, slice):
-            first, stop, step = index.indices(len(offsets))
-            if step != 1:
-                return Name(self.components[index])
-            if stop <= first:
-                return Name._from_parts(b"", ())
-            begin = offsets[first]
-            end = offsets[stop] if stop < len(offsets) else len(self._value)
-            return Name._from_parts(
-                self._value[begin:end], tuple(o - begin for o in offsets[first:stop])
-            )
-        start = offsets[index]
-        t, vs, ve = read_tl(self._value, start, len(self._value))
-        return Component(t, self._value[vs:ve])
+            return self._slice(index)
+        components = self._components
+        if components is None:
+            components = self._components = [None] * len(self.offsets)
+        component = components[index]
+        if component is None:
+            component = components[index] = self._decode_component(self.offsets[index])
+        return component
+
+    def _slice(self, index: slice) -> Name:
+        offsets = self.offsets
+        first, stop, step = index.indices(len(offsets))
+        if step != 1:
+            return Name(self.components[index])
+        if stop <= first:
+            return Name._from_parts(b"", ())
+        begin = offsets[first]
+        end = offsets[stop] if stop < len(offsets) else len(self._value)
+        return Name._from_parts(
+            self._value[begin:end], tuple(o - begin for o in offsets[first:stop])
+        )
+
+    def _decode_component(self, start: int) -> Component:
+        value = self._value
+        t = value[start]
+        n = value[start + 1]
+        if t < 253 and n < 253:  # one-byte TLV-TYPE and TLV-LENGTH, as almost always
+            return _new_component(Component, (t, value[start + 2 : start + 2 + n]))
+        t, vs, ve = read_tl(value, start, len(value))
+        return _new_component(Component, (t, value[vs:ve]))
 
     def __iter__(self) -> Iterator[Component]:
-        value = self._value
-        end = len(value)
-        for start in self.offsets:
-            t, vs, ve = read_tl(value, start, end)
-            yield Component(t, value[vs:ve])
+        get = self.__getitem__
+        return (get(i) for i in range(len(self)))
 
     @property
     def components(self) -> tuple[Component, ...]:
@@ -425,11 +469,18 @@ class Name:
         return self[:n]
 
     def append(self, component: Component | bytes | str) -> Name:
-        """A new name with one more component."""
-        w = _valid_component(component)
-        offsets = self._offsets
-        new_offsets = None if offsets is None else (*offsets, len(self._value))
-        return Name._from_parts(self._value + w.wire, new_offsets)
+        """A new name with one more component (bytes: a generic component's value).
+
+        Built on the wire form: the new name is this name's bytes plus the
+        component's TLV; its offsets are computed when first needed.
+        """
+        if type(component) is bytes and len(component) < 253:
+            # The common case, a short generic value: no Component object at all.
+            return Name._from_parts(
+                b"".join((self._value, bytes((ComponentType.GENERIC, len(component))), component)),
+                None,
+            )
+        return Name._from_parts(self._value + _valid_component(component).wire, None)
 
     def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
         other = other if isinstance(other, Name) else Name(other)
