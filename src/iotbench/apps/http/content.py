@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from iotbench.apps.requesters import Done
+from iotbench.metrics.items import Item
+
 Header = tuple[str, str]
 
 #: CoAP Content-Format numbers of the sensors (apps/sensors.py) as media types.
@@ -39,3 +42,19 @@ def host_header(address: str, port: int) -> str:
     """The Host (or :authority) value for an address and port (RFC 9110 7.2)."""
     host = f"[{address}]" if ":" in address else address
     return host if port == 80 else f"{host}:{port}"
+
+
+class Exchange:
+    """One request of an item: its response status and payload so far."""
+
+    __slots__ = ("done", "item", "payload", "status")
+
+    def __init__(self, item: Item, done: Done) -> None:
+        self.item = item
+        self.done = done
+        self.status = 0
+        self.payload = 0
+
+    def finish(self, ok: bool) -> None:
+        """End the item: delivered when the response came complete with a 2xx status."""
+        self.done(self.item, ok and 200 <= self.status < 300, self.payload if ok else 0)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import h11
 
-from iotbench.apps.http.content import Header, answer
+from iotbench.apps.http.content import Exchange, Header, answer
 from iotbench.apps.requesters import Done
 from iotbench.metrics.items import Item
 from iotbench.net.tcp import Closed, DataReceived, PeerClosed, TcpSocket, TcpStack
@@ -83,20 +83,14 @@ class Http1Server:
                 return
 
 
-class _Exchange:
+class _Exchange(Exchange):
     """One request; the h11 connection that formatted it parses its response."""
 
-    __slots__ = ("conn", "done", "item", "payload", "status")
+    __slots__ = ("conn",)
 
     def __init__(self, item: Item, done: Done) -> None:
+        super().__init__(item, done)
         self.conn = h11.Connection(h11.CLIENT)
-        self.item = item
-        self.done = done
-        self.status = 0
-        self.payload = 0
-
-    def finish(self, ok: bool) -> None:
-        self.done(self.item, ok and 200 <= self.status < 300, self.payload if ok else 0)
 
 
 class _ClientConnection:

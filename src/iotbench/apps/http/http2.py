@@ -25,7 +25,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from iotbench.apps.http.content import Header, answer
+from iotbench.apps.http.content import Exchange, Header, answer
 from iotbench.apps.requesters import Done
 from iotbench.metrics.items import Item
 from iotbench.net.tcp import Closed, Connected, DataReceived, PeerClosed, TcpSocket, TcpStack
@@ -133,26 +133,13 @@ class Http2Server:
         _send(sock, conn)
 
 
-class _Stream:
-    __slots__ = ("done", "item", "payload", "status")
-
-    def __init__(self, item: Item, done: Done) -> None:
-        self.item = item
-        self.done = done
-        self.status = 0
-        self.payload = 0
-
-    def finish(self, ok: bool) -> None:
-        self.done(self.item, ok and 200 <= self.status < 300, self.payload if ok else 0)
-
-
 class _ClientConnection:
     def __init__(self, client: Http2Client, close_when_idle: bool) -> None:
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
         self.conn = h2.connection.H2Connection(config)
         self.client = client
         self.close_when_idle = close_when_idle
-        self.streams: dict[int, _Stream] = {}
+        self.streams: dict[int, Exchange] = {}
         self.sock: TcpSocket | None = None
 
     def on_event(self, event: TcpEvent) -> None:
@@ -238,7 +225,7 @@ class Http2Client:
         first = _start(conn, self.minimal_settings, client=True) if fresh else b""
         stream_id = conn.get_next_available_stream_id()
         conn.send_headers(stream_id, self.headers, end_stream=True)
-        target.streams[stream_id] = _Stream(item, done)
+        target.streams[stream_id] = Exchange(item, done)
         if fresh:
             blob = first + conn.data_to_send()
             target.sock = self._connect(target.on_event, blob, header_bytes(blob))
