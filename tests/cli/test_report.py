@@ -111,3 +111,19 @@ def test_plot_x_values_select_and_order_the_x_axis(tmp_path: Path) -> None:
     assert plot(spec, groups, axes, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes().startswith(PNG_MAGIC)
     assert not plot({**spec, "x_values": []}, groups, axes, tmp_path / "none.png")
+
+
+def test_report_lists_every_run_in_html_and_csv(results: Path) -> None:
+    import csv
+
+    build_report(results, None)
+    report = results / "report"
+    with (report / "example-runs.csv").open() as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], rows[1:]
+    assert header[:4] == ["variant", "size", "rep", "seed"] and "time_s" in header
+    scenario = load_scenario(EXAMPLE)
+    assert len(body) == len(expand(scenario))  # one row per run
+    assert [r[:3] for r in body[:2]] == [["con", "10", "0"], ["con", "10", "1"]]
+    index = (report / "index.html").read_text()
+    assert "Every run" in index and 'href="example-runs.csv"' in index

@@ -28,6 +28,8 @@ class Section:
     runs: int
     summary_table: str  # HTML
     all_metrics_table: str  # HTML
+    runs_table: str  # HTML: one row per run
+    runs_csv: str  # file name of every run with every metric
     images: list[tuple[str, str]] = field(default_factory=list)  # (file name, title)
     notes: list[str] = field(default_factory=list)
 
@@ -53,6 +55,11 @@ def render(sections: list[Section]) -> str:
             section.summary_table,
             "<details><summary>All metrics</summary>",
             section.all_metrics_table,
+            "</details>",
+            "<details><summary>Every run</summary>",
+            section.runs_table,
+            f'<p class="meta">Every run with every metric: '
+            f'<a href="{html.escape(section.runs_csv)}">{html.escape(section.runs_csv)}</a></p>',
             "</details>",
         ]
         for file_name, title in section.images:

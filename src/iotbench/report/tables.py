@@ -144,8 +144,24 @@ def rich_table(summary: Summary, title: str | None = None) -> Table:
 
 def html_table(summary: Summary) -> str:
     header, rows = cells(summary)
-    n_axes = len(summary.axes)
+    return html_rows(header, rows, len(summary.axes))
 
+
+def runs_rows(
+    runs: Sequence, axes: Sequence[str], metrics: Sequence[str]
+) -> tuple[list[str], list[list[str]]]:
+    """Header and one row per stored run (its axis values, repetition, seed, metrics),
+    in the order the axes list their values."""
+    header = [*axes, "rep", "seed", *metrics]
+    rows = []
+    for run in runs:
+        row = [str(run.params.get(a, "")) for a in axes] + [str(run.repetition), str(run.seed)]
+        row += [format_value(float(run.metrics.get(m, math.nan))) for m in metrics]
+        rows.append(row)
+    return header, rows
+
+
+def html_rows(header: list[str], rows: list[list[str]], n_axes: int) -> str:
     def row_html(row: list[str], tag: str) -> str:
         tds = "".join(
             f'<{tag} class="{"axis" if i < n_axes else "num"}">{html.escape(c)}</{tag}>'
