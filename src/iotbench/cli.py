@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 SERVE_PROTOCOLS = ("coap", "http", "mqtt")  # servers `serve` runs on real sockets
 CLIENT_PROTOCOLS = ("coap", "mqtt")  # clients `client` runs on real sockets
+BENCHMARKS = {"ndn-api": "iotbench.bench.ndn_api"}  # `bench NAME` -> its module
 
 MAIN_EPILOG = """\
 examples:
@@ -47,6 +48,7 @@ examples:
   iotbench report results/s1-object-download      tables, PNG plots, report/index.html
   iotbench serve coap --port 5683                 a CoAP server on a real socket
   iotbench serve mqtt                             an MQTT broker on 127.0.0.1:1883
+  iotbench bench ndn-api                          NDN API speed against python-ndn (S5)
 
 Scenario file format: docs/scenarios.md.
 """
@@ -253,6 +255,33 @@ def build_parser() -> argparse.ArgumentParser:
         " a subscription without --count ends here)",
     )
     p.set_defaults(handler=cmd_client)
+
+    p = commands.add_parser(
+        "bench",
+        help="micro-benchmarks of the protocol stacks",
+        description="ndn-api: S5's NDN API benchmark. Operations per second of this NDN stack\n"
+        "and of python-ndn doing the same operation on the same input (checked to give the\n"
+        "same result), and their ratio (> 1: iotbench is faster). Needs python-ndn:\n"
+        "pip install 'iotbench[test]'. Takes about 15 x S seconds.",
+        epilog="examples:\n"
+        "  iotbench bench ndn-api\n"
+        "  iotbench bench ndn-api --seconds 0.2 --json      one JSON object per operation\n",
+        formatter_class=formatter,
+    )
+    p.add_argument("benchmark", choices=sorted(BENCHMARKS), help="which benchmark")
+    p.add_argument(
+        "--seconds",
+        type=_positive_float,
+        default=1.0,
+        metavar="S",
+        help="measuring time per operation, both sides together (default: %(default)s)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per operation (JSON Lines) instead of a table",
+    )
+    p.set_defaults(handler=cmd_bench)
     return parser
 
 
@@ -460,6 +489,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_client(args: argparse.Namespace) -> int:
     return _real_cli().client(args) or EXIT_OK
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    # Imported on use: a benchmark may load a peer library the other commands never need.
+    return importlib.import_module(BENCHMARKS[args.benchmark]).main(args.seconds, args.json)
 
 
 if __name__ == "__main__":

@@ -240,25 +240,31 @@ def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
     offsets = []
     append = offsets.append
     pos = start
-    while pos < end:
-        append(pos - start)
-        # Nearly every component has a one-byte TLV-TYPE (3..252: no digest rule applies)
-        # and a one-byte TLV-LENGTH; walking those inline, without a call, is what makes
-        # decoding a name cheap.
-        if 2 < buf[pos] < 253 and pos + 1 < end and buf[pos + 1] < 253:
-            pos += 2 + buf[pos + 1]
-            if pos > end:
-                raise NdnDecodeError(f"name component claims {pos - end} bytes more than are left")
-            continue
-        t, vs, ve = read_tl(buf, pos, end)
-        if t > _MAX_COMPONENT_TYPE or ((t == 1 or t == 2) and ve - vs != 32):
-            _check_component(t, ve - vs)
-        pos = ve
+    try:
+        while pos < end:
+            append(pos - start)
+            # Nearly every component has a one-byte TLV-TYPE (3..252: no digest rule
+            # applies) and a one-byte TLV-LENGTH; walking those inline, without a call,
+            # is what makes decoding a name cheap. A length that runs past `end` ends
+            # the loop and is caught below.
+            if 2 < buf[pos] < 253 and (n := buf[pos + 1]) < 253:
+                pos += 2 + n
+                continue
+            t, vs, ve = read_tl(buf, pos, end)
+            if t > _MAX_COMPONENT_TYPE or ((t == 1 or t == 2) and ve - vs != 32):
+                _check_component(t, ve - vs)
+            pos = ve
+    except IndexError:  # a one-byte type at the very end of the buffer
+        raise NdnDecodeError("truncated name component") from None
+    if pos > end:
+        raise NdnDecodeError(f"name component claims {pos - end} bytes more than are left")
     return tuple(offsets)
 
 
 # Component(t, v) without the named tuple's Python-level __new__ (decoded values are valid).
 _new_component = tuple.__new__
+# TLV-TYPE and TLV-LENGTH of a generic component with a value of 0..252 bytes.
+_GENERIC_TL = tuple(bytes((ComponentType.GENERIC, n)) for n in range(253))
 
 
 def _to_component(c: Component | bytes | str) -> Component:
@@ -352,10 +358,13 @@ class Name:
     def from_wire(cls, wire: bytes) -> Name:
         """Decode exactly one Name TLV."""
         wire = bytes(wire)
-        t, vs, ve = read_tl(wire, 0, len(wire))
+        size = len(wire)
+        if size > 1 and wire[0] == _NAME_TYPE and wire[1] < 253 and wire[1] + 2 == size:
+            return cls.from_value(wire, 2, size)  # a Name of up to 252 bytes, the usual case
+        t, vs, ve = read_tl(wire, 0, size)
         if t != _NAME_TYPE:
             raise NdnDecodeError(f"expected a Name (type 7), got type {t}")
-        if ve != len(wire):
+        if ve != size:
             raise NdnDecodeError("trailing bytes after the Name")
         return cls.from_value(wire, vs, ve)
 
@@ -428,10 +437,10 @@ class Name:
             return self._slice(index)
         components = self._components
         if components is None:
-            components = self._components = [None] * len(self.offsets)
+            components = self._components = [None] * len(self)
         component = components[index]
         if component is None:
-            component = components[index] = self._decode_component(self.offsets[index])
+            component = components[index] = self._decode_component(self._offsets[index])
         return component
 
     def _slice(self, index: slice) -> Name:
@@ -474,12 +483,9 @@ class Name:
         Built on the wire form: the new name is this name's bytes plus the
         component's TLV; its offsets are computed when first needed.
         """
-        if type(component) is bytes and len(component) < 253:
+        if type(component) is bytes and (size := len(component)) < 253:
             # The common case, a short generic value: no Component object at all.
-            return Name._from_parts(
-                b"".join((self._value, bytes((ComponentType.GENERIC, len(component))), component)),
-                None,
-            )
+            return Name._from_parts(self._value + _GENERIC_TL[size] + component, None)
         return Name._from_parts(self._value + _valid_component(component).wire, None)
 
     def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
