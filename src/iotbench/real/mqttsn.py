@@ -1,0 +1,469 @@
+"""MQTT-SN over real sockets: the simulator's MqttSnGateway and MqttSnClient behind asyncio.
+
+    await serve_mqttsn_gateway("127.0.0.1", 1883, "127.0.0.1", 1883)   # until cancelled
+    result = await mqttsn_publish("127.0.0.1", 1883, "sensors/t", b"21.5", qos=1)
+    result = await mqttsn_subscribe("127.0.0.1", 1883, "sensors/#", count=3)
+
+The gateway listens on UDP (MQTT-SN clients) and opens one TCP connection per
+client to an MQTT 3.1.1 broker. Port 1883 is the MQTT-SN default of RSMB and
+mqtt-sn-tools (UDP; the broker's TCP 1883 does not collide with it). Real mode
+names its client "iotbench-" plus random hex digits from the operating
+system's random source (19 characters, within MQTT-SN's 23); the simulator
+injects a seeded stream instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import socket
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from iotbench.proto.mqttsn.client import MqttSnClient
+from iotbench.proto.mqttsn.codec import ReturnCode, TopicIdType
+from iotbench.proto.mqttsn.events import (
+    Connected,
+    ConnectionRefused,
+    Disconnected,
+    MessageReceived,
+    Published,
+    Registered,
+    RequestFailed,
+    Subscribed,
+)
+from iotbench.proto.mqttsn.gateway import MqttSnGateway
+from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
+from iotbench.proto.sansio import drain_with
+from iotbench.real.coap import RealModeError
+from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver
+from iotbench.real.stream import DEFAULT_MAX_WRITE_BUFFER_BYTES
+
+log = logging.getLogger("iotbench.real")
+
+DEFAULT_PORT = 1883
+#: How long a client waits for the gateway's answer to its DISCONNECT.
+CLOSE_WAIT_S = 2.0
+
+# --------------------------------------------------------------------------- gateway
+
+
+class _BrokerConnection(asyncio.Protocol):
+    """One TCP connection from the gateway to the broker, carrying one gateway stream."""
+
+    def __init__(self, driver: GatewayDriver, stream: int) -> None:
+        self.driver = driver
+        self.stream = stream
+        self.transport: asyncio.Transport | None = None
+        self.closing = False
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        if self.closing:
+            transport.close()  # the gateway gave up on it while it was opening
+        else:
+            self.driver._stream_connected(self.stream)
+
+    def data_received(self, data: bytes) -> None:
+        self.driver._stream_data(self.stream, data)
+
+    def eof_received(self) -> bool:
+        return False  # the broker closed its side: close ours too, connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.driver._stream_lost(self.stream)
+
+    def write(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(data)
+        if transport.get_write_buffer_size() > self.driver.max_write_buffer_bytes:
+            log.warning("broker connection %s does not read; aborting it", self.stream)
+            transport.abort()
+
+    def close(self) -> None:
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()  # after the buffered bytes are written
+
+
+class GatewayDriver(AsyncDatagramDriver):
+    """Feeds an MqttSnGateway from a UDP socket, and its broker streams from TCP connections.
+
+    The datagram side is real/driver.py's; on top, every stream the gateway asks
+    for becomes a TCP connection to the broker, opened in the background
+    (stream_connected once open, stream_lost if it fails or breaks), written
+    in order and closed after its queued bytes when the gateway says so.
+    """
+
+    def __init__(
+        self,
+        gateway: MqttSnGateway,
+        broker_host: str,
+        broker_port: int,
+        on_event: Callable[[object], None] | None = None,
+        *,
+        max_write_buffer_bytes: int = DEFAULT_MAX_WRITE_BUFFER_BYTES,
+    ) -> None:
+        super().__init__(gateway, on_event)
+        self.broker_host = broker_host
+        self.broker_port = broker_port
+        self.max_write_buffer_bytes = max_write_buffer_bytes
+        self._streams: dict[int, _BrokerConnection] = {}
+        self._opening: set[asyncio.Task] = set()
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.stack.start(self.loop.time())
+        self.pump()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for conn in list(self._streams.values()):
+            conn.close()
+        for task in self._opening:
+            task.cancel()
+
+    @property
+    def sockname(self) -> tuple:
+        return self.transport.get_extra_info("sockname")
+
+    def pump(self) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        self._timer.arm(drain_with(self.stack, self._flush, self._deliver))
+
+    def _flush(self) -> None:
+        gw = self.stack
+        for data, addr in gw.datagrams_to_send():
+            self._send(data, addr)
+        for stream in gw.streams_to_open():
+            self._open(stream)
+        for stream, data in gw.stream_data_to_send():
+            conn = self._streams.get(stream)
+            if conn is not None:
+                conn.write(data)
+        for stream in gw.streams_to_close():
+            conn = self._streams.get(stream)
+            if conn is not None:
+                conn.close()
+
+    # ---- broker streams -------------------------------------------------------------------
+
+    def _open(self, stream: int) -> None:
+        conn = _BrokerConnection(self, stream)
+        self._streams[stream] = conn
+        task = self.loop.create_task(
+            self.loop.create_connection(lambda: conn, self.broker_host, self.broker_port)
+        )
+        self._opening.add(task)
+        task.add_done_callback(lambda t: self._opened(t, stream))
+
+    def _opened(self, task: asyncio.Task, stream: int) -> None:
+        self._opening.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            if not task.cancelled():
+                log.warning("cannot connect to the broker: %s", task.exception())
+            self._stream_lost(stream)
+
+    def _stream_connected(self, stream: int) -> None:
+        self.stack.stream_connected(self.loop.time(), stream)
+        self.pump()
+
+    def _stream_data(self, stream: int, data: bytes) -> None:
+        self.stack.stream_receive(self.loop.time(), stream, data)
+        self.pump()
+
+    def _stream_lost(self, stream: int) -> None:
+        if self._streams.pop(stream, None) is not None:
+            self.stack.stream_lost(self.loop.time(), stream)
+            self.pump()
+
+
+async def serve_mqttsn_gateway(
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    broker_host: str = "127.0.0.1",
+    broker_port: int = 1883,
+    *,
+    params: MqttSnGatewayParams | None = None,
+    on_ready: Callable[[GatewayDriver], None] | None = None,
+    on_event: Callable[[object], None] | None = None,
+) -> None:
+    """Run an MQTT-SN gateway on UDP host:port for the broker at broker_host:broker_port,
+    until cancelled. Broadcasting (ADVERTISE) is allowed on the socket when
+    params.broadcast_addr is set."""
+    params = params or MqttSnGatewayParams()
+    gateway = MqttSnGateway(random.SystemRandom(), params)
+    loop = asyncio.get_running_loop()
+    try:
+        _, driver = await loop.create_datagram_endpoint(
+            lambda: GatewayDriver(gateway, broker_host, broker_port, on_event),
+            local_addr=(host, port),
+            allow_broadcast=params.broadcast_addr is not None,
+        )
+    except OSError as exc:
+        raise RealModeError(f"cannot listen on UDP {host} port {port}: {exc.strerror}") from None
+    try:
+        if on_ready is not None:
+            on_ready(driver)
+        await asyncio.Event().wait()  # forever; cancellation ends it
+    finally:
+        driver.close()
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass
+class MqttSnResult:
+    """What one client run produced."""
+
+    published: int = 0
+    topic_id: int | None = None
+    messages: list[MessageReceived] = field(default_factory=list)
+    granted: int | None = None
+    failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+_RETURN_CODES = {
+    ReturnCode.CONGESTION: "rejected: congestion",
+    ReturnCode.INVALID_TOPIC_ID: "rejected: invalid topic ID",
+    ReturnCode.NOT_SUPPORTED: "rejected: not supported",
+}
+
+
+def _return_code(code: int) -> str:
+    return _RETURN_CODES.get(code, f"rejected: return code {code}")
+
+
+def _failure(event: object) -> str | None:
+    if isinstance(event, ConnectionRefused):
+        return f"connection {_return_code(event.return_code)}"
+    if isinstance(event, RequestFailed):
+        if event.reason == "rejected":
+            return f"{event.kind} {_return_code(event.return_code)}"
+        return f"{event.kind} failed: {event.reason}"
+    if isinstance(event, Disconnected):
+        return f"disconnected ({event.reason})"
+    return None
+
+
+class _Session:
+    """One MqttSnClient on a UDP socket whose events the caller awaits in order."""
+
+    def __init__(self, client: MqttSnClient) -> None:
+        self.client = client
+        self.queue: asyncio.Queue[object] = asyncio.Queue()
+        self.driver: AsyncDatagramDriver | None = None
+        self.gateway: tuple[str, int] | None = None
+
+    async def open(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+        except OSError as exc:
+            raise RealModeError(f"cannot resolve {host}: {exc.strerror or exc}") from None
+        family, _, _, _, sockaddr = infos[0]
+        self.gateway = (sockaddr[0], sockaddr[1])
+        any_addr = "::" if family == socket.AF_INET6 else "0.0.0.0"
+        self.driver = await open_datagram_driver(
+            self.client, self.queue.put_nowait, local_addr=(any_addr, 0), family=family
+        )
+
+    async def next(self, deadline: float | None) -> object | None:
+        """The next event, or None at the deadline."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), _left(deadline))
+        except TimeoutError:
+            return None
+
+    async def expect(self, kind: type, deadline: float | None) -> tuple[object | None, str | None]:
+        """(event, None) for the next `kind` event, or (None, why not)."""
+        while True:
+            event = await self.next(deadline)
+            if event is None:
+                return None, "timeout"
+            if isinstance(event, kind):
+                return event, None
+            failure = _failure(event)
+            if failure is not None:
+                return None, failure
+
+    async def connect(self, deadline: float | None) -> str | None:
+        self.client.connect(self.driver.now(), self.gateway)
+        self.driver.pump()
+        _, failure = await self.expect(Connected, deadline)
+        return failure
+
+    async def close(self) -> None:
+        """DISCONNECT (if connected) and wait briefly for the answer; close the socket."""
+        driver = self.driver
+        if driver is None:
+            return
+        if self.client.state not in ("disconnected", "disconnecting"):
+            self.client.disconnect(driver.now())
+            driver.pump()
+            try:
+                await asyncio.wait_for(self._disconnected(), CLOSE_WAIT_S)
+            except TimeoutError:
+                pass
+        driver.close()
+
+    async def _disconnected(self) -> None:
+        while not isinstance(await self.queue.get(), Disconnected):
+            pass
+
+
+def _left(deadline: float | None) -> float | None:
+    if deadline is None:
+        return None
+    return max(0.0, deadline - asyncio.get_running_loop().time())
+
+
+def _deadline(timeout_s: float | None) -> float | None:
+    return None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
+
+
+def _client(params: MqttSnClientParams | None) -> MqttSnClient:
+    rng = random.SystemRandom()
+    if params is None:
+        params = MqttSnClientParams(client_id=f"iotbench-{rng.getrandbits(40):010x}")
+    return MqttSnClient(rng, params)
+
+
+def _topic_kind(topic: str | int, topic_id_type: TopicIdType | None) -> TopicIdType:
+    """NORMAL for a topic name, PREDEFINED for a number, unless told otherwise."""
+    if topic_id_type is not None:
+        return topic_id_type
+    return TopicIdType.PREDEFINED if isinstance(topic, int) else TopicIdType.NORMAL
+
+
+async def mqttsn_publish(
+    host: str,
+    port: int,
+    topic: str | int,
+    payload: bytes,
+    *,
+    qos: int = 0,
+    retain: bool = False,
+    count: int = 1,
+    topic_id_type: TopicIdType | None = None,
+    timeout_s: float | None = None,
+    params: MqttSnClientParams | None = None,
+) -> MqttSnResult:
+    """Publish `payload` `count` times through the gateway at host:port.
+
+    topic: a topic name (registered with REGISTER first), a predefined topic id
+    (int), or with topic_id_type=SHORT a two-character short topic name. QoS 0,
+    1, 2: CONNECT, (REGISTER,) PUBLISH and its acknowledgements, DISCONNECT; each
+    message is done when Published says so. QoS -1: PUBLISH only, without a
+    connection (predefined or short topics, 6.8).
+    """
+    kind = _topic_kind(topic, topic_id_type)
+    if qos not in (-1, 0, 1, 2):
+        raise RealModeError(f"QoS must be -1, 0, 1 or 2, not {qos}")
+    if qos == -1 and kind == TopicIdType.NORMAL:
+        raise RealModeError("QoS -1 needs a predefined topic id or a short topic name")
+    if count < 1:
+        raise RealModeError(f"count must be at least 1, not {count}")
+    deadline = _deadline(timeout_s)
+    session = _Session(_client(params))
+    result = MqttSnResult()
+    await session.open(host, port)
+    client = session.client
+    try:
+        if qos == -1:
+            for _ in range(count):
+                _publish(client, session, topic, payload, qos, retain, kind)
+                result.published += 1
+            session.driver.pump()
+            return result
+        result.failure = await session.connect(deadline)
+        if result.failure is None and kind == TopicIdType.NORMAL:
+            client.register(session.driver.now(), topic)
+            session.driver.pump()
+            event, result.failure = await session.expect(Registered, deadline)
+            if event is not None:
+                result.topic_id = topic = event.topic_id
+        pending = count
+        while result.failure is None and result.published < count:
+            # Hand over what the client's queue takes; wait for completions.
+            while pending and client.queued < client.params.max_queued:
+                _publish(client, session, topic, payload, qos, retain, kind)
+                pending -= 1
+            session.driver.pump()
+            _, result.failure = await session.expect(Published, deadline)
+            if result.failure is None:
+                result.published += 1
+    finally:
+        await session.close()
+    return result
+
+
+def _publish(client, session, topic, payload, qos, retain, kind) -> None:
+    try:
+        now = session.driver.now()
+        client.publish(now, topic, payload, qos, retain, topic_id_type=kind, addr=session.gateway)
+    except ValueError as exc:
+        raise RealModeError(str(exc)) from None
+
+
+async def mqttsn_subscribe(
+    host: str,
+    port: int,
+    topic: str | int,
+    *,
+    qos: int = 0,
+    count: int = 0,
+    topic_id_type: TopicIdType | None = None,
+    timeout_s: float | None = None,
+    on_message: Callable[[MessageReceived], None] | None = None,
+    params: MqttSnClientParams | None = None,
+) -> MqttSnResult:
+    """Connect through the gateway, subscribe to a topic filter (or a predefined id, or
+    a short name), receive `count` messages (0: until the timeout or cancellation),
+    disconnect. Reaching the timeout is a failure only when a count was asked for."""
+    kind = _topic_kind(topic, topic_id_type)
+    if qos not in (0, 1, 2):
+        raise RealModeError(f"QoS must be 0, 1 or 2, not {qos}")
+    deadline = _deadline(timeout_s)
+    session = _Session(_client(params))
+    result = MqttSnResult()
+    await session.open(host, port)
+    try:
+        result.failure = await session.connect(deadline)
+        if result.failure is None:
+            try:
+                session.client.subscribe(session.driver.now(), topic, qos, topic_id_type=kind)
+            except ValueError as exc:
+                raise RealModeError(str(exc)) from None
+            session.driver.pump()
+        while result.failure is None and not (count and len(result.messages) >= count):
+            event = await session.next(deadline)
+            if event is None:
+                result.failure = "timeout" if count else None
+                break
+            if isinstance(event, Subscribed):
+                result.granted, result.topic_id = event.qos, event.topic_id
+            elif isinstance(event, MessageReceived):
+                result.messages.append(event)
+                if on_message is not None:
+                    on_message(event)
+            else:
+                result.failure = _failure(event)
+    finally:
+        await session.close()
+    return result
+
+
+def gateway_address(driver: GatewayDriver) -> Hashable:
+    """(host, port) the gateway's UDP socket is bound to (port 0 picks a free one)."""
+    name = driver.sockname
+    return (name[0], name[1])
