@@ -57,7 +57,7 @@ class BrokerApp:
         self.pump()
 
     def attach(self, conn: Hashable, transport: object) -> None:
-        """A connection that does not cross the network (see LocalClient)."""
+        """A connection that does not cross the network (see LocalLink)."""
         self._transports[conn] = transport
         self.broker.connection_made(self.sim.now, conn)
         self.pump()
@@ -74,8 +74,15 @@ class BrokerApp:
         self.pump()
 
     def receive_local(self, conn: Hashable, data: bytes) -> None:
-        self.broker.receive_data(self.sim.now, conn, data)
-        self.pump()
+        if conn in self._transports:
+            self.broker.receive_data(self.sim.now, conn, data)
+            self.pump()
+
+    def detach(self, conn: Hashable) -> None:
+        """A local connection ended from its far side."""
+        if self._transports.pop(conn, None) is not None:
+            self.broker.connection_lost(self.sim.now, conn)
+            self.pump()
 
     def pump(self) -> None:
         self._timer.set(drain_with(self.broker, self._flush, lambda event: None))
@@ -141,33 +148,60 @@ class ClientDriver:
         self.pump()
 
 
-class LocalClient:
-    """An MQTT client on the broker's host: bytes go straight to the broker.
+class LocalLink:
+    """A connection to the broker from its own host: no packets, no link.
 
     Each direction is delivered with call_soon (at the same instant, after the
-    current event), as a loopback connection would, without packets.
+    current event), as a loopback connection would. The broker side sees a
+    transport (`send`, `close`); the other side writes with `write` and ends
+    the connection with `hang_up`, and hears `on_data` and `on_close`.
     """
 
     def __init__(
-        self, sim: Simulator, app: BrokerApp, client: MqttClient, on_event, name: str = "local"
+        self,
+        sim: Simulator,
+        app: BrokerApp,
+        name: Hashable,
+        on_data: Callable[[bytes], None],
+        on_close: Callable[[], None],
     ) -> None:
         self.sim = sim
         self.app = app
         self.conn = ("local", name)
-        self.driver = ClientDriver(sim, client, self._to_broker, lambda: None, on_event)
+        self.on_data = on_data
+        self.on_close = on_close
         app.attach(self.conn, self)
+
+    # the broker's side
+    def send(self, data: bytes, header_len: int) -> None:
+        self.sim.call_soon(self.on_data, data)
+
+    def close(self) -> None:
+        self.sim.call_soon(self.on_close)
+
+    # the other side
+    def write(self, data: bytes) -> None:
+        self.sim.call_soon(self.app.receive_local, self.conn, data)
+
+    def hang_up(self) -> None:
+        self.sim.call_soon(self.app.detach, self.conn)
+
+
+class LocalClient:
+    """An MqttClient on the broker's host, over a LocalLink."""
+
+    def __init__(
+        self, sim: Simulator, app: BrokerApp, client: MqttClient, on_event, name: str = "local"
+    ) -> None:
+        self.driver = ClientDriver(
+            sim, client, lambda data, header_len: self.link.write(data), self._hang_up, on_event
+        )
+        self.link = LocalLink(sim, app, name, self.driver.receive, self.driver.lost)
         client.connect(sim.now)
         self.driver.pump()
 
-    # transport towards the client, as the broker app sees it
-    def send(self, data: bytes, header_len: int) -> None:
-        self.sim.call_soon(self.driver.receive, data)
-
-    def close(self) -> None:
-        self.sim.call_soon(self.driver.lost)
-
-    def _to_broker(self, data: bytes, header_len: int) -> None:
-        self.sim.call_soon(self.app.receive_local, self.conn, data)
+    def _hang_up(self) -> None:
+        self.link.hang_up()
 
 
 class PerItemPublisher:
