@@ -352,7 +352,7 @@ def test_empty_will_topic_at_connect_means_no_will():
     raw._send(encode(Connect("raw", 10, True, True)), GW)
     net.step()
     assert type(net.log[-1][3]) is WillTopicReq
-    raw._send(encode(WillTopic(None)), GW)  # 5.4.8: the empty WILLTOPIC
+    raw._send(encode(WillTopic(None)), GW)  # 5.4.7: the empty WILLTOPIC
     net.step()
     assert net.sent(GATEWAY, ConnAck) == [(net.log[-1][0], ConnAck(0))]
     net.run(net.now + 30)  # silent: lost after 15 s, without a will

@@ -72,7 +72,7 @@ VECTORS = [
     (Connect("dev1", 60, True, False), "0a 04 04 01 003c 64657631"),
     (Connect("dev1", 60, False, True), "0a 04 08 01 003c 64657631"),
     (Connect("d", 0, True, True), "07 04 0c 01 0000 64"),
-    # CONNACK with each return code of table 5
+    # CONNACK with each return code of 5.3.10
     (ConnAck(ReturnCode.ACCEPTED), "03 05 00"),
     (ConnAck(ReturnCode.CONGESTION), "03 05 01"),
     (ConnAck(ReturnCode.INVALID_TOPIC_ID), "03 05 02"),
@@ -221,7 +221,7 @@ def test_malformed(wire):
 
 def test_unused_flag_bits_are_ignored():
     # CONNECT uses only Will and CleanSession; DUP, QoS, Retain and TopicIdType bits are
-    # "not used" (5.4.5) and must not make the message unreadable.
+    # "not used" (5.4.4) and must not make the message unreadable.
     assert decode(h("0a 04 f7 01 003c 64657631")) == Connect("dev1", 60, True, False)
 
 

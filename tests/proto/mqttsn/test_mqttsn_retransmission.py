@@ -272,3 +272,21 @@ def test_unanswered_disconnect_still_disconnects():
     net.run(t0 + 50)
     assert net.take("dev") == [Disconnected("disconnect")]
     assert len(net.sent("dev", Disconnect)) == 4
+
+
+def test_one_lost_gateway_ends_every_exchange_once():
+    """A PINGREQ and a PUBLISH time out together: one Disconnected, no stray re-send."""
+    net = Net()
+    c = net.add("dev", keep_alive_s=10)
+    c.connect(net.now, GW)
+    net.step()
+    net.take("dev")
+    net.drop = lambda now, s, d, m: s == GATEWAY
+    net.run(10.0)  # the keep-alive PINGREQ goes out at 10.0 ...
+    mid = c.publish(net.now, "ab", b"x", 1, topic_id_type=TopicIdType.SHORT)  # ... so does this
+    net.run(100)
+    assert net.take("dev") == [
+        RequestFailed("publish", mid, "gateway-lost"),
+        Disconnected("gateway-lost"),
+    ]
+    assert max(t for t, s, _, _ in net.log if s == "dev") == 40.0  # the last re-sends

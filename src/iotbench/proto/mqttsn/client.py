@@ -52,7 +52,7 @@ Choices the specification leaves open, and what this client does:
   least once, dup as sent); QoS 2 ones are delivered on the first PUBLISH and
   their MsgId kept until PUBREL (a repeat only gets PUBREC). A PUBLISH with a
   normal topic id this client does not know is answered with PUBACK "invalid
-  topic ID" (5.4.14) and not delivered.
+  topic ID" (5.4.13) and not delivered.
 - Sleeping (6.14): sleep() needs an idle client (no request outstanding or
   queued). wake() sends PINGREQ with the client id; buffered messages
   arrive, and the PINGRESP that ends them puts the client back to sleep
@@ -458,7 +458,8 @@ class MqttSnClient:
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
         self._discovery.handle_timer(now)
-        for op in (self._control, self._request, self._ping):
+        for slot in ("_control", "_request", "_ping"):
+            op = getattr(self, slot)  # looked up anew: an earlier expiry may end them all
             if op is not None and op.retx is not None and op.retx.deadline_s <= now:
                 self._on_retry_timer(now, op)
         if (
@@ -699,7 +700,7 @@ class MqttSnClient:
         op = self._request
         if op is None or op.kind != "publish" or op.msg_id != m.msg_id or m.msg_id == 0:
             if m.return_code != ReturnCode.ACCEPTED:
-                # A rejected QoS 0 PUBLISH (5.4.14): nothing was outstanding for it.
+                # A rejected QoS 0 PUBLISH (5.4.13): nothing was outstanding for it.
                 self._rejected_topic(m.topic_id, m.return_code)
                 self._events.append(RequestFailed("publish", None, "rejected", m.return_code))
             else:
@@ -753,7 +754,7 @@ class MqttSnClient:
             return
         sub: Subscribe = op.message
         if sub.topic_id_type == TopicIdType.NORMAL and m.topic_id and is_valid_topic(op.topic):
-            self._topics.learn(m.topic_id, op.topic)  # 5.4.17: the id PUBLISHes will carry
+            self._topics.learn(m.topic_id, op.topic)  # 5.4.16: the id PUBLISHes will carry
         self._finish_request(now)
         self._events.append(Subscribed(op.msg_id, m.topic_id, m.qos))
 

@@ -101,7 +101,7 @@ class MqttSnDecodeError(DecodeError):
 
 
 class MsgType(IntEnum):
-    """5.2.2, table 3; the other values are reserved."""
+    """MsgType values (5.2.2); the other values are reserved."""
 
     ADVERTISE = 0x00
     SEARCHGW = 0x01
@@ -142,7 +142,7 @@ class TopicIdType(IntEnum):
 
 
 class ReturnCode(IntEnum):
-    """5.3.10, table 5; 0x04-0xFF are reserved."""
+    """ReturnCode values (5.3.10); 0x04-0xFF are reserved."""
 
     ACCEPTED = 0x00
     CONGESTION = 0x01
@@ -150,7 +150,7 @@ class ReturnCode(IntEnum):
     NOT_SUPPORTED = 0x03
 
 
-# Flags bits (5.3.4, table 4).
+# Flags bits (5.3.4).
 _DUP = 0x80
 _QOS_SHIFT = 5
 _RETAIN = 0x10
@@ -167,7 +167,7 @@ _TOPIC_ID_TYPE = 0x03
 
 @dataclass(frozen=True, slots=True)
 class Advertise:
-    """ADVERTISE (5.4.2): broadcast by a gateway; duration_s until its next one."""
+    """ADVERTISE (5.4.1): broadcast by a gateway; duration_s until its next one."""
 
     gw_id: int
     duration_s: int
@@ -177,7 +177,7 @@ class Advertise:
 
 @dataclass(frozen=True, slots=True)
 class SearchGw:
-    """SEARCHGW (5.4.3): broadcast by a client looking for a gateway."""
+    """SEARCHGW (5.4.2): broadcast by a client looking for a gateway."""
 
     radius: int
 
@@ -186,7 +186,7 @@ class SearchGw:
 
 @dataclass(frozen=True, slots=True)
 class GwInfo:
-    """GWINFO (5.4.4): gw_add is empty when a gateway answers, set when a client does."""
+    """GWINFO (5.4.3): gw_add is empty when a gateway answers, set when a client does."""
 
     gw_id: int
     gw_add: bytes = b""
@@ -196,7 +196,7 @@ class GwInfo:
 
 @dataclass(frozen=True, slots=True)
 class Connect:
-    """CONNECT (5.4.5). duration_s is the keep-alive; will asks to be prompted for a will."""
+    """CONNECT (5.4.4). duration_s is the keep-alive; will asks to be prompted for a will."""
 
     client_id: str
     duration_s: int
@@ -209,7 +209,7 @@ class Connect:
 
 @dataclass(frozen=True, slots=True)
 class ConnAck:
-    """CONNACK (5.4.6)."""
+    """CONNACK (5.4.5)."""
 
     return_code: int
 
@@ -218,14 +218,14 @@ class ConnAck:
 
 @dataclass(frozen=True, slots=True)
 class WillTopicReq:
-    """WILLTOPICREQ (5.4.7)."""
+    """WILLTOPICREQ (5.4.6)."""
 
     TYPE = MsgType.WILLTOPICREQ
 
 
 @dataclass(frozen=True, slots=True)
 class WillTopic:
-    """WILLTOPIC (5.4.8). topic None is the empty WILLTOPIC (no Flags, no topic),
+    """WILLTOPIC (5.4.7). topic None is the empty WILLTOPIC (no Flags, no topic),
     which deletes the will (6.3)."""
 
     topic: str | None
@@ -237,14 +237,14 @@ class WillTopic:
 
 @dataclass(frozen=True, slots=True)
 class WillMsgReq:
-    """WILLMSGREQ (5.4.9)."""
+    """WILLMSGREQ (5.4.8)."""
 
     TYPE = MsgType.WILLMSGREQ
 
 
 @dataclass(frozen=True, slots=True)
 class WillMsg:
-    """WILLMSG (5.4.10)."""
+    """WILLMSG (5.4.9)."""
 
     message: bytes
 
@@ -253,7 +253,7 @@ class WillMsg:
 
 @dataclass(frozen=True, slots=True)
 class Register:
-    """REGISTER (5.4.11): topic_id is 0x0000 from a client, the assigned id from a gateway."""
+    """REGISTER (5.4.10): topic_id is 0x0000 from a client, the assigned id from a gateway."""
 
     topic_id: int
     msg_id: int
@@ -264,7 +264,7 @@ class Register:
 
 @dataclass(frozen=True, slots=True)
 class RegAck:
-    """REGACK (5.4.12)."""
+    """REGACK (5.4.11)."""
 
     topic_id: int
     msg_id: int
@@ -275,7 +275,7 @@ class RegAck:
 
 @dataclass(frozen=True, slots=True)
 class Publish:
-    """PUBLISH (5.4.13). qos is -1, 0, 1 or 2; msg_id is 0x0000 for QoS 0 and -1.
+    """PUBLISH (5.4.12). qos is -1, 0, 1 or 2; msg_id is 0x0000 for QoS 0 and -1.
 
     topic_id holds the two octets of the TopicId field: a normal or predefined
     topic id, or a short topic name (see short_topic_id()).
@@ -294,7 +294,7 @@ class Publish:
 
 @dataclass(frozen=True, slots=True)
 class PubAck:
-    """PUBACK (5.4.14): QoS 1 acknowledgement, or a rejection of any PUBLISH."""
+    """PUBACK (5.4.13): QoS 1 acknowledgement, or a rejection of any PUBLISH."""
 
     topic_id: int
     msg_id: int
@@ -305,7 +305,7 @@ class PubAck:
 
 @dataclass(frozen=True, slots=True)
 class PubRec:
-    """PUBREC (5.4.15)."""
+    """PUBREC (5.4.14)."""
 
     msg_id: int
 
@@ -314,7 +314,7 @@ class PubRec:
 
 @dataclass(frozen=True, slots=True)
 class PubRel:
-    """PUBREL (5.4.15)."""
+    """PUBREL (5.4.14)."""
 
     msg_id: int
 
@@ -323,7 +323,7 @@ class PubRel:
 
 @dataclass(frozen=True, slots=True)
 class PubComp:
-    """PUBCOMP (5.4.15)."""
+    """PUBCOMP (5.4.14)."""
 
     msg_id: int
 
@@ -332,7 +332,7 @@ class PubComp:
 
 @dataclass(frozen=True, slots=True)
 class Subscribe:
-    """SUBSCRIBE (5.4.16). NORMAL: topic_name (may hold wildcards); PREDEFINED and
+    """SUBSCRIBE (5.4.15). NORMAL: topic_name (may hold wildcards); PREDEFINED and
     SHORT: the two octets in topic_id."""
 
     msg_id: int
@@ -347,7 +347,7 @@ class Subscribe:
 
 @dataclass(frozen=True, slots=True)
 class SubAck:
-    """SUBACK (5.4.17): qos is the granted QoS; topic_id 0x0000 for wildcard filters."""
+    """SUBACK (5.4.16): qos is the granted QoS; topic_id 0x0000 for wildcard filters."""
 
     topic_id: int
     msg_id: int
@@ -359,7 +359,7 @@ class SubAck:
 
 @dataclass(frozen=True, slots=True)
 class Unsubscribe:
-    """UNSUBSCRIBE (5.4.18), topic fields as in Subscribe."""
+    """UNSUBSCRIBE (5.4.17), topic fields as in Subscribe."""
 
     msg_id: int
     topic_id_type: TopicIdType = TopicIdType.NORMAL
@@ -371,7 +371,7 @@ class Unsubscribe:
 
 @dataclass(frozen=True, slots=True)
 class UnsubAck:
-    """UNSUBACK (5.4.19)."""
+    """UNSUBACK (5.4.18)."""
 
     msg_id: int
 
@@ -380,7 +380,7 @@ class UnsubAck:
 
 @dataclass(frozen=True, slots=True)
 class PingReq:
-    """PINGREQ (5.4.20). client_id is set only by a sleeping client that wakes up (6.14)."""
+    """PINGREQ (5.4.19). client_id is set only by a sleeping client that wakes up (6.14)."""
 
     client_id: str | None = None
 
@@ -389,14 +389,14 @@ class PingReq:
 
 @dataclass(frozen=True, slots=True)
 class PingResp:
-    """PINGRESP (5.4.21)."""
+    """PINGRESP (5.4.20)."""
 
     TYPE = MsgType.PINGRESP
 
 
 @dataclass(frozen=True, slots=True)
 class Disconnect:
-    """DISCONNECT (5.4.22). duration_s is set only by a client going to sleep (6.14)."""
+    """DISCONNECT (5.4.21). duration_s is set only by a client going to sleep (6.14)."""
 
     duration_s: int | None = None
 
@@ -405,7 +405,7 @@ class Disconnect:
 
 @dataclass(frozen=True, slots=True)
 class WillTopicUpd:
-    """WILLTOPICUPD (5.4.23). topic None (no Flags, no topic) deletes the will."""
+    """WILLTOPICUPD (5.4.22). topic None (no Flags, no topic) deletes the will."""
 
     topic: str | None
     qos: int = 0
@@ -425,7 +425,7 @@ class WillTopicResp:
 
 @dataclass(frozen=True, slots=True)
 class WillMsgUpd:
-    """WILLMSGUPD (5.4.25)."""
+    """WILLMSGUPD (5.4.23)."""
 
     message: bytes
 
@@ -434,7 +434,7 @@ class WillMsgUpd:
 
 @dataclass(frozen=True, slots=True)
 class WillMsgResp:
-    """WILLMSGRESP (5.4.26)."""
+    """WILLMSGRESP (5.4.24)."""
 
     return_code: int
 

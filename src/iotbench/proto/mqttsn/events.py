@@ -120,7 +120,7 @@ class Published:
 @dataclass(frozen=True, slots=True)
 class Subscribed:
     """SUBACK accepted; topic_id is the id the gateway will publish a topic name
-    with (0x0000 for wildcard filters and short topic names, 5.4.17)."""
+    with (0x0000 for wildcard filters and short topic names, 5.4.16)."""
 
     msg_id: int
     topic_id: int

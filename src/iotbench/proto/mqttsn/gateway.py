@@ -1,6 +1,6 @@
 """A sans-I/O MQTT-SN 1.2 transparent gateway: datagrams from clients, one MQTT
 3.1.1 connection to the broker per client (the specification's "transparent
-gateway", section 3), time passed in.
+gateway", as opposed to an aggregating one), time passed in.
 
 Driving it (a driver, simulated or real, does exactly this after every call;
 proto/sansio.py's drain_with is that loop, real/mqttsn.py the asyncio driver):
@@ -58,7 +58,7 @@ What it does, with the choices the specification leaves open:
   came, PUBCOMP on PUBREL. A repeat of a message still on its way to the
   broker is ignored; a repeat of a QoS 2 message awaiting PUBREL gets PUBREC
   again. An unknown topic id gets PUBACK "invalid topic ID" at any QoS
-  (5.4.14).
+  (5.4.13).
 - QoS -1 (6.8): from anyone, no connection; predefined and short topics
   only (others dropped and counted), published at QoS 0 over one MQTT
   connection of the gateway's own (qos_minus_one_client_id), opened on first
@@ -69,7 +69,8 @@ What it does, with the choices the specification leaves open:
   is lost. At most max_buffered_messages wait per client; more are dropped
   and counted (the broker already got its acknowledgement).
 - Sleeping clients (6.14): DISCONNECT with a duration puts the client to
-  sleep and its messages wait (all QoS); PINGREQ (with its client id, or any
+  sleep (a duration of 0 is taken as a plain DISCONNECT) and its messages
+  wait (all QoS); PINGREQ (with its client id, or any
   PINGREQ from its address) wakes it: the waiting messages go out, then
   PINGRESP, and it sleeps again. The MQTT connection stays open throughout.
   A sleeping client may publish without waking up.
@@ -88,7 +89,7 @@ What it does, with the choices the specification leaves open:
   DISCONNECT, so it connects again (6.12).
 - ADVERTISE every advertise_interval_s to broadcast_addr, from start(); a
   SEARCHGW is answered with GWINFO (gateway id only) at once: broadcast when
-  broadcast_addr is set (5.4.4), else to the searching client.
+  broadcast_addr is set (5.4.3), else to the searching client.
 """
 
 from __future__ import annotations
@@ -639,7 +640,7 @@ class MqttSnGateway:
     def _on_message(self, now: float, m: Message, addr: Hashable, radius: int = 0) -> None:
         t = type(m)
         if t is SearchGw:
-            # 5.4.4: broadcast with the searcher's radius; through a forwarder, via it.
+            # 5.4.3: broadcast with the searcher's radius; through a forwarder, via it.
             dest = addr
             if type(addr) is not Forwarded and self.params.broadcast_addr is not None:
                 dest = self.params.broadcast_addr
@@ -773,7 +774,7 @@ class MqttSnGateway:
             self.stats.unexpected += 1
 
     def _on_disconnect(self, now: float, c: _Client, m: Disconnect) -> None:
-        if m.duration_s is not None and c.state in _CONNECTED:
+        if m.duration_s and c.state in _CONNECTED:  # a sleep of 0 s is a plain DISCONNECT
             c.state = _ASLEEP
             c.sleep_s = m.duration_s
             self._suspend(c)
@@ -810,7 +811,7 @@ class MqttSnGateway:
             self._send(WillTopicResp(ReturnCode.NOT_SUPPORTED), c.addr)
             return
         if m.topic is None:
-            c.will_topic, c.will_msg = None, b""  # 5.4.23: deletes topic and message
+            c.will_topic, c.will_msg = None, b""  # 5.4.22: deletes topic and message
         else:
             c.will_topic, c.will_qos, c.will_retain = m.topic, m.qos, m.retain
         c.will_changed = True
@@ -1000,7 +1001,7 @@ class MqttSnGateway:
         if granted not in (0, 1, 2):
             self._send(SubAck(0, msg_id, ReturnCode.NOT_SUPPORTED), c.addr)
             return
-        topic_id = 0  # 5.4.17: not relevant for wildcards and short topic names
+        topic_id = 0  # 5.4.16: not relevant for wildcards and short topic names
         if m.topic_id_type == TopicIdType.PREDEFINED:
             topic_id = m.topic_id
         elif m.topic_id_type == TopicIdType.NORMAL and is_valid_topic(topic_filter):

@@ -1,8 +1,9 @@
 """Parameters of the MQTT-SN client and gateway, with the reasons for their defaults.
 
-The timer and counter values of the specification's section 7.2 ("Timers and
-counters") are ranges; the defaults below are their fastest ends and every
-one is configurable (a scenario that follows a study sets its own):
+The timer and counter values the specification recommends in its
+implementation notes (section 7) are ranges; the defaults below are their
+fastest ends, and every one is configurable (a scenario that follows a study
+sets its own):
 
     Tretry 10-15 s, Nretry 3-5, Tsearchgw 5 s, Tgwinfo 5 s, Nadv 2-5,
     Tadv > 15 min, Twait > 5 min.
