@@ -216,3 +216,44 @@ def test_ndn_over_802154_frames_decode(tmp_path, require_peer):
     assert len(rows) == 15  # per item: the Interest and two Data fragments
     assert {r[0] for r in rows} == {"0x0001"} and {r[1] for r in rows} == {"1"}  # data, FCS good
     assert max(int(r[3]) for r in rows) <= 102  # the NDN-layer MTU
+
+
+def test_mqttsn_datagrams_decode(tmp_path, require_peer):
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s3-robustness",
+        {"variant": ["mqttsn-qos1"], "condition": ["loss-10"]},
+        {"workload.items": 30},
+    )
+    decode_as = "udp.port==1884,mqttsn"
+    done = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-d",
+            decode_as,
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-Y",
+            "_ws.malformed || _ws.expert.severity == error",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+    done = subprocess.run(
+        [tshark, "-r", str(pcap), "-d", decode_as, "-T", "fields", "-e", "mqttsn.msg.type"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    kinds = [k for k in done.stdout.split() if k]
+    # Every session: CONNECT 0x04, CONNACK 0x05, REGISTER 0x0a, REGACK 0x0b,
+    # PUBLISH 0x0c, PUBACK 0x0d, DISCONNECT 0x18.
+    for kind in ("0x04", "0x05", "0x0a", "0x0b", "0x0c", "0x0d", "0x18"):
+        assert kinds.count(kind) >= 29, (kind, kinds[:20])

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from iotbench.net.ip import address_bytes, address_text
 from iotbench.net.node import Node
-from iotbench.proto.sansio import drain
+from iotbench.proto.sansio import drain_with
 from iotbench.sim import Simulator
 from iotbench.sim.deadline import DeadlineTimer
 
@@ -47,6 +47,12 @@ class DatagramDriver:
         self.stack.receive(self.sim.now, payload, (host, sport))
         self.pump()
 
+    def _flush(self) -> None:
+        """Everything the stack has for the outside world: its datagrams (a stack
+        with more kinds of output, like the MQTT-SN gateway, adds them here)."""
+        for data, addr in self.stack.datagrams_to_send():
+            self._send(data, addr)
+
     def _send(self, data: bytes, addr: tuple[str, int]) -> None:
         host, port = addr
         raw = self._raw.get(host)
@@ -63,4 +69,4 @@ class DatagramDriver:
 
         Call after every application call into the stack.
         """
-        self._timer.set(drain(self.stack, self._send, self.on_event))
+        self._timer.set(drain_with(self.stack, self._flush, self.on_event))

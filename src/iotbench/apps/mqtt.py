@@ -231,15 +231,27 @@ class PerItemPublisher:
         self.sensor = sensor
         self.params = params
         self.rng = rng
-        # Items whose message the subscriber may still receive (see delivered()).
-        self.pending: dict[int, tuple[Item, Done]] = {}
+        self.deliveries = Deliveries()
 
     def start(self, item: Item, done: Done, handed_over: HandedOver) -> None:
-        self.pending[item.index] = (item, done)
+        self.deliveries.expect(item, done)
         _Publication(self, item, done, handed_over)
 
-    def delivered(self, event: object) -> None:
-        """The subscriber's event handler: a received message delivers its item."""
+
+class Deliveries:
+    """Items whose message the subscriber may still receive.
+
+    `on_event` is the subscriber's event handler: a received message (a
+    reading after its item number, "17 49.5 V") delivers its item.
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[int, tuple[Item, Done]] = {}
+
+    def expect(self, item: Item, done: Done) -> None:
+        self.pending[item.index] = (item, done)
+
+    def on_event(self, event: object) -> None:
         if isinstance(event, ev.MessageReceived):
             number, _, reading = event.payload.partition(b" ")
             entry = self.pending.pop(int(number), None) if number.isdigit() else None

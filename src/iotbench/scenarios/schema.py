@@ -407,6 +407,26 @@ MQTT = Section(
     optional=True,
 )
 
+MQTTSN = Section(
+    doc="MQTT-SN 1.2 client (the sensor) and a transparent gateway beside the broker (the sink).",
+    fields={
+        "qos": Field(
+            "int", "QoS of the published messages and of the subscription.", 0, choices=(0, 1, 2)
+        ),
+        "topic": Field(
+            "str", "Topic name the sensor registers and publishes to.", "sensor/reading"
+        ),
+        "client_id": Field("str", "The sensor's client identifier.", "sensor"),
+        "keep_alive_s": Field("int", "Keep-alive duration in CONNECT.", 60, ge=0, le=65535),
+        "retry_interval_s": Field(
+            "float", "Tretry (spec 6.13 suggests 10 to 15 s), client and gateway.", 10.0, gt=0
+        ),
+        "max_retries": Field("int", "Nretry (spec 6.13 suggests 3 to 5).", 3, ge=0),
+        "port": Field("int", "Gateway UDP port.", 1884, ge=1, le=65535),
+    },
+    optional=True,
+)
+
 _QUIC_DEFAULTS = QuicParams()
 QUIC = Section(
     doc="QUIC (aioquic) client at the sink and server at the sensor; one stream per request.",
@@ -486,6 +506,7 @@ PROTOCOLS: dict[str, Section] = {
     "mqtt": MQTT,
     "quic": QUIC,
     "ndn": NDN,
+    "mqttsn": MQTTSN,
 }
 # Protocols that run over the simulated TCP (and so get a `protocol.tcp` section).
 OVER_TCP = frozenset({"http", "mqtt"})

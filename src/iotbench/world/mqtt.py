@@ -51,5 +51,5 @@ def build_mqtt(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
         sim.rng("mqtt/subscriber"), MqttClientParams(client_id="sink", keep_alive_s=0)
     )
     subscriber.subscribe(sim.now, [(cfg["topic"], cfg["qos"])])
-    LocalClient(sim, broker, subscriber, publisher.delivered, name="subscriber")
+    LocalClient(sim, broker, subscriber, publisher.deliveries.on_event, name="subscriber")
     return publisher

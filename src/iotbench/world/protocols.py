@@ -14,6 +14,7 @@ from iotbench.sim import Simulator
 from iotbench.world.coap import build_coap
 from iotbench.world.http import build_http
 from iotbench.world.mqtt import build_mqtt
+from iotbench.world.mqttsn import build_mqttsn
 from iotbench.world.ndn import build_ndn
 from iotbench.world.network import TwoNodeNetwork
 from iotbench.world.quic import build_quic
@@ -24,6 +25,7 @@ BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
     "mqtt": build_mqtt,
     "quic": build_quic,
     "ndn": build_ndn,
+    "mqttsn": build_mqttsn,
 }
 
 

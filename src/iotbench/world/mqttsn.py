@@ -1,0 +1,58 @@
+"""MQTT-SN in a run (S3's set-up): the sensor's MQTT-SN client talks over UDP
+to a transparent gateway co-located with the MQTT broker at the sink, where a
+subscriber (subscribed before the first item) receives."""
+
+from __future__ import annotations
+
+from iotbench.apps.mqtt import BrokerApp, LocalClient
+from iotbench.apps.mqttsn import GatewayDriver, PerItemSnPublisher
+from iotbench.apps.requesters import ItemClient
+from iotbench.apps.sensors import make_resource
+from iotbench.net.ip import address_text
+from iotbench.net.tcp import TcpStack
+from iotbench.proto.mqtt.broker import MqttBroker
+from iotbench.proto.mqtt.client import MqttClient
+from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
+from iotbench.proto.mqttsn.client import MqttSnClient
+from iotbench.proto.mqttsn.gateway import MqttSnGateway
+from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
+from iotbench.sim import Simulator
+from iotbench.world.network import TwoNodeNetwork
+
+BROKER_PORT = 1883  # the broker also takes MQTT over TCP on the sink
+
+
+def build_mqttsn(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+    cfg = config["protocol"]["mqttsn"]
+    workload = config["workload"]
+    retry = {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+    broker = BrokerApp(
+        sim,
+        TcpStack(sim, net.client),
+        BROKER_PORT,
+        MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
+    )
+    gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
+    GatewayDriver(sim, net.client, gateway, cfg["port"], broker)
+    client = MqttSnClient(
+        sim.rng("mqttsn/client"),
+        MqttSnClientParams(client_id=cfg["client_id"], keep_alive_s=cfg["keep_alive_s"], **retry),
+    )
+    sensor = make_resource(
+        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
+    )
+    publisher = PerItemSnPublisher(
+        sim,
+        net.server,
+        client,
+        (address_text(net.client_if.address), cfg["port"]),
+        cfg["topic"],
+        cfg["qos"],
+        sensor,
+    )
+    subscriber = MqttClient(
+        sim.rng("mqtt/subscriber"), MqttClientParams(client_id="sink", keep_alive_s=0)
+    )
+    subscriber.subscribe(sim.now, [(cfg["topic"], max(cfg["qos"], 0))])
+    LocalClient(sim, broker, subscriber, publisher.deliveries.on_event, name="subscriber")
+    return publisher
