@@ -13,9 +13,11 @@ from iotbench.proto.mqttsn.params import MqttSnGatewayParams
 from iotbench.real.coap import RealModeError
 from iotbench.real.mqtt import mqtt_subscribe, serve_mqtt
 from iotbench.real.mqttsn import (
+    MqttSnTarget,
     gateway_address,
     mqttsn_publish,
     mqttsn_subscribe,
+    parse_mqttsn_uri,
     serve_mqttsn_gateway,
 )
 
@@ -165,3 +167,12 @@ def test_user_errors():
         asyncio.run(mqttsn_publish("127.0.0.1", 1, "s/t", b"x", qos=-1))  # needs an id
     with pytest.raises(RealModeError):
         asyncio.run(mqttsn_publish("127.0.0.1", 1, "s/t", b"x", qos=3))
+
+
+def test_mqttsn_uris():
+    assert parse_mqttsn_uri("mqttsn://127.0.0.1/s/%23") == MqttSnTarget("127.0.0.1", 1883, "s/#")
+    assert parse_mqttsn_uri("MQTTSN://[::1]:2000") == MqttSnTarget("::1", 2000, "")
+    assert parse_mqttsn_uri("mqttsn://h/a?b") == MqttSnTarget("h", 1883, "a?b")
+    for bad in ("mqtt://h/t", "mqttsn:///t", "mqttsn://h:x/t"):
+        with pytest.raises(RealModeError):
+            parse_mqttsn_uri(bad)

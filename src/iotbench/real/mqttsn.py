@@ -3,6 +3,7 @@
     await serve_mqttsn_gateway("127.0.0.1", 1883, "127.0.0.1", 1883)   # until cancelled
     result = await mqttsn_publish("127.0.0.1", 1883, "sensors/t", b"21.5", qos=1)
     result = await mqttsn_subscribe("127.0.0.1", 1883, "sensors/#", count=3)
+    target = parse_mqttsn_uri("mqttsn://127.0.0.1:1883/sensors/t")  # for a command line
 
 The gateway listens on UDP (MQTT-SN clients) and opens one TCP connection per
 client to an MQTT 3.1.1 broker. Port 1883 is the MQTT-SN default of RSMB and
@@ -20,6 +21,7 @@ import random
 import socket
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
 
 from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.codec import ReturnCode, TopicIdType
@@ -215,6 +217,37 @@ async def serve_mqttsn_gateway(
 
 
 # --------------------------------------------------------------------------- client
+
+
+@dataclass(frozen=True)
+class MqttSnTarget:
+    """What an mqttsn:// URI names: the gateway and a topic (name, filter or "")."""
+
+    host: str
+    port: int
+    topic: str
+
+
+def parse_mqttsn_uri(uri: str) -> MqttSnTarget:
+    """mqttsn://host[:port][/topic] -> MqttSnTarget; RealModeError if malformed.
+
+    As for mqtt:// URIs, the topic is everything after the first "/",
+    percent-decoded (write "#" as %23); it may be empty when the topic is
+    given otherwise (a predefined topic id).
+    """
+    parts = urlsplit(uri, allow_fragments=False)
+    if parts.scheme.lower() != "mqttsn":
+        raise RealModeError(f"scheme {parts.scheme or '(none)'!r} is not mqttsn in {uri!r}")
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError:
+        raise RealModeError(f"bad port in {uri!r}") from None
+    if not parts.hostname:
+        raise RealModeError(f"no host in {uri!r}")
+    rest = uri[len(parts.scheme) + 3 :]
+    slash = rest.find("/")
+    topic = unquote(rest[slash + 1 :]) if slash >= 0 else ""
+    return MqttSnTarget(parts.hostname, port, topic)
 
 
 @dataclass
