@@ -10,6 +10,7 @@ from ndn_strategies import FAST, mutated_packets, packets
 
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.forwarder import Forwarder, ForwarderConfig
+from iotbench.proto.ndn.fragmentation import fragment
 from iotbench.proto.ndn.interest import Interest, make_interest
 from iotbench.proto.ndn.lp import LpPacket
 from iotbench.proto.ndn.name import Name
@@ -347,6 +348,21 @@ def test_fragmentation_over_a_face():
     assert len(frames) == 3 and all(len(f) <= 102 for f in frames)
     assert a.counters.reassembled == 1
     assert a.face(consumer.face_id).send.sent == [data.wire]
+
+
+def test_faces_without_s5_fragments_treat_fragment_headers_as_malformed():
+    fw = _fw()
+    rec = Recorder()
+    face = fw.add_face(rec, s5_fragments=False)
+    fw.add_route("/p", fw.add_face(Recorder(), local=True).face_id)
+    frames = fragment(make_interest("/p/1", nonce=1).wire, 8, 1)
+    assert len(frames) > 1
+    for frame in frames:
+        fw.receive(0.0, face.face_id, frame)
+    assert fw.counters.fragments_in == 0 and fw.counters.decode_errors == len(frames)
+    assert fw.counters.interests_in == 0
+    with pytest.raises(ValueError):
+        fw.add_face(rec, mtu=100, s5_fragments=False)
 
 
 def test_bad_frames_are_counted_never_raised():

@@ -11,7 +11,10 @@ Driving it (a simulator or a socket loop does exactly this):
 A face is an id plus a `send(wire)` callback; `local=True` marks an
 application face (HopLimit is not decremented on it, unsolicited Data from it
 may be cached), and `mtu` turns on the 3-byte-header fragmentation of S5 for
-frames bigger than the MTU (arriving fragments are always reassembled).
+frames bigger than the MTU (arriving fragments are reassembled on every face
+but those added with `s5_fragments=False`: links to peers that do not speak
+S5's scheme, such as NFD-style UDP and TCP faces, where a frame whose first
+bit is 1 is simply malformed).
 `receive` and `handle_timer` never raise: malformed input is counted in
 `counters.decode_errors`, anything unexpected in `counters.internal_errors`.
 
@@ -263,7 +266,7 @@ class ForwarderCounters:
 class Face:
     """A forwarder's view of one link or application."""
 
-    __slots__ = ("face_id", "local", "mtu", "send")
+    __slots__ = ("face_id", "local", "mtu", "s5_fragments", "send")
 
     def __init__(
         self,
@@ -271,13 +274,17 @@ class Face:
         send: Callable[[bytes], None],
         local: bool = False,
         mtu: int | None = None,
+        s5_fragments: bool = True,
     ) -> None:
         if mtu is not None and mtu < 4:
             raise ValueError(f"a face MTU must leave room for a fragment header, got {mtu}")
+        if mtu is not None and not s5_fragments:
+            raise ValueError("a face without S5 fragmentation cannot have an MTU")
         self.face_id = face_id
         self.send = send
         self.local = local
         self.mtu = mtu
+        self.s5_fragments = s5_fragments
 
     def __repr__(self) -> str:
         return f"Face({self.face_id}, local={self.local}, mtu={self.mtu})"
@@ -349,6 +356,7 @@ class Forwarder:
         local: bool = False,
         mtu: int | None = None,
         face_id: int | None = None,
+        s5_fragments: bool = True,
     ) -> Face:
         if face_id is None:
             while self._next_face_id in self._faces:
@@ -357,7 +365,7 @@ class Forwarder:
             self._next_face_id += 1
         elif face_id in self._faces:
             raise ValueError(f"face {face_id} already exists")
-        face = Face(face_id, send, local, mtu)
+        face = Face(face_id, send, local, mtu, s5_fragments)
         self._faces[face_id] = face
         return face
 
@@ -562,7 +570,7 @@ class Forwarder:
             return
         try:
             wire = bytes(wire)
-            if wire and wire[0] & 0x80:
+            if wire and wire[0] & 0x80 and face.s5_fragments:
                 c.fragments_in += 1
                 packet = self._reassembler(face_id).feed(now, face_id, wire)
                 if packet is None:
