@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from iotbench.runner import RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-SERVE_PROTOCOLS = ("coap", "http", "mqtt")  # servers `serve` runs on real sockets
+SERVE_PROTOCOLS = ("coap", "http", "mqtt", "ndn")  # servers `serve` runs on real sockets
 CLIENT_PROTOCOLS = ("coap", "mqtt")  # clients `client` runs on real sockets
 BENCHMARKS = {"ndn-api": "iotbench.bench.ndn_api"}  # `bench NAME` -> its module
 
@@ -48,6 +48,7 @@ examples:
   iotbench report results/s1-object-download      tables, PNG plots, report/index.html
   iotbench serve coap --port 5683                 a CoAP server on a real socket
   iotbench serve mqtt                             an MQTT broker on 127.0.0.1:1883
+  iotbench serve ndn                              an NDN forwarder and producer, port 6363
   iotbench bench ndn-api                          NDN API speed against python-ndn (S5)
 
 Scenario file format: docs/scenarios.md.
@@ -153,12 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the sensor resources with the simulator's protocol stack on a real\n"
         "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
         "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
-        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).",
+        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
+        "NDN: a forwarder with faces on UDP and TCP (one port, NFD's framing) and a\n"
+        "producer answering Interests for PREFIX/voltage, PREFIX/json and PREFIX/o with\n"
+        "signed Data holding a new reading; the name after the resource is free\n"
+        "(e.g. PREFIX/voltage/seq=7) and the Data carries the Interest's name.",
         epilog="examples:\n"
         "  iotbench serve coap                                  127.0.0.1:5683\n"
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
         "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
-        "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n",
+        "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
+        "  iotbench serve ndn                                   UDP and TCP 127.0.0.1:6363\n"
+        "  iotbench serve ndn --prefix /lab/s1 --signer hmac --hmac-key secret --freshness 500\n"
+        "  iotbench serve ndn --ecdsa-key key.pem               a fixed P-256 key (PEM or DER)\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=SERVE_PROTOCOLS, help="protocol stack")
@@ -167,14 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--port",
         type=_port,
         default=None,
-        help="port to bind (default: coap 5683, http 8080, mqtt 1883)",
+        help="port to bind (default: coap 5683, http 8080, mqtt 1883, ndn 6363)",
     )
     p.add_argument(
         "--object-size",
         type=_non_negative_int,
         default=100,
         metavar="BYTES",
-        help="size of the object at /o, coap and http (default: %(default)s)",
+        help="size of the object at /o, coap, http and ndn (default: %(default)s)",
     )
     p.add_argument(
         "--observe-interval",
@@ -182,6 +190,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
+    )
+    ndn = p.add_argument_group("ndn")
+    ndn.add_argument("--prefix", help="name the producer serves (default: /iotbench/sensor)")
+    ndn.add_argument(
+        "--signer",
+        choices=("ecdsa", "hmac", "digest"),
+        help="Data signature (default: ecdsa, or hmac with --hmac-key). ecdsa (P-256,"
+        " SHA-256) because a consumer verifies it with the public key alone, which the"
+        " server prints and publishes as Data at the KeyLocator name: no secret to share."
+        " hmac (HMAC-SHA256) needs --hmac-key at both ends; digest (DigestSha256) shows"
+        " integrity only",
+    )
+    ndn.add_argument("--hmac-key", metavar="SECRET", help="the HMAC key (text, UTF-8)")
+    ndn.add_argument(
+        "--ecdsa-key",
+        type=Path,
+        metavar="FILE",
+        help="P-256 private key, PEM or DER, unencrypted (default: a new key each start)",
+    )
+    ndn.add_argument(
+        "--freshness",
+        type=_non_negative_int,
+        metavar="MS",
+        help="FreshnessPeriod of the Data, in milliseconds (default: 1000)",
     )
     p.set_defaults(handler=cmd_serve)
 

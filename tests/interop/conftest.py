@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,63 @@ def mosquitto_broker(require_peer, tmp_path: Path) -> Iterator[int]:
     wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
     yield port
     stop(proc)
+
+
+# ---- NDN -------------------------------------------------------------------------------
+
+
+@dataclass
+class NdnServer:
+    port: int
+    proc: subprocess.Popen
+    #: The startup lines on stderr, through the signature (and, for ECDSA, the public key).
+    banner: list[str]
+    stderr: str | None = None
+
+    def stop(self) -> str:
+        """Stop the server (once); the rest of its stderr, with its closing summary."""
+        if self.stderr is None:
+            self.stderr = stop(self.proc)
+        return self.stderr
+
+
+def free_port_for_tcp_and_udp() -> int:
+    """A loopback port number free for both TCP and UDP (NDN serves both on one port)."""
+    while True:
+        port = free_tcp_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
+@pytest.fixture
+def iotbench_ndn_server() -> Iterator[Callable[..., NdnServer]]:
+    """`iotbench_ndn_server(*ARGS)` starts `iotbench serve ndn ARGS` on a free port;
+    every server started is stopped after the test, which fails on a traceback."""
+    started: list[NdnServer] = []
+
+    def start(*args: str) -> NdnServer:
+        port = free_port_for_tcp_and_udp()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "iotbench.cli", "serve", "ndn", "--port", str(port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(NdnServer(port, proc, []))
+        wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
+        while line := proc.stderr.readline():  # printed once both sockets are bound
+            started[-1].banner.append(line.rstrip("\n"))
+            if line.startswith("  signed with"):
+                if "ECDSA" in line:
+                    started[-1].banner.append(proc.stderr.readline().rstrip("\n"))
+                break
+        return started[-1]
+
+    yield start
+    for server in started:
+        err = server.stop()
+        assert "Traceback" not in err, err

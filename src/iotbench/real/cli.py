@@ -21,12 +21,18 @@ from iotbench.real.http import serve_http
 from iotbench.scenarios import UserError
 
 EXIT_OK, EXIT_FAILED = 0, 1
+#: Options of `iotbench serve` that only NDN understands (their default is None).
+NDN_ONLY = ("prefix", "signer", "hmac_key", "ecdsa_key", "freshness")
 
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server of `args.protocol` until Ctrl-C or SIGTERM."""
     if args.port is None:
         args.port = DEFAULT_PORTS[args.protocol]
+    if args.protocol != "ndn":
+        for option in NDN_ONLY:
+            if getattr(args, option, None) is not None:
+                raise UserError(f"--{option.replace('_', '-')} is an NDN option")
     label, run = SERVERS[args.protocol]
     _run_until_stopped(lambda: run(args), args, label)
     print(f"iotbench: {label} server stopped", file=sys.stderr)
@@ -91,11 +97,18 @@ async def _mqtt_server(args: argparse.Namespace) -> None:
     await _mqtt_cli().server(args)
 
 
-DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883}
+async def _ndn_server(args: argparse.Namespace) -> None:
+    from iotbench.real import ndn  # NDN modules load only for NDN commands
+
+    await ndn.server(args)
+
+
+DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883, "ndn": 6363}
 SERVERS: dict[str, tuple[str, Callable[[argparse.Namespace], Awaitable[None]]]] = {
     "coap": ("CoAP", _coap_server),
     "http": ("HTTP", _http_server),
     "mqtt": ("MQTT", _mqtt_server),
+    "ndn": ("NDN", _ndn_server),
 }
 
 
