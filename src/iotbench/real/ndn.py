@@ -524,8 +524,8 @@ def summary(node: NdnNode) -> str:
     c = node.forwarder.counters
     f = node.stats
     return (
-        f"{c.interests_in} Interests and {c.data_in} Data in, {c.data_out} Data and "
-        f"{c.nacks_out} Nacks out; {c.decode_errors + f.oversize_datagrams} malformed packets "
+        f"{c.interests_in} Interests in; {c.data_out} Data ({c.cs_hits} from the Content Store) "
+        f"and {c.nacks_out} Nacks out; {c.decode_errors + f.oversize_datagrams} malformed packets "
         f"dropped; UDP faces: {f.udp_faces_opened} opened, {f.udp_faces_evicted} closed for "
         f"newer peers, {f.udp_faces_idle_closed} idle; TCP faces: {f.tcp_faces_opened} opened, "
         f"{f.tcp_framing_errors} closed on framing errors, {f.tcp_refused} refused"
