@@ -35,7 +35,10 @@ def plot(spec: dict, groups: Sequence[Group], axes: Sequence[AxisInfo], path: Pa
     )
     columns = min(MAX_COLUMNS, len(facets))
     rows = math.ceil(len(facets) / columns)
-    fig = Figure(figsize=(5.5 * columns, 4.0 * rows), layout="constrained")
+    # Many bars or lines per x value need room (and leave room for the legend).
+    n_lines = len({_h(g.params.get(line)) for g in groups}) if line else 1
+    width = 5.5 if n_lines <= 4 else 8.0
+    fig = Figure(figsize=(width * columns, 4.0 * rows), layout="constrained")
     panels = fig.subplots(rows, columns, squeeze=False).flatten()
     error_bars = any(g.n > 1 for g in groups)
     for panel, facet in zip(panels, facets):
@@ -109,7 +112,10 @@ def _draw(panel: Any, spec: dict, groups: list[Group], order: dict, error_bars: 
     panel.set_xlabel(x)
     panel.set_ylabel(y)
     panel.grid(True, alpha=0.3)
-    if line:
+    if line and len(lines) > 4:
+        # Beside the plot: inside, a long legend hides bars.
+        panel.legend(title=line, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif line:
         panel.legend(title=line, fontsize=8)
 
 
