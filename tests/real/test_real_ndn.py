@@ -1,4 +1,4 @@
-"""The NDN server glue: NdnNode's faces and bounds (sans-I/O, a fake clock), the producer,
+"""The NDN server glue: NdnServerNode's faces and bounds (sans-I/O, a fake clock), the producer,
 `iotbench serve ndn` options, and serve_ndn on real loopback sockets with our own codec."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from iotbench.proto.ndn.signing import (
 from iotbench.proto.ndn.types import ContentType, NackReason
 from iotbench.real.ndn import (
     DEFAULT_PREFIX,
-    NdnNode,
     NdnServerConfig,
+    NdnServerNode,
     config_from_args,
     load_ecdsa_key,
     serve_ndn,
@@ -41,11 +41,11 @@ def interest(name: str, nonce: int = 1, **kw) -> bytes:
     return make_interest(name, nonce=nonce, lifetime_ms=1000, **kw).wire
 
 
-def node(**kw) -> NdnNode:
-    return NdnNode(NdnServerConfig(**kw), random.Random(7))
+def node(**kw) -> NdnServerNode:
+    return NdnServerNode(NdnServerConfig(**kw), random.Random(7))
 
 
-def only_datagram(n: NdnNode) -> tuple[bytes, tuple]:
+def only_datagram(n: NdnServerNode) -> tuple[bytes, tuple]:
     (out,) = n.datagrams_to_send()
     return out
 
@@ -278,7 +278,7 @@ def test_ecdsa_keys_from_pem_and_der(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         load_ecdsa_key(tmp_path / "missing.pem")
     config = config_from_args(options(ecdsa_key=pem))
-    signer_key = NdnNode(config, random.Random(1)).producer.signer.private_key
+    signer_key = NdnServerNode(config, random.Random(1)).producer.signer.private_key
     assert signer_key.private_numbers() == key.private_numbers()
 
 

@@ -29,7 +29,7 @@ forwarder's tables (PIT entries, Content Store bytes, Dead Nonce List). A
 flood costs CPU, not memory. Malformed packets are counted and dropped by
 the forwarder; nothing a peer sends raises out of the node.
 
-`NdnNode` is sans-I/O like every stack here: it has both the interface of a
+`NdnServerNode` is sans-I/O like every stack here: it has both the interface of a
 datagram stack (real/driver.py) and that of a many-connection stream stack
 (real/stream.py), so the two existing drivers run the one node.
 """
@@ -228,7 +228,7 @@ class _UdpFace:
         self.last_seen_s = now
 
 
-class NdnNode:
+class NdnServerNode:
     """A forwarder with the producer, and its faces; driven by a datagram and a stream driver.
 
     Outputs queue here until a driver takes them. Output for the transport
@@ -382,7 +382,7 @@ class NdnNode:
 class NdnServer:
     """A running server: the node and the driver of each transport."""
 
-    node: NdnNode
+    node: NdnServerNode
     udp: AsyncDatagramDriver
     tcp: StreamServerDriver
     host: str = ""
@@ -414,7 +414,7 @@ async def serve_ndn(
     on_ready: Callable[[NdnServer], None] | None = None,
 ) -> None:
     """Serve until cancelled: UDP and TCP on the same port (0: UDP picks, TCP follows)."""
-    node = NdnNode(config, rng or random.SystemRandom())
+    node = NdnServerNode(config, rng or random.SystemRandom())
     udp = await open_datagram_driver(node, local_addr=(host, port))
     try:
         host, port = udp.transport.get_extra_info("sockname")[:2]
@@ -519,7 +519,7 @@ def banner(server: NdnServer) -> str:
     return "\n".join(lines)
 
 
-def summary(node: NdnNode) -> str:
+def summary(node: NdnServerNode) -> str:
     """One line of what the node did, for the operator."""
     c = node.forwarder.counters
     f = node.stats
