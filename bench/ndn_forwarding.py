@@ -14,9 +14,9 @@ receive(); there is no simulated link. The consumer injects ready-made
 Interests (each with its own nonce) one at a time and waits for the Data;
 the producer answers from ready-made Data (100 bytes of content,
 DigestSha256), so what is timed is the forwarders' work: decoding, PIT,
-FIB, Content Store, strategy, and re-encoding HopLimit where present. Time
-is virtual (1 ms per Interest) and each forwarder runs its timers when
-they are due, as a driver would.
+FIB, Content Store, strategy (the Interests carry no HopLimit, so nothing
+is re-encoded on the way). Time is virtual (1 ms per Interest) and each
+forwarder runs its timers when they are due, as a driver would.
 
 Workloads (every forwarder has the same Content Store, S5's 24 KB FIFO
 unless --cs-bytes says otherwise):
