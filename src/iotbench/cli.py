@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     from iotbench.runner import RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-SERVE_PROTOCOLS = ("coap", "http", "mqtt", "ndn")  # servers `serve` runs on real sockets
-CLIENT_PROTOCOLS = ("coap", "mqtt")  # clients `client` runs on real sockets
+# servers `serve` runs on real sockets
+SERVE_PROTOCOLS = ("coap", "http", "mqtt", "mqttsn-gateway", "ndn")
+CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
 BENCHMARKS = {"ndn-api": "iotbench.bench.ndn_api"}  # `bench NAME` -> its module
 
 MAIN_EPILOG = """\
@@ -155,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
         "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
         "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
+        "MQTT-SN gateway: a transparent MQTT-SN 1.2 gateway on UDP for an MQTT broker\n"
+        "(--broker), one MQTT connection per MQTT-SN client.\n"
         "NDN: a forwarder with faces on UDP and TCP (one port, NFD's framing) and a\n"
         "producer answering Interests for PREFIX/voltage, PREFIX/json and PREFIX/o with\n"
         "signed Data holding a new reading; the name after the resource is free\n"
@@ -164,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
         "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
         "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
+        "  iotbench serve mqttsn-gateway --port 1884 --broker 127.0.0.1:1883\n"
+        "  iotbench serve mqttsn-gateway --port 1884 --predefined-topic 7=sensors/t7\n"
         "  iotbench serve ndn                                   UDP and TCP 127.0.0.1:6363\n"
         "  iotbench serve ndn --prefix /lab/s1 --signer hmac --hmac-key secret --freshness 500\n"
         "  iotbench serve ndn --ecdsa-key key.pem               a fixed P-256 key (PEM or DER)\n",
@@ -175,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--port",
         type=_port,
         default=None,
-        help="port to bind (default: coap 5683, http 8080, mqtt 1883, ndn 6363)",
+        help="port to bind (default: coap 5683, http 8080, mqtt 1883, mqttsn-gateway 1883"
+        " (UDP), ndn 6363)",
     )
     p.add_argument(
         "--object-size",
@@ -190,6 +196,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
+    )
+    gateway = p.add_argument_group("mqttsn-gateway")
+    gateway.add_argument(
+        "--broker",
+        metavar="HOST:PORT",
+        help="the MQTT broker to bridge to (default: 127.0.0.1:1883)",
+    )
+    gateway.add_argument(
+        "--predefined-topic",
+        action="append",
+        metavar="ID=TOPIC",
+        help="a predefined topic id (1-65534) and its topic name, known to the clients"
+        " in advance; they may publish to it with QoS -1; repeat for more",
     )
     ndn = p.add_argument_group("ndn")
     ndn.add_argument("--prefix", help="name the producer serves (default: /iotbench/sensor)")
@@ -223,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Send one request with the simulator's protocol stack over a real socket.\n"
         "The payload goes to stdout, the response code and timing to stderr; the exit\n"
         "status is 0 for a 2.xx response and 1 otherwise.\n\n"
+        "MQTT-SN works the same way with mqttsn://host[:port]/topic URIs (UDP port 1883)\n"
+        "through a gateway; --topic-id N uses a predefined topic id, --qos -1 publishes\n"
+        "without a connection (predefined topics only).\n\n"
         "MQTT: METHOD is pub or sub, URI is mqtt://[user[:password]@]host[:port]/topic\n"
         "(port 1883; write a # wildcard as %23). pub publishes --payload --count times\n"
         "and waits until each is done (QoS 1: PUBACK, QoS 2: PUBCOMP); sub prints each\n"
@@ -236,7 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n"
         "  iotbench client mqtt sub 'mqtt://127.0.0.1/sensors/%23' --qos 1 --count 3\n"
         "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload 21.5 --qos 1\n"
-        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n",
+        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n"
+        "  iotbench client mqttsn pub mqttsn://127.0.0.1:1884/sensors/t1 --payload 21.5 --qos 1\n"
+        "  iotbench client mqttsn pub mqttsn://127.0.0.1:1884 --topic-id 7 --qos -1 --payload x\n",
         formatter_class=formatter,
     )
     p.add_argument("protocol", choices=CLIENT_PROTOCOLS, help="protocol stack")
@@ -266,9 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--qos",
         type=int,
-        choices=(0, 1, 2),
+        choices=(-1, 0, 1, 2),
         default=None,
-        help="mqtt: QoS of the publication or subscription (default: 0)",
+        help="mqtt, mqttsn: QoS of the publication or subscription (default: 0; -1: MQTT-SN"
+        " publish without a connection)",
+    )
+    p.add_argument(
+        "--topic-id",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="mqttsn: a predefined topic id instead of the URI's topic name",
     )
     p.add_argument("--retain", action="store_true", help="mqtt pub: retain the message")
     p.add_argument(

@@ -42,10 +42,10 @@ def test_help_explains_mqtt_with_examples(capsys):
         (["client", "mqtt", "sub", "mqtt://127.0.0.1/a", "--retain"], "--retain applies to pub"),
         (["client", "mqtt", "sub", "mqtt://127.0.0.1/a", "--payload", "x"], "--payload applies"),
         (["client", "mqtt", "pub", "mqtt://127.0.0.1/a", "--count", "0"], "--count must be"),
-        (["client", "mqtt", "pub", "mqtt://127.0.0.1/a", "--observe", "1"], "CoAP option"),
-        (["client", "mqtt", "pub", "mqtt://127.0.0.1/a", "--non"], "CoAP option"),
-        (["client", "coap", "GET", "coap://127.0.0.1/a", "--qos", "1"], "MQTT option"),
-        (["client", "coap", "GET", "coap://127.0.0.1/a", "--retain"], "MQTT option"),
+        (["client", "mqtt", "pub", "mqtt://127.0.0.1/a", "--observe", "1"], "option of CoAP"),
+        (["client", "mqtt", "pub", "mqtt://127.0.0.1/a", "--non"], "option of CoAP"),
+        (["client", "coap", "GET", "coap://127.0.0.1/a", "--qos", "1"], "option of MQTT"),
+        (["client", "coap", "GET", "coap://127.0.0.1/a", "--retain"], "option of MQTT"),
     ],
 )
 def test_user_errors_are_one_line_and_exit_2(capsys, args, message):

@@ -226,7 +226,7 @@ def test_mqttsn_datagrams_decode(tmp_path, require_peer):
         {"variant": ["mqttsn-qos1"], "condition": ["loss-10"]},
         {"workload.items": 30},
     )
-    decode_as = "udp.port==1884,mqttsn"
+    decode_as = "udp.port==1883,mqttsn"
     done = subprocess.run(
         [
             tshark,

@@ -21,18 +21,25 @@ from iotbench.real.http import serve_http
 from iotbench.scenarios import UserError
 
 EXIT_OK, EXIT_FAILED = 0, 1
-#: Options of `iotbench serve` that only NDN understands (their default is None).
-NDN_ONLY = ("prefix", "signer", "hmac_key", "ecdsa_key", "freshness")
+#: Options of `iotbench serve` that one server alone understands (their default is None).
+SERVE_ONLY = {
+    "prefix": "ndn",
+    "signer": "ndn",
+    "hmac_key": "ndn",
+    "ecdsa_key": "ndn",
+    "freshness": "ndn",
+    "broker": "mqttsn-gateway",
+    "predefined_topic": "mqttsn-gateway",
+}
 
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server of `args.protocol` until Ctrl-C or SIGTERM."""
     if args.port is None:
         args.port = DEFAULT_PORTS[args.protocol]
-    if args.protocol != "ndn":
-        for option in NDN_ONLY:
-            if getattr(args, option, None) is not None:
-                raise UserError(f"--{option.replace('_', '-')} is an NDN option")
+    for option, protocol in SERVE_ONLY.items():
+        if args.protocol != protocol and getattr(args, option, None) is not None:
+            raise UserError(f"--{option.replace('_', '-')} is an option of serve {protocol}")
     label, run = SERVERS[args.protocol]
     _run_until_stopped(lambda: run(args), args, label)
     print(f"iotbench: {label} server stopped", file=sys.stderr)
@@ -97,29 +104,60 @@ async def _mqtt_server(args: argparse.Namespace) -> None:
     await _mqtt_cli().server(args)
 
 
+async def _mqttsn_gateway(args: argparse.Namespace) -> None:
+    from iotbench.real import mqttsn_cli  # MQTT-SN modules load only for MQTT-SN commands
+
+    await mqttsn_cli.server(args)
+
+
 async def _ndn_server(args: argparse.Namespace) -> None:
     from iotbench.real import ndn  # NDN modules load only for NDN commands
 
     await ndn.server(args)
 
 
-DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883, "ndn": 6363}
+DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883, "mqttsn-gateway": 1883, "ndn": 6363}
 SERVERS: dict[str, tuple[str, Callable[[argparse.Namespace], Awaitable[None]]]] = {
     "coap": ("CoAP", _coap_server),
     "http": ("HTTP", _http_server),
     "mqtt": ("MQTT", _mqtt_server),
+    "mqttsn-gateway": ("MQTT-SN gateway", _mqttsn_gateway),
     "ndn": ("NDN", _ndn_server),
 }
 
 
+#: `iotbench client` options -> (their default, the protocols that use them).
+CLIENT_OPTIONS: dict[str, tuple[object, tuple[str, ...]]] = {
+    "non": (False, ("coap",)),
+    "observe": (0, ("coap",)),
+    "content_format": (None, ("coap",)),
+    "qos": (None, ("mqtt", "mqttsn")),
+    "count": (None, ("mqtt", "mqttsn")),
+    "retain": (False, ("mqtt", "mqttsn")),
+    "topic_id": (None, ("mqttsn",)),
+}
+PROTOCOL_NAMES = {"coap": "CoAP", "mqtt": "MQTT", "mqttsn": "MQTT-SN"}
+
+
+def check_client_options(args: argparse.Namespace) -> None:
+    """Refuse an option given for a protocol that does not use it (rather than ignore it)."""
+    for name, (default, protocols) in CLIENT_OPTIONS.items():
+        if args.protocol not in protocols and getattr(args, name, default) != default:
+            owners = " and ".join(PROTOCOL_NAMES[p] for p in protocols)
+            raise UserError(
+                f"--{name.replace('_', '-')} is an option of {owners}; "
+                f"{PROTOCOL_NAMES[args.protocol]} does not use it"
+            )
+
+
 def client(args: argparse.Namespace) -> int:
+    check_client_options(args)
     if args.protocol == "mqtt":
         return _mqtt_cli().client(args)
-    for option in ("qos", "count"):
-        if getattr(args, option, None) is not None:
-            raise UserError(f"--{option} is an MQTT option; CoAP does not use it")
-    if getattr(args, "retain", False):
-        raise UserError("--retain is an MQTT option; CoAP does not use it")
+    if args.protocol == "mqttsn":
+        from iotbench.real import mqttsn_cli
+
+        return mqttsn_cli.client(args)
     payload = (args.payload or "").encode("utf-8")
 
     def show(msg: Message) -> None:

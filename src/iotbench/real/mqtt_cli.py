@@ -19,8 +19,6 @@ from iotbench.scenarios import UserError
 
 EXIT_OK, EXIT_FAILED = 0, 1
 ACTIONS = ("pub", "sub")
-#: Options of `iotbench client` that only CoAP understands, with their defaults.
-COAP_ONLY = {"non": False, "observe": 0, "content_format": None}
 
 
 async def server(args: argparse.Namespace) -> None:
@@ -40,9 +38,8 @@ def client(args: argparse.Namespace) -> int:
     action = args.method.lower()
     if action not in ACTIONS:
         raise UserError(f"MQTT action {args.method!r} is not one of pub, sub")
-    for name, default in COAP_ONLY.items():
-        if getattr(args, name) != default:
-            raise UserError(f"--{name.replace('_', '-')} is a CoAP option; MQTT does not use it")
+    if args.qos == -1:
+        raise UserError("--qos -1 is MQTT-SN's; MQTT's QoS is 0, 1 or 2")
     qos = 0 if args.qos is None else args.qos
     try:
         if action == "pub":

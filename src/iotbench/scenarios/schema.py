@@ -422,7 +422,9 @@ MQTTSN = Section(
             "float", "Tretry (spec 6.13 suggests 10 to 15 s), client and gateway.", 10.0, gt=0
         ),
         "max_retries": Field("int", "Nretry (spec 6.13 suggests 3 to 5).", 3, ge=0),
-        "port": Field("int", "Gateway UDP port.", 1884, ge=1, le=65535),
+        "port": Field(
+            "int", "Gateway UDP port (1883, as RSMB and mqtt-sn-tools use).", 1883, ge=1, le=65535
+        ),
     },
     optional=True,
 )

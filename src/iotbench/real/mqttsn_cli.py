@@ -1,0 +1,155 @@
+"""`iotbench serve mqttsn-gateway` and `iotbench client mqttsn pub|sub`.
+
+Called by real/cli.py with the parsed arguments (which also runs and stops
+the server); user errors raise UserError (one line, exit code 2), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from iotbench.proto.mqttsn.codec import TopicIdType
+from iotbench.proto.mqttsn.events import MessageReceived
+from iotbench.proto.mqttsn.params import MqttSnGatewayParams
+from iotbench.real.coap import RealModeError
+from iotbench.real.mqttsn import (
+    GatewayDriver,
+    gateway_address,
+    mqttsn_publish,
+    mqttsn_subscribe,
+    parse_mqttsn_uri,
+    serve_mqttsn_gateway,
+)
+from iotbench.scenarios import UserError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+ACTIONS = ("pub", "sub")
+DEFAULT_BROKER = "127.0.0.1:1883"
+
+
+def broker_address(text: str) -> tuple[str, int]:
+    """ "host:port", "[v6 address]:port", or a host alone (port 1883) -> (host, port)."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "1883"
+    else:
+        host, _, port = text.partition(":")
+        port = port or "1883"
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--broker {text!r}: expected HOST:PORT, e.g. 127.0.0.1:1883")
+    return host, int(port)
+
+
+def predefined_topics(pairs: list[str] | None) -> dict[int, str]:
+    """["7=sensors/t7", ...] -> {7: "sensors/t7", ...}; UserError naming the bad pair."""
+    topics: dict[int, str] = {}
+    for pair in pairs or ():
+        topic_id, sep, name = pair.partition("=")
+        if not sep or not topic_id.isdigit() or not name:
+            raise UserError(f"--predefined-topic {pair!r}: expected ID=TOPIC, e.g. 7=sensors/t7")
+        if int(topic_id) in topics:
+            raise UserError(f"--predefined-topic {pair!r}: topic id {int(topic_id)} given twice")
+        topics[int(topic_id)] = name
+    return topics
+
+
+async def server(args: argparse.Namespace) -> None:
+    """The gateway on UDP args.host:args.port, for the broker at args.broker."""
+    broker_host, broker_port = broker_address(args.broker or DEFAULT_BROKER)
+    try:
+        params = MqttSnGatewayParams(predefined_topics=predefined_topics(args.predefined_topic))
+    except ValueError as exc:  # the parameters' own check: id range, wildcards, duplicates
+        raise UserError(f"--predefined-topic: {exc}") from None
+
+    def ready(driver: GatewayDriver) -> None:
+        host, port = gateway_address(driver)
+        shown = f"[{host}]" if ":" in host else host
+        lines = [
+            f"iotbench: MQTT-SN gateway listening on mqttsn://{shown}:{port} (UDP), "
+            f"for the MQTT broker at {broker_host}:{broker_port}"
+        ]
+        lines += [
+            f"  predefined topic {i:>5}  {name}" for i, name in params.predefined_topics.items()
+        ]
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+    try:
+        await serve_mqttsn_gateway(
+            args.host, args.port, broker_host, broker_port, params=params, on_ready=ready
+        )
+    except RealModeError as exc:  # the UDP port cannot be bound
+        raise UserError(str(exc)) from None
+
+
+def client(args: argparse.Namespace) -> int:
+    action = args.method.lower()
+    if action not in ACTIONS:
+        raise UserError(f"MQTT-SN action {args.method!r} is not one of pub, sub")
+    try:
+        target = parse_mqttsn_uri(args.uri)
+    except RealModeError as exc:
+        raise UserError(str(exc)) from None
+    topic: str | int = target.topic
+    id_type = None
+    if args.topic_id is not None:
+        topic, id_type = args.topic_id, TopicIdType.PREDEFINED
+    elif not topic:
+        raise UserError(f"{args.uri}: no topic after the host (or give --topic-id N)")
+    qos = 0 if args.qos is None else args.qos
+    try:
+        if action == "pub":
+            if args.count == 0:
+                raise UserError("--count must be at least 1 for pub")
+            result = asyncio.run(
+                mqttsn_publish(
+                    target.host,
+                    target.port,
+                    topic,
+                    (args.payload or "").encode("utf-8"),
+                    qos=qos,
+                    retain=args.retain,
+                    count=1 if args.count is None else args.count,
+                    topic_id_type=id_type,
+                    timeout_s=args.timeout,
+                )
+            )
+        else:
+            if args.retain or args.payload is not None:
+                raise UserError("--retain and --payload apply to pub, not sub")
+            if qos < 0:
+                raise UserError("--qos -1 applies to pub, not sub")
+            result = asyncio.run(
+                mqttsn_subscribe(
+                    target.host,
+                    target.port,
+                    topic,
+                    qos=qos,
+                    count=args.count or 0,
+                    topic_id_type=id_type,
+                    timeout_s=args.timeout,
+                    on_message=_show,
+                )
+            )
+    except RealModeError as exc:
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        return EXIT_OK if action == "sub" and not args.count else EXIT_FAILED
+    if action == "pub":
+        print(f"published {result.published} message(s), QoS {qos}", file=sys.stderr)
+    else:
+        print(f"received {len(result.messages)} message(s)", file=sys.stderr)
+    if result.failure is not None:
+        print(f"iotbench: {result.failure}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _show(msg: MessageReceived) -> None:
+    """The payload on stdout (one line), what it was on stderr, like `client mqtt`."""
+    print(f"{msg.topic or msg.topic_id}: QoS {msg.qos}, {len(msg.payload)} bytes", file=sys.stderr)
+    text = msg.payload.decode("utf-8", errors="replace")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
