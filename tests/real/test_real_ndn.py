@@ -285,8 +285,8 @@ def test_ecdsa_keys_from_pem_and_der(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["serve", "http", "--prefix", "/x"], "--prefix is an NDN option"),
-        (["serve", "coap", "--freshness", "5"], "--freshness is an NDN option"),
+        (["serve", "http", "--prefix", "/x"], "--prefix is an option of serve ndn"),
+        (["serve", "coap", "--freshness", "5"], "--freshness is an option of serve ndn"),
         (["serve", "ndn", "--signer", "hmac"], "--signer hmac needs --hmac-key"),
     ],
 )
