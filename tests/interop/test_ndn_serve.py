@@ -264,9 +264,11 @@ def hostile_tcp(port: int) -> dict[str, bool]:
             c.sendall(bytes([byte]))
         framer = TlvFramer()
         packets = []
-        while not packets:
-            packets = framer.feed(c.recv(8800))
-        closed["bytewise answered"] = Data(packets[0]).name == OurName(f"{PREFIX}/voltage/bytewise")
+        while not packets and (chunk := c.recv(8800)):
+            packets = framer.feed(chunk)
+        closed["bytewise answered"] = bool(packets) and Data(packets[0]).name == OurName(
+            f"{PREFIX}/voltage/bytewise"
+        )
     # A flood of Interests on many connections, none of them reading.
     conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
     for i, c in enumerate(conns):
