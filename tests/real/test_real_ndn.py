@@ -319,7 +319,9 @@ def test_serve_ndn_on_loopback_udp_and_tcp_on_one_port():
             framer = TlvFramer()
             tcp = []
             while not tcp:
-                tcp = framer.feed(await asyncio.wait_for(reader.read(9000), 10))
+                chunk = await asyncio.wait_for(reader.read(9000), 10)
+                assert chunk, "the server closed the connection"
+                tcp = framer.feed(chunk)
             writer.close()
             return udp, tcp[0], server
         finally:
