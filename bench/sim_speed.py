@@ -8,18 +8,26 @@ deriving the metrics), simulated seconds per wall second and events per wall
 second; then the totals over all runs.
 
     python bench/sim_speed.py [ITEMS] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R]
+                              [--campaign-jobs J]
 
 ITEMS overrides `workload.items` (default: the scenario's, 1000). `--filter`
 works as in `iotbench run` and may be repeated, e.g. `--filter condition=base,loss-5`
 or `--filter variant=coap-con,mqtt-qos1`; without one, every variant runs. `--repeat R` runs each run R times and keeps the fastest
 (wall times on a shared machine vary by tens of percent from one second to the next).
+
+Then it times the same runs as a user's campaign: `iotbench run s3-robustness
+--jobs J` (default J = 2; 0 skips it) in a fresh process, into a temporary
+output folder, so the figure includes start-up, the worker processes, the
+progress bar and storing every run in DuckDB.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import subprocess
 import sys
+import tempfile
 import time
 
 from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filter
@@ -39,6 +47,13 @@ def main() -> None:
         help="keep only these axis values, e.g. condition=base,loss-5 (repeatable)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of R runs")
+    parser.add_argument(
+        "--campaign-jobs",
+        type=int,
+        default=2,
+        metavar="J",
+        help="then time `iotbench run s3-robustness --jobs J` on the same runs (0: skip)",
+    )
     args = parser.parse_args()
 
     try:
@@ -80,6 +95,24 @@ def main() -> None:
             f"{total_wall:>7.3f} {total_sim / total_wall:>12,.0f} "
             f"{total_events / total_wall:>13,.0f}"
         )
+    if args.campaign_jobs > 0:
+        time_campaign(args, len(runs))
+
+
+def time_campaign(args: argparse.Namespace, n_runs: int) -> None:
+    """Wall time of `iotbench run` on the selected runs, as a user runs it."""
+    command = [sys.executable, "-m", "iotbench", "run", SCENARIO, "--jobs", str(args.campaign_jobs)]
+    for text in args.filter:
+        command += ["--filter", text]
+    if args.items is not None:
+        command += ["--set", f"workload.items={args.items}"]
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        done = subprocess.run([*command, "--out", out], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"sim_speed: the campaign failed:\n{done.stderr}")
+    print(f"\ncampaign `iotbench {' '.join(command[3:])}`: {n_runs} runs in {wall:.1f} s wall")
 
 
 if __name__ == "__main__":
