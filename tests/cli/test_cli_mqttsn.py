@@ -41,7 +41,7 @@ SN = "mqttsn://127.0.0.1:9/a"
         (["client", "mqttsn", "get", SN], "MQTT-SN action 'get' is not one of"),
         (["client", "mqttsn", "pub", "mqtt://127.0.0.1/a"], "scheme 'mqtt' is not mqttsn"),
         (["client", "mqttsn", "pub", "mqttsn://127.0.0.1:9"], "no topic after the host"),
-        (["client", "mqttsn", "sub", SN, "--retain"], "--retain and --payload apply to pub"),
+        (["client", "mqttsn", "sub", SN, "--retain"], "--retain applies to pub"),
         (["client", "mqttsn", "sub", SN, "--qos", "-1"], "--qos -1 applies to pub"),
         (["client", "mqttsn", "pub", SN, "--count", "0"], "--count must be at least 1"),
         (["client", "mqttsn", "pub", SN, "--observe", "1"], "option of CoAP; MQTT-SN does not"),
@@ -134,7 +134,9 @@ def test_gateway_and_broker_as_a_user_would_run_them():
         ]
         for _ in range(200):  # until the subscription is in place and all three arrived
             for publish in publishes:
-                done = subprocess.run([*client, *publish], capture_output=True, text=True, timeout=30)
+                done = subprocess.run(
+                    [*client, *publish], capture_output=True, text=True, timeout=30
+                )
                 assert done.returncode == 0, done.stderr
             if sub.poll() is not None:
                 break

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Coroutine
 
 from iotbench.proto.mqtt.events import MessageReceived
 from iotbench.real.coap import RealModeError
@@ -40,39 +41,47 @@ def client(args: argparse.Namespace) -> int:
         raise UserError(f"MQTT action {args.method!r} is not one of pub, sub")
     if args.qos == -1:
         raise UserError("--qos -1 is MQTT-SN's; MQTT's QoS is 0, 1 or 2")
+    check_pub_sub(args, action)
     qos = 0 if args.qos is None else args.qos
+    if action == "pub":
+        work = mqtt_publish(
+            args.uri,
+            (args.payload or "").encode("utf-8"),
+            qos=qos,
+            retain=args.retain,
+            count=1 if args.count is None else args.count,
+            timeout_s=args.timeout,
+        )
+    else:
+        work = mqtt_subscribe(
+            args.uri, qos=qos, count=args.count or 0, timeout_s=args.timeout, on_message=_show
+        )
+    return run_pub_sub(action, qos, args.count, work)
+
+
+def check_pub_sub(args: argparse.Namespace, action: str) -> None:
+    """The options that make no sense for this action (MQTT and MQTT-SN alike)."""
+    if action == "pub" and args.count == 0:
+        raise UserError("--count must be at least 1 for pub")
+    if action == "sub":
+        if args.retain:
+            raise UserError("--retain applies to pub, not sub")
+        if args.payload is not None:
+            raise UserError("--payload applies to pub, not sub")
+
+
+def run_pub_sub(action: str, qos: int, count: int | None, work: Coroutine) -> int:
+    """Run a pub or sub coroutine to its end; a summary on stderr; the exit status.
+
+    Ctrl-C ends an open-ended sub (no --count) normally; anything else it
+    interrupts failed.
+    """
     try:
-        if action == "pub":
-            if args.count == 0:
-                raise UserError("--count must be at least 1 for pub")
-            result = asyncio.run(
-                mqtt_publish(
-                    args.uri,
-                    (args.payload or "").encode("utf-8"),
-                    qos=qos,
-                    retain=args.retain,
-                    count=1 if args.count is None else args.count,
-                    timeout_s=args.timeout,
-                )
-            )
-        else:
-            if args.retain:
-                raise UserError("--retain applies to pub, not sub")
-            if args.payload is not None:
-                raise UserError("--payload applies to pub, not sub")
-            result = asyncio.run(
-                mqtt_subscribe(
-                    args.uri,
-                    qos=qos,
-                    count=args.count or 0,
-                    timeout_s=args.timeout,
-                    on_message=_show,
-                )
-            )
+        result = asyncio.run(work)
     except RealModeError as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        return EXIT_OK if action == "sub" and not args.count else EXIT_FAILED
+        return EXIT_OK if action == "sub" and not count else EXIT_FAILED
     if action == "pub":
         print(f"published {result.published} message(s), QoS {qos}", file=sys.stderr)
     else:

@@ -8,13 +8,13 @@ traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from iotbench.proto.mqttsn.codec import TopicIdType
 from iotbench.proto.mqttsn.events import MessageReceived
 from iotbench.proto.mqttsn.params import MqttSnGatewayParams
 from iotbench.real.coap import RealModeError
+from iotbench.real.mqtt_cli import check_pub_sub, run_pub_sub
 from iotbench.real.mqttsn import (
     GatewayDriver,
     gateway_address,
@@ -25,7 +25,6 @@ from iotbench.real.mqttsn import (
 )
 from iotbench.scenarios import UserError
 
-EXIT_OK, EXIT_FAILED = 0, 1
 ACTIONS = ("pub", "sub")
 DEFAULT_BROKER = "127.0.0.1:1883"
 
@@ -98,53 +97,34 @@ def client(args: argparse.Namespace) -> int:
         topic, id_type = args.topic_id, TopicIdType.PREDEFINED
     elif not topic:
         raise UserError(f"{args.uri}: no topic after the host (or give --topic-id N)")
+    check_pub_sub(args, action)
+    if action == "sub" and args.qos == -1:
+        raise UserError("--qos -1 applies to pub, not sub")
     qos = 0 if args.qos is None else args.qos
-    try:
-        if action == "pub":
-            if args.count == 0:
-                raise UserError("--count must be at least 1 for pub")
-            result = asyncio.run(
-                mqttsn_publish(
-                    target.host,
-                    target.port,
-                    topic,
-                    (args.payload or "").encode("utf-8"),
-                    qos=qos,
-                    retain=args.retain,
-                    count=1 if args.count is None else args.count,
-                    topic_id_type=id_type,
-                    timeout_s=args.timeout,
-                )
-            )
-        else:
-            if args.retain or args.payload is not None:
-                raise UserError("--retain and --payload apply to pub, not sub")
-            if qos < 0:
-                raise UserError("--qos -1 applies to pub, not sub")
-            result = asyncio.run(
-                mqttsn_subscribe(
-                    target.host,
-                    target.port,
-                    topic,
-                    qos=qos,
-                    count=args.count or 0,
-                    topic_id_type=id_type,
-                    timeout_s=args.timeout,
-                    on_message=_show,
-                )
-            )
-    except RealModeError as exc:
-        raise UserError(str(exc)) from None
-    except KeyboardInterrupt:
-        return EXIT_OK if action == "sub" and not args.count else EXIT_FAILED
     if action == "pub":
-        print(f"published {result.published} message(s), QoS {qos}", file=sys.stderr)
+        work = mqttsn_publish(
+            target.host,
+            target.port,
+            topic,
+            (args.payload or "").encode("utf-8"),
+            qos=qos,
+            retain=args.retain,
+            count=1 if args.count is None else args.count,
+            topic_id_type=id_type,
+            timeout_s=args.timeout,
+        )
     else:
-        print(f"received {len(result.messages)} message(s)", file=sys.stderr)
-    if result.failure is not None:
-        print(f"iotbench: {result.failure}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+        work = mqttsn_subscribe(
+            target.host,
+            target.port,
+            topic,
+            qos=qos,
+            count=args.count or 0,
+            topic_id_type=id_type,
+            timeout_s=args.timeout,
+            on_message=_show,
+        )
+    return run_pub_sub(action, qos, args.count, work)
 
 
 def _show(msg: MessageReceived) -> None:
