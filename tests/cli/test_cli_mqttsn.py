@@ -90,7 +90,11 @@ def test_no_gateway_is_a_failure_not_a_traceback(capsys):
         code, _, err = run_cli(
             capsys, "client", "mqttsn", "pub", f"mqttsn://127.0.0.1:{port}/a", "--timeout", "1"
         )
-    assert code == 1 and "iotbench: timeout" in err and "Traceback" not in err
+    assert (
+        code == 1
+        and "iotbench: timeout: no CONNACK from the gateway" in err
+        and "Traceback" not in err
+    )
 
 
 def _free_port(kind: int) -> int:

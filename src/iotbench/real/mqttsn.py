@@ -288,6 +288,19 @@ def _failure(event: object) -> str | None:
     return None
 
 
+#: what a client waits for, by the event that says it came (for timeout messages)
+WAITING_FOR = {
+    Connected: "CONNACK",
+    Registered: "REGACK",
+    Published: "acknowledgement of the PUBLISH (PUBACK or PUBCOMP)",
+}
+
+
+def _shown(addr: tuple[str, int]) -> str:
+    host, port = addr[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class _Session:
     """One MqttSnClient on a UDP socket whose events the caller awaits in order."""
 
@@ -322,7 +335,8 @@ class _Session:
         while True:
             event = await self.next(deadline)
             if event is None:
-                return None, "timeout"
+                waited = WAITING_FOR.get(kind, kind.__name__)
+                return None, f"timeout: no {waited} from the gateway at {_shown(self.gateway)}"
             if isinstance(event, kind):
                 return event, None
             failure = _failure(event)
@@ -481,7 +495,9 @@ async def mqttsn_subscribe(
         while result.failure is None and not (count and len(result.messages) >= count):
             event = await session.next(deadline)
             if event is None:
-                result.failure = "timeout" if count else None
+                if count:
+                    got = len(result.messages)
+                    result.failure = f"timeout: {got} of {count} message(s) received"
                 break
             if isinstance(event, Subscribed):
                 result.granted, result.topic_id = event.qos, event.topic_id
