@@ -49,7 +49,10 @@ examples:
   iotbench report results/s1-object-download      tables, PNG plots, report/index.html
   iotbench serve coap --port 5683                 a CoAP server on a real socket
   iotbench serve mqtt                             an MQTT broker on 127.0.0.1:1883
+  iotbench serve mqttsn-gateway --port 1884       an MQTT-SN gateway for the broker on 1883
   iotbench serve ndn                              an NDN forwarder and producer, port 6363
+  iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 --scenario s3-robustness \\
+      --filter condition=loss-10                  real UDP through a simulated lossy link
   iotbench bench ndn-api                          NDN API speed against python-ndn (S5)
 
 Scenario file format: docs/scenarios.md.
@@ -321,6 +324,88 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_client)
 
     p = commands.add_parser(
+        "shim",
+        help="relay real UDP traffic through a simulated, impaired network",
+        description="Listen for UDP clients on --listen and relay their datagrams to the server\n"
+        "at --to, and back, through the network of a scenario: the simulator's own IP, UDP,\n"
+        "fragmentation, link (rate, queue, delay, MTU) and impairment models (loss, delay,\n"
+        "outages, redraws), running in real time. to_server impairments apply to what\n"
+        "clients send, to_client ones to the answers. Each client gets a socket of its own\n"
+        "towards the server. Item-based schedules count each client datagram as an item.\n"
+        "Runs until Ctrl-C, then prints what it relayed and what the link dropped.\n\n"
+        "The network comes from a scenario (--scenario, with --filter picking one network\n"
+        "of its sweep) or from the [network] table of a TOML file (--network); --set\n"
+        "changes network.* keys of either (see docs/scenarios.md for every key).",
+        epilog="examples:\n"
+        "  iotbench serve coap --port 5683 &\n"
+        "  iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 \\\n"
+        "      --scenario s3-robustness --filter condition=loss-10\n"
+        "  iotbench client coap GET coap://127.0.0.1:5684/voltage    through the shim\n\n"
+        "  iotbench shim --listen [::1]:5684 --to 127.0.0.1:5683 --network lossy.toml --pcap shim.pcap\n"
+        "  iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 --network lossy.toml \\\n"
+        "      --set network.link.delay_s=0.2 --seed 7\n\n"
+        "  lossy.toml:  [network.link]\n"
+        "               rate_bps = 250000\n"
+        "               delay_s = 0.005\n"
+        "               [network.impair.to_server.loss]\n"
+        '               model = "bernoulli"\n'
+        "               p = 0.05\n",
+        formatter_class=formatter,
+    )
+    p.add_argument(
+        "--listen",
+        required=True,
+        metavar="HOST:PORT",
+        help="UDP address for the clients (port 0: any free port)",
+    )
+    p.add_argument("--to", required=True, metavar="HOST:PORT", help="the UDP server to relay to")
+    p.add_argument("--scenario", metavar="NAME|FILE", help="take the network of this scenario")
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="AXIS=V",
+        help="with --scenario: keep only runs with this axis value, until one network is left",
+    )
+    p.add_argument("--network", type=Path, metavar="FILE", help="a TOML file with [network]")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a network.* key, e.g. network.link.delay_s=0.1 (repeatable)",
+    )
+    p.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        help="seed of the network's random streams (default: the scenario's network seed, or 1)",
+    )
+    p.add_argument(
+        "--items",
+        type=_positive_int,
+        metavar="N",
+        help="how many items random-items outages choose among (default: the scenario's"
+        " workload.items)",
+    )
+    p.add_argument("--pcap", metavar="FILE", help="write the simulated link's packets here")
+    p.add_argument(
+        "--max-clients",
+        type=_positive_int,
+        default=1024,
+        metavar="N",
+        help="client addresses relayed at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=_positive_float,
+        default=300.0,
+        metavar="S",
+        help="forget a client silent for S seconds (default: %(default)s)",
+    )
+    p.set_defaults(handler=cmd_shim)
+
+    p = commands.add_parser(
         "bench",
         help="micro-benchmarks of the protocol stacks",
         description="ndn-api: S5's NDN API benchmark. Operations per second of this NDN stack\n"
@@ -553,6 +638,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_client(args: argparse.Namespace) -> int:
     return _real_cli().client(args) or EXIT_OK
+
+
+def cmd_shim(args: argparse.Namespace) -> int:
+    return importlib.import_module("iotbench.real.shim_cli").run(args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

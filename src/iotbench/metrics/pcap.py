@@ -23,19 +23,24 @@ _RECORD = struct.Struct("<IIII")
 SNAPLEN = 262144
 
 
+def pcap_header(linktype: int = LINKTYPE_RAW) -> bytes:
+    return _GLOBAL.pack(_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, linktype)
+
+
+def pcap_record(t_s: float, data: bytes) -> bytes:
+    """One packet record, stamped `t_s` seconds (from the epoch, or from a run's start)."""
+    ns = round(t_s * 1e9)
+    n = len(data)
+    return _RECORD.pack(ns // 1_000_000_000, ns % 1_000_000_000, n, n) + data
+
+
 def pcap_bytes(packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> bytes:
     """Every transmitted packet (queue drops never reached the wire), in send order."""
-    out = [_GLOBAL.pack(_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, linktype)]
     sent = sorted(
         (p for p in packets if p.fate in TRANSMITTED),
         key=lambda p: p.t_sent,  # stable: ties keep the order of sending
     )
-    for p in sent:
-        ns = round(p.t_sent * 1e9)
-        n = len(p.data)
-        out.append(_RECORD.pack(ns // 1_000_000_000, ns % 1_000_000_000, n, n))
-        out.append(p.data)
-    return b"".join(out)
+    return pcap_header(linktype) + b"".join(pcap_record(p.t_sent, p.data) for p in sent)
 
 
 def write_pcap(path: str, packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> None:

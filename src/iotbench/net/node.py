@@ -19,6 +19,7 @@ from iotbench.sim import Simulator
 UdpHandler = Callable[[bytes, bytes, int, int], None]
 # handler(segment, src_address_bytes, dst_address_bytes)
 ProtocolHandler = Callable[[bytes, bytes, bytes], None]
+EPHEMERAL_PORTS = 65536 - 49152
 
 
 class Interface:
@@ -77,11 +78,17 @@ class Node:
         self._udp[port] = handler
 
     def udp_bind_ephemeral(self, handler: UdpHandler) -> int:
-        while self._ephemeral in self._udp:
-            self._ephemeral += 1
-        port = self._ephemeral
-        self.udp_bind(port, handler)
-        return port
+        """The next free port of the dynamic range 49152-65535 (RFC 6335), wrapping."""
+        for _ in range(EPHEMERAL_PORTS):
+            port = self._ephemeral
+            self._ephemeral = 49152 + (port + 1 - 49152) % EPHEMERAL_PORTS
+            if port not in self._udp:
+                self.udp_bind(port, handler)
+                return port
+        raise ValueError(f"{self.name}: every ephemeral UDP port is in use")
+
+    def udp_unbind(self, port: int) -> None:
+        self._udp.pop(port, None)
 
     # ------------------------------------------------------------ sending
 
