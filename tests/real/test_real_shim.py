@@ -258,3 +258,44 @@ def test_pcap_holds_every_packet_the_link_carried():
     # four requests and four answers (lost on the way, but they were on the wire)
     assert len(records) == 8
     assert all(r[0] >> 4 == 4 and r[9] == socket.IPPROTO_UDP for r in records)
+
+
+def test_a_flood_of_odd_datagrams_leaves_the_shim_working():
+    """Empty, huge and random datagrams from more clients than allowed, as fast as the
+    sockets take them; then an admitted client still gets its answer."""
+    import random
+
+    rng = random.Random(7)
+
+    async def main():
+        net = network(link={"mtu_bytes": 1280, "queue_packets": 50, "rate_bps": 10_000_000})
+        echo_t, _, shim, listen = await setup(net, limits=ShimLimits(max_clients=8))
+        clients = [await client(listen) for _ in range(20)]
+        for transport, _ in clients:  # the first 8 are admitted, the 12 others refused
+            transport.sendto(b"hello")
+        await settle()
+        refused = shim.stats.refused_clients
+        for i in range(3000):  # most of these the kernel's socket buffers drop
+            transport, _ = clients[i % 20]
+            size = rng.choice([0, 1, 7, 1400, 9000, 60000])
+            transport.sendto(rng.randbytes(size))
+            if i % 200 == 0:
+                await asyncio.sleep(0)  # let the loop breathe, as a real flood would
+        await settle(1.0)
+        while not clients[0][1].queue.empty():
+            clients[0][1].queue.get_nowait()
+        clients[0][0].sendto(b"still there?")
+        answers = []
+        while True:
+            _, data = await asyncio.wait_for(clients[0][1].queue.get(), 10)
+            answers.append(data)
+            if data == b"still there?":
+                break
+        stats = shim.stats
+        shim.close()
+        echo_t.close()
+        return refused, stats
+
+    refused, stats = asyncio.run(main())
+    assert refused == 12 and stats.refused_clients >= 12
+    assert stats.datagrams_from_clients > 20
