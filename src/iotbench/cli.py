@@ -463,24 +463,22 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(low: int, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(1, text)
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
+    return _int_at_least(0, text)
 
 
 def _port(text: str) -> int:

@@ -19,6 +19,17 @@ from iotbench.real.timer import LoopTimer
 log = logging.getLogger("iotbench.real")
 
 
+async def serve_until_cancelled(server, on_ready: Callable | None) -> None:
+    """Tell `on_ready` the server is up, then wait until cancelled; close the server
+    (anything with close()) however it ends. The tail of every `serve_*` function."""
+    try:
+        if on_ready is not None:
+            on_ready(server)
+        await asyncio.Event().wait()
+    finally:
+        server.close()
+
+
 class AsyncDatagramDriver(asyncio.DatagramProtocol):
     """Feeds one sans-I/O stack from a UDP socket and its timers from the event loop.
 

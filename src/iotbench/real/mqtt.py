@@ -36,6 +36,7 @@ from iotbench.proto.mqtt.events import (
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.proto.mqtt.topics import is_valid_filter, is_valid_topic
 from iotbench.real.coap import RealModeError
+from iotbench.real.driver import serve_until_cancelled
 from iotbench.real.stream import (
     StreamClientDriver,
     StreamServerDriver,
@@ -60,12 +61,7 @@ async def serve_mqtt(
     """Run the broker until cancelled."""
     broker = MqttBroker(random.SystemRandom(), params or MqttBrokerParams())
     driver = await start_stream_server(broker, host, port)
-    try:
-        if on_ready is not None:
-            on_ready(driver)
-        await asyncio.Event().wait()  # forever; cancellation ends it
-    finally:
-        driver.close()
+    await serve_until_cancelled(driver, on_ready)
 
 
 # --------------------------------------------------------------------------- client

@@ -39,7 +39,7 @@ from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
 from iotbench.proto.sansio import drain_with
 from iotbench.real.coap import RealModeError
-from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver
+from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver, serve_until_cancelled
 from iotbench.real.stream import DEFAULT_MAX_WRITE_BUFFER_BYTES
 
 log = logging.getLogger("iotbench.real")
@@ -208,12 +208,7 @@ async def serve_mqttsn_gateway(
         )
     except OSError as exc:
         raise RealModeError(f"cannot listen on UDP {host} port {port}: {exc.strerror}") from None
-    try:
-        if on_ready is not None:
-            on_ready(driver)
-        await asyncio.Event().wait()  # forever; cancellation ends it
-    finally:
-        driver.close()
+    await serve_until_cancelled(driver, on_ready)
 
 
 # --------------------------------------------------------------------------- client

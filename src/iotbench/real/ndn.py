@@ -37,7 +37,6 @@ datagram stack (real/driver.py) and that of a many-connection stream stack
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import random
 import sys
@@ -71,7 +70,7 @@ from iotbench.proto.ndn.signing import (
     public_key_der,
 )
 from iotbench.proto.ndn.types import ComponentType, ContentType
-from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver
+from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver, serve_until_cancelled
 from iotbench.real.stream import StreamServerDriver, start_stream_server
 from iotbench.scenarios import UserError
 
@@ -424,12 +423,7 @@ async def serve_ndn(
         raise
     server = NdnServer(node, udp, tcp, host, port)
     node.wakeup = server.wakeup
-    try:
-        if on_ready is not None:
-            on_ready(server)
-        await asyncio.Event().wait()  # forever; cancellation ends it
-    finally:
-        server.close()
+    await serve_until_cancelled(server, on_ready)
 
 
 # ---- `iotbench serve ndn` ----------------------------------------------------------------------

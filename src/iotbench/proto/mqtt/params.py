@@ -7,10 +7,10 @@ choices, documented here and in docs/mqtt.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from iotbench.proto.paramcheck import check, is_int, is_seconds
 from iotbench.proto.retransmit import BackoffSchedule
 
 from .codec import MAX_PACKET_SIZE_BYTES, Will
@@ -22,20 +22,6 @@ DEFAULT_BROKER_MAX_PACKET_SIZE_BYTES = 1 << 20
 #: Packet identifiers are 16 bits, so queued plus in-flight messages of one
 #: session must fit in 65535 ids (the client also needs a few for SUBSCRIBE).
 _MAX_IDS = 65535
-
-
-def _check(cls: str, name: str, ok: bool, what: str, value: object) -> None:
-    if not ok:
-        raise ValueError(f"{cls}.{name} must be {what}, got {value!r}")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_seconds(value: object, *, positive: bool = True) -> bool:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return ok and (value > 0 if positive else value >= 0)
 
 
 @dataclass(frozen=True)
@@ -65,45 +51,45 @@ class _FlowParams:
     retry_max_retransmissions: int = 10
 
     def _check_flow(self, cls: str) -> None:
-        _check(
+        check(
             cls,
             "max_inflight",
-            _is_int(self.max_inflight) and 1 <= self.max_inflight,
+            is_int(self.max_inflight) and 1 <= self.max_inflight,
             "an integer >= 1",
             self.max_inflight,
         )
-        _check(
+        check(
             cls,
             "max_queued_messages",
-            _is_int(self.max_queued_messages) and 0 <= self.max_queued_messages,
+            is_int(self.max_queued_messages) and 0 <= self.max_queued_messages,
             "an integer >= 0",
             self.max_queued_messages,
         )
-        _check(
+        check(
             cls,
             "max_inflight + max_queued_messages",
             self.max_inflight + self.max_queued_messages <= _MAX_IDS - 100,
             f"at most {_MAX_IDS - 100} (16-bit packet identifiers)",
             self.max_inflight + self.max_queued_messages,
         )
-        _check(
+        check(
             cls,
             "retry_interval_s",
-            self.retry_interval_s is None or _is_seconds(self.retry_interval_s),
+            self.retry_interval_s is None or is_seconds(self.retry_interval_s),
             "> 0 seconds or None",
             self.retry_interval_s,
         )
-        _check(
+        check(
             cls,
             "retry_backoff_factor",
-            _is_seconds(self.retry_backoff_factor) and self.retry_backoff_factor >= 1.0,
+            is_seconds(self.retry_backoff_factor) and self.retry_backoff_factor >= 1.0,
             ">= 1.0",
             self.retry_backoff_factor,
         )
-        _check(
+        check(
             cls,
             "retry_max_retransmissions",
-            _is_int(self.retry_max_retransmissions) and self.retry_max_retransmissions >= 0,
+            is_int(self.retry_max_retransmissions) and self.retry_max_retransmissions >= 0,
             "an integer >= 0",
             self.retry_max_retransmissions,
         )
@@ -153,25 +139,25 @@ class MqttClientParams(_FlowParams):
     def __post_init__(self) -> None:
         cls = "MqttClientParams"
         self._check_flow(cls)
-        _check(
+        check(
             cls,
             "keep_alive_s",
-            _is_int(self.keep_alive_s) and 0 <= self.keep_alive_s <= 0xFFFF,
+            is_int(self.keep_alive_s) and 0 <= self.keep_alive_s <= 0xFFFF,
             "an integer in 0..65535",
             self.keep_alive_s,
         )
         for name in ("ping_timeout_s", "connack_timeout_s"):
             value = getattr(self, name)
-            _check(cls, name, value is None or _is_seconds(value), "> 0 seconds or None", value)
-        _check(
+            check(cls, name, value is None or is_seconds(value), "> 0 seconds or None", value)
+        check(
             cls,
             "max_packet_size_bytes",
-            _is_int(self.max_packet_size_bytes)
+            is_int(self.max_packet_size_bytes)
             and 2 <= self.max_packet_size_bytes <= MAX_PACKET_SIZE_BYTES,
             f"an integer in 2..{MAX_PACKET_SIZE_BYTES}",
             self.max_packet_size_bytes,
         )
-        _check(
+        check(
             cls,
             "password",
             self.password is None or self.username is not None,
@@ -223,22 +209,22 @@ class MqttBrokerParams(_FlowParams):
     def __post_init__(self) -> None:
         cls = "MqttBrokerParams"
         self._check_flow(cls)
-        _check(
+        check(
             cls,
             "max_packet_size_bytes",
-            _is_int(self.max_packet_size_bytes)
+            is_int(self.max_packet_size_bytes)
             and 2 <= self.max_packet_size_bytes <= MAX_PACKET_SIZE_BYTES,
             f"an integer in 2..{MAX_PACKET_SIZE_BYTES}",
             self.max_packet_size_bytes,
         )
-        _check(
+        check(
             cls,
             "connect_timeout_s",
-            self.connect_timeout_s is None or _is_seconds(self.connect_timeout_s),
+            self.connect_timeout_s is None or is_seconds(self.connect_timeout_s),
             "> 0 seconds or None",
             self.connect_timeout_s,
         )
-        _check(cls, "max_qos", self.max_qos in (0, 1, 2), "0, 1 or 2", self.max_qos)
+        check(cls, "max_qos", self.max_qos in (0, 1, 2), "0, 1 or 2", self.max_qos)
         for name in ("max_sessions", "max_subscriptions_per_session", "max_retained_messages"):
             value = getattr(self, name)
-            _check(cls, name, _is_int(value) and value >= 0, "an integer >= 0", value)
+            check(cls, name, is_int(value) and value >= 0, "an integer >= 0", value)

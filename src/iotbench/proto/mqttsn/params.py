@@ -11,10 +11,10 @@ sets its own):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
+from iotbench.proto.paramcheck import check, is_int, is_seconds
 from iotbench.proto.retransmit import BackoffSchedule
 
 __all__ = ["MAX_CLIENT_ID_CHARS", "MqttSnClientParams", "MqttSnGatewayParams"]
@@ -23,37 +23,19 @@ __all__ = ["MAX_CLIENT_ID_CHARS", "MqttSnClientParams", "MqttSnGatewayParams"]
 MAX_CLIENT_ID_CHARS = 23
 
 
-def _check(cls: str, name: str, ok: bool, what: str, value: object) -> None:
-    if not ok:
-        raise ValueError(f"{cls}.{name} must be {what}, got {value!r}")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_seconds(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
-
-
 def _check_predefined(cls: str, topics: Mapping[int, str]) -> None:
     names = set()
     for topic_id, name in topics.items():
-        _check(
+        check(
             cls,
             "predefined_topics",
-            _is_int(topic_id) and 1 <= topic_id <= 0xFFFE,
+            is_int(topic_id) and 1 <= topic_id <= 0xFFFE,
             "a mapping of topic ids 1..65534 (0x0000 and 0xFFFF are reserved, 5.3.11)",
             topic_id,
         )
         ok = isinstance(name, str) and bool(name) and "+" not in name and "#" not in name
-        _check(cls, "predefined_topics", ok, "non-empty topic names without wildcards", name)
-        _check(cls, "predefined_topics", name not in names, "one id per topic name", name)
+        check(cls, "predefined_topics", ok, "non-empty topic names without wildcards", name)
+        check(cls, "predefined_topics", name not in names, "one id per topic name", name)
         names.add(name)
 
 
@@ -65,17 +47,17 @@ class _RetryParams:
     max_retries: int = 3
 
     def _check_retry(self, cls: str) -> None:
-        _check(
+        check(
             cls,
             "retry_interval_s",
-            _is_seconds(self.retry_interval_s),
+            is_seconds(self.retry_interval_s),
             "> 0 seconds",
             self.retry_interval_s,
         )
-        _check(
+        check(
             cls,
             "max_retries",
-            _is_int(self.max_retries) and self.max_retries >= 0,
+            is_int(self.max_retries) and self.max_retries >= 0,
             "an integer >= 0",
             self.max_retries,
         )
@@ -131,23 +113,23 @@ class MqttSnClientParams(_RetryParams):
         cls = "MqttSnClientParams"
         self._check_retry(cls)
         cid = self.client_id
-        _check(
+        check(
             cls,
             "client_id",
             isinstance(cid, str) and 1 <= len(cid) <= MAX_CLIENT_ID_CHARS and "\0" not in cid,
             f"1..{MAX_CLIENT_ID_CHARS} characters (5.3.1)",
             cid,
         )
-        _check(
+        check(
             cls,
             "keep_alive_s",
-            _is_int(self.keep_alive_s) and 0 <= self.keep_alive_s <= 0xFFFF,
+            is_int(self.keep_alive_s) and 0 <= self.keep_alive_s <= 0xFFFF,
             "an integer in 0..65535",
             self.keep_alive_s,
         )
         _check_predefined(cls, self.predefined_topics)
         for name in ("search_delay_s", "gwinfo_delay_s"):
-            _check(cls, name, _is_seconds(getattr(self, name)), "> 0 seconds", getattr(self, name))
+            check(cls, name, is_seconds(getattr(self, name)), "> 0 seconds", getattr(self, name))
         for name, low in (
             ("search_retries", 0),
             ("advertise_misses", 1),
@@ -155,7 +137,7 @@ class MqttSnClientParams(_RetryParams):
             ("max_topics", 0),
         ):
             value = getattr(self, name)
-            _check(cls, name, _is_int(value) and value >= low, f"an integer >= {low}", value)
+            check(cls, name, is_int(value) and value >= low, f"an integer >= {low}", value)
 
 
 @dataclass(frozen=True)
@@ -206,16 +188,16 @@ class MqttSnGatewayParams(_RetryParams):
     def __post_init__(self) -> None:
         cls = "MqttSnGatewayParams"
         self._check_retry(cls)
-        _check(cls, "gw_id", _is_int(self.gw_id) and 0 <= self.gw_id <= 0xFF, "0..255", self.gw_id)
+        check(cls, "gw_id", is_int(self.gw_id) and 0 <= self.gw_id <= 0xFF, "0..255", self.gw_id)
         adv = self.advertise_interval_s
-        _check(
+        check(
             cls,
             "advertise_interval_s",
-            adv is None or (_is_int(adv) and 1 <= adv <= 0xFFFF),
+            adv is None or (is_int(adv) and 1 <= adv <= 0xFFFF),
             "None or an integer in 1..65535 (the ADVERTISE Duration field)",
             adv,
         )
-        _check(
+        check(
             cls,
             "broadcast_addr",
             adv is None or self.broadcast_addr is not None,
@@ -223,17 +205,17 @@ class MqttSnGatewayParams(_RetryParams):
             self.broadcast_addr,
         )
         _check_predefined(cls, self.predefined_topics)
-        _check(
+        check(
             cls,
             "keep_alive_factor",
-            _is_seconds(self.keep_alive_factor) and self.keep_alive_factor >= 1.0,
+            is_seconds(self.keep_alive_factor) and self.keep_alive_factor >= 1.0,
             ">= 1.0",
             self.keep_alive_factor,
         )
-        _check(
+        check(
             cls,
             "connect_timeout_s",
-            _is_seconds(self.connect_timeout_s),
+            is_seconds(self.connect_timeout_s),
             "> 0 seconds",
             self.connect_timeout_s,
         )
@@ -244,11 +226,11 @@ class MqttSnGatewayParams(_RetryParams):
             "max_stored_wills",
         ):
             value = getattr(self, name)
-            _check(cls, name, _is_int(value) and value >= 0, "an integer >= 0", value)
-        _check(
+            check(cls, name, is_int(value) and value >= 0, "an integer >= 0", value)
+        check(
             cls,
             "broker_keep_alive_s",
-            _is_int(self.broker_keep_alive_s) and 0 <= self.broker_keep_alive_s <= 0xFFFF,
+            is_int(self.broker_keep_alive_s) and 0 <= self.broker_keep_alive_s <= 0xFFFF,
             "an integer in 0..65535",
             self.broker_keep_alive_s,
         )
