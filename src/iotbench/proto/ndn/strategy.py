@@ -87,10 +87,18 @@ class Strategy:
         return last is None or now - last >= fw.config.retx_suppression_s
 
     @staticmethod
-    def _eligible(
-        fw: Forwarder, entry: PitEntry, ingress: int, interest: Interest
-    ) -> list[NextHop]:
+    def _eligible(fw: Forwarder, ingress: int, interest: Interest) -> list[NextHop]:
         return [nh for nh in fw.next_hops(interest) if nh.face_id != ingress]
+
+    def _hops_or_no_route(
+        self, fw: Forwarder, now: float, entry: PitEntry, ingress: int, interest: Interest
+    ) -> list[NextHop]:
+        """The next hops other than the ingress face. With none, the downstream gets
+        a Nack (no route), unless an Interest sent earlier may still bring Data."""
+        hops = self._eligible(fw, ingress, interest)
+        if not hops and not entry.has_pending_out_records(now):
+            fw.reject_pending_interest(now, entry, NackReason.NO_ROUTE)
+        return hops
 
 
 class BestRoute(Strategy):
@@ -99,10 +107,8 @@ class BestRoute(Strategy):
     def after_receive_interest(
         self, fw: Forwarder, now: float, entry: PitEntry, ingress: int, interest: Interest
     ) -> None:
-        hops = self._eligible(fw, entry, ingress, interest)
+        hops = self._hops_or_no_route(fw, now, entry, ingress, interest)
         if not hops:
-            if not entry.has_pending_out_records(now):
-                fw.reject_pending_interest(now, entry, NackReason.NO_ROUTE)
             return
         if not entry.has_pending_out_records(now):
             fw.send_interest(now, entry, hops[0].face_id)
@@ -113,7 +119,7 @@ class BestRoute(Strategy):
     def after_receive_nack(
         self, fw: Forwarder, now: float, entry: PitEntry, ingress: int, reason: int
     ) -> None:
-        hops = self._eligible(fw, entry, -1, entry.interest)
+        hops = self._eligible(fw, -1, entry.interest)
         downstream = set(entry.in_records)
         untried = [
             nh
@@ -132,10 +138,8 @@ class Multicast(Strategy):
     def after_receive_interest(
         self, fw: Forwarder, now: float, entry: PitEntry, ingress: int, interest: Interest
     ) -> None:
-        hops = self._eligible(fw, entry, ingress, interest)
+        hops = self._hops_or_no_route(fw, now, entry, ingress, interest)
         if not hops:
-            if not entry.has_pending_out_records(now):
-                fw.reject_pending_interest(now, entry, NackReason.NO_ROUTE)
             return
         if not entry.has_pending_out_records(now) or self._should_resend(fw, now, entry, ingress):
             for nh in hops:
