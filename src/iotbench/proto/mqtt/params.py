@@ -24,6 +24,12 @@ DEFAULT_BROKER_MAX_PACKET_SIZE_BYTES = 1 << 20
 _MAX_IDS = 65535
 
 
+def _check_max_packet_size(cls: str, size: object) -> None:
+    """The smallest packet is 2 bytes; the largest the remaining-length field allows."""
+    ok = is_int(size) and 2 <= size <= MAX_PACKET_SIZE_BYTES
+    check(cls, "max_packet_size_bytes", ok, f"an integer in 2..{MAX_PACKET_SIZE_BYTES}", size)
+
+
 @dataclass(frozen=True)
 class _FlowParams:
     """Outgoing QoS 1/2 flow settings shared by client and broker.
@@ -149,14 +155,7 @@ class MqttClientParams(_FlowParams):
         for name in ("ping_timeout_s", "connack_timeout_s"):
             value = getattr(self, name)
             check(cls, name, value is None or is_seconds(value), "> 0 seconds or None", value)
-        check(
-            cls,
-            "max_packet_size_bytes",
-            is_int(self.max_packet_size_bytes)
-            and 2 <= self.max_packet_size_bytes <= MAX_PACKET_SIZE_BYTES,
-            f"an integer in 2..{MAX_PACKET_SIZE_BYTES}",
-            self.max_packet_size_bytes,
-        )
+        _check_max_packet_size(cls, self.max_packet_size_bytes)
         check(
             cls,
             "password",
@@ -209,14 +208,7 @@ class MqttBrokerParams(_FlowParams):
     def __post_init__(self) -> None:
         cls = "MqttBrokerParams"
         self._check_flow(cls)
-        check(
-            cls,
-            "max_packet_size_bytes",
-            is_int(self.max_packet_size_bytes)
-            and 2 <= self.max_packet_size_bytes <= MAX_PACKET_SIZE_BYTES,
-            f"an integer in 2..{MAX_PACKET_SIZE_BYTES}",
-            self.max_packet_size_bytes,
-        )
+        _check_max_packet_size(cls, self.max_packet_size_bytes)
         check(
             cls,
             "connect_timeout_s",
