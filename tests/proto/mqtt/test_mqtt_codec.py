@@ -167,6 +167,8 @@ def test_connack():
         decode(h("20 02 02 00"))
     with pytest.raises(ValueError):
         encode(ConnAck(True, 1))  # 3.2.2.2: session present 0 on refusal
+    with pytest.raises(MqttDecodeError, match="3.2.2.2"):
+        decode(h("20 02 01 01"))  # ... and a received one that breaks the rule is malformed
 
 
 def test_publish_variable_header_example_3_3_2_3():

@@ -581,6 +581,8 @@ def _decode_body(ptype: int, flags: int, r: _Reader) -> Packet:
         r.done("CONNACK")
         if ack_flags & 0xFE:
             raise MqttDecodeError("reserved connect acknowledge flags are set (3.2.2.1)")
+        if ack_flags and code:
+            raise MqttDecodeError("session present is set in a refusing CONNACK (3.2.2.2)")
         return ConnAck(bool(ack_flags), code)
     if ptype == 8:
         pid = r.packet_id()
