@@ -20,6 +20,7 @@ import argparse
 import copy
 import time
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net.impairments import BernoulliLoss, Impairment
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
@@ -46,7 +47,7 @@ def bulk(size: int) -> tuple[float, float, int, bool]:
         rate_bps=10_000_000,
         delay_s=0.01,
         queue_packets=1000,
-        log=log,
+        observers=Observers(PacketRecorder(log)),
         impair_a_to_b=Impairment(loss=BernoulliLoss(sim.rng("ab"), 0.01)),
         impair_b_to_a=Impairment(loss=BernoulliLoss(sim.rng("ba"), 0.01)),
     )

@@ -37,6 +37,8 @@ NS3_COUNTS = os.path.join(HERE, "peers", "ns3_counts.py")
 def run_iotbench(n: int) -> dict:
     """One iotbench run in this process; the caller's imports are not counted."""
     from iotbench.apps.echo import UdpEchoClient, UdpEchoServer
+    from iotbench.metrics.observers import Observers
+    from iotbench.metrics.traffic import TrafficMeter
     from iotbench.net.impairments import BernoulliLoss, Impairment
     from iotbench.net.link import PointToPointLink
     from iotbench.net.node import Node
@@ -44,12 +46,14 @@ def run_iotbench(n: int) -> dict:
 
     t0 = time.perf_counter()
     sim = Simulator(seed=1)
-    log: list = []
+    # The meter every simulation run has; what the comparison prints per
+    # direction comes from its per-node counts.
+    traffic = TrafficMeter(sim)
     client = Node(sim, "client")
     server = Node(sim, "server")
     cif = client.add_interface("10.1.1.1", 1500)
     sif = server.add_interface("10.1.1.2", 1500)
-    link = PointToPointLink(
+    PointToPointLink(
         sim,
         cif,
         sif,
@@ -59,7 +63,7 @@ def run_iotbench(n: int) -> dict:
         # Loss on the client -> server direction: packets arriving at the server,
         # like the ns-3 side's receive error model on the server's device.
         impair_a_to_b=Impairment(loss=BernoulliLoss(sim.rng("server-rx-loss"), 0.05)),
-        log=log,
+        observers=Observers(traffic),
     )
     echo_server = UdpEchoServer(server, 9)
     echo = UdpEchoClient(sim, client, sif.address, count=n, size=32, interval_s=0.01)
@@ -68,22 +72,21 @@ def run_iotbench(n: int) -> dict:
     t1 = time.perf_counter()
     sim.run()
     wall = time.perf_counter() - t1
-    to_server = [p for p in log if p.channel is link.a_to_b]
-    to_client = [p for p in log if p.channel is link.b_to_a]
+    to_server, to_client = traffic.nodes["client"], traffic.nodes["server"]
     return {
         "wall_s": wall,
         "setup_s": setup,
         "sim_s": sim.now,
         "events": sim.events_processed,
-        "first_send_s": log[0].t_sent if log else float("nan"),
+        "first_send_s": echo.first_sent_s,
         "client_sent": echo.sent,
         "server_received": echo_server.echoed,
-        "lost_to_server": sum(p.fate == "lost" for p in to_server),
-        "server_sent": len(to_client),
+        "lost_to_server": to_server.lost,
+        "server_sent": to_client.sent,
         "client_received": echo.received,
-        "lost_to_client": sum(p.fate == "lost" for p in to_client),
-        "bytes_per_packet": sum(len(p.data) for p in to_server) / max(len(to_server), 1),
-        "packets_logged": len(log),
+        "lost_to_client": to_client.lost,
+        "bytes_per_packet": traffic.wire.total / max(traffic.wire.packets, 1),
+        "packets_logged": traffic.wire.packets,
     }
 
 

@@ -10,6 +10,7 @@ from iotbench.apps.http.http1 import Http1Client, Http1Server
 from iotbench.apps.http.http2 import PREFACE, Http2Client, Http2Server, header_bytes
 from iotbench.apps.sensors import ObjectResource
 from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
 from iotbench.net.tcp import TcpParams, TcpStack
@@ -24,7 +25,9 @@ def setup(version: str, per_request=False, minimal=False, headers=()):
     log = []
     a, b = Node(sim, "client"), Node(sim, "server")
     ia, ib = a.add_interface("10.0.0.1", 1500), b.add_interface("10.0.0.2", 1500)
-    PointToPointLink(sim, ia, ib, rate_bps=1_000_000, delay_s=0.01, log=log)
+    PointToPointLink(
+        sim, ia, ib, rate_bps=1_000_000, delay_s=0.01, observers=Observers(PacketRecorder(log))
+    )
     params = TcpParams(nagle=False)
     cs, ss = TcpStack(sim, a, params), TcpStack(sim, b, params)
     resources = {PATH: ObjectResource(300)}
@@ -82,7 +85,7 @@ def test_http1_connection_close_makes_the_server_close():
     sim.run(until=1.0)
     assert results[0][1] is True
     fins = [p for p in log if decode(p.data[20:], p.data[12:16], p.data[16:20]).flags & 0x01]
-    assert fins[0].channel.src == "server"  # the server closed first
+    assert fins[0].src == "server"  # the server closed first
 
 
 def test_http2_requests_share_one_connection_as_streams():
@@ -97,9 +100,7 @@ def test_http2_minimal_settings_on_the_wire():
     sim, log, client, server, cs, ss = setup("2", minimal=True)
     issue(sim, client, [0.0])
     sim.run(until=5)
-    payloads = [
-        (p.channel.src, decode(p.data[20:], p.data[12:16], p.data[16:20]).payload) for p in log
-    ]
+    payloads = [(p.src, decode(p.data[20:], p.data[12:16], p.data[16:20]).payload) for p in log]
     first_client = next(data for src, data in payloads if src == "client" and data)
     assert first_client.startswith(PREFACE + bytes.fromhex("000000040000000000"))
     first_server = next(data for src, data in payloads if src == "server" and data)

@@ -1,97 +1,130 @@
-"""Metrics derived from the packet log and the item log, against hand-computed values."""
+"""Metrics from the streaming meters and the item log, against hand-computed values."""
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
-from iotbench.metrics.derive import item_metrics, node_packet_metrics, percentile, wire_metrics
-from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
+from iotbench.metrics.derive import item_metrics, percentile
+from iotbench.metrics.items import DELIVERED, GIVEN_UP, ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.traffic import TrafficMeter
 from iotbench.net import packet as pk
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
 from iotbench.net.packet import Packet
 from iotbench.sim import Simulator
 
-A_TO_B = SimpleNamespace(name="a->b", src="a", dst="b")
-B_TO_A = SimpleNamespace(name="b->a", src="b", dst="a")
 
-
-def pkt(size, layers, t_sent, fate, channel):
+def pkt(size, layers, t_sent, fate, src, dst):
     p = Packet(bytes(size), *layers)
-    p.t_sent, p.fate, p.channel = t_sent, fate, channel
+    p.t_sent, p.fate, p.src, p.dst = t_sent, fate, src, dst
     return p
 
 
+# (packet, its hooks as a medium would call them)
 LOG = [
-    pkt(100, (20, 8, 10), 0.0, pk.DELIVERED, A_TO_B),  # payload 62
-    pkt(60, (40, 8, 4), 1.0, pk.LOST, B_TO_A),  # payload 8
-    pkt(500, (20, 8, 0), 2.0, pk.QUEUE_FULL, A_TO_B),  # never on the wire
-    pkt(128, (48, 0, 0), 3.0, pk.OUTAGE, A_TO_B),  # payload 80
-    pkt(70, (20, 8, 2), 4.0, pk.IN_FLIGHT, B_TO_A),  # payload 40, still travelling
+    pkt(100, (20, 8, 10), 0.0, pk.DELIVERED, "a", "b"),  # payload 62
+    pkt(60, (40, 8, 4), 1.0, pk.LOST, "b", "a"),  # payload 8
+    pkt(500, (20, 8, 0), 2.0, pk.QUEUE_FULL, "a", "b"),  # never on the wire
+    pkt(128, (48, 0, 0), 3.0, pk.OUTAGE, "a", "b"),  # payload 80
+    pkt(70, (20, 8, 2), 4.0, pk.IN_FLIGHT, "b", "a"),  # payload 40, still travelling
 ]
+
+
+def feed(meter: TrafficMeter, packets, close_at: float | None = None) -> TrafficMeter:
+    """Call the hooks in the order a medium would, at each packet's t_sent."""
+    for p in packets:
+        meter.sim.now = p.t_sent
+        if close_at is not None and p.t_sent >= close_at and meter.t1 == math.inf:
+            meter.close_window(close_at)
+        if p.fate == pk.QUEUE_FULL:
+            meter.finished(p)
+            continue
+        meter.transmitted(p)
+        if p.fate == pk.DELIVERED:
+            meter.received(p, p.dst)
+        if p.fate != pk.IN_FLIGHT:
+            meter.finished(p)
+    return meter
+
+
+def wire(packets, **window) -> dict:
+    meter = TrafficMeter(Simulator(0), windowed=bool(window))
+    if window:
+        meter.arm_window(window["opener"])
+    return feed(meter, packets, window.get("close_at")).wire_metrics()
 
 
 # ----------------------------------------------------------------- wire metrics
 
 
 def test_wire_metrics_whole_run():
-    assert wire_metrics(LOG) == {
+    assert wire(LOG) == {
         "packets": 4,
         "bytes_total": 358,
+        "bytes_link_header": 0,
         "bytes_ip_header": 128,
         "bytes_transport_header": 24,
         "bytes_app_header": 16,
         "bytes_payload": 190,
         "packets_lost": 2,  # lost + outage; neither queue-full nor in-flight
+        "packets_queue_dropped": 1,
     }
 
 
-def test_wire_metrics_window_is_half_open_on_t_sent():
-    assert wire_metrics(LOG, 1.0, 3.0) == {
+def test_wire_metrics_window_opens_with_the_armed_node_and_is_half_open():
+    # b's first packet (t = 1) opens the window; it closes at t = 3.
+    assert wire(LOG, opener="b", close_at=3.0) == {
         "packets": 1,
         "bytes_total": 60,
+        "bytes_link_header": 0,
         "bytes_ip_header": 40,
         "bytes_transport_header": 8,
         "bytes_app_header": 4,
         "bytes_payload": 8,
         "packets_lost": 1,
+        "packets_queue_dropped": 1,  # queue drops are counted for the whole run
     }
-    assert wire_metrics(LOG, 1.0, 3.0 + 1e-9)["packets"] == 2
-    assert wire_metrics(LOG, 3.0, 3.0)["packets"] == 0
-    assert wire_metrics(LOG, 4.0)["packets"] == 1
-    assert wire_metrics(LOG, t1=0.0)["bytes_total"] == 0
-    assert wire_metrics(LOG, t1=0.5)["bytes_total"] == 100
-    assert wire_metrics(LOG, 0.5, 0.9) == {
-        "packets": 0,
-        "bytes_total": 0,
-        "bytes_ip_header": 0,
-        "bytes_transport_header": 0,
-        "bytes_app_header": 0,
-        "bytes_payload": 0,
-        "packets_lost": 0,
-    }
+    assert wire(LOG, opener="b", close_at=3.0 + 1e-9)["packets"] == 2
+    assert wire(LOG, opener="a", close_at=0.0)["packets"] == 0
+    assert wire(LOG, opener="a", close_at=0.5)["bytes_total"] == 100
+    assert wire(LOG, opener="c")["packets"] == 0  # never opened
+
+
+def test_a_packet_queued_when_the_window_closes_is_taken_back_out():
+    sim = Simulator(0)
+    meter = TrafficMeter(sim, windowed=True)
+    meter.arm_window("a")
+    first = pkt(100, (20, 8, 0), 0.0, pk.IN_FLIGHT, "a", "b")
+    queued = pkt(50, (20, 8, 0), 2.0, pk.IN_FLIGHT, "a", "b")  # accepted at 0, leaves at 2
+    meter.transmitted(first)
+    meter.transmitted(queued)
+    sim.now = 1.0
+    meter.close_window(1.0)
+    assert meter.window_start == 0.0
+    assert meter.wire_metrics()["packets"] == 1
+    assert meter.wire_metrics()["bytes_total"] == 100
 
 
 def test_in_flight_packets_are_not_counted_as_lost():
-    in_flight = [pkt(50, (20, 8, 0), 0.0, pk.IN_FLIGHT, A_TO_B)]
-    assert wire_metrics(in_flight)["packets"] == 1
-    assert wire_metrics(in_flight)["packets_lost"] == 0
+    in_flight = [pkt(50, (20, 8, 0), 0.0, pk.IN_FLIGHT, "a", "b")]
+    assert wire(in_flight)["packets"] == 1
+    assert wire(in_flight)["packets_lost"] == 0
 
 
 def test_wire_metrics_layers_sum_over_a_real_run():
     sim = Simulator(0)
     a, b = Node(sim, "a"), Node(sim, "b")
     ia, ib = a.add_interface("10.0.0.1", 128), b.add_interface("10.0.0.2", 128)
-    log: list[Packet] = []
-    PointToPointLink(sim, ia, ib, rate_bps=0, delay_s=0.01, log=log)
+    meter = TrafficMeter(sim)
+    PointToPointLink(sim, ia, ib, rate_bps=0, delay_s=0.01, observers=Observers(meter))
     b.udp_bind(9, lambda *args: None)
     a.udp_send(1, b.address, 9, bytes(1000), app_header_len=12)  # 10 fragments
     a.udp_send(1, b.address, 9, bytes(30), app_header_len=4)  # one packet
     sim.run()
-    m = wire_metrics(log)
+    m = meter.wire_metrics()
     assert m["packets"] == 11
     assert m["bytes_total"] == 10 * 20 + 1008 + 20 + 38
     assert m["bytes_ip_header"] == 11 * 20
@@ -99,29 +132,36 @@ def test_wire_metrics_layers_sum_over_a_real_run():
     assert m["bytes_app_header"] == 16
     assert m["bytes_payload"] == 988 + 26
     assert m["packets_lost"] == 0
+    assert meter.node_metrics("b") == {
+        "packets_total": 11,
+        "packets_sent": 0,
+        "packets_received": 11,
+    }
 
 
 # ----------------------------------------------------------------- node packets
 
 
 def test_node_packet_metrics_counting_rule():
+    meter = feed(TrafficMeter(Simulator(0)), LOG)
     # b transmitted the lost and the in-flight packet; one packet was delivered to b.
-    assert node_packet_metrics(LOG, "b") == {
+    assert meter.node_metrics("b") == {
         "packets_total": 3,
         "packets_sent": 2,
         "packets_received": 1,
     }
     # a transmitted two (its queue-full packet never left); nothing was delivered to a.
-    assert node_packet_metrics(LOG, "a") == {
+    assert meter.node_metrics("a") == {
         "packets_total": 2,
         "packets_sent": 2,
         "packets_received": 0,
     }
-    assert node_packet_metrics(LOG, "c") == {
+    assert meter.node_metrics("c") == {
         "packets_total": 0,
         "packets_sent": 0,
         "packets_received": 0,
     }
+    assert meter.nodes["a"].queue_drops == 1
 
 
 # ----------------------------------------------------------------- percentiles
@@ -149,21 +189,25 @@ def test_percentile_interpolates_between_closest_ranks():
 # ----------------------------------------------------------------- items
 
 
-def item(index, t_start, t_end=None, status=None, payload=0):
-    it = Item(index, t_start)
-    if status is not None:
-        ItemLog.finish(it, t_end, status, payload)
-    return it
+def stats(*specs):
+    """The stats an ItemLog keeps for items (t_start, t_end, status, payload), in order."""
+    log = ItemLog()
+    for t_start, *outcome in specs:
+        it = log.start(t_start)
+        if outcome:
+            t_end, status, *payload = outcome
+            log.finish(it, t_end, status, *payload)
+    return log.stats
 
 
-ITEMS = [
-    item(0, 0.0, 1.0, DELIVERED, 100),  # latency 1
-    item(1, 1.0, 3.0, DELIVERED, 100),  # 2
-    item(2, 2.0, 5.0, DELIVERED, 50),  # 3
-    item(3, 3.0, 7.0, GIVEN_UP),  # 4, not a delivery
-    item(4, 4.0, 8.0, DELIVERED, 50),  # 4
-    item(5, 5.0),  # unfinished
-]
+ITEMS = stats(
+    (0.0, 1.0, DELIVERED, 100),  # latency 1
+    (1.0, 3.0, DELIVERED, 100),  # 2
+    (2.0, 5.0, DELIVERED, 50),  # 3
+    (3.0, 7.0, GIVEN_UP),  # 4, not a delivery
+    (4.0, 8.0, DELIVERED, 50),  # 4
+    (5.0,),  # unfinished
+)
 
 
 def test_item_metrics_hand_computed():
@@ -192,7 +236,7 @@ def test_item_metrics_hand_computed():
 
 
 def test_completion_time_starts_at_the_first_packet_when_it_is_earlier():
-    items = [item(0, 1.0, 2.0, DELIVERED, 10), item(1, 2.0, 4.5, GIVEN_UP)]
+    items = stats((1.0, 2.0, DELIVERED, 10), (2.0, 4.5, GIVEN_UP))
     m = item_metrics(items, t_first_packet=0.25)
     assert m["task_completion_time_s"] == 4.25  # given-up items end the task too
     # Throughput: over the time in which deliveries happened (to the last one at 2.0).
@@ -202,7 +246,7 @@ def test_completion_time_starts_at_the_first_packet_when_it_is_earlier():
 
 
 def test_nothing_delivered_gives_nan_latencies():
-    m = item_metrics([item(0, 0.0, 2.0, GIVEN_UP)], t_first_packet=0.0)
+    m = item_metrics(stats((0.0, 2.0, GIVEN_UP)), t_first_packet=0.0)
     assert (m["items_delivered"], m["items_given_up"], m["delivery_ratio"]) == (0, 1, 0.0)
     assert m["task_completion_time_s"] == 2.0
     assert m["throughput_items_per_s"] == 0.0
@@ -217,7 +261,7 @@ def test_nothing_delivered_gives_nan_latencies():
 
 
 def test_no_items():
-    m = item_metrics([], t_first_packet=None)
+    m = item_metrics(stats(), t_first_packet=None)
     assert (m["items"], m["items_delivered"], m["task_completion_time_s"]) == (0, 0, 0.0)
     assert math.isnan(m["delivery_ratio"])
     assert math.isnan(m["throughput_items_per_s"])
@@ -225,14 +269,16 @@ def test_no_items():
 
 def test_item_log_first_outcome_wins_and_notifies_listeners():
     log = ItemLog()
-    started = []
+    started, ended = [], []
     log.on_start.append(started.append)
+    log.on_end.append(ended.append)
     first = log.start(1.0)
     second = log.start(2.0)
     assert started == [0, 1]
     assert (first.index, second.index, first.t_start) == (0, 1, 1.0)
-    ItemLog.finish(first, 3.0, GIVEN_UP)
-    ItemLog.finish(first, 4.0, DELIVERED, 99)  # a late response does not turn it into a delivery
+    log.finish(first, 3.0, GIVEN_UP)
+    log.finish(first, 4.0, DELIVERED, 99)  # a late response does not turn it into a delivery
+    assert ended == [first]
     assert (first.status, first.t_end, first.payload_bytes, first.latency_s) == (
         GIVEN_UP,
         3.0,
@@ -240,3 +286,25 @@ def test_item_log_first_outcome_wins_and_notifies_listeners():
         2.0,
     )
     assert second.latency_s is None
+
+
+def test_item_log_keeps_only_open_items():
+    log = ItemLog()
+    items = [log.start(float(i)) for i in range(1000)]
+    for it in items[:-1]:
+        log.finish(it, it.t_start + 0.5, DELIVERED, 1)
+    assert list(log.open) == [999]  # finished items leave only their numbers behind
+    assert (log.stats.delivered, log.stats.payload_bytes, len(log.stats.latencies)) == (
+        999,
+        999,
+        999,
+    )
+
+
+def test_close_undelivered_gives_up_handed_over_items_at_their_hand_over():
+    log = ItemLog()
+    handed, kept = log.start(0.0), log.start(1.0)
+    handed.t_handed_over = 0.5
+    log.close_undelivered()
+    assert (handed.status, handed.t_end) == (GIVEN_UP, 0.5)
+    assert kept.status is None and list(log.open) == [1]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from types import SimpleNamespace
 
 import pytest
 
-from iotbench.metrics.pcap import LINKTYPE_RAW, SNAPLEN, pcap_bytes, write_pcap
+from iotbench.metrics.observers import Observers, PacketRecorder
+from iotbench.metrics.pcap import LINKTYPE_RAW, SNAPLEN, PcapWriter, pcap_bytes, write_pcap
 from iotbench.net import ip
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
@@ -37,7 +37,7 @@ def pkt(data: bytes, t_sent: float, fate: str) -> Packet:
     p = Packet(data, 20, 8, 0)
     p.t_sent = t_sent
     p.fate = fate
-    p.channel = SimpleNamespace(name="a->b", src="a", dst="b")
+    p.src, p.dst = "a", "b"
     return p
 
 
@@ -87,7 +87,15 @@ def _capture(version: int) -> list[Packet]:
     client, server = Node(sim, "client"), Node(sim, "server")
     ci, si = client.add_interface(addresses[0], 128), server.add_interface(addresses[1], 128)
     log: list[Packet] = []
-    PointToPointLink(sim, ci, si, rate_bps=250_000, delay_s=0.01, queue_packets=20, log=log)
+    PointToPointLink(
+        sim,
+        ci,
+        si,
+        rate_bps=250_000,
+        delay_s=0.01,
+        queue_packets=20,
+        observers=Observers(PacketRecorder(log)),
+    )
     server.udp_bind(40000, lambda *args: None)
     client.udp_send(49152, server.address, 40000, b"hello world")
     server.udp_send(40000, client.address, 49152, b"x" * 50)
@@ -118,6 +126,42 @@ def test_write_pcap_is_atomic_and_equals_pcap_bytes(tmp_path):
     write_pcap(str(path), log)
     assert path.read_bytes() == pcap_bytes(log)
     assert [p.name for p in tmp_path.iterdir()] == ["run.pcap"]  # no temporary left behind
+
+
+def test_the_streaming_writer_gives_the_same_bytes_as_a_whole_capture(tmp_path):
+    """PcapWriter, fed as the run goes (queued packets arrive before their time),
+    writes exactly what pcap_bytes makes of the whole log, and only at close."""
+    sim = Simulator(3)
+    client, server = Node(sim, "client"), Node(sim, "server")
+    ci, si = client.add_interface("10.0.0.1", 128), server.add_interface("10.0.0.2", 128)
+    log: list[Packet] = []
+    path = tmp_path / "run.pcap"
+    writer = PcapWriter(sim, str(path))
+    PointToPointLink(
+        sim,
+        ci,
+        si,
+        rate_bps=250_000,
+        delay_s=0.01,
+        queue_packets=20,
+        observers=Observers(PacketRecorder(log), writer),
+    )
+    server.udp_bind(
+        40000, lambda payload, src, sport, dport: server.udp_send(40000, src, sport, payload)
+    )
+    for t in (0.0, 0.001, 0.002):  # echoes cross requests still queued on the other side
+        sim.at(t, client.udp_send, 49152, server.address, 40000, bytes(300))
+    sim.run()
+    assert not path.exists()  # nothing under the final name before close
+    writer.close()
+    assert path.read_bytes() == pcap_bytes(log)
+    assert [p.name for p in tmp_path.iterdir()] == ["run.pcap"]
+
+
+def test_an_aborted_writer_leaves_nothing(tmp_path):
+    writer = PcapWriter(Simulator(0), str(tmp_path / "run.pcap"))
+    writer.abort()
+    assert list(tmp_path.iterdir()) == []
 
 
 # ----------------------------------------------------------------- interop: tshark

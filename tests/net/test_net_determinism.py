@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.metrics.pcap import pcap_bytes
 from iotbench.net.impairments import (
     BernoulliLoss,
@@ -47,7 +48,7 @@ def run_topology(seed: int, version: int) -> tuple[list[tuple], bytes, int]:
         queue_packets=4,
         impair_a_to_b=to_server,
         impair_b_to_a=to_client,
-        log=log,
+        observers=Observers(PacketRecorder(log)),
     )
     received = []
     server.udp_bind(7, lambda payload, src, sport, dport: server.udp_send(7, src, sport, payload))
@@ -59,7 +60,7 @@ def run_topology(seed: int, version: int) -> tuple[list[tuple], bytes, int]:
     sim.run()
     records = [
         (
-            p.channel.name,
+            p.medium.name,
             p.t_sent,
             p.t_done,
             p.fate,

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ieee802154 as mac
 from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
@@ -66,7 +67,14 @@ def test_l2_nodes_exchange_frames_addressed_to_them():
     log = []
     a, b, c = L2Node(sim, "a", 1), L2Node(sim, "b", 2), L2Node(sim, "c", 3)
     ia, ib = a.add_interface(102), b.add_interface(102)
-    PointToPointLink(sim, ia, ib, rate_bps=250_000, log=log, overhead_bytes=mac.PHY_OVERHEAD_BYTES)
+    PointToPointLink(
+        sim,
+        ia,
+        ib,
+        rate_bps=250_000,
+        observers=Observers(PacketRecorder(log)),
+        overhead_bytes=mac.PHY_OVERHEAD_BYTES,
+    )
     got = []
     ib.on_frame = lambda src, payload: got.append((sim.now, src, payload))
     ia.send(b.address, b"hello", 0, 5)
@@ -77,7 +85,7 @@ def test_l2_nodes_exchange_frames_addressed_to_them():
     assert got[0] == (pytest.approx((21 + 5 + 2 + 6) * 8 / 250_000), a.address, b"hello")
     assert [p for _, _, p in got] == [b"hello", b"all"]
     assert b.not_for_us == 1
-    assert log[0].ip_header_len == 23 and log[0].app_header_len == 5
+    assert log[0].link_header_len == 23 and log[0].app_header_len == 5
 
 
 def test_an_l2_mtu_must_fit_the_frame():

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net.impairments import (
     BernoulliLoss,
     ConstantDelay,
@@ -47,7 +48,7 @@ class Harness:
             delay_s=delay_s,
             queue_packets=queue_packets,
             impairment=impairment or Impairment(),
-            log=self.log,
+            observers=Observers(PacketRecorder(self.log)),
         )
 
     def send_at(self, t: float, size: int) -> Packet:
@@ -69,7 +70,7 @@ def test_serialisation_plus_propagation_delay():
     h.run()
     assert h.arrivals == [(1.75, pkt)]
     assert (pkt.t_sent, pkt.t_done, pkt.fate) == (0.5, 1.75, DELIVERED)
-    assert pkt.channel is h.channel
+    assert pkt.medium is h.channel
 
 
 def test_serialisation_time_is_size_times_8_over_rate():
@@ -430,7 +431,7 @@ def _link(**kw):
     a, b = Node(sim, "a"), Node(sim, "b")
     ia, ib = a.add_interface("10.0.0.1", 1500), b.add_interface("10.0.0.2", 1500)
     log: list[Packet] = []
-    link = PointToPointLink(sim, ia, ib, log=log, **kw)
+    link = PointToPointLink(sim, ia, ib, observers=Observers(PacketRecorder(log)), **kw)
     return sim, a, b, link, log
 
 
@@ -447,7 +448,7 @@ def test_link_wires_two_channels_to_the_right_receivers():
     b.udp_send(7, a.address, 7, bytes(172))  # 200 bytes: 0.2 s, its own transmitter
     sim.run()
     assert got == [("b", pytest.approx(0.6), bytes(72)), ("a", pytest.approx(0.7), bytes(172))]
-    assert [p.channel.name for p in log] == ["a->b", "b->a"]
+    assert [p.medium.name for p in log] == ["a->b", "b->a"]
 
 
 def test_per_direction_impairments_apply_only_to_their_direction():
@@ -457,9 +458,9 @@ def test_per_direction_impairments_apply_only_to_their_direction():
         a.udp_send(1, b.address, 9, b"x")
         b.udp_send(1, a.address, 9, b"y")
     sim.run()
-    fates = {name: {p.fate for p in log if p.channel.name == name} for name in ("a->b", "b->a")}
+    fates = {name: {p.fate for p in log if p.medium.name == name} for name in ("a->b", "b->a")}
     assert fates == {"a->b": {LOST}, "b->a": {DELIVERED}}
-    assert all(p.t_done == 0.0 for p in log if p.channel.name == "b->a")  # no extra delay
+    assert all(p.t_done == 0.0 for p in log if p.medium.name == "b->a")  # no extra delay
     assert link.b_to_a.impairment is not lossy
 
 

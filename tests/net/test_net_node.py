@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ip
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
@@ -23,7 +24,11 @@ class Pair:
         self.server_if = self.server.add_interface(sa, mtu)
         self.log: list[Packet] = []
         self.link = PointToPointLink(
-            self.sim, self.client_if, self.server_if, log=self.log, **link_kw
+            self.sim,
+            self.client_if,
+            self.server_if,
+            observers=Observers(PacketRecorder(self.log)),
+            **link_kw,
         )
         self.got: list[tuple] = []
 
@@ -234,8 +239,12 @@ def test_routes_choose_the_interface():
     log: list[Packet] = []
     h0 = hub.add_interface("10.0.1.1", 1500)
     h1 = hub.add_interface("10.0.2.1", 1500)
-    PointToPointLink(sim, h0, left.add_interface("10.0.1.2", 1500), log=log)
-    PointToPointLink(sim, h1, right.add_interface("10.0.2.2", 1500), log=log)
+    PointToPointLink(
+        sim, h0, left.add_interface("10.0.1.2", 1500), observers=Observers(PacketRecorder(log))
+    )
+    PointToPointLink(
+        sim, h1, right.add_interface("10.0.2.2", 1500), observers=Observers(PacketRecorder(log))
+    )
     hub.add_route("10.0.2.2", h1)
     got = []
     right.udp_bind(7, lambda payload, src, sport, dport: got.append(("right", src)))

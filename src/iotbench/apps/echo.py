@@ -44,12 +44,15 @@ class UdpEchoClient:
         self.interval_s = interval_s
         self.sent = 0
         self.received = 0
+        self.first_sent_s = float("nan")
         self.port = node.udp_bind_ephemeral(self._on_datagram)
 
     def start(self, at: float) -> None:
         self.sim.at(at, self._send)
 
     def _send(self) -> None:
+        if not self.sent:
+            self.first_sent_s = self.sim.now
         self.node.udp_send(self.port, self.server, self.server_port, self.payload)
         self.sent += 1
         if self.sent < self.count:

@@ -86,7 +86,8 @@ class SequentialRequester(_Requester):
     def _next_after(self, item: Item) -> None:
         # Only once per item (done and handed_over may both come), and only
         # for the newest item.
-        if item.index == len(self.items.items) - 1 and len(self.items.items) < self.count:
+        started = self.items.started
+        if item.index == started - 1 and started < self.count:
             # At the same instant, but after the completing event has finished,
             # so a protocol never sees a new request inside its own callback.
             if not self._next_scheduled:

@@ -5,15 +5,25 @@ LINKTYPE_RAW (101): each record is a bare IPv4 or IPv6 packet, as the
 simulator put it on the wire. 802.15.4 links use
 LINKTYPE_IEEE802_15_4_WITHFCS (195): each record is a MAC frame with its FCS.
 Timestamps are virtual time, so the same run gives the same bytes.
+
+`PcapWriter` is the observer a run uses: it writes each record as the run
+goes, so a capture costs no memory that grows with the run. A queued link
+hands it packets whose transmission lies ahead; it holds those (never more
+than the queues hold) until the clock passes their time, so records come
+out in order of transmission, as Wireshark expects.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import struct
 from collections.abc import Iterable
 
+from iotbench.metrics.observers import Observer
 from iotbench.net.packet import TRANSMITTED, Packet
+from iotbench.sim import Simulator
 
 LINKTYPE_RAW = 101
 LINKTYPE_IEEE802_15_4_WITHFCS = 195
@@ -35,7 +45,8 @@ def pcap_record(t_s: float, data: bytes) -> bytes:
 
 
 def pcap_bytes(packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> bytes:
-    """Every transmitted packet (queue drops never reached the wire), in send order."""
+    """Every transmitted packet (queue drops never reached the wire), in send order:
+    a whole capture from a list of packets, for tests and small tools."""
     sent = sorted(
         (p for p in packets if p.fate in TRANSMITTED),
         key=lambda p: p.t_sent,  # stable: ties keep the order of sending
@@ -49,3 +60,46 @@ def write_pcap(path: str, packets: Iterable[Packet], linktype: int = LINKTYPE_RA
     with open(tmp, "wb") as f:
         f.write(pcap_bytes(packets, linktype))
     os.replace(tmp, path)
+
+
+class PcapWriter(Observer):
+    """Writes every transmitted packet to `path` as the run goes.
+
+    The file appears under its name only when `close()` finishes it (until
+    then it is `path`.tmp), so a reader never sees a half-written capture and
+    a failed run leaves none (`abort()`).
+    """
+
+    def __init__(self, sim: Simulator, path: str, linktype: int = LINKTYPE_RAW) -> None:
+        self.sim = sim
+        self.path = path
+        self._tmp = f"{path}.tmp"
+        self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by close()/abort()
+        self._file.write(pcap_header(linktype))
+        # (t_sent, order of offering, data) of packets whose transmission lies ahead.
+        self._ahead: list[tuple[float, int, bytes]] = []
+        self._order = itertools.count()
+
+    def transmitted(self, pkt: Packet) -> None:
+        ahead = self._ahead
+        now = self.sim.now
+        if pkt.t_sent <= now and not ahead:
+            self._file.write(pcap_record(pkt.t_sent, pkt.data))  # the usual case
+            return
+        heapq.heappush(ahead, (pkt.t_sent, next(self._order), pkt.data))
+        # Later packets are sent at `now` or after, so what lies before it is final.
+        while ahead and ahead[0][0] <= now:
+            t_sent, _, data = heapq.heappop(ahead)
+            self._file.write(pcap_record(t_sent, data))
+
+    def close(self) -> None:
+        for t_sent, _, data in sorted(self._ahead):
+            self._file.write(pcap_record(t_sent, data))
+        self._ahead.clear()
+        self._file.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._file.close()
+        if os.path.exists(self._tmp):
+            os.remove(self._tmp)

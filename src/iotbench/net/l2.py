@@ -67,7 +67,7 @@ class L2Interface:
         """One data frame to `dst` (an extended address, or mac.BROADCAST)."""
         frame = mac.encode(mac.Frame(self.node.next_seq(), self.pan_id, dst, self.address, payload))
         link_header = len(frame) - len(payload)
-        self.channel.send(Packet(frame, link_header, transport_header_len, app_header_len))
+        self.channel.send(Packet(frame, 0, transport_header_len, app_header_len, link_header))
 
     def receive(self, pkt: Packet) -> None:
         try:

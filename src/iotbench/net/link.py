@@ -3,7 +3,8 @@
 A channel models a transmitter with a drop-tail queue, a serialisation rate,
 a propagation delay, and the impairments of its direction. It computes each
 packet's departure and arrival times when the packet is offered, so a packet
-costs one kernel event (its arrival), not one per queue transition.
+costs one kernel event (its arrival), not one per queue transition. The
+run's observers (metrics/observers.py) hear of each packet as it passes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+from iotbench.metrics.observers import Observers
 from iotbench.net.impairments import Impairment
 from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
 from iotbench.sim import Simulator
@@ -30,7 +32,7 @@ class Channel:
         delay_s: float,
         queue_packets: int,
         impairment: Impairment,
-        log: list[Packet],
+        observers: Observers,
         overhead_bytes: int = 0,
     ) -> None:
         self.sim = sim
@@ -47,7 +49,7 @@ class Channel:
             raise ValueError(f"queue_packets must be >= 0, not {queue_packets}")
         self.queue_packets = queue_packets
         self.impairment = impairment
-        self.log = log
+        self.observers = observers
         self._busy_until = 0.0
         # Finish times of packets accepted and not yet fully transmitted.
         self._finishes: deque[float] = deque()
@@ -55,8 +57,9 @@ class Channel:
     def send(self, pkt: Packet) -> None:
         sim = self.sim
         now = sim.now
-        pkt.channel = self
-        self.log.append(pkt)
+        pkt.medium = self
+        pkt.src = self.src
+        pkt.dst = self.dst
         if self.rate_bps:
             finishes = self._finishes
             if self._busy_until > now:
@@ -67,6 +70,7 @@ class Channel:
                 if len(finishes) > self.queue_packets:
                     pkt.t_sent = pkt.t_done = now
                     pkt.fate = QUEUE_FULL
+                    self.observers.finished(pkt)
                     return
                 start = self._busy_until
             else:
@@ -79,20 +83,27 @@ class Channel:
         else:
             start = finish = now
         pkt.t_sent = start
+        observers = self.observers
+        observers.transmitted(pkt)
         imp = self.impairment
         if imp.loss.lost():
             pkt.fate = LOST
             pkt.t_done = finish
+            observers.finished(pkt)
             return
         sim.post(finish + self.delay_s + imp.delay.extra(), self._arrive, pkt)
 
     def _arrive(self, pkt: Packet) -> None:
         now = self.sim.now
         pkt.t_done = now
+        observers = self.observers
         if self.impairment.outages.down_during(pkt.t_sent, now):
             pkt.fate = OUTAGE
+            observers.finished(pkt)
             return
         pkt.fate = DELIVERED
+        observers.received(pkt, self.dst)
+        observers.finished(pkt)
         self.deliver(pkt)
 
     @property
@@ -116,7 +127,7 @@ class PointToPointLink:
         queue_packets: int = 100,
         impair_a_to_b: Impairment | None = None,
         impair_b_to_a: Impairment | None = None,
-        log: list[Packet],
+        observers: Observers,
         overhead_bytes: int = 0,
     ) -> None:
         self.a, self.b = a, b
@@ -129,7 +140,7 @@ class PointToPointLink:
             delay_s=delay_s,
             queue_packets=queue_packets,
             impairment=impair_a_to_b or Impairment(),
-            log=log,
+            observers=observers,
             overhead_bytes=overhead_bytes,
         )
         self.b_to_a = Channel(
@@ -141,7 +152,7 @@ class PointToPointLink:
             delay_s=delay_s,
             queue_packets=queue_packets,
             impairment=impair_b_to_a or Impairment(),
-            log=log,
+            observers=observers,
             overhead_bytes=overhead_bytes,
         )
         a.attach(self.a_to_b)

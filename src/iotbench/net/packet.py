@@ -1,49 +1,74 @@
-"""One IP packet crossing one link, with its fate: the unit every metric counts.
+"""One packet (or frame) crossing one medium, with its fate: the unit every metric counts.
 
-`data` is the packet exactly as it is on the wire (IP header first). The three
-header lengths split its bytes into layers for the per-layer byte metrics; they
-are set by the sender, which knows where its transport and application headers
-end (for a fragment: the part of those headers that this fragment carries).
-The sending channel fills in the transmission fields, so the log of packets is
-also the log of what happened to them.
+`data` is the packet exactly as it is on the wire: an IP packet on an IP link,
+an IEEE 802.15.4 frame (MAC header first, FCS last) on a radio or an
+802.15.4-like link. The header lengths split its bytes into layers for the
+per-layer byte metrics; they are set by the sender, which knows where its
+headers end (for a fragment: the part of those headers that this fragment
+carries). `link_header_len` covers what lies below IP: the 802.15.4 MAC header
+and FCS, and 6LoWPAN's dispatch and fragment headers.
+
+The medium that carries the packet fills in `src`, `dst` (node names; `dst` is
+None for a radio broadcast), the transmission time and the fate, and tells
+the run's observers (metrics/observers.py) as the packet passes. Nothing keeps
+packets after that: a run's memory does not grow with its length.
 """
 
 from __future__ import annotations
 
-# Fates. IN_FLIGHT until the channel knows better.
+# Fates. IN_FLIGHT until the medium knows better.
 IN_FLIGHT = "in-flight"
 DELIVERED = "delivered"
 LOST = "lost"  # the loss model dropped it (it used the link, but never arrived)
 OUTAGE = "outage"  # the link was down while the packet was on it
 QUEUE_FULL = "queue-full"  # drop-tail: never transmitted
+# Radio fates of a unicast frame at its addressee (see net/radio/).
+CORRUPTED = "corrupted"  # received, but bit errors (noise, interference, collision)
+MISSED = "missed"  # the addressee never locked on: busy, asleep, too weak, or out of range
+BROADCAST = "broadcast"  # a broadcast frame: each receiver's outcome is its own
 
 # Fates of packets that were put on the wire (appear in a capture at the sender).
-TRANSMITTED = frozenset({IN_FLIGHT, DELIVERED, LOST, OUTAGE})
+TRANSMITTED = frozenset({IN_FLIGHT, DELIVERED, LOST, OUTAGE, CORRUPTED, MISSED, BROADCAST})
+# Fates that count as a packet lost on its way (`packets_lost`).
+LOST_FATES = frozenset({LOST, OUTAGE, CORRUPTED, MISSED})
 
 
 class Packet:
     __slots__ = (
-        "data",
-        "ip_header_len",
-        "transport_header_len",
         "app_header_len",
-        "t_sent",
-        "t_done",
-        "channel",
+        "attempt",
+        "data",
+        "dst",
         "fate",
+        "ip_header_len",
+        "link_header_len",
+        "medium",
+        "src",
+        "t_done",
+        "t_sent",
+        "transport_header_len",
     )
 
     def __init__(
-        self, data: bytes, ip_header_len: int, transport_header_len: int, app_header_len: int
+        self,
+        data: bytes,
+        ip_header_len: int,
+        transport_header_len: int,
+        app_header_len: int,
+        link_header_len: int = 0,
     ) -> None:
         self.data = data
         self.ip_header_len = ip_header_len
         self.transport_header_len = transport_header_len
         self.app_header_len = app_header_len
+        self.link_header_len = link_header_len
         self.t_sent = 0.0
         self.t_done = 0.0
-        self.channel = None
+        self.src: str | None = None
+        self.dst: str | None = None
+        self.medium = None  # the channel or radio medium that carried it
         self.fate = IN_FLIGHT
+        self.attempt = 1  # a MAC's retransmission of the same frame is attempt 2, 3 ...
 
     @property
     def size(self) -> int:
@@ -51,12 +76,17 @@ class Packet:
 
     @property
     def payload_len(self) -> int:
-        return len(self.data) - self.ip_header_len - self.transport_header_len - self.app_header_len
+        return (
+            len(self.data)
+            - self.link_header_len
+            - self.ip_header_len
+            - self.transport_header_len
+            - self.app_header_len
+        )
 
     def __repr__(self) -> str:
         return (
-            f"Packet({len(self.data)} B, t={self.t_sent:.6f}, "
-            f"{getattr(self.channel, 'name', None)}, {self.fate})"
+            f"Packet({len(self.data)} B, t={self.t_sent:.6f}, {self.src}->{self.dst}, {self.fate})"
         )
 
 

@@ -33,14 +33,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.pcap import pcap_header, pcap_record
-from iotbench.net.packet import IN_FLIGHT, QUEUE_FULL, Packet
+from iotbench.net.packet import Packet
 from iotbench.real.clock import RealTimeClock
 from iotbench.world.network import TwoNodeNetwork, build_two_node_network
 
 #: UDP payload that fits one IP datagram (65535 minus the IP and UDP headers).
 MAX_PAYLOAD = {4: 65535 - 20 - 8, 6: 65535 - 8}
-FLUSH_INTERVAL_S = 0.5  # how often the packet log is counted and written to pcap
+FLUSH_INTERVAL_S = 0.5  # how often the link's packets are written to pcap
 MAX_WAITING = 64  # datagrams held for a client whose relay socket is not open yet
 SWEEP_INTERVAL_S = 10.0  # how often idle clients are forgotten (at most)
 
@@ -81,41 +82,34 @@ class DatagramItems:
             callback(index)
 
 
-class PacketLog:
-    """The link's packet log, bounded: every FLUSH_INTERVAL_S the packets whose
-    fate is known are counted (and written to the pcap file) and dropped."""
+class LinkLog(Observer):
+    """What crosses the simulated link: fates counted per direction as they become
+    final, and pcap records written every FLUSH_INTERVAL_S (so a busy shim does
+    not write to disk per datagram)."""
 
     def __init__(self, stats: ShimStats, pcap, epoch: float) -> None:
         self.stats = stats
         self.pcap = pcap
         self.epoch = epoch  # wall-clock time of the shim's t = 0, for pcap stamps
-        self._new: list[Packet] = []
-        self._in_flight: list[Packet] = []
+        self._records: list[bytes] = []
 
-    def append(self, pkt: Packet) -> None:
-        self._new.append(pkt)
+    def transmitted(self, pkt: Packet) -> None:
+        if self.pcap is not None:
+            self._records.append(pcap_record(self.epoch + pkt.t_sent, pkt.data))
+
+    def finished(self, pkt: Packet) -> None:
+        self.stats.packets[(pkt.medium.name, pkt.fate)] += 1
 
     def flush(self) -> None:
-        new, self._new = self._new, []
-        if self.pcap is not None:
-            # A packet's fate is IN_FLIGHT or final once send() returned; only a
-            # queue drop never reached the wire.
-            records = [
-                pcap_record(self.epoch + p.t_sent, p.data) for p in new if p.fate != QUEUE_FULL
-            ]
-            try:
-                self.pcap.write(b"".join(records))
-                self.pcap.flush()
-            except OSError as exc:  # e.g. the disk is full: relaying matters more
-                print(f"iotbench: shim: pcap no longer written: {exc}", file=sys.stderr)
-                self.pcap = None
-        waiting = []
-        for pkt in (*self._in_flight, *new):
-            if pkt.fate == IN_FLIGHT:
-                waiting.append(pkt)
-            else:
-                self.stats.packets[(pkt.channel.name, pkt.fate)] += 1
-        self._in_flight = waiting
+        records, self._records = self._records, []
+        if self.pcap is None or not records:
+            return
+        try:
+            self.pcap.write(b"".join(records))
+            self.pcap.flush()
+        except OSError as exc:  # e.g. the disk is full: relaying matters more
+            print(f"iotbench: shim: pcap no longer written: {exc}", file=sys.stderr)
+            self.pcap = None
 
 
 class _Client:
@@ -175,12 +169,12 @@ class ImpairmentShim:
         self.stats = ShimStats()
         self.loop = asyncio.get_running_loop()
         self.clock = RealTimeClock(self.loop, network["seed"])
-        self.log = PacketLog(self.stats, pcap, epoch=time.time())
+        self.log = LinkLog(self.stats, pcap, epoch=time.time())
         if pcap is not None:
             pcap.write(pcap_header())
         self.items = DatagramItems()
         self.net: TwoNodeNetwork = build_two_node_network(
-            self.clock, network, self.items, total_items, self.log
+            self.clock, network, self.items, total_items, Observers(self.log)
         )
         self.ip_version = network["ip_version"]
         self._sim_client = self.net.client_if.address

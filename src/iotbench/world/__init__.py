@@ -11,16 +11,11 @@ from __future__ import annotations
 import math
 
 from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
-from iotbench.metrics.derive import (
-    item_metrics,
-    ndn_frame_metrics,
-    node_packet_metrics,
-    rtt_ms_metrics,
-    wire_metrics,
-)
-from iotbench.metrics.items import DELIVERED, ItemLog
-from iotbench.metrics.pcap import LINKTYPE_IEEE802_15_4_WITHFCS, LINKTYPE_RAW, write_pcap
-from iotbench.net.packet import Packet
+from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
+from iotbench.metrics.items import DELIVERED, Item, ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.pcap import LINKTYPE_IEEE802_15_4_WITHFCS, LINKTYPE_RAW, PcapWriter
+from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
 from iotbench.world.network import build_two_node_network
 from iotbench.world.protocols import build_client
@@ -28,16 +23,66 @@ from iotbench.world.protocols import build_client
 # Node whose packets S3's `packets_total` counts: the sensor is the server in
 # request-response scenarios.
 SENSOR_NODE = "server"
+# The node whose first packet of the workload starts an object download.
+CLIENT_NODE = "client"
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, float | int]:
     sim = Simulator(seed)
-    log: list[Packet] = []
     items = ItemLog()
+    traffic = TrafficMeter(sim, windowed=config["workload"]["kind"] == "object-download")
+    observers = Observers(traffic)
+    layer = config["network"]["link"]["layer"]
+    frames = NdnFrameMeter(SENSOR_NODE) if layer == "ieee802154" else None
+    if frames is not None:
+        observers.add(frames)
+    pcap = PcapWriter(sim, pcap_path, LINKTYPES[layer]) if pcap_path else None
+    if pcap is not None:
+        observers.add(pcap)
+    try:
+        download = _run(sim, config, items, traffic, observers)
+    except BaseException:
+        if pcap is not None:
+            pcap.abort()
+        raise
+    if pcap is not None:
+        pcap.close()
+    metrics: dict[str, float | int] = {}
+    t_first = traffic.window_start
+    if download is not None:
+        done = download.status == DELIVERED and t_first is not None
+        metrics["object_download_time_s"] = download.t_end - t_first if done else math.nan
+    metrics.update(traffic.wire_metrics())
+    metrics.update(traffic.node_metrics(SENSOR_NODE))
+    metrics.update(item_metrics(items.stats, t_first))
+    if frames is not None:
+        metrics.update(rtt_ms_metrics(items.stats))
+        metrics.update(frames.metrics())
+    metrics["sim_time_s"] = sim.now
+    metrics["sim_events"] = sim.events_processed
+    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
+    return metrics
+
+
+def _run(
+    sim: Simulator, config: dict, items: ItemLog, traffic: TrafficMeter, observers: Observers
+) -> Item | None:
+    """Build and run the simulation; the object-download item, if that is the workload."""
     workload = config["workload"]
-    count = 1 if workload["kind"] == "object-download" else workload["items"]
-    net = build_two_node_network(sim, config["network"], items, count, log)
+    downloads = workload["kind"] == "object-download"
+    count = 1 if downloads else workload["items"]
+    # The first packet the client sends for the workload starts the count: a
+    # connection that only primes a Fast Open cookie before the item is not part
+    # of it. For an object download, the count ends when the object is in.
+    the_item: list[Item] = []
+    if downloads:
+        items.on_start.append(lambda index: traffic.arm_window(CLIENT_NODE))
+        items.on_end.append(the_item.append)
+        items.on_end.append(
+            lambda item: traffic.close_window(sim.now) if item.status == DELIVERED else None
+        )
+    net = build_two_node_network(sim, config["network"], items, count, observers)
     client = build_client(sim, net, config)
     if workload["kind"] == "periodic":
         requester = PeriodicRequester(sim, client, items, count, workload["interval_s"])
@@ -46,31 +91,6 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
     requester.start(workload["start_s"])
     sim.run(until=config["max_sim_time_s"])
     items.close_undelivered()
-    if pcap_path:
-        write_pcap(pcap_path, log, LINKTYPES[config["network"]["link"]["layer"]])
-    return collect_metrics(sim, config, items, log)
-
-
-def collect_metrics(sim: Simulator, config: dict, items: ItemLog, log: list[Packet]) -> dict:
-    # The first packet the client sends for the workload: a connection that
-    # only primes a Fast Open cookie before the first item is not part of it.
-    start = items.items[0].t_start if items.items else 0.0
-    t_first = next((p.t_sent for p in log if p.channel.src == "client" and p.t_sent >= start), None)
-    metrics: dict[str, float | int] = {}
-    if config["workload"]["kind"] == "object-download":
-        item = items.items[0] if items.items else None
-        done = item is not None and item.status == DELIVERED and t_first is not None
-        t_end = item.t_end if done else math.inf
-        metrics["object_download_time_s"] = t_end - t_first if done else math.nan
-        metrics.update(wire_metrics(log, t_first if t_first is not None else 0.0, t_end))
-    else:
-        metrics.update(wire_metrics(log))
-    metrics.update(node_packet_metrics(log, SENSOR_NODE))
-    metrics.update(item_metrics(items.items, t_first))
-    if config["network"]["link"]["layer"] == "ieee802154":
-        metrics.update(rtt_ms_metrics(items.items))
-        metrics.update(ndn_frame_metrics(log, SENSOR_NODE))
-    metrics["sim_time_s"] = sim.now
-    metrics["sim_events"] = sim.events_processed
-    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
-    return metrics
+    if downloads:
+        return the_item[0] if the_item else items.open.get(0)
+    return None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154
 from iotbench.net.impairments import (
     BernoulliLoss,
@@ -29,7 +30,6 @@ from iotbench.net.impairments import (
 from iotbench.net.l2 import L2Interface, L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Interface, Node
-from iotbench.net.packet import Packet
 from iotbench.sim import RngStreams, Simulator
 
 # name -> that component's random stream
@@ -50,7 +50,7 @@ class TwoNodeNetwork:
 
 
 def build_two_node_network(
-    sim: Simulator, network: dict, items: ItemLog, total_items: int, log: list[Packet]
+    sim: Simulator, network: dict, items: ItemLog, total_items: int, observers: Observers
 ) -> TwoNodeNetwork:
     link_cfg = network["link"]
     if link_cfg["layer"] == "ieee802154":
@@ -111,7 +111,7 @@ def build_two_node_network(
         queue_packets=link_cfg["queue_packets"],
         impair_a_to_b=impairments["to_server"],
         impair_b_to_a=impairments["to_client"],
-        log=log,
+        observers=observers,
         overhead_bytes=overhead,
     )
     return TwoNodeNetwork(client, server, client_if, server_if, link, redraws)

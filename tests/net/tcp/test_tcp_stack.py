@@ -7,6 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.metrics.pcap import pcap_bytes
 from iotbench.net.impairments import BernoulliLoss, Impairment
 from iotbench.net.link import PointToPointLink
@@ -28,7 +29,7 @@ def network(seed=1, loss=0.0, mtu=1500, params=None):
         ib,
         rate_bps=250_000,
         delay_s=0.01,
-        log=log,
+        observers=Observers(PacketRecorder(log)),
         impair_a_to_b=imp("ab"),
         impair_b_to_a=imp("ba"),
     )
