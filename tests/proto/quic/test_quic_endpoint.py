@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iotbench.proto.quic.certs import certificate_pem, make_certificate
-from iotbench.proto.quic.endpoint import QuicClient, QuicServer, RequestFailed, ResponseReceived
+from iotbench.proto.quic.endpoint import (
+    MAX_TICKETS,
+    QuicClient,
+    QuicServer,
+    RequestFailed,
+    ResponseReceived,
+)
 from iotbench.proto.quic.params import QuicParams
 
 SERVER = ("10.0.0.2", 4433)
@@ -101,6 +107,14 @@ def test_zero_rtt_resumption_sends_the_request_in_the_first_flight():
         w.run(i * 1.0 + 0.5)
     rtts = [round(e.rtt_s, 6) for _, e in w.responses()]
     assert rtts == [4 * D, 2 * D, 2 * D]  # resumed connections answer in one round trip
+
+
+def test_the_server_remembers_a_bounded_number_of_session_tickets():
+    w = Wire()
+    for i in range(MAX_TICKETS + 6):
+        w.request(i * 1.0)
+        w.run(i * 1.0 + 0.5)
+    assert len(w.server._tickets) == MAX_TICKETS  # every connection got one; the oldest went
 
 
 def test_reuse_keeps_one_connection():

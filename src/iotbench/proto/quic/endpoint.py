@@ -40,6 +40,10 @@ from .params import ALPN, QuicParams
 
 # RFC 9000 14.1: a server only creates state for an Initial of at least 1200 bytes.
 SMALLEST_INITIAL = 1200
+# Session tickets a server remembers for resumption: a bounded cache, as real
+# servers keep, so that a server handing a ticket to every connection does not
+# grow without end. The oldest ticket goes first.
+MAX_TICKETS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,8 @@ class QuicServer(_Endpoint):
 
     def _store_ticket(self, ticket: SessionTicket) -> None:
         self._tickets[ticket.ticket] = ticket
+        if len(self._tickets) > MAX_TICKETS:
+            del self._tickets[next(iter(self._tickets))]
 
     def _on_event(self, conn: QuicConnection, event: object) -> None:
         if isinstance(event, qe.StreamDataReceived):
