@@ -39,6 +39,37 @@ def test_broadcast_uses_the_short_address():
     assert mac.decode(wire) == frame
 
 
+def test_short_addresses_and_ack_request_by_hand():
+    frame = mac.Frame(0x42, 5, mac.short_address(0), mac.short_address(7), b"hi", True)
+    wire = mac.encode(frame)
+    # Frame control: data (001), AR (bit 5), PAN ID compression (bit 6), short
+    # destination (10 in bits 10-11), version 2006 (01 in bits 12-13), short
+    # source (10 in bits 14-15): 0b1001_1000_0110_0001 = 0x9861, little endian.
+    assert wire[:3] == bytes.fromhex("619842")
+    assert wire[3:5] == bytes.fromhex("0500")  # PAN 5
+    assert wire[5:7] == bytes.fromhex("0000") and wire[7:9] == bytes.fromhex("0700")
+    assert len(wire) == 9 + 2 + 2 == mac.header_length(b"\0\0", 2) + 2 + 2
+    assert mac.decode(wire) == frame
+
+
+def test_acknowledgment_frame_by_hand():
+    wire = mac.encode_ack(0x42)
+    # Frame control 0x0002 (acknowledgment, version 0), sequence number, FCS.
+    assert wire[:3] == bytes.fromhex("020042")
+    assert len(wire) == mac.ACK_FRAME_BYTES
+    assert mac.decode(wire) == mac.Ack(0x42)
+    assert mac.decode(mac.encode_ack(7, frame_pending=True)) == mac.Ack(7, True)
+    with pytest.raises(mac.MacDecodeError, match="not 5"):
+        body = bytes.fromhex("020042") + b"x"
+        mac.decode(body + mac.crc16(body).to_bytes(2, "little"))
+
+
+def test_airtime_of_a_full_frame():
+    # 127 bytes plus 6 bytes of SHR and PHR, 32 us per byte at 250 kbit/s.
+    assert mac.airtime_s(127) == pytest.approx(133 * 32e-6)
+    assert mac.airtime_s(mac.ACK_FRAME_BYTES) == pytest.approx(352e-6)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -51,6 +82,20 @@ def test_malformed_frames(mutate, message):
     wire = mac.encode(mac.Frame(1, 0x23, mac.BROADCAST, mac.extended_address(1), b"abc"))
     with pytest.raises(mac.MacDecodeError, match=message):
         mac.decode(mutate(wire))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 255),
+    st.integers(0, 0xFFFF),
+    st.sampled_from([2, 8]),
+    st.sampled_from([2, 8]),
+    st.binary(max_size=100),
+    st.booleans(),
+)
+def test_data_frames_round_trip(seq, pan, dst_len, src_len, payload, ack):
+    frame = mac.Frame(seq, pan, bytes(range(dst_len)), bytes(range(7, 7 + src_len)), payload, ack)
+    assert mac.decode(mac.encode(frame)) == frame
 
 
 @settings(max_examples=400, deadline=None)

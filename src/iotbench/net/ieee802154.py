@@ -1,11 +1,14 @@
-"""IEEE 802.15.4 MAC data frames (IEEE 802.15.4-2006 section 7.2) on the wire.
+"""IEEE 802.15.4 MAC frames (IEEE 802.15.4-2006 section 7.2) on the wire.
 
-The frames iotbench puts on an 802.15.4-like link: a data frame with a
-sequence number, the PAN ID once (PAN ID compression), 8-byte extended
-source and destination addresses (or the 0xFFFF short broadcast address as
-destination), the payload and the 2-byte FCS (CRC-16, ITU-T, as the standard
-computes it). Such a header is 21 bytes and the FCS 2, which leaves 104 of the
-127-byte frame for the payload.
+The frames iotbench puts on 802.15.4 media: data frames with a sequence
+number, the PAN ID once (PAN ID compression), 2-byte short or 8-byte
+extended source and destination addresses (the 0xFFFF short broadcast
+address as destination of a broadcast), the Ack Request bit for unicast over
+a MAC that acknowledges, the payload and the 2-byte FCS (CRC-16, ITU-T, as the
+standard computes it); and acknowledgment frames (7.2.2.3: frame control,
+sequence number, FCS; 5 bytes). A data frame with extended addresses has a
+21-byte header, which leaves 104 of the 127-byte frame for the payload; with
+short addresses the header is 9 bytes.
 
 `PHY_OVERHEAD_BYTES` are the synchronisation header and the PHY header
 (preamble 4, SFD 1, length 1) that precede every frame on the air: they cost
@@ -14,6 +17,7 @@ air time but are not part of the frame's bytes.
 
 from __future__ import annotations
 
+import binascii
 import struct
 from dataclasses import dataclass
 
@@ -22,93 +26,135 @@ from iotbench.proto.errors import DecodeError
 MAX_FRAME_BYTES = 127  # aMaxPHYPacketSize
 PHY_OVERHEAD_BYTES = 6
 FCS_BYTES = 2
+ACK_FRAME_BYTES = 5
 BROADCAST = b"\xff\xff"
 DEFAULT_PAN_ID = 0x23
 
 FRAME_TYPE_DATA = 0x1
-ADDR_SHORT, ADDR_EXTENDED = 0x2, 0x3
+FRAME_TYPE_ACK = 0x2
+FRAME_PENDING = 0x0010
+ACK_REQUEST = 0x0020
 PAN_ID_COMPRESSION = 0x0040
+ADDR_NONE, ADDR_SHORT, ADDR_EXTENDED = 0x0, 0x2, 0x3
 FRAME_VERSION_2006 = 0x1
+_ADDR_LEN = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}
+_ADDR_MODE = {2: ADDR_SHORT, 8: ADDR_EXTENDED}
 
 _FC = struct.Struct("<HB")  # frame control, sequence number (little endian on the air)
+_U16 = struct.Struct("<H")
+# CRC-16/KERMIT through the C implementation of its unreflected twin: reverse
+# the bits of every byte, run CRC-CCITT (XModem), reverse the 16-bit result.
+_REVERSED = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
 
 
 class MacDecodeError(DecodeError):
-    """Bytes that are not a well-formed 802.15.4 data frame."""
+    """Bytes that are not a well-formed 802.15.4 frame of the kinds iotbench uses."""
 
 
 def crc16(data: bytes) -> int:
     """The FCS: CRC-16 with polynomial x^16 + x^12 + x^5 + 1, zero initial value,
     bits processed least significant first (IEEE 802.15.4-2006 7.2.1.9)."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x8408 if crc & 1 else crc >> 1
-    return crc
+    crc = binascii.crc_hqx(data.translate(_REVERSED), 0)
+    return int(f"{crc:016b}"[::-1], 2)
 
 
-def header_length(dst: bytes) -> int:
-    """MAC header bytes of a data frame to `dst` (an 8-byte address or BROADCAST)."""
-    return 3 + 2 + len(dst) + 8
+def header_length(dst: bytes, src_len: int = 8) -> int:
+    """MAC header bytes of a data frame to `dst` (2 or 8 bytes) from a `src_len` address."""
+    return 3 + 2 + len(dst) + src_len
+
+
+def airtime_s(frame_bytes: int, rate_bps: float = 250_000.0) -> float:
+    """Time on the air of a frame of `frame_bytes` (PHY header included)."""
+    return (frame_bytes + PHY_OVERHEAD_BYTES) * 8 / rate_bps
 
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """A data frame. `dst` and `src` are 2-byte short or 8-byte extended addresses."""
+
     seq: int
     pan_id: int
-    dst: bytes  # 8-byte extended address, or the 2-byte short broadcast address
-    src: bytes  # 8-byte extended address
+    dst: bytes
+    src: bytes
     payload: bytes
+    ack_request: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """An acknowledgment frame."""
+
+    seq: int
+    frame_pending: bool = False
 
 
 def encode(frame: Frame) -> bytes:
     """The frame's bytes, FCS included."""
-    dst_mode = ADDR_SHORT if len(frame.dst) == 2 else ADDR_EXTENDED
     fc = (
         FRAME_TYPE_DATA
         | PAN_ID_COMPRESSION
-        | (dst_mode << 10)
+        | (_ADDR_MODE[len(frame.dst)] << 10)
         | (FRAME_VERSION_2006 << 12)
-        | (ADDR_EXTENDED << 14)
+        | (_ADDR_MODE[len(frame.src)] << 14)
     )
+    if frame.ack_request:
+        fc |= ACK_REQUEST
     # Addresses travel least significant byte first.
     body = (
         _FC.pack(fc, frame.seq & 0xFF)
-        + struct.pack("<H", frame.pan_id)
+        + _U16.pack(frame.pan_id)
         + frame.dst[::-1]
         + frame.src[::-1]
         + frame.payload
     )
-    return body + struct.pack("<H", crc16(body))
+    return body + _U16.pack(crc16(body))
 
 
-def decode(data: bytes) -> Frame:
-    """Parse a data frame and check its FCS."""
+def encode_ack(seq: int, frame_pending: bool = False) -> bytes:
+    """An acknowledgment frame (7.2.2.3); version 0, as 2006 devices send them."""
+    fc = FRAME_TYPE_ACK | (FRAME_PENDING if frame_pending else 0)
+    body = _FC.pack(fc, seq & 0xFF)
+    return body + _U16.pack(crc16(body))
+
+
+def decode(data: bytes) -> Frame | Ack:
+    """Parse a data or acknowledgment frame and check its FCS."""
     if len(data) < 3 + FCS_BYTES:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes is too short")
     if len(data) > MAX_FRAME_BYTES:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes exceeds {MAX_FRAME_BYTES}")
-    if struct.unpack_from("<H", data, len(data) - FCS_BYTES)[0] != crc16(data[:-FCS_BYTES]):
+    if _U16.unpack_from(data, len(data) - FCS_BYTES)[0] != crc16(data[:-FCS_BYTES]):
         raise MacDecodeError("802.15.4 FCS mismatch")
     fc, seq = _FC.unpack_from(data)
-    if fc & 0x7 != FRAME_TYPE_DATA:
-        raise MacDecodeError(f"802.15.4 frame type {fc & 0x7} is not data")
+    frame_type = fc & 0x7
+    if frame_type == FRAME_TYPE_ACK:
+        if len(data) != ACK_FRAME_BYTES:
+            raise MacDecodeError(f"802.15.4 acknowledgment of {len(data)} bytes, not 5")
+        return Ack(seq, bool(fc & FRAME_PENDING))
+    if frame_type != FRAME_TYPE_DATA:
+        raise MacDecodeError(f"802.15.4 frame type {frame_type} is not data or acknowledgment")
     if not fc & PAN_ID_COMPRESSION:
         raise MacDecodeError("802.15.4 frames without PAN ID compression are not supported")
-    dst_len = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}.get((fc >> 10) & 0x3)
-    src_len = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}.get((fc >> 14) & 0x3)
+    dst_len = _ADDR_LEN.get((fc >> 10) & 0x3)
+    src_len = _ADDR_LEN.get((fc >> 14) & 0x3)
     if dst_len is None or src_len is None:
         raise MacDecodeError("802.15.4 frame without source or destination address")
     end = 5 + dst_len + src_len
     if end > len(data) - FCS_BYTES:
         raise MacDecodeError("802.15.4 addresses run past the frame")
-    (pan_id,) = struct.unpack_from("<H", data, 3)
+    (pan_id,) = _U16.unpack_from(data, 3)
     dst = data[5 : 5 + dst_len][::-1]
     src = data[5 + dst_len : end][::-1]
-    return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES])
+    return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
 
 
 def extended_address(index: int) -> bytes:
     """A node's EUI-64, locally administered (so it names no real vendor)."""
     return bytes((0x02, 0x00, 0x00, 0xFF, 0xFE, 0x00)) + index.to_bytes(2, "big")
+
+
+def short_address(index: int) -> bytes:
+    """A node's 16-bit short address (0xFFFE and 0xFFFF are reserved)."""
+    if not 0 <= index < 0xFFFE:
+        raise ValueError(f"no short address for node index {index}")
+    return index.to_bytes(2, "big")

@@ -75,6 +75,9 @@ class L2Interface:
         except mac.MacDecodeError:
             self.node.decode_errors += 1
             return
+        if not isinstance(frame, mac.Frame):  # an acknowledgment: no MAC here asked for one
+            self.node.not_for_us += 1
+            return
         if frame.dst != self.address and frame.dst != mac.BROADCAST:
             self.node.not_for_us += 1
             return
