@@ -1,0 +1,367 @@
+"""The IEEE 802.15.4 MAC of one node: unslotted CSMA/CA, acknowledgments, retries.
+
+IEEE 802.15.4-2006 7.5.1.4 (unslotted CSMA-CA) and 7.5.6.4 (retransmissions):
+
+    NB = 0, BE = macMinBE
+    repeat: wait random(0 .. 2^BE - 1) unit backoff periods (20 symbols, 320 us),
+            CCA (8 symbols); clear -> turn around (12 symbols) and transmit;
+            busy -> NB += 1, BE = min(BE + 1, macMaxBE); NB > macMaxCSMABackoffs
+            -> channel access failure, the frame is dropped.
+
+A unicast frame asks for an acknowledgment. Its receiver turns around
+(aTurnaroundTime) and sends the 5-byte ACK without CCA; the sender waits
+macAckWaitDuration (54 symbols) from the end of its frame, and without the ACK
+sends the frame again through CSMA-CA from NB = 0, up to macMaxFrameRetries
+times, then drops it (no ACK). Broadcast frames get no ACK and no retries.
+After a successful transmission the MAC waits the interframe space (SIFS for
+frames of at most aMaxSIFSFrameSize bytes, else LIFS) before the next frame.
+A receiver drops a data frame whose source and sequence number repeat the
+last one from that source (a retransmission after a lost ACK), after
+acknowledging it again.
+
+Frames wait in a bounded transmit queue; a frame that finds it full is
+dropped. The radio stays on (no duty cycling). A duty-cycling MAC (a
+low-power listening layer, say) would sit between this MAC and the radio and
+switch the radio between its OFF and LISTEN states (medium.py), whose time
+the energy accounts already keep apart.
+
+The MAC is a small state machine driven by the kernel. Its upper layer gives
+it payloads with `send` and hears `on_receive(payload, src, dst, pkt)` and
+`on_sent(dst, acked, transmissions)`; it never sees the radio.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from iotbench.metrics.observers import Observers
+from iotbench.net import ieee802154 as mac
+from iotbench.net.packet import QUEUE_FULL, Packet
+from iotbench.net.radio import phy
+from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
+from iotbench.sim import Simulator
+
+CHANNEL_ACCESS_FAILURE = "channel-access-failure"
+NO_ACK = "no-ack"
+# The addressee of a unicast to an address no radio has: nobody locks on.
+NOBODY = object()
+
+
+@dataclass(frozen=True)
+class MacParams:
+    min_be: int = 3  # macMinBE
+    max_be: int = 5  # macMaxBE
+    max_csma_backoffs: int = 4  # macMaxCSMABackoffs
+    max_frame_retries: int = 3  # macMaxFrameRetries
+    queue_frames: int = 16
+    ack_wait_s: float = phy.ACK_WAIT_S  # macAckWaitDuration
+    interframe_spacing: bool = True
+    pan_id: int = mac.DEFAULT_PAN_ID
+
+
+class MacCounters:
+    """A node's MAC: frames it sent and what became of them, and what it received."""
+
+    __slots__ = (
+        "acks_received",
+        "acks_sent",
+        "broadcasts",
+        "cca_busy",
+        "channel_access_failures",
+        "delivered_up",
+        "duplicates",
+        "frames",
+        "no_ack",
+        "queue_drops",
+        "retries",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+
+class LinkCounters:
+    """One link (this node to one neighbour address): unicast frames and their fate."""
+
+    __slots__ = ("acked", "channel_access_failures", "frames", "no_ack", "retries")
+
+    def __init__(self) -> None:
+        self.frames = self.retries = self.acked = self.no_ack = 0
+        self.channel_access_failures = 0
+
+
+class _Outgoing:
+    __slots__ = (
+        "ack",
+        "be",
+        "dst",
+        "dst_name",
+        "dst_radio",
+        "frame",
+        "layers",
+        "nb",
+        "retries",
+        "seq",
+    )
+
+
+class CsmaMac:
+    def __init__(
+        self,
+        sim: Simulator,
+        radio: Radio,
+        address: bytes,
+        rng: random.Random,
+        params: MacParams,
+        observers: Observers,
+    ) -> None:
+        self.sim = sim
+        self.radio = radio
+        self.medium: RadioMedium = radio.medium
+        self.name = radio.name
+        self.address = address
+        self.rng = rng
+        self.params = params
+        self.observers = observers
+        radio.mac = self
+        radio.address = address
+        self.medium.register_address(radio, address)
+        self.on_receive: Callable[[bytes, bytes, bytes, Packet], None] = _ignore
+        self.on_sent: Callable[[bytes, bool, int], None] | None = None
+        self.counters = MacCounters()
+        self.links: dict[bytes, LinkCounters] = {}
+        self._queue: deque[_Outgoing] = deque()
+        self._current: _Outgoing | None = None
+        self._seq = rng.randrange(256)  # the DSN starts at a random value (7.5.6.1)
+        self._last_seq: dict[bytes, int] = {}  # duplicate detection, per source
+        self._cca_energy = 0.0
+        self._cca_t0 = 0.0
+        self._awaiting_ack = False
+        self._ack_token = 0
+        self._committed = False  # turning around for a data frame, or sending it
+        self._acking = False  # turning around for an ACK, or sending it
+
+    # ------------------------------------------------------------ from above
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def send(
+        self,
+        dst: bytes,
+        payload: bytes,
+        link_extra: int = 0,
+        ip_header_len: int = 0,
+        transport_header_len: int = 0,
+        app_header_len: int = 0,
+    ) -> bool:
+        """Queue a data frame to `dst` (an address, or mac.BROADCAST); False if dropped.
+
+        The header lengths split `payload` for the per-layer byte metrics:
+        `link_extra` bytes of it belong below IP (6LoWPAN's headers).
+        """
+        broadcast = dst == mac.BROADCAST
+        seq = self._seq
+        self._seq = (seq + 1) & 0xFF
+        frame = mac.encode(
+            mac.Frame(seq, self.params.pan_id, dst, self.address, payload, not broadcast)
+        )
+        out = _Outgoing()
+        out.frame = frame
+        out.dst = dst
+        out.ack = not broadcast
+        out.seq = seq
+        out.retries = 0
+        link = len(frame) - len(payload) + link_extra
+        out.layers = (ip_header_len, transport_header_len, app_header_len, link)
+        if broadcast:
+            out.dst_radio, out.dst_name = None, None
+        else:
+            radio = self.medium.by_address.get(dst)
+            out.dst_radio = radio if radio is not None else NOBODY
+            out.dst_name = radio.name if radio is not None else None
+        if len(self._queue) >= self.params.queue_frames:
+            self.counters.queue_drops += 1
+            pkt = self._packet(out)
+            pkt.t_sent = pkt.t_done = self.sim.now
+            pkt.fate = QUEUE_FULL
+            self.observers.finished(pkt)
+            return False
+        self._queue.append(out)
+        if self._current is None:
+            self._next()
+        return True
+
+    # ------------------------------------------------------------ CSMA-CA
+
+    def _next(self) -> None:
+        if not self._queue:
+            self._current = None
+            return
+        out = self._queue.popleft()
+        self._current = out
+        self._start_csma(out)
+
+    def _start_csma(self, out: _Outgoing) -> None:
+        out.nb = 0
+        out.be = self.params.min_be
+        self._backoff(out)
+
+    def _backoff(self, out: _Outgoing) -> None:
+        delay = self.rng.randrange(1 << out.be) * phy.UNIT_BACKOFF_S
+        self.sim.post(self.sim.now + delay, self._cca_start)
+
+    def _cca_start(self) -> None:
+        now = self.sim.now
+        if self._acking or self.radio.state == TX:
+            self._channel_busy()
+            return
+        self._cca_energy = self.radio.cca_start(now)
+        self._cca_t0 = now
+        self.sim.post(now + phy.CCA_S, self._cca_end)
+
+    def _cca_end(self) -> None:
+        now = self.sim.now
+        if not self._acking and self.radio.cca_clear(self._cca_energy, self._cca_t0, now):
+            self._committed = True
+            self.radio.prepare_tx(now)
+            self.sim.post(now + phy.TURNAROUND_S, self._transmit)
+        else:
+            self._channel_busy()
+
+    def _channel_busy(self) -> None:
+        out = self._current
+        self.counters.cca_busy += 1
+        out.nb += 1
+        out.be = min(out.be + 1, self.params.max_be)
+        if out.nb > self.params.max_csma_backoffs:
+            self.counters.channel_access_failures += 1
+            if out.ack:
+                self._link(out.dst).channel_access_failures += 1
+            self._finish(out, acked=False)
+        else:
+            self._backoff(out)
+
+    def _transmit(self) -> None:
+        out = self._current
+        pkt = self._packet(out)
+        pkt.attempt = out.retries + 1
+        counters = self.counters
+        if out.retries:
+            counters.retries += 1
+        else:
+            counters.frames += 1
+        if out.ack:
+            link = self._link(out.dst)
+            if out.retries:
+                link.retries += 1
+            else:
+                link.frames += 1
+        elif not out.retries:
+            counters.broadcasts += 1
+        self.medium.transmit(self.radio, pkt, out.dst_radio, self._transmitted)
+
+    def _packet(self, out: _Outgoing) -> Packet:
+        ip, transport, app, link = out.layers
+        pkt = Packet(out.frame, ip, transport, app, link)
+        pkt.src = self.name
+        pkt.dst = out.dst_name
+        return pkt
+
+    def _transmitted(self, tx: Transmission, delivered: bool) -> None:
+        self._committed = False
+        out = self._current
+        if not out.ack:
+            self._finish(out, acked=True)
+            return
+        self._awaiting_ack = True
+        self._ack_token += 1
+        self.sim.post(self.sim.now + self.params.ack_wait_s, self._ack_timeout, self._ack_token)
+
+    def _ack_timeout(self, token: int) -> None:
+        if token != self._ack_token or not self._awaiting_ack:
+            return  # the ACK came
+        self._awaiting_ack = False
+        out = self._current
+        if out.retries < self.params.max_frame_retries:
+            out.retries += 1
+            self._start_csma(out)
+            return
+        self.counters.no_ack += 1
+        self._link(out.dst).no_ack += 1
+        self._finish(out, acked=False)
+
+    def _finish(self, out: _Outgoing, acked: bool) -> None:
+        """The frame is done with (sent, or given up); on to the next after the IFS."""
+        if out.ack and self.on_sent is not None:
+            self.on_sent(out.dst, acked, out.retries + 1)
+        if acked and self.params.interframe_spacing:
+            long = len(out.frame) > phy.MAX_SIFS_FRAME_BYTES
+            ifs = phy.LIFS_S if long else phy.SIFS_S
+            self.sim.post(self.sim.now + ifs, self._next)
+        else:
+            self._next()
+
+    def _link(self, dst: bytes) -> LinkCounters:
+        link = self.links.get(dst)
+        if link is None:
+            link = self.links[dst] = LinkCounters()
+        return link
+
+    # ------------------------------------------------------------ from the radio
+
+    def frame_received(self, pkt: Packet, sender: Radio) -> None:
+        """A frame for this node (or broadcast) arrived intact."""
+        data = pkt.data
+        fc = data[0] | (data[1] << 8)
+        seq = data[2]
+        if fc & 0x7 == mac.FRAME_TYPE_ACK:
+            if self._awaiting_ack and seq == self._current.seq:
+                self._awaiting_ack = False
+                self._ack_token += 1
+                self.counters.acks_received += 1
+                self._link(self._current.dst).acked += 1
+                self._finish(self._current, acked=True)
+            return
+        dst_len = 2 if (fc >> 10) & 0x3 == mac.ADDR_SHORT else 8
+        src_len = 2 if (fc >> 14) & 0x3 == mac.ADDR_SHORT else 8
+        src_end = 5 + dst_len + src_len
+        src = data[5 + dst_len : src_end][::-1]
+        if fc & mac.ACK_REQUEST:
+            self._send_ack(seq, sender)
+        if self._last_seq.get(src) == seq:
+            self.counters.duplicates += 1
+            return
+        self._last_seq[src] = seq
+        self.counters.delivered_up += 1
+        dst = data[5 : 5 + dst_len][::-1]
+        self.on_receive(data[src_end:-2], src, dst, pkt)
+
+    # ------------------------------------------------------------ acknowledgments
+
+    def _send_ack(self, seq: int, to: Radio) -> None:
+        if self._committed or self._acking:
+            return  # the radio is already turning around for a frame of its own
+        now = self.sim.now
+        self._acking = True
+        self.radio.prepare_tx(now)
+        self.sim.post(now + phy.TURNAROUND_S, self._ack_start, seq, to)
+
+    def _ack_start(self, seq: int, to: Radio) -> None:
+        pkt = Packet(mac.encode_ack(seq), 0, 0, 0, mac.ACK_FRAME_BYTES)
+        pkt.src = self.name
+        pkt.dst = to.name
+        self.counters.acks_sent += 1
+        self.medium.transmit(self.radio, pkt, to, self._ack_done)
+
+    def _ack_done(self, tx: Transmission, delivered: bool) -> None:
+        self._acking = False
+
+
+def _ignore(*_args: object) -> None:
+    pass

@@ -1,0 +1,342 @@
+"""The shared 802.15.4 radio medium: transmissions, interference, reception, carrier sense.
+
+One `RadioMedium` per 802.15.4 channel in use. Each node has a `Radio` on
+it. The medium knows, once per run, which radios a radio's transmissions
+reach at all and with what mean power (its neighbour list, see
+neighbours.py): a transmission touches only those, with two kernel events,
+its start and its end. A radio whose power from a transmission would stay
+below the interference floor is not in the list and costs nothing.
+
+At a receiver a transmission's power adds to the power of everything else on
+the air there (other frames, interferer bursts). The radio locks onto a frame
+whose power reaches its sensitivity if it is listening (not transmitting,
+not turning around, not already receiving); it then decodes it against
+noise plus all other power: the frame's PSDU is cut into stretches of
+constant SINR wherever another signal starts or ends, and it survives with
+the product of the stretches' success probabilities (phy.py, Annex E). So
+collisions, capture of the stronger frame and hidden terminals arise from
+the geometry; nothing about them is special-cased.
+
+Carrier sense (CCA mode 1) compares the energy a radio measured during the
+8-symbol CCA window (the average of noise plus all incoming power, integrated
+exactly from the moments power changed) with its threshold; a radio that is
+receiving a frame also reports the channel busy.
+
+Radio states (for energy, see energy.py): OFF, IDLE (transceiver off,
+oscillator on), LISTEN (receiver on), RX (receiving a frame), TX. The
+turnaround between receiving and transmitting (aTurnaroundTime, 192 us) is
+spent deaf, in the state the radio is switching from.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+from iotbench.metrics.observers import Observers
+from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
+from iotbench.net.radio import phy
+from iotbench.net.radio.energy import STATES, RadioEnergy
+from iotbench.net.radio.propagation import NoVariation
+from iotbench.sim import Simulator
+
+OFF, IDLE, LISTEN, RX, TX = range(5)
+assert STATES == ("off", "idle", "listen", "rx", "tx")
+
+# Incoming power below this is rounding residue of additions and subtractions.
+_POWER_RESIDUE_MW = 1e-30
+
+
+class RadioCounters:
+    """What a radio's receiver did with the frames that reached it."""
+
+    __slots__ = ("aborted", "collisions", "corrupted", "missed_busy", "received")
+
+    def __init__(self) -> None:
+        self.received = 0  # decoded intact
+        self.corrupted = 0  # locked on, decoded with bit errors
+        self.collisions = 0  # of those, with another signal on the air meanwhile
+        self.aborted = 0  # locked on, then left for a transmission of its own
+        self.missed_busy = 0  # addressed to it, but it could not lock on (busy or deaf)
+
+
+class Reception:
+    """A frame a radio has locked onto, and how its PSDU fared so far."""
+
+    __slots__ = ("interfered", "log_success", "mw", "psdu_start", "seg_start", "tx")
+
+    def __init__(self, tx: Transmission, mw: float, now: float) -> None:
+        self.tx = tx
+        self.mw = mw
+        self.seg_start = now
+        self.psdu_start = now + phy.PHY_HEADER_BYTES * phy.BYTE_S
+        self.log_success = 0.0  # ln of the probability that the PSDU so far is intact
+        self.interfered = False
+
+
+class Transmission:
+    """One signal on the air: a frame (decodable) or an interferer's burst."""
+
+    __slots__ = ("affected", "decodable", "dst", "end", "pkt", "radio", "start")
+
+    def __init__(self, radio, pkt: Packet | None, dst: Radio | None, start: float, end: float):
+        # `radio`: the sending Radio, or the interferer of a burst
+        self.radio = radio
+        self.pkt = pkt
+        self.dst = dst  # the addressee's radio; None for a broadcast or a burst
+        self.start = start
+        self.end = end
+        self.decodable = pkt is not None
+        self.affected: list[tuple[Radio, float]] = []
+
+
+class Radio:
+    """One node's transceiver on a medium."""
+
+    __slots__ = (
+        "address",
+        "cca_threshold_mw",
+        "counters",
+        "deaf_until",
+        "energy",
+        "energy_t",
+        "incoming",
+        "index",
+        "locked",
+        "mac",
+        "medium",
+        "name",
+        "neighbours",
+        "noise_mw",
+        "power",
+        "power_mw",
+        "sensitivity_mw",
+        "state",
+        "tx_power_dbm",
+    )
+
+    def __init__(
+        self,
+        medium: RadioMedium,
+        index: int,
+        name: str,
+        *,
+        tx_power_dbm: float,
+        sensitivity_dbm: float,
+        cca_threshold_dbm: float,
+        noise_floor_dbm: float | None = None,
+        energy: RadioEnergy | None = None,
+    ) -> None:
+        self.medium = medium
+        self.index = index
+        self.name = name
+        self.address: bytes | None = None
+        self.mac = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
+        self.tx_power_dbm = tx_power_dbm
+        self.sensitivity_mw = phy.dbm_to_mw(sensitivity_dbm)
+        noise = phy.noise_floor_dbm(sensitivity_dbm) if noise_floor_dbm is None else noise_floor_dbm
+        self.noise_mw = phy.dbm_to_mw(noise)
+        self.cca_threshold_mw = phy.dbm_to_mw(cca_threshold_dbm)
+        # (receiver, mean received power in mW, pair id), filled by neighbours.py
+        self.neighbours: list[tuple[Radio, float, int]] = []
+        self.power_mw = 0.0  # from every signal on the air here, noise excluded
+        self.incoming = 0  # how many signals that is
+        self.energy = 0.0  # integral of power_mw over time (mW s), for CCA
+        self.energy_t = 0.0
+        self.locked: Reception | None = None
+        self.deaf_until = 0.0
+        self.state = LISTEN
+        self.power = energy or RadioEnergy(medium.sim.now)
+        self.counters = RadioCounters()
+
+    # ------------------------------------------------------------ state
+
+    def set_state(self, state: int, now: float) -> None:
+        if state != self.state:
+            self.power.change(self.state, state, now)
+            self.state = state
+
+    def listening(self, now: float) -> bool:
+        return self.state == LISTEN and now >= self.deaf_until
+
+    # ------------------------------------------------------------ signals arriving
+
+    def _integrate(self, now: float) -> None:
+        self.energy += self.power_mw * (now - self.energy_t)
+        self.energy_t = now
+
+    def _close_segment(self, rec: Reception, now: float) -> None:
+        """The SINR is about to change: account for the PSDU bits at the old one."""
+        start = rec.seg_start if rec.seg_start > rec.psdu_start else rec.psdu_start
+        if now > start:
+            sinr = rec.mw / (self.noise_mw + self.power_mw - rec.mw)
+            rec.log_success += (now - start) * phy.RATE_BPS * phy.log_success_per_bit(sinr)
+        rec.seg_start = now
+
+    def signal_starts(self, tx: Transmission, mw: float, now: float) -> None:
+        self._integrate(now)
+        rec = self.locked
+        if rec is not None:
+            self._close_segment(rec, now)
+            rec.interfered = True
+            if tx.dst is self:
+                self.counters.missed_busy += 1
+        elif (
+            tx.decodable
+            and mw >= self.sensitivity_mw
+            and self.state == LISTEN
+            and now >= self.deaf_until
+        ):
+            self.locked = Reception(tx, mw, now)
+            self.set_state(RX, now)
+        elif tx.dst is self:
+            self.counters.missed_busy += 1
+        self.power_mw += mw
+        self.incoming += 1
+
+    def signal_ends(self, tx: Transmission, mw: float, now: float) -> Reception | None:
+        """The signal is gone; the finished reception if it was the frame locked onto."""
+        self._integrate(now)
+        rec = self.locked
+        done = None
+        if rec is not None:
+            self._close_segment(rec, now)
+            if rec.tx is tx:
+                done = rec
+                self.locked = None
+                self.set_state(LISTEN, now)
+        self.incoming -= 1
+        self.power_mw = self.power_mw - mw if self.incoming else 0.0
+        if self.power_mw < _POWER_RESIDUE_MW:
+            self.power_mw = 0.0
+        return done
+
+    # ------------------------------------------------------------ what the MAC asks
+
+    def cca_start(self, now: float) -> float:
+        """Begin a CCA: the energy so far, to compare with at its end."""
+        self._integrate(now)
+        return self.energy
+
+    def cca_clear(self, energy_at_start: float, start: float, now: float) -> bool:
+        """CCA mode 1 over [start, now]: clear unless the average energy (noise
+        included) reached the threshold or a frame is being received."""
+        if self.locked is not None or self.state == TX:
+            return False
+        self._integrate(now)
+        average = (self.energy - energy_at_start) / (now - start) if now > start else self.power_mw
+        return average + self.noise_mw < self.cca_threshold_mw
+
+    def prepare_tx(self, now: float) -> None:
+        """Turn around to transmit: deaf from now; a reception in progress is lost."""
+        rec = self.locked
+        if rec is not None:
+            self.locked = None
+            self.counters.aborted += 1
+        self.set_state(LISTEN, now)  # the turnaround draws the receiver's current
+        self.deaf_until = now + phy.TURNAROUND_S
+
+
+class RadioMedium:
+    """The radios on one 802.15.4 channel, and the signals between them."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        channel: int,
+        rng: random.Random,
+        observers: Observers,
+        variation=None,
+    ) -> None:
+        self.sim = sim
+        self.channel = channel
+        self.frequency_mhz = phy.channel_center_mhz(channel)
+        self.rng = rng  # reception draws
+        self.observers = observers
+        self.variation = variation or NoVariation()
+        self.radios: list[Radio] = []
+        self.by_address: dict[bytes, Radio] = {}
+        self.name = f"802.15.4 channel {channel}"
+        self.on_air = 0  # transmissions in progress
+
+    def add_radio(self, radio: Radio) -> None:
+        self.radios.append(radio)
+
+    def register_address(self, radio: Radio, address: bytes) -> None:
+        self.by_address[address] = radio
+
+    def transmit(
+        self,
+        radio: Radio,
+        pkt: Packet,
+        dst: Radio | None,
+        done: Callable[[Transmission, bool], None],
+    ) -> Transmission:
+        """Put `pkt` (an 802.15.4 frame) on the air now; `done(tx, delivered)` at its end."""
+        sim = self.sim
+        now = sim.now
+        end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S
+        tx = Transmission(radio, pkt, dst, now, end)
+        radio.set_state(TX, now)
+        pkt.medium = self
+        pkt.t_sent = now
+        affected = tx.affected
+        variation = self.variation
+        if variation.varies:
+            gain = variation.gain
+            for rcv, mean_mw, pair in radio.neighbours:
+                mw = mean_mw * gain(pair, now)
+                rcv.signal_starts(tx, mw, now)
+                affected.append((rcv, mw))
+        else:
+            for rcv, mw, _pair in radio.neighbours:
+                rcv.signal_starts(tx, mw, now)
+                affected.append((rcv, mw))
+        self.on_air += 1
+        self.observers.transmitted(pkt)
+        sim.post(end, self._end, tx, done)
+        return tx
+
+    def _end(self, tx: Transmission, done: Callable[[Transmission, bool], None]) -> None:
+        now = self.sim.now
+        sender = tx.radio
+        sender.set_state(LISTEN, now)
+        sender.deaf_until = now + phy.TURNAROUND_S  # TX -> RX
+        self.on_air -= 1
+        decoded: list[Radio] = []
+        dst = tx.dst
+        dst_locked = False
+        rng = self.rng
+        for rcv, mw in tx.affected:
+            rec = rcv.signal_ends(tx, mw, now)
+            if rec is None:
+                continue
+            if rcv is dst:
+                dst_locked = True
+            log_success = rec.log_success
+            if log_success == 0.0 or rng.random() < math.exp(log_success):
+                rcv.counters.received += 1
+                decoded.append(rcv)
+            else:
+                rcv.counters.corrupted += 1
+                if rec.interfered:
+                    rcv.counters.collisions += 1
+        pkt = tx.pkt
+        pkt.t_done = now
+        observers = self.observers
+        if dst is None:
+            pkt.fate = BROADCAST
+            for rcv in decoded:
+                observers.received(pkt, rcv.name)
+        elif dst in decoded:
+            pkt.fate = DELIVERED
+            observers.received(pkt, dst.name)
+        else:
+            pkt.fate = CORRUPTED if dst_locked else MISSED
+        observers.finished(pkt)
+        # The MACs hear of it last, when every radio is in its new state.
+        done(tx, pkt.fate == DELIVERED)
+        for rcv in decoded:
+            if dst is None or rcv is dst:
+                rcv.mac.frame_received(pkt, sender)

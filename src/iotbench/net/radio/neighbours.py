@@ -1,0 +1,123 @@
+"""Who hears whom: each radio's neighbour list, computed once per run.
+
+A transmission reaches a receiver with the mean power
+
+    P_rx = P_tx - PL(d, floors) - X_shadow          (dBm)
+
+(propagation.py). A receiver is in the transmitter's list when that power,
+plus the most temporal variation can add (`margin_db`), is at least its
+interference floor: `floor_below_noise_db` under its noise floor. Weaker
+signals are left out entirely (one 10 dB under the noise raises it by 0.4
+dB); they cost nothing per frame.
+
+To avoid looking at every pair of a 10,000-node network, positions go into a
+grid of cells as large as the farthest any signal can matter (the mean loss
+at that distance, less three shadowing deviations, exhausts the largest link
+budget), and only pairs in neighbouring cells are examined. Shadowing is
+drawn once per examined pair, in a fixed order (by node index), so the same
+seed gives the same network however it is built.
+
+Links given explicitly (a file topology's packet reception ratios) replace
+the model for their pair: the mean power is set so that frames of
+`prr_frame_bytes` arrive with that ratio (phy.snr_for_prr_db).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+
+from iotbench.net.radio import phy
+from iotbench.net.radio.medium import Radio
+from iotbench.net.radio.propagation import PathLoss
+
+Position = tuple[float, float, float]
+
+SHADOWING_CUTOFF_SIGMAS = 3.0
+# A PRR of 1 cannot come from an SNR; links given as 1 get this one.
+PRR_CEILING = 1.0 - 1e-9
+
+
+def _distance(a: Position, b: Position) -> float:
+    return math.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2)
+
+
+def connect(
+    radios: Sequence[Radio],
+    positions: Sequence[Position],
+    path_loss: PathLoss,
+    frequency_mhz: float,
+    rng: random.Random,
+    *,
+    floors: Sequence[int] | None = None,
+    margin_db: float = 0.0,
+    floor_below_noise_db: float = 10.0,
+    link_prr: Mapping[tuple[int, int], float] | None = None,
+    prr_frame_bytes: int = 50,
+) -> int:
+    """Fill every radio's `neighbours`; return the number of pairs (pair ids 0..n-1)."""
+    n = len(radios)
+    floors = floors if floors is not None else [0] * n
+    link_prr = link_prr or {}
+    noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
+    floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
+    budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm) + margin_db
+    budget += SHADOWING_CUTOFF_SIGMAS * path_loss.shadowing_db
+    reach = max(path_loss.max_distance_m(budget, frequency_mhz), 1e-6)
+
+    cells: dict[tuple[int, int, int], list[int]] = {}
+    for i, (x, y, z) in enumerate(positions):
+        cells.setdefault((int(x // reach), int(y // reach), int(z // reach)), []).append(i)
+
+    entries: list[list[tuple[int, float, int]]] = [[] for _ in range(n)]
+    pairs = 0
+    explicit = {(min(a, b), max(a, b)) for a, b in link_prr}
+    for i in range(n):
+        cx, cy, cz = (int(c // reach) for c in positions[i])
+        candidates = []
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for dz in (-1, 0, 1):
+                    candidates.extend(
+                        j for j in cells.get((cx + dx, cy + dy, cz + dz), ()) if j > i
+                    )
+        candidates.sort()
+        for j in candidates:
+            if (i, j) in explicit:
+                continue
+            d = _distance(positions[i], positions[j])
+            if d > reach:
+                continue
+            mean = path_loss.mean_loss_db(d, frequency_mhz, abs(floors[i] - floors[j]))
+            loss = mean + rng.gauss(0.0, path_loss.shadowing_db)  # one draw per pair
+            got = False
+            for a, b in ((i, j), (j, i)):
+                rx_dbm = radios[a].tx_power_dbm - loss
+                if rx_dbm + margin_db >= floor_dbm[b]:
+                    entries[a].append((b, rx_dbm, pairs))
+                    got = True
+            pairs += got
+    for a, b in sorted(explicit):
+        got = False
+        for src, dst in ((a, b), (b, a)):
+            prr = link_prr.get((src, dst), link_prr.get((dst, src), 0.0))
+            if prr <= 0.0:
+                continue
+            snr = phy.snr_for_prr_db(min(prr, PRR_CEILING), prr_frame_bytes)
+            entries[src].append((dst, noise_dbm[dst] + snr, pairs))
+            got = True
+        pairs += got
+
+    for radio, own in zip(radios, entries, strict=True):
+        own.sort()
+        radio.neighbours = [(radios[j], phy.dbm_to_mw(dbm), pair) for j, dbm, pair in own]
+    return pairs
+
+
+def mean_rx_dbm(sender: Radio, receiver: Radio) -> float | None:
+    """The mean power `receiver` gets from `sender`, or None when out of reach."""
+    for radio, mw, _pair in sender.neighbours:
+        if radio is receiver:
+            return phy.mw_to_dbm(mw)
+    return None
