@@ -36,6 +36,9 @@ class DatagramDriver:
         self.port = node.udp_bind_ephemeral(self._on_datagram) if port is None else port
         if port is not None:
             node.udp_bind(port, self._on_datagram)
+        # Routers on the way split this port's datagrams into layers the same way.
+        for iface in node.interfaces:
+            node.app_layers[(iface.address, self.port)] = header_length
         self._timer = DeadlineTimer(sim, self._on_timer)
         self._text: dict[bytes, str] = {}
         self._raw: dict[str, bytes] = {}

@@ -69,6 +69,7 @@ class NdnNode:
         self.cpu = Cpu(sim)
         self._timer = DeadlineTimer(sim, self._on_timer)
         self._ident = rng.randrange(0x10000)  # fragment identification, per sender
+        self.faces: dict[str, int] = {}  # neighbour node -> face id (radio networks)
 
     def pump(self) -> None:
         """Re-arm the forwarder's timer; call after every call into it."""
@@ -87,7 +88,10 @@ class NdnNode:
         """A face on `iface` to `peer` (an address), or broadcast when None; its id."""
         face = L2Face(self, iface, mac.BROADCAST if peer is None else peer)
         face.face_id = self.forwarder.add_face(face.send).face_id
-        iface.on_frame = face.receive
+        if peer is None:
+            iface.on_frame = face.receive  # frames from anyone without a face of their own
+        else:
+            iface.add_receiver(peer, face.receive)
         return face.face_id
 
 

@@ -17,6 +17,7 @@ from iotbench.proto.errors import DecodeError
 
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
+IPPROTO_ICMPV6 = 58
 IPPROTO_IPV6_FRAGMENT = 44
 
 IPV4_HEADER_LEN = 20

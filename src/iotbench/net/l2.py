@@ -2,13 +2,16 @@
 
 NDN on constrained nodes (S4, S5) puts its packets, or fragments of them,
 directly into 802.15.4 data frames. An `L2Node` has an extended address and
-interfaces; an `L2Interface` attaches to a link like an IP interface does,
-sends frames with a real MAC header and FCS, and hands the payload of every
-frame addressed to it (or broadcast) to its `on_frame` callback.
+interfaces; an `L2Interface` sends frames with a real MAC header and FCS,
+either onto an 802.15.4-like point-to-point link (`attach`, no MAC: one
+frame, one transmission) or through a CSMA/CA MAC on a radio (`attach_mac`,
+with acknowledgments and retries for unicast), and hands the payload of
+every frame for it (or broadcast) to the receiver registered for the frame's
+source, else to its default receiver.
 
-Layers of a frame in the packet log: the MAC header and FCS count as the
-network-layer header (`bytes_ip_header`), a fragmentation header as the
-transport header, and the protocol's header bytes as application header.
+Layers of a frame: the MAC header and FCS count as link header
+(`bytes_link_header`), a fragmentation header as the transport header, and
+the protocol's header bytes as application header.
 """
 
 from __future__ import annotations
@@ -56,20 +59,37 @@ class L2Interface:
         self.pan_id = pan_id
         self.address = node.address
         self.channel = None
-        self.on_frame: OnFrame | None = None
+        self.mac = None
+        self.on_frame: OnFrame | None = None  # frames from sources without a receiver
+        self._receivers: dict[bytes, OnFrame] = {}
 
     def attach(self, channel) -> None:
+        """Onto a point-to-point 802.15.4-like link: no MAC, one transmission per frame."""
         self.channel = channel
+
+    def attach_mac(self, mac_layer) -> None:
+        """Onto a radio, through a CSMA/CA MAC (whose address becomes this interface's)."""
+        self.mac = mac_layer
+        self.address = mac_layer.address
+        mac_layer.on_receive = self._from_mac
+
+    def add_receiver(self, peer: bytes, on_frame: OnFrame) -> None:
+        """Frames from `peer` go to `on_frame` (a unicast face to that neighbour)."""
+        self._receivers[peer] = on_frame
 
     def send(
         self, dst: bytes, payload: bytes, transport_header_len: int = 0, app_header_len: int = 0
     ) -> None:
-        """One data frame to `dst` (an extended address, or mac.BROADCAST)."""
+        """One data frame to `dst` (an address, or mac.BROADCAST)."""
+        if self.mac is not None:
+            self.mac.send(dst, payload, 0, 0, transport_header_len, app_header_len)
+            return
         frame = mac.encode(mac.Frame(self.node.next_seq(), self.pan_id, dst, self.address, payload))
         link_header = len(frame) - len(payload)
         self.channel.send(Packet(frame, 0, transport_header_len, app_header_len, link_header))
 
     def receive(self, pkt: Packet) -> None:
+        """A frame off the point-to-point link: decoded and filtered here, as a MAC would."""
         try:
             frame = mac.decode(pkt.data)
         except mac.MacDecodeError:
@@ -81,5 +101,12 @@ class L2Interface:
         if frame.dst != self.address and frame.dst != mac.BROADCAST:
             self.node.not_for_us += 1
             return
-        if self.on_frame is not None:
-            self.on_frame(frame.src, frame.payload)
+        self._deliver(frame.src, frame.payload)
+
+    def _from_mac(self, payload: bytes, src: bytes, dst: bytes, pkt: Packet) -> None:
+        self._deliver(src, payload)
+
+    def _deliver(self, src: bytes, payload: bytes) -> None:
+        receiver = self._receivers.get(src, self.on_frame)
+        if receiver is not None:
+            receiver(src, payload)

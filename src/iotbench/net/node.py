@@ -1,8 +1,18 @@
-"""Hosts: interfaces with IPv4/IPv6 addresses, an IP layer and UDP ports.
+"""Hosts and routers: interfaces with IPv4/IPv6 addresses, an IP layer and UDP ports.
 
 The IP layer builds real packets (see ip.py), fragments what exceeds the
 interface MTU, reassembles fragments on receipt and hands transport segments
-to the protocol registered for them (UDP here; TCP registers itself later).
+to the protocol registered for them (UDP here; TCP and ICMPv6 register
+themselves). A node forwards IPv6 packets that are not for it (`forwarding`,
+on in every node of a radio network): hop limit down by one, out along its
+route. Routes are host routes (destination -> interface and next hop) and a
+default route, which routing (a static tree, or RPL) fills in; a node's own
+multicast groups are delivered locally, and a multicast forwarder (SMRF) may
+pass them on.
+
+Interfaces are point-to-point (`Interface`, on a channel of a link) or
+6LoWPAN over an 802.15.4 MAC (net/lowpan/interface.py); both take
+`send(data, ip_header_len, transport_header_len, app_header_len, next_hop)`.
 """
 
 from __future__ import annotations
@@ -19,19 +29,51 @@ from iotbench.sim import Simulator
 UdpHandler = Callable[[bytes, bytes, int, int], None]
 # handler(segment, src_address_bytes, dst_address_bytes)
 ProtocolHandler = Callable[[bytes, bytes, bytes], None]
+# forwarder(packet, link-layer sender, destination group, hop limit) -> accepted:
+# a multicast packet arrived (see net/routing/smrf.py)
+MulticastForwarder = Callable[[bytes, bytes | None, bytes, int], bool]
+# app_header_length(payload) of the protocol on a (destination address, UDP port)
+AppLayers = dict[tuple[bytes, int], Callable[[bytes], int]]
 EPHEMERAL_PORTS = 65536 - 49152
+HOP_LIMIT = 64
+LINK_LOCAL_PREFIX = bytes.fromhex("fe80000000000000")
+
+
+def is_multicast(address: bytes) -> bool:
+    return len(address) == 16 and address[0] == 0xFF
+
+
+def is_link_local(address: bytes) -> bool:
+    """fe80::/10 unicast, or a link-local-scope multicast group (ff02::/16)."""
+    return len(address) == 16 and (
+        (address[0] == 0xFE and address[1] & 0xC0 == 0x80) or address[:2] == b"\xff\x02"
+    )
 
 
 class Interface:
+    """A point-to-point interface: what it sends goes onto its channel of a link."""
+
     def __init__(self, node: Node, name: str, address: bytes, mtu: int) -> None:
         self.node = node
         self.name = name
         self.address = address
+        self.link_local: bytes | None = None
         self.mtu = mtu
         self.channel = None  # the outgoing channel, set when a link attaches
 
     def attach(self, channel) -> None:
         self.channel = channel
+
+    def send(
+        self,
+        data: bytes,
+        ip_header_len: int,
+        transport_header_len: int,
+        app_header_len: int,
+        next_hop: bytes | None = None,
+    ) -> None:
+        # A point-to-point link has one neighbour: the next hop needs no address.
+        self.channel.send(Packet(data, ip_header_len, transport_header_len, app_header_len))
 
     def receive(self, pkt: Packet) -> None:
         self.node.receive_ip(pkt.data)
@@ -41,9 +83,19 @@ class Node:
     def __init__(self, sim: Simulator, name: str) -> None:
         self.sim = sim
         self.name = name
-        self.interfaces: list[Interface] = []
-        self.routes: dict[bytes, Interface] = {}
-        self.default_interface: Interface | None = None
+        self.interfaces: list = []
+        # destination -> (interface, next hop or None)
+        self.routes: dict[bytes, tuple[object, bytes | None]] = {}
+        self.default_route: tuple[object, bytes | None] | None = None
+        self.forwarding = False
+        # How forwarded datagrams split into layers, for the byte metrics: the
+        # network shares one table that the protocols' drivers fill in.
+        self.app_layers: AppLayers = {}
+        self.groups: set[bytes] = set()  # multicast groups joined
+        # Told of every join and leave (routing announces memberships).
+        self.group_listeners: list[Callable[[bytes, bool], None]] = []
+        self.multicast_forwarder: MulticastForwarder | None = None
+        self._local: set[bytes] = set()
         self._udp: dict[int, UdpHandler] = {}
         self.protocols: dict[int, ProtocolHandler] = {ip.IPPROTO_UDP: self._receive_udp}
         self.reassembler = Reassembler()
@@ -53,6 +105,8 @@ class Node:
         self.ip_decode_errors = 0
         self.udp_no_listener = 0
         self.no_route = 0
+        self.forwarded = 0
+        self.hop_limit_exceeded = 0
 
     # ------------------------------------------------------------ configuration
 
@@ -60,17 +114,46 @@ class Node:
         iface = Interface(
             self, f"{self.name}-eth{len(self.interfaces)}", ip.address_bytes(address), mtu
         )
-        self.interfaces.append(iface)
-        if self.default_interface is None:
-            self.default_interface = iface
+        self.attach_interface(iface)
         return iface
 
-    def add_route(self, destination: str, iface: Interface) -> None:
-        self.routes[ip.address_bytes(destination)] = iface
+    def attach_interface(self, iface) -> None:
+        """Add an interface built elsewhere (a 6LoWPAN one); the first is the default."""
+        self.interfaces.append(iface)
+        self._local.add(iface.address)
+        if iface.link_local is not None:
+            self._local.add(iface.link_local)
+        if self.default_route is None:
+            self.default_route = (iface, None)
+
+    def add_route(self, destination: str | bytes, iface, next_hop: bytes | None = None) -> None:
+        dst = ip.address_bytes(destination) if isinstance(destination, str) else destination
+        self.routes[dst] = (iface, next_hop)
+
+    def remove_route(self, destination: bytes) -> None:
+        self.routes.pop(destination, None)
+
+    def set_default_route(self, iface, next_hop: bytes | None) -> None:
+        self.default_route = (iface, next_hop) if iface is not None else None
+
+    def join(self, group: bytes) -> None:
+        if group not in self.groups:
+            self.groups.add(group)
+            for listener in self.group_listeners:
+                listener(group, True)
+
+    def leave(self, group: bytes) -> None:
+        if group in self.groups:
+            self.groups.discard(group)
+            for listener in self.group_listeners:
+                listener(group, False)
 
     @property
     def address(self) -> bytes:
         return self.interfaces[0].address
+
+    def is_local(self, address: bytes) -> bool:
+        return address in self._local
 
     def udp_bind(self, port: int, handler: UdpHandler) -> None:
         if port in self._udp:
@@ -92,24 +175,44 @@ class Node:
 
     # ------------------------------------------------------------ sending
 
-    def interface_for(self, dst: bytes) -> Interface | None:
-        """The interface that reaches `dst`: a host route, else the default."""
-        return self.routes.get(dst) or self.default_interface
+    def route(self, dst: bytes) -> tuple[object, bytes | None] | None:
+        """(interface, next hop) towards `dst`: a host route, else the default route.
+        Multicast goes out of the default interface to the group itself."""
+        route = self.routes.get(dst)
+        if route is not None:
+            return route
+        if is_multicast(dst) and self.default_route is not None:
+            return self.default_route[0], dst
+        return self.default_route
+
+    def interface_for(self, dst: bytes):
+        """The interface that reaches `dst`, or None."""
+        route = self.route(dst)
+        return route[0] if route is not None else None
+
+    def source_for(self, iface, dst: bytes) -> bytes:
+        """The source address for `dst`: link-local for link-local destinations."""
+        if iface.link_local is not None and is_link_local(dst):
+            return iface.link_local
+        return iface.address
 
     def udp_send(
         self, src_port: int, dst: bytes, dst_port: int, payload: bytes, app_header_len: int = 0
     ) -> None:
         """Send one UDP datagram; `app_header_len` marks how much of it is protocol header."""
-        iface = self.interface_for(dst)
-        if iface is None:
+        route = self.route(dst)
+        if route is None:
             self.no_route += 1
             return
-        segment = ip.build_udp(iface.address, dst, src_port, dst_port, payload)
-        self.send_ip(iface, dst, ip.IPPROTO_UDP, segment, ip.UDP_HEADER_LEN, app_header_len)
+        iface, next_hop = route
+        segment = ip.build_udp(self.source_for(iface, dst), dst, src_port, dst_port, payload)
+        self._send_ip(
+            iface, next_hop, dst, ip.IPPROTO_UDP, segment, ip.UDP_HEADER_LEN, app_header_len
+        )
 
     def send_ip(
         self,
-        iface: Interface,
+        iface,
         dst: bytes,
         proto: int,
         segment: bytes,
@@ -117,22 +220,35 @@ class Node:
         app_header_len: int,
     ) -> None:
         """Wrap a transport segment in IP, fragment it to the MTU, and transmit."""
-        channel = iface.channel
-        src = iface.address
+        route = self.route(dst)
+        next_hop = route[1] if route is not None and route[0] is iface else None
+        self._send_ip(iface, next_hop, dst, proto, segment, transport_header_len, app_header_len)
+
+    def _send_ip(
+        self,
+        iface,
+        next_hop: bytes | None,
+        dst: bytes,
+        proto: int,
+        segment: bytes,
+        transport_header_len: int,
+        app_header_len: int,
+    ) -> None:
+        src = self.source_for(iface, dst)
         if len(src) == 4:
             ident = self._ip_ident
             self._ip_ident = (ident + 1) & 0xFFFF
             packet = ip.build_ipv4(src, dst, proto, segment, ident)
             header_len = ip.IPV4_HEADER_LEN
             if len(packet) <= iface.mtu:
-                channel.send(Packet(packet, header_len, transport_header_len, app_header_len))
+                iface.send(packet, header_len, transport_header_len, app_header_len, next_hop)
                 return
             fragments = ip.fragment_ipv4(packet, iface.mtu)
         else:
             packet = ip.build_ipv6(src, dst, proto, segment)
             header_len = ip.IPV6_HEADER_LEN
             if len(packet) <= iface.mtu:
-                channel.send(Packet(packet, header_len, transport_header_len, app_header_len))
+                iface.send(packet, header_len, transport_header_len, app_header_len, next_hop)
                 return
             ident = self._ip_ident
             self._ip_ident = (ident + 1) & 0xFFFF
@@ -142,13 +258,13 @@ class Node:
         for frag in fragments:
             body = len(frag) - header_len
             transport, app = split_layers(start, body, transport_header_len, app_header_len)
-            channel.send(Packet(frag, header_len, transport, app))
+            iface.send(frag, header_len, transport, app, next_hop)
             start += body
 
     # ------------------------------------------------------------ receiving
 
-    def receive_ip(self, data: bytes) -> None:
-        """An IP packet arrived on one of our interfaces."""
+    def receive_ip(self, data: bytes, link_src: bytes | None = None) -> None:
+        """An IP packet arrived on one of our interfaces (from `link_src`, on a radio)."""
         try:
             if data[0] >> 4 == 4:
                 # Unpacked at once: cheaper than reading the named fields one by one.
@@ -163,6 +279,10 @@ class Node:
                         return
             else:
                 h6 = ip.parse_ipv6(data)
+                dst = h6.dst
+                if self.forwarding and dst not in self._local:
+                    if self._forward_or_keep(data, h6, link_src):
+                        return
                 body = data[h6.header_len : h6.header_len + h6.payload_len]
                 if h6.fragmented:
                     body = self.reassembler.add(
@@ -174,13 +294,49 @@ class Node:
                     )
                     if body is None:
                         return
-                proto, src, dst = h6.next_header, h6.src, h6.dst
+                proto, src = h6.next_header, h6.src
         except (DecodeError, IndexError):
             self.ip_decode_errors += 1
             return
         handler = self.protocols.get(proto)
         if handler is not None:
             handler(body, src, dst)
+
+    def _forward_or_keep(self, data: bytes, h6, link_src: bytes | None) -> bool:
+        """A packet not addressed to one of our addresses: True if it is not for us
+        (forwarded or dropped), False if we take it (a multicast group we are in)."""
+        dst = h6.dst
+        if is_multicast(dst):
+            accepted = True
+            # Link-local groups (all nodes, all RPL nodes) stay on the link.
+            if self.multicast_forwarder is not None and dst[1] != 0x02:
+                accepted = self.multicast_forwarder(data, link_src, dst, h6.hop_limit)
+            return not (accepted and dst in self.groups)
+        if h6.hop_limit <= 1:
+            self.hop_limit_exceeded += 1
+            return True
+        route = self.route(dst)
+        if route is None:
+            self.no_route += 1
+            return True
+        self.forwarded += 1
+        iface, next_hop = route
+        forwarded = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]
+        transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
+        iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)
+        return True
+
+    def layers_of(self, proto: int, dst: bytes, body: bytes) -> tuple[int, int]:
+        """Transport- and application-header bytes of a packet this node did not make."""
+        if proto == ip.IPPROTO_UDP and len(body) >= ip.UDP_HEADER_LEN:
+            dissect = self.app_layers.get((dst, int.from_bytes(body[2:4], "big")))
+            payload = body[ip.UDP_HEADER_LEN :]
+            return ip.UDP_HEADER_LEN, dissect(payload) if dissect is not None else 0
+        if proto == ip.IPPROTO_TCP and len(body) >= 20:
+            return min(len(body), (body[12] >> 4) * 4), 0
+        if proto == ip.IPPROTO_ICMPV6 and len(body) >= 4:
+            return 4, 0
+        return 0, 0
 
     def _receive_udp(self, segment: bytes, src: bytes, dst: bytes) -> None:
         try:

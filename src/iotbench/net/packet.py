@@ -27,6 +27,11 @@ CORRUPTED = "corrupted"  # received, but bit errors (noise, interference, collis
 MISSED = "missed"  # the addressee never locked on: busy, asleep, too weak, or out of range
 BROADCAST = "broadcast"  # a broadcast frame: each receiver's outcome is its own
 
+# Kinds of packet, for control-versus-data overhead.
+DATA = "data"
+CONTROL = "control"  # routing and topology maintenance (RPL's ICMPv6 messages)
+ACK = "ack"  # 802.15.4 acknowledgment frames
+
 # Fates of packets that were put on the wire (appear in a capture at the sender).
 TRANSMITTED = frozenset({IN_FLIGHT, DELIVERED, LOST, OUTAGE, CORRUPTED, MISSED, BROADCAST})
 # Fates that count as a packet lost on its way (`packets_lost`).
@@ -41,6 +46,7 @@ class Packet:
         "dst",
         "fate",
         "ip_header_len",
+        "kind",
         "link_header_len",
         "medium",
         "src",
@@ -69,6 +75,7 @@ class Packet:
         self.medium = None  # the channel or radio medium that carried it
         self.fate = IN_FLIGHT
         self.attempt = 1  # a MAC's retransmission of the same frame is attempt 2, 3 ...
+        self.kind = DATA
 
     @property
     def size(self) -> int:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
-from iotbench.net.packet import QUEUE_FULL, Packet
+from iotbench.net.packet import ACK, DATA, QUEUE_FULL, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
@@ -98,6 +98,7 @@ class _Outgoing:
     __slots__ = (
         "ack",
         "be",
+        "kind",
         "dst",
         "dst_name",
         "dst_radio",
@@ -159,6 +160,7 @@ class CsmaMac:
         ip_header_len: int = 0,
         transport_header_len: int = 0,
         app_header_len: int = 0,
+        kind: str = DATA,
     ) -> bool:
         """Queue a data frame to `dst` (an address, or mac.BROADCAST); False if dropped.
 
@@ -177,6 +179,7 @@ class CsmaMac:
         out.ack = not broadcast
         out.seq = seq
         out.retries = 0
+        out.kind = kind
         link = len(frame) - len(payload) + link_extra
         out.layers = (ip_header_len, transport_header_len, app_header_len, link)
         if broadcast:
@@ -271,6 +274,7 @@ class CsmaMac:
         pkt = Packet(out.frame, ip, transport, app, link)
         pkt.src = self.name
         pkt.dst = out.dst_name
+        pkt.kind = out.kind
         return pkt
 
     def _transmitted(self, tx: Transmission, delivered: bool) -> None:
@@ -354,6 +358,7 @@ class CsmaMac:
 
     def _ack_start(self, seq: int, to: Radio) -> None:
         pkt = Packet(mac.encode_ack(seq), 0, 0, 0, mac.ACK_FRAME_BYTES)
+        pkt.kind = ACK
         pkt.src = self.name
         pkt.dst = to.name
         self.counters.acks_sent += 1

@@ -109,6 +109,7 @@ class Radio:
         "name",
         "neighbours",
         "noise_mw",
+        "position",
         "power",
         "power_mw",
         "sensitivity_mw",
@@ -132,6 +133,7 @@ class Radio:
         self.index = index
         self.name = name
         self.address: bytes | None = None
+        self.position: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self.mac = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
         self.tx_power_dbm = tx_power_dbm
         self.sensitivity_mw = phy.dbm_to_mw(sensitivity_dbm)
