@@ -202,7 +202,10 @@ def _section(
     if not isinstance(value, dict):
         raise Invalid(path, f"expected a table, got {describe_value(value)}")
     if node.prepare is not None and not partial:
-        value = node.prepare(value)
+        try:
+            value = node.prepare(value)
+        except Invalid as exc:
+            raise Invalid(path + exc.path, exc.message) from None
     allowed = ([tag[0]] if tag else []) + list(node.fields)
     for key in value:
         if key not in node.fields:
@@ -377,3 +380,64 @@ def leaf_keys(node: Node, prefix: str = "") -> list[str]:
     for name, child in node.fields.items():
         out += leaf_keys(child, f"{prefix}.{name}" if prefix else name)
     return out
+
+
+# --- typed settings -------------------------------------------------------------
+
+
+class Settings:
+    """A validated section as a read-only object: every key of its schema is an
+    attribute (absent optional keys read as None), nested sections are Settings,
+    lists are tuples. What the simulator's builders read instead of raw dicts."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        object.__setattr__(self, "_values", values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("settings are read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._values)))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"Settings({inner})"
+
+    def keys(self) -> list[str]:
+        return list(self._values)
+
+
+def typed(node: Node, value: Any) -> Any:
+    """`value` (validated against `node`) as `Settings`, tuples and plain values."""
+    if isinstance(node, Tagged):
+        if value is None:
+            return None
+        variant = node.variants[value[node.tag]]
+        out = {node.tag: value[node.tag]}
+        out.update(_typed_fields(variant, value))
+        return Settings(out)
+    if isinstance(node, Section):
+        if value is None:
+            return None
+        return Settings(_typed_fields(node, value))
+    if isinstance(value, dict):
+        return copy.deepcopy(value) if node.redraw or node.type == "table" else value
+    if isinstance(value, list):
+        item = node.item
+        return tuple(typed(item, v) if item is not None else v for v in value)
+    return value
+
+
+def _typed_fields(node: Section, value: dict) -> dict[str, Any]:
+    return {name: typed(child, value.get(name)) for name, child in node.fields.items()}

@@ -19,6 +19,20 @@ from iotbench.scenarios.fields import (
     Section,
     Tagged,
 )
+from iotbench.scenarios.radio_schema import (
+    INTERFERER,
+    LOWPAN,
+    MAC,
+    NODES,
+    RADIO,
+    ROLES,
+    ROUTING,
+    TOPOLOGIES,
+    UPLINK,
+    check_radio_network,
+    fill_radio_sections,
+    is_radio,
+)
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
 NAME_DOC = "lowercase letters, digits and '-', starting with a letter or digit"
@@ -32,6 +46,8 @@ MAX_802154_PAYLOAD = 104
 
 
 def _check_mtu(network: dict) -> None:
+    if is_radio(network):
+        return
     link = network["link"]
     mtu = link["mtu_bytes"]
     if link["layer"] == "ieee802154":
@@ -194,9 +210,19 @@ IMPAIR = Section(
 )
 
 NETWORK = Section(
-    doc="The network between client and server.",
+    doc="The network: two nodes on a point-to-point link, or a radio network of many.",
     fields={
-        "ip_version": Field("int", "IP version of both nodes.", 4, choices=(4, 6)),
+        "topology": Field(
+            "str",
+            "pair: a client and a server on one point-to-point link (link, impair); line, star, "
+            "grid, random, building, file: 802.15.4 nodes on a shared radio (nodes, roles, "
+            "radio, mac, lowpan, routing, interferers, uplink). Absent: pair.",
+            OPTIONAL,
+            choices=TOPOLOGIES,
+        ),
+        "ip_version": Field(
+            "int", "IP version of the nodes (radio networks: 6, over 6LoWPAN).", 4, choices=(4, 6)
+        ),
         "seed": Field(
             "int",
             "Seed of the network's random streams (loss, delay, outages, redraws). Absent: "
@@ -207,8 +233,22 @@ NETWORK = Section(
         ),
         "link": LINK,
         "impair": IMPAIR,
+        "nodes": NODES,
+        "roles": ROLES,
+        "radio": RADIO,
+        "mac": MAC,
+        "lowpan": LOWPAN,
+        "routing": ROUTING,
+        "interferers": Field(
+            "list",
+            "External interferers (`[[network.interferers]]` tables).",
+            OPTIONAL,
+            item=INTERFERER,
+        ),
+        "uplink": UPLINK,
     },
-    checks=(_check_mtu,),
+    prepare=fill_radio_sections,
+    checks=(_check_mtu, check_radio_network),
 )
 
 # --- workload -----------------------------------------------------------------
@@ -573,6 +613,8 @@ RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
 
 def _check_layer(document: dict) -> None:
     """Protocols over IP need IP hosts; NDN runs straight on 802.15.4 frames."""
+    if is_radio(document["network"]):
+        return  # NDN on the frames, every other protocol over IPv6 and 6LoWPAN
     name = document["protocol"]["name"]
     layer = document["network"]["link"]["layer"]
     wanted = "ieee802154" if name == "ndn" else "ip"

@@ -1,0 +1,369 @@
+"""The scenario keys of radio networks: topology, roles, radio, MAC, 6LoWPAN, routing.
+
+`network.topology` chooses the network. `pair` (the default) is two nodes on
+one point-to-point link (`network.link`, `network.impair`); every other
+kind is a network of 802.15.4 nodes on a shared radio, described by the
+sections below. Their defaults, and where they come from, are in
+docs/radio.md and docs/sixlowpan-rpl.md.
+"""
+
+from __future__ import annotations
+
+from iotbench.net.radio import phy
+from iotbench.scenarios.fields import OPTIONAL, Field, Invalid, Section, Tagged
+
+TOPOLOGIES = ("pair", "line", "star", "grid", "random", "building", "file")
+RADIO_TOPOLOGIES = TOPOLOGIES[1:]
+# The sections only radio networks have.
+RADIO_SECTIONS = ("nodes", "roles", "radio", "mac", "lowpan", "routing")
+
+
+def _check_nodes(nodes: dict) -> None:
+    area = nodes.get("area_m")
+    if area is not None and len(area) not in (2, 3):
+        raise Invalid(("area_m",), "expected [width, depth] or [width, depth, height] in metres")
+
+
+BUILDING = Section(
+    doc="The generated office building (topology = building): floors of rooms along a corridor.",
+    fields={
+        "floors": Field("int", "Floors.", 5, ge=1, le=100),
+        "rooms_per_side": Field("int", "Rooms on each side of a floor's corridor.", 16, ge=1),
+        "room_width_m": Field("float", "Room width along the corridor.", 4.0, gt=0),
+        "room_depth_m": Field("float", "Room depth from the corridor.", 7.0, gt=1),
+        "corridor_width_m": Field("float", "Corridor width.", 2.5, gt=0),
+        "floor_height_m": Field("float", "Height of a floor.", 3.5, gt=0.5),
+        "per_room": Field("int", "Candidate positions per room.", 2, ge=0),
+        "corridor_step_m": Field(
+            "float", "One candidate position every this along the corridor.", 8.0, gt=0
+        ),
+        "desk_height_m": Field("float", "Height of the positions in rooms.", 0.8, ge=0),
+    },
+    optional=True,
+)
+
+NODES = Section(
+    doc="Where the nodes of a radio network are (see docs/scenarios.md, 'Radio networks').",
+    fields={
+        "count": Field(
+            "int",
+            "Nodes (line, star, grid, random; building: drawn from its positions).",
+            10,
+            ge=2,
+            le=100_000,
+        ),
+        "spacing_m": Field("float", "Distance between neighbours (line, grid).", 10.0, gt=0),
+        "radius_m": Field("float", "Radius of the circle around n0 (star).", 10.0, gt=0),
+        "columns": Field("int", "Nodes per row (grid); absent: a square grid.", OPTIONAL, ge=1),
+        "area_m": Field(
+            "list",
+            "[width, depth] or [width, depth, height], metres: where random nodes are drawn; "
+            "for a file, every position must lie inside.",
+            OPTIONAL,
+            item=Field("float", "", gt=0),
+        ),
+        "file": Field(
+            "str",
+            "A CSV or TOML file of nodes (topology = file), relative to the scenario file.",
+            OPTIONAL,
+        ),
+        "links_file": Field(
+            "str", "A CSV file of links (from, to, prr) for a CSV node file.", OPTIONAL
+        ),
+        "layout": Field(
+            "table",
+            "Filled from `file` when the scenario is loaded; not written by hand.",
+            OPTIONAL,
+        ),
+        "building": BUILDING,
+    },
+    optional=True,
+    checks=(_check_nodes,),
+)
+
+ROLES = Section(
+    doc="Who does what in a radio network.",
+    fields={
+        "gateway": Field(
+            "str",
+            "The border router and root of routing: a node id, or auto (n0 of a line, star or "
+            "grid; drawn by the network seed otherwise).",
+            "auto",
+        ),
+        "producers": Field(
+            "list",
+            "Producer node ids; empty: every node but the gateway (or `producer_count` of them).",
+            [],
+            item=Field("str", ""),
+        ),
+        "producer_count": Field(
+            "int", "Draw this many producers among the non-gateway nodes.", OPTIONAL, ge=1
+        ),
+        "client": Field(
+            "str",
+            "Where the workload's client runs: gateway, uplink (the host behind the gateway's "
+            "Ethernet link, see network.uplink) or a node id.",
+            "gateway",
+        ),
+    },
+    optional=True,
+)
+
+PATH_LOSS = Section(
+    doc="Mean path loss and shadowing (log-distance; defaults: ITU-R P.1238 office at 2.4 GHz).",
+    fields={
+        "exponent": Field("float", "Path loss exponent n.", 3.0, ge=1, le=8),
+        "reference_distance_m": Field("float", "Reference distance d0.", 1.0, gt=0),
+        "reference_loss_db": Field(
+            "float",
+            "Loss at d0; absent: free space at d0 and the channel's frequency.",
+            OPTIONAL,
+            ge=0,
+        ),
+        "shadowing_db": Field(
+            "float", "Deviation of log-normal shadowing, drawn per pair of nodes.", 6.0, ge=0, le=30
+        ),
+        "floor_loss_db": Field("float", "Loss of the first floor between two nodes.", 15.0, ge=0),
+        "floor_loss_extra_db": Field("float", "Loss of every further floor.", 4.0, ge=0),
+    },
+)
+
+VARIATION = Tagged(
+    doc="How links vary in time on top of their mean.",
+    tag="model",
+    tag_doc="none, rayleigh (fading per frame), gilbert-elliott (good/bad states per pair).",
+    variants={
+        "none": Section("Links keep their mean power.", {}),
+        "rayleigh": Section("Rayleigh block fading: an exponential power gain per frame.", {}),
+        "gilbert-elliott": Section(
+            "Each pair of nodes flips between a good and a bad state in continuous time.",
+            {
+                "good_s": Field("float", "Mean time in the good state.", 30.0, gt=0),
+                "bad_s": Field("float", "Mean time in the bad state.", 3.0, gt=0),
+                "bad_loss_db": Field("float", "Extra attenuation in the bad state.", 10.0, ge=0),
+            },
+        ),
+    },
+    optional=True,
+)
+
+ENERGY = Section(
+    doc="Radio currents at the supply voltage (defaults: AT86RF231 at 3 V).",
+    fields={
+        "voltage_v": Field("float", "Supply voltage.", 3.0, gt=0),
+        "off_ma": Field("float", "SLEEP current.", 0.00002, ge=0),
+        "idle_ma": Field("float", "TRX_OFF current.", 0.4, ge=0),
+        "listen_ma": Field("float", "RX_ON (listening) current.", 12.3, ge=0),
+        "rx_ma": Field("float", "Current while receiving a frame.", 12.3, ge=0),
+        "tx_ma": Field("float", "Current while transmitting (14 mA at +3 dBm).", 14.0, ge=0),
+    },
+)
+
+
+def _check_radio(radio: dict) -> None:
+    if radio["channel"] not in phy.CHANNELS:
+        raise Invalid(("channel",), f"{radio['channel']} is not one of 11..26 (2.4 GHz O-QPSK)")
+
+
+RADIO = Section(
+    doc="The 802.15.4 radio of every node (2.4 GHz O-QPSK, 250 kbit/s).",
+    fields={
+        "channel": Field("int", "802.15.4 channel.", 26, ge=11, le=26),
+        "tx_power_dbm": Field(
+            "float", "Transmit power (AT86RF231: -17 to +3 dBm).", 3.0, ge=-40, le=30
+        ),
+        "sensitivity_dbm": Field(
+            "float",
+            "Receiver sensitivity: PER 1 % at a 20-byte PSDU (AT86RF231: -101 dBm).",
+            -101.0,
+            ge=-130,
+            le=-40,
+        ),
+        "cca_threshold_dbm": Field(
+            "float",
+            "CCA energy threshold; absent: 10 dB above the sensitivity (the standard's limit).",
+            OPTIONAL,
+            ge=-130,
+            le=0,
+        ),
+        "noise_floor_dbm": Field(
+            "float",
+            "Noise floor; absent: the one that makes the sensitivity hold (docs/radio.md).",
+            OPTIONAL,
+            ge=-150,
+            le=-40,
+        ),
+        "path_loss": PATH_LOSS,
+        "variation": VARIATION,
+        "interference_floor_db": Field(
+            "float",
+            "Signals this far under a receiver's noise floor are ignored.",
+            10.0,
+            ge=0,
+            le=40,
+        ),
+        "prr_frame_bytes": Field(
+            "int",
+            "Frame size the packet reception ratios of a topology file refer to.",
+            50,
+            ge=5,
+            le=127,
+        ),
+        "energy": ENERGY,
+    },
+    optional=True,
+    checks=(_check_radio,),
+)
+
+MAC = Section(
+    doc="IEEE 802.15.4 unslotted CSMA/CA MAC (defaults: the standard's).",
+    fields={
+        "min_be": Field("int", "macMinBE.", 3, ge=0, le=8),
+        "max_be": Field("int", "macMaxBE.", 5, ge=3, le=8),
+        "max_csma_backoffs": Field("int", "macMaxCSMABackoffs.", 4, ge=0, le=5),
+        "max_frame_retries": Field("int", "macMaxFrameRetries.", 3, ge=0, le=7),
+        "queue_frames": Field("int", "Transmit queue limit per node.", 16, ge=1),
+        "address_mode": Field(
+            "str",
+            "Addresses in frames: extended (EUI-64) or short (16 bits).",
+            "extended",
+            choices=("extended", "short"),
+        ),
+        "pan_id": Field("int", "PAN identifier.", 0x23, ge=0, le=0xFFFE),
+        "interframe_spacing": Field(
+            "bool", "Wait SIFS/LIFS after a successful transmission.", True
+        ),
+    },
+    optional=True,
+)
+
+LOWPAN = Section(
+    doc="6LoWPAN adaptation of IPv6 to 802.15.4 (RFC 4944, RFC 6282).",
+    fields={
+        "compression": Field(
+            "str",
+            "none: the uncompressed IPv6 dispatch (as S4 ran); iphc: RFC 6282 IPHC with UDP NHC.",
+            "none",
+            choices=("none", "iphc"),
+        ),
+        "reassembly_timeout_s": Field(
+            "float", "Give up a datagram whose fragments stop coming.", 60.0, gt=0
+        ),
+        "reassembly_datagrams": Field("int", "Datagrams reassembled at once per node.", 8, ge=1),
+        "reassembly_bytes": Field("int", "Reassembly buffer per node.", 4096, ge=128),
+    },
+    optional=True,
+)
+
+ROUTING = Section(
+    doc="Routes in a radio network: RPL, or a tree computed once from the link model.",
+    fields={
+        "protocol": Field(
+            "str",
+            "rpl: RPL storing mode (RFC 6550) running in the simulation; static: the tree of "
+            "least expected transmissions from the link model, the same for every variant of a "
+            "campaign (NDN always uses it).",
+            "rpl",
+            choices=("rpl", "static"),
+        ),
+        "objective": Field(
+            "str",
+            "RPL objective function: MRHOF with ETX (RFC 6719) or OF0 (RFC 6552).",
+            "mrhof",
+            choices=("mrhof", "of0"),
+        ),
+        "dio_interval_min": Field("int", "DIOIntervalMin: Imin = 2^this ms.", 12, ge=0, le=30),
+        "dio_interval_doublings": Field("int", "DIOIntervalDoublings.", 8, ge=0, le=30),
+        "dio_redundancy": Field("int", "DIORedundancyConstant k (0: never suppress).", 10, ge=0),
+        "dao_ack": Field("bool", "Ask for DAO-ACKs.", True),
+        "min_link_prr": Field(
+            "float",
+            "Static tree: links whose expected reception ratio is below this are not used.",
+            0.5,
+            gt=0,
+            le=1,
+        ),
+        "multicast": Field(
+            "str",
+            "Multicast forwarding: smrf (down the DODAG) or none.",
+            "smrf",
+            choices=("smrf", "none"),
+        ),
+    },
+    optional=True,
+)
+
+INTERFERER = Section(
+    doc="An external Wi-Fi-like interferer (never defers; CCA senses it).",
+    fields={
+        "position": Field("list", "[x, y] or [x, y, z], metres.", item=Field("float", "")),
+        "rate_bps": Field("float", "Offered load (S6 sweeps 0 to 28.5 Mbit/s).", ge=0),
+        "channel": Field("int", "Wi-Fi channel (1..14).", 6, ge=1, le=14),
+        "tx_power_dbm": Field("float", "Transmit power.", 20.0, ge=-20, le=36),
+        "frame_bytes": Field("int", "Bytes per burst (one 802.11 frame).", 1500, ge=1),
+        "phy_rate_bps": Field("float", "802.11 PHY rate.", 54e6, gt=0),
+        "start_s": Field("float", "When it starts.", 0.0, ge=0),
+    },
+)
+
+UPLINK = Section(
+    doc="A point-to-point Ethernet link from the gateway to a host (`uplink`), e.g. a client.",
+    fields={
+        "rate_bps": Field("int", "Link rate; 0 = no serialisation delay.", 100_000_000, ge=0),
+        "delay_s": Field("float", "Propagation delay.", 0.0005, ge=0),
+        "mtu_bytes": Field("int", "IPv6 MTU.", 1500, ge=1280, le=65535),
+        "queue_packets": Field("int", "Drop-tail queue of each direction.", 100, ge=1),
+    },
+    optional=True,
+)
+
+
+def is_radio(network: dict) -> bool:
+    return network.get("topology", "pair") != "pair"
+
+
+def fill_radio_sections(network: dict) -> dict:
+    """A radio network's sections get their defaults even when the file omits them
+    (a pair network keeps none of them, so its config, and its seed, are as before).
+    A radio network has no point-to-point link of its own to configure."""
+    if network.get("topology", "pair") == "pair":
+        return network
+    for key in ("link", "impair"):
+        if key in network:
+            raise Invalid(
+                (key,),
+                "a radio network has no point-to-point link: its links are the radio "
+                "(network.radio) and the gateway's uplink (network.uplink)",
+            )
+    filled = dict(network)
+    for key in RADIO_SECTIONS:
+        filled.setdefault(key, {})
+    filled.setdefault("ip_version", 6)
+    return filled
+
+
+def check_radio_network(network: dict) -> None:
+    topology = network.get("topology", "pair")
+    radio_keys = [k for k in (*RADIO_SECTIONS, "interferers", "uplink") if k in network]
+    if topology == "pair":
+        if radio_keys:
+            raise Invalid(
+                (radio_keys[0],),
+                f"only radio networks have it; set network.topology to one of "
+                f"{', '.join(RADIO_TOPOLOGIES)}",
+            )
+        return
+    if network["ip_version"] != 6:
+        raise Invalid(("ip_version",), "radio networks run IPv6 over 6LoWPAN: must be 6")
+    nodes = network["nodes"]
+    if topology == "file" and "file" not in nodes and "layout" not in nodes:
+        raise Invalid(("nodes", "file"), "missing required key for topology = file: a file name")
+    if topology == "random" and "area_m" not in nodes:
+        raise Invalid(
+            ("nodes", "area_m"), "missing required key for topology = random: [width, depth]"
+        )
+    if topology == "star" and nodes["count"] < 2:
+        raise Invalid(("nodes", "count"), "a star needs a centre and at least one other node")
+    client = network["roles"]["client"]
+    if client == "uplink" and "uplink" not in network:
+        raise Invalid(("roles", "client"), "uplink needs a network.uplink section")
