@@ -103,3 +103,83 @@ class PcapWriter(Observer):
         self._file.close()
         if os.path.exists(self._tmp):
             os.remove(self._tmp)
+
+
+# --------------------------------------------------------------------- pcapng
+
+# pcapng (draft-ietf-opsawg-pcapng): one capture of a network with several
+# media, each an interface of its own link type (an 802.15.4 radio, an
+# Ethernet uplink), which classic pcap cannot hold.
+_BLOCK_SHB, _BLOCK_IDB, _BLOCK_EPB = 0x0A0D0D0A, 0x00000001, 0x00000006
+_BYTE_ORDER_MAGIC = 0x1A2B3C4D
+_OPT_END, _OPT_IF_NAME, _OPT_IF_TSRESOL = 0, 2, 9
+
+
+def _option(code: int, value: bytes) -> bytes:
+    padding = b"\x00" * (-len(value) % 4)
+    return struct.pack("<HH", code, len(value)) + value + padding
+
+
+def _block(kind: int, body: bytes) -> bytes:
+    length = 12 + len(body)
+    return struct.pack("<II", kind, length) + body + struct.pack("<I", length)
+
+
+def pcapng_header(interfaces: list[tuple[int, str]]) -> bytes:
+    """Section header and one interface description per (link type, name)."""
+    shb = _block(_BLOCK_SHB, struct.pack("<IHHq", _BYTE_ORDER_MAGIC, 1, 0, -1))
+    idbs = b""
+    for linktype, name in interfaces:
+        options = (
+            _option(_OPT_IF_NAME, name.encode())
+            + _option(_OPT_IF_TSRESOL, bytes((9,)))  # nanoseconds
+            + _option(_OPT_END, b"")
+        )
+        idbs += _block(_BLOCK_IDB, struct.pack("<HHI", linktype, 0, SNAPLEN) + options)
+    return shb + idbs
+
+
+def pcapng_record(interface: int, t_s: float, data: bytes) -> bytes:
+    ns = round(t_s * 1e9)
+    padded = data + b"\x00" * (-len(data) % 4)
+    body = struct.pack("<IIIII", interface, ns >> 32, ns & 0xFFFFFFFF, len(data), len(data))
+    return _block(_BLOCK_EPB, body + padded)
+
+
+class PcapNgWriter(PcapWriter):
+    """A `PcapWriter` for networks of several media: pcapng, one interface per medium.
+
+    `media`: (the objects packets name as their `medium`, link type, interface
+    name) per interface; a point-to-point link is one interface for the
+    channels of both its directions."""
+
+    def __init__(
+        self, sim: Simulator, path: str, media: list[tuple[tuple[object, ...], int, str]]
+    ) -> None:
+        self.sim = sim
+        self.path = path
+        self._tmp = f"{path}.tmp"
+        self._interface = {m: i for i, (objects, _, _) in enumerate(media) for m in objects}
+        self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by close()/abort()
+        self._file.write(pcapng_header([(linktype, name) for _, linktype, name in media]))
+        self._ahead = []
+        self._order = itertools.count()
+
+    def transmitted(self, pkt: Packet) -> None:
+        interface = self._interface[pkt.medium]
+        ahead = self._ahead
+        now = self.sim.now
+        if pkt.t_sent <= now and not ahead:
+            self._file.write(pcapng_record(interface, pkt.t_sent, pkt.data))
+            return
+        heapq.heappush(ahead, (pkt.t_sent, next(self._order), (interface, pkt.data)))
+        while ahead and ahead[0][0] <= now:
+            t_sent, _, (i, data) = heapq.heappop(ahead)
+            self._file.write(pcapng_record(i, t_sent, data))
+
+    def close(self) -> None:
+        for t_sent, _, (i, data) in sorted(self._ahead):
+            self._file.write(pcapng_record(i, t_sent, data))
+        self._ahead.clear()
+        self._file.close()
+        os.replace(self._tmp, self.path)

@@ -23,7 +23,7 @@ import itertools
 import math
 
 from iotbench.metrics.observers import Observer
-from iotbench.net.packet import LOST_FATES, QUEUE_FULL, Packet
+from iotbench.net.packet import ACK, CONTROL, DATA, LOST_FATES, QUEUE_FULL, Packet
 from iotbench.sim import Simulator
 
 
@@ -45,6 +45,22 @@ class LayerSums:
         self.app += sign * pkt.app_header_len
 
 
+class KindSums:
+    """Packets and bytes of each kind (data, control, acknowledgments) on the air."""
+
+    __slots__ = ("by_kind",)
+
+    def __init__(self) -> None:
+        self.by_kind: dict[str, list[int]] = {}
+
+    def add(self, pkt: Packet) -> None:
+        sums = self.by_kind.get(pkt.kind)
+        if sums is None:
+            sums = self.by_kind[pkt.kind] = [0, 0]
+        sums[0] += 1
+        sums[1] += len(pkt.data)
+
+
 class NodeCounts:
     """What one node put on the wire, received, lost on the way, lost at its queue."""
 
@@ -58,6 +74,7 @@ class TrafficMeter(Observer):
     def __init__(self, sim: Simulator, windowed: bool = False) -> None:
         self.sim = sim
         self.wire = LayerSums()
+        self.kinds = KindSums()
         self.nodes: dict[str, NodeCounts] = {}
         self.queue_drops = 0
         # The window (see the module doc). Without one, every packet counts.
@@ -102,6 +119,8 @@ class TrafficMeter(Observer):
         if counts is None:
             counts = self.node(pkt.src)
         counts.sent += 1
+        if pkt.kind != DATA:  # the rare kinds only: data is the rest
+            self.kinds.add(pkt)
         if not self._windowed:
             w = self.wire
             w.packets += 1
@@ -164,6 +183,17 @@ class TrafficMeter(Observer):
             "packets_lost": w.lost,
             "packets_queue_dropped": self.queue_drops,
         }
+
+    def kind_metrics(self) -> dict[str, int]:
+        """Control and acknowledgment traffic, and the data traffic that is the rest."""
+        out = {}
+        control = self.kinds.by_kind.get(CONTROL, [0, 0])
+        acks = self.kinds.by_kind.get(ACK, [0, 0])
+        out["packets_control"], out["bytes_control"] = control
+        out["packets_ack"], out["bytes_ack"] = acks
+        out["packets_data"] = self.wire.packets - control[0] - acks[0]
+        out["bytes_data"] = self.wire.total - control[1] - acks[1]
+        return out
 
     def node_metrics(self, name: str) -> dict[str, int]:
         """Packets `name` put on the wire plus packets delivered to it."""

@@ -37,7 +37,7 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.pcap import pcap_header, pcap_record
 from iotbench.net.packet import Packet
 from iotbench.real.clock import RealTimeClock
-from iotbench.world.network import TwoNodeNetwork, build_two_node_network
+from iotbench.world.network import Network, build_two_node_network
 
 #: UDP payload that fits one IP datagram (65535 minus the IP and UDP headers).
 MAX_PAYLOAD = {4: 65535 - 20 - 8, 6: 65535 - 8}
@@ -173,14 +173,16 @@ class ImpairmentShim:
         if pcap is not None:
             pcap.write(pcap_header())
         self.items = DatagramItems()
-        self.net: TwoNodeNetwork = build_two_node_network(
+        self.net: Network = build_two_node_network(
             self.clock, network, self.items, total_items, Observers(self.log)
         )
         self.ip_version = network["ip_version"]
-        self._sim_client = self.net.client_if.address
-        self._sim_server = self.net.server_if.address
+        self.client_node = self.net.node("client")
+        self.server_node = self.net.node("producer")
+        self._sim_client = self.net.address(self.client_node)
+        self._sim_server = self.net.address(self.server_node)
         self._server_port = server[1]
-        self.net.server.udp_bind(self._server_port, self._at_server)
+        self.server_node.udp_bind(self._server_port, self._at_server)
         self.listener: asyncio.DatagramTransport | None = None
         self.clients: dict[object, _Client] = {}
         self._by_port: dict[int, _Client] = {}
@@ -209,12 +211,12 @@ class ImpairmentShim:
             self.stats.too_large += 1
             return
         self.items.start()
-        self.net.client.udp_send(client.sim_port, self._sim_server, self._server_port, data)
+        self.client_node.udp_send(client.sim_port, self._sim_server, self._server_port, data)
 
     def _new_client(self, addr) -> _Client | None:
         if len(self.clients) >= self.limits.max_clients:
             return None
-        sim_port = self.net.client.udp_bind_ephemeral(self._at_client)
+        sim_port = self.client_node.udp_bind_ephemeral(self._at_client)
         client = _Client(addr, sim_port, self.clock.now)
         self.clients[addr] = client
         self._by_port[sim_port] = client
@@ -261,7 +263,7 @@ class ImpairmentShim:
         if len(data) > MAX_PAYLOAD[self.ip_version]:
             self.stats.too_large += 1
             return
-        self.net.server.udp_send(self._server_port, self._sim_client, client.sim_port, data)
+        self.server_node.udp_send(self._server_port, self._sim_client, client.sim_port, data)
 
     def _at_client(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
         """A datagram crossed the simulated link to the client node: on to the client."""
@@ -276,7 +278,7 @@ class ImpairmentShim:
     def _forget(self, client: _Client) -> None:
         self.clients.pop(client.addr, None)
         self._by_port.pop(client.sim_port, None)
-        self.net.client.udp_unbind(client.sim_port)
+        self.client_node.udp_unbind(client.sim_port)
         if client.transport is not None:
             client.transport.close()
         self.stats.forgotten_clients += 1

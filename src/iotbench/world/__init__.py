@@ -14,34 +14,42 @@ from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
 from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
 from iotbench.metrics.items import DELIVERED, Item, ItemLog
 from iotbench.metrics.observers import Observers
-from iotbench.metrics.pcap import LINKTYPE_IEEE802_15_4_WITHFCS, LINKTYPE_RAW, PcapWriter
+from iotbench.metrics.pcap import (
+    LINKTYPE_IEEE802_15_4_WITHFCS,
+    LINKTYPE_RAW,
+    PcapNgWriter,
+    PcapWriter,
+)
+from iotbench.metrics.radio import radio_metrics
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
-from iotbench.world.network import build_two_node_network
+from iotbench.world.network import Network, build_network
 from iotbench.world.protocols import build_client
 
-# Node whose packets S3's `packets_total` counts: the sensor is the server in
-# request-response scenarios.
-SENSOR_NODE = "server"
-# The node whose first packet of the workload starts an object download.
-CLIENT_NODE = "client"
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, float | int]:
     sim = Simulator(seed)
     items = ItemLog()
-    traffic = TrafficMeter(sim, windowed=config["workload"]["kind"] == "object-download")
+    workload = config["workload"]
+    downloads = workload["kind"] == "object-download"
+    count = 1 if downloads else workload["items"]
+    traffic = TrafficMeter(sim, windowed=downloads)
     observers = Observers(traffic)
-    layer = config["network"]["link"]["layer"]
-    frames = NdnFrameMeter(SENSOR_NODE) if layer == "ieee802154" else None
+    protocol = config["protocol"]["name"]
+    net = build_network(sim, config["network"], items, count, observers, protocol)
+    # The node whose packets S3's `packets_total` counts: the sensor, which is the
+    # producer (the server in request-response scenarios).
+    sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
+    frames = NdnFrameMeter(sensor) if protocol == "ndn" and sensor is not None else None
     if frames is not None:
         observers.add(frames)
-    pcap = PcapWriter(sim, pcap_path, LINKTYPES[layer]) if pcap_path else None
+    pcap = _pcap_writer(sim, net, config["network"], pcap_path)
     if pcap is not None:
         observers.add(pcap)
     try:
-        download = _run(sim, config, items, traffic, observers)
+        download = _run(sim, config, net, items, count, traffic)
     except BaseException:
         if pcap is not None:
             pcap.abort()
@@ -54,35 +62,52 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
         done = download.status == DELIVERED and t_first is not None
         metrics["object_download_time_s"] = download.t_end - t_first if done else math.nan
     metrics.update(traffic.wire_metrics())
-    metrics.update(traffic.node_metrics(SENSOR_NODE))
+    if sensor is not None:
+        metrics.update(traffic.node_metrics(sensor))
     metrics.update(item_metrics(items.stats, t_first))
     if frames is not None:
         metrics.update(rtt_ms_metrics(items.stats))
         metrics.update(frames.metrics())
+    if "radios" in net.parts:
+        metrics.update(traffic.kind_metrics())
+        metrics.update(radio_metrics(net.parts, sim.now))
     metrics["sim_time_s"] = sim.now
     metrics["sim_events"] = sim.events_processed
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
     return metrics
 
 
+def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
+    if not path:
+        return None
+    medium = net.parts.get("medium")
+    if medium is None:
+        return PcapWriter(sim, path, LINKTYPES[network["link"]["layer"]])
+    media = [((medium,), LINKTYPE_IEEE802_15_4_WITHFCS, medium.name)]
+    uplink = net.parts.get("uplink")
+    if uplink is None:
+        return PcapWriter(sim, path, LINKTYPE_IEEE802_15_4_WITHFCS)
+    media.append(((uplink.a_to_b, uplink.b_to_a), LINKTYPE_RAW, "uplink"))
+    return PcapNgWriter(sim, path, media)
+
+
 def _run(
-    sim: Simulator, config: dict, items: ItemLog, traffic: TrafficMeter, observers: Observers
+    sim: Simulator, config: dict, net: Network, items: ItemLog, count: int, traffic: TrafficMeter
 ) -> Item | None:
-    """Build and run the simulation; the object-download item, if that is the workload."""
+    """Run the simulation; the object-download item, if that is the workload."""
     workload = config["workload"]
     downloads = workload["kind"] == "object-download"
-    count = 1 if downloads else workload["items"]
     # The first packet the client sends for the workload starts the count: a
     # connection that only primes a Fast Open cookie before the item is not part
     # of it. For an object download, the count ends when the object is in.
     the_item: list[Item] = []
     if downloads:
-        items.on_start.append(lambda index: traffic.arm_window(CLIENT_NODE))
+        client_id = net.ids("client")[0]
+        items.on_start.append(lambda index: traffic.arm_window(client_id))
         items.on_end.append(the_item.append)
         items.on_end.append(
             lambda item: traffic.close_window(sim.now) if item.status == DELIVERED else None
         )
-    net = build_two_node_network(sim, config["network"], items, count, observers)
     client = build_client(sim, net, config)
     if workload["kind"] == "periodic":
         requester = PeriodicRequester(sim, client, items, count, workload["interval_s"])

@@ -12,7 +12,7 @@ from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import CoapEndpoint, RequestFailed, ResponseReceived
 from iotbench.proto.coap.params import CoapParams
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 
 COAP_PORT = 5683
 
@@ -31,17 +31,17 @@ def coap_params(cfg: dict) -> CoapParams:
 class CoapItemClient:
     """One CoAP GET per item, CON or NON, against the server's resource."""
 
-    def __init__(self, sim: Simulator, net: TwoNodeNetwork, config: dict) -> None:
+    def __init__(self, sim: Simulator, net: Network, config: dict) -> None:
         cfg = config["protocol"]["coap"]
         self.sim = sim
         self.path = config["workload"]["path"]
         self.confirmable = cfg["type"] == "con"
-        self.server = (address_text(net.server_if.address), COAP_PORT)
+        self.server = (address_text(net.address(net.node("producer"))), COAP_PORT)
         self.endpoint = CoapEndpoint(
             sim.rng("coap/client"), coap_params(cfg), token_length=cfg["token_length"]
         )
         self.driver = DatagramDriver(
-            sim, net.client, self.endpoint, self._on_event, codec.header_length
+            sim, net.node("client"), self.endpoint, self._on_event, codec.header_length
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
 
@@ -71,7 +71,7 @@ class CoapItemClient:
                 done(item, False, 0)
 
 
-def start_coap_server(sim: Simulator, net: TwoNodeNetwork, config: dict) -> CoapEndpoint:
+def start_coap_server(sim: Simulator, net: Network, config: dict) -> CoapEndpoint:
     cfg = config["protocol"]["coap"]
     workload = config["workload"]
     resource = make_resource(
@@ -79,10 +79,11 @@ def start_coap_server(sim: Simulator, net: TwoNodeNetwork, config: dict) -> Coap
     )
     endpoint = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
     serve_reading(endpoint, workload["path"], resource)
-    DatagramDriver(sim, net.server, endpoint, lambda event: None, codec.header_length, COAP_PORT)
+    server = net.node("producer")
+    DatagramDriver(sim, server, endpoint, lambda event: None, codec.header_length, COAP_PORT)
     return endpoint
 
 
-def build_coap(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_coap(sim: Simulator, net: Network, config: dict) -> ItemClient:
     start_coap_server(sim, net, config)
     return CoapItemClient(sim, net, config)

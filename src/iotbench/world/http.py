@@ -10,7 +10,7 @@ from iotbench.apps.sensors import make_resource
 from iotbench.net.ip import address_text
 from iotbench.net.tcp import Connected, TcpStack
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 from iotbench.world.tcp import tcp_params
 
 
@@ -24,13 +24,14 @@ def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:
     sock = stack.connect(server, port, on_event)
 
 
-def build_http(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_http(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["http"]
     tcp_cfg = config["protocol"]["tcp"]
     workload = config["workload"]
     params = tcp_params(tcp_cfg)
-    server_stack = TcpStack(sim, net.server, params)
-    client_stack = TcpStack(sim, net.client, params)
+    server_node, client_node = net.node("producer"), net.node("client")
+    server_stack = TcpStack(sim, server_node, params)
+    client_stack = TcpStack(sim, client_node, params)
     resource = make_resource(
         workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
     )
@@ -39,7 +40,7 @@ def build_http(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
     response_headers = [tuple(h) for h in cfg["response_headers"]]
     request_headers = [tuple(h) for h in cfg["request_headers"]]
     per_request = cfg["connection"] == "per-request"
-    server = net.server_if.address
+    server = net.address(server_node)
     host = host_header(address_text(server), port)
 
     def connect(on_event, data: bytes, header_len: int):

@@ -16,16 +16,17 @@ from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 from iotbench.world.tcp import tcp_params
 
 
-def build_mqtt(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_mqtt(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["mqtt"]
     workload = config["workload"]
     params = tcp_params(config["protocol"]["tcp"])
-    sink_stack = TcpStack(sim, net.client, params)
-    sensor_stack = TcpStack(sim, net.server, params)
+    sink = net.node("client")
+    sink_stack = TcpStack(sim, sink, params)
+    sensor_stack = TcpStack(sim, net.node("producer"), params)
     broker = BrokerApp(
         sim, sink_stack, cfg["port"], MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams())
     )
@@ -35,7 +36,7 @@ def build_mqtt(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
     publisher = PerItemPublisher(
         sim,
         sensor_stack,
-        net.client_if.address,
+        net.address(sink),
         cfg["port"],
         cfg["topic"],
         cfg["qos"],

@@ -17,23 +17,24 @@ from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 
 BROKER_PORT = 1883  # the broker also takes MQTT over TCP on the sink
 
 
-def build_mqttsn(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_mqttsn(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["mqttsn"]
     workload = config["workload"]
+    sink, sensor_node = net.node("client"), net.node("producer")
     retry = {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
     broker = BrokerApp(
         sim,
-        TcpStack(sim, net.client),
+        TcpStack(sim, sink),
         BROKER_PORT,
         MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
     )
     gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
-    GatewayDriver(sim, net.client, gateway, cfg["port"], broker)
+    GatewayDriver(sim, sink, gateway, cfg["port"], broker)
     client = MqttSnClient(
         sim.rng("mqttsn/client"),
         MqttSnClientParams(client_id=cfg["client_id"], keep_alive_s=cfg["keep_alive_s"], **retry),
@@ -43,9 +44,9 @@ def build_mqttsn(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClien
     )
     publisher = PerItemSnPublisher(
         sim,
-        net.server,
+        sensor_node,
         client,
-        (address_text(net.client_if.address), cfg["port"]),
+        (address_text(net.address(sink)), cfg["port"]),
         cfg["topic"],
         cfg["qos"],
         sensor,

@@ -1,7 +1,12 @@
-"""NDN in a run (S5's set-up): a consumer and a producer on one 802.15.4-like link.
+"""NDN in a run: a consumer (role client) and a producer (role producer).
 
-The consumer (the `client` node) fetches one Data per item, without
-pipelining; the producer (the `server` node) serves the prefix. Where the
+On a pair network they share one 802.15.4-like link (S5's set-up); on a
+radio network every node runs an NDN forwarder with a unicast face to each
+of its neighbours in the routing tree (world/radio_network.py), and the
+forwarders from the consumer to the producer have the producer's prefix in
+their FIB towards it, so Interests travel the tree hop by hop and Data
+comes back on the PIT's breadcrumbs. The consumer fetches one Data per
+item, without pipelining; the producer serves the prefix. Where the
 Data comes from is the scenario's `protocol.ndn.data_source`:
 
 - producer-app: the producer's application creates and signs each Data when
@@ -33,7 +38,7 @@ from iotbench.proto.ndn.signing import (
     generate_ecdsa_key,
 )
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 
 # The profile operation that creating a Data with each signature costs.
 CREATE_OPERATION = {
@@ -113,18 +118,26 @@ class NdnConsumer:
         node.cpu.run(cost, express)
 
 
-def build_ndn(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["ndn"]
     workload = config["workload"]
     profile = get_profile(cfg["profile"])
     # The constrained stacks S4 and S5 describe send no Nacks.
     forwarder_config = profile.forwarder_config(send_nacks=False)
-    consumer = NdnNode(sim, "client", profile, forwarder_config, sim.rng("ndn/client"))
-    producer = NdnNode(sim, "server", profile, forwarder_config, sim.rng("ndn/server"))
-    to_producer = consumer.add_l2_face(net.client_if, net.server.address)
-    producer.add_l2_face(net.server_if, net.client.address)
     prefix = Name(cfg["prefix"])
-    consumer.forwarder.add_route(prefix, to_producer)
+    consumer_host, producer_host = net.node("client"), net.node("producer")
+    if net.link is not None:  # a pair: one link, one face each way
+        consumer = NdnNode(sim, "client", profile, forwarder_config, sim.rng("ndn/client"))
+        producer = NdnNode(sim, "server", profile, forwarder_config, sim.rng("ndn/server"))
+        to_producer = consumer.add_l2_face(net.interface(consumer_host), producer_host.address)
+        producer.add_l2_face(net.interface(producer_host), consumer_host.address)
+        consumer.forwarder.add_route(prefix, to_producer)
+        others: list[NdnNode] = []
+    else:
+        nodes = tree_forwarders(sim, net, profile, forwarder_config)
+        consumer, producer = nodes[consumer_host.name], nodes[producer_host.name]
+        route_prefix(net, nodes, prefix, consumer_host.name, producer_host.name)
+        others = [n for n in nodes.values() if n is not consumer and n is not producer]
 
     sensor = make_resource(workload["resource"], sim.rng("sensor"))
     maker = DataMaker(
@@ -153,6 +166,38 @@ def build_ndn(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
         cache_app = producer_app if source == "producer-cache" else consumer_app
         for index in range(workload["items"]):
             cache_app.put_data(maker.make(item_client.name_of(index)), now=sim.now)
-    consumer.pump()
-    producer.pump()
+    for node in (consumer, producer, *others):
+        node.pump()
     return item_client
+
+
+def tree_forwarders(sim: Simulator, net: Network, profile, forwarder_config) -> dict[str, NdnNode]:
+    """An NDN forwarder on every node of a radio network, with a unicast face to each
+    neighbour in the routing tree (faces[node][neighbour] = face id)."""
+    tree = net.parts["tree"]
+    ids = list(net.hosts)
+    nodes = {
+        name: NdnNode(sim, name, profile, forwarder_config, sim.rng(f"ndn/{name}")) for name in ids
+    }
+    for i, name in enumerate(ids):
+        parent = tree.parent[i]
+        if parent is None:
+            continue
+        child_node, parent_node = nodes[name], nodes[ids[parent]]
+        child_host, parent_host = net.hosts[name], net.hosts[ids[parent]]
+        child_node.faces[ids[parent]] = child_node.add_l2_face(
+            net.interface(child_host), net.address(parent_host)
+        )
+        parent_node.faces[name] = parent_node.add_l2_face(
+            net.interface(parent_host), net.address(child_host)
+        )
+    return nodes
+
+
+def route_prefix(
+    net: Network, nodes: dict[str, NdnNode], prefix: Name, consumer: str, producer: str
+) -> None:
+    """FIB entries for `prefix` along the tree path from the consumer to the producer."""
+    path = net.parts["tree_path"](consumer, producer)
+    for here, there in zip(path, path[1:]):
+        nodes[here].forwarder.add_route(prefix, nodes[here].faces[there])

@@ -16,10 +16,10 @@ from iotbench.world.http import build_http
 from iotbench.world.mqtt import build_mqtt
 from iotbench.world.mqttsn import build_mqttsn
 from iotbench.world.ndn import build_ndn
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 from iotbench.world.quic import build_quic
 
-BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
+BUILDERS: dict[str, Callable[[Simulator, Network, dict], ItemClient]] = {
     "coap": build_coap,
     "http": build_http,
     "mqtt": build_mqtt,
@@ -29,5 +29,5 @@ BUILDERS: dict[str, Callable[[Simulator, TwoNodeNetwork, dict], ItemClient]] = {
 }
 
 
-def build_client(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_client(sim: Simulator, net: Network, config: dict) -> ItemClient:
     return BUILDERS[config["protocol"]["name"]](sim, net, config)

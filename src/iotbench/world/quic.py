@@ -11,7 +11,7 @@ from iotbench.proto.quic.certs import certificate_pem, make_certificate
 from iotbench.proto.quic.endpoint import QuicClient, QuicServer, RequestFailed, ResponseReceived
 from iotbench.proto.quic.params import QuicParams
 from iotbench.sim import Simulator
-from iotbench.world.network import TwoNodeNetwork
+from iotbench.world.network import Network
 
 SERVER_NAME = "sensor.iotbench"
 
@@ -52,7 +52,7 @@ class QuicItemClient:
                 done(item, False, 0)
 
 
-def build_quic(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
+def build_quic(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["quic"]
     workload = config["workload"]
     params = QuicParams(
@@ -73,10 +73,11 @@ def build_quic(sim: Simulator, net: TwoNodeNetwork, config: dict) -> ItemClient:
         return sensor.read() if request.decode("utf-8", "replace") == path else b""
 
     server = QuicServer(params, cert, key, answer)
-    DatagramDriver(sim, net.server, server, lambda event: None, quic_bytes, cfg["port"])
+    server_node, client_node = net.node("producer"), net.node("client")
+    DatagramDriver(sim, server_node, server, lambda event: None, quic_bytes, cfg["port"])
     client = QuicClient(params, certificate_pem(cert), SERVER_NAME)
     item_client = QuicItemClient(
-        sim, None, client, (address_text(net.server_if.address), cfg["port"]), path
+        sim, None, client, (address_text(net.address(server_node)), cfg["port"]), path
     )
-    item_client.driver = DatagramDriver(sim, net.client, client, item_client.on_event, quic_bytes)
+    item_client.driver = DatagramDriver(sim, client_node, client, item_client.on_event, quic_bytes)
     return item_client

@@ -1,0 +1,50 @@
+"""Radio network metrics: what the MACs and radios counted, and the energy they spent.
+
+The MAC of each node keeps its counters as frames pass (net/mac/csma.py:
+`MacCounters`, and `LinkCounters` per neighbour), each radio its receiver's
+(net/radio/medium.py: `RadioCounters`) and the time in each state
+(net/radio/energy.py). This module sums them over the network when the run
+ends; docs/metrics.md defines every name.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
+    macs = list(parts["macs"].values())
+    radios = list(parts["radios"].values())
+    out: dict[str, float | int] = {}
+    for name in (
+        "frames",
+        "retries",
+        "broadcasts",
+        "acks_sent",
+        "acks_received",
+        "cca_busy",
+        "channel_access_failures",
+        "no_ack",
+        "queue_drops",
+        "duplicates",
+    ):
+        out[f"mac_{name}"] = sum(getattr(m.counters, name) for m in macs)
+    for name in ("received", "corrupted", "collisions", "aborted", "missed_busy"):
+        out[f"phy_{name}"] = sum(getattr(r.counters, name) for r in radios)
+    energies = [r.power.joules(now) for r in radios]
+    out["energy_j_total"] = sum(energies)
+    out["energy_j_node_mean"] = sum(energies) / len(energies) if energies else math.nan
+    out["energy_j_node_max"] = max(energies, default=math.nan)
+    tx_s = [r.power.times_s(now)[4] for r in radios]
+    out["radio_tx_s_node_max"] = max(tx_s, default=math.nan)
+    tree = parts.get("tree")
+    if tree is not None:
+        hops = [h for h in tree.hops if h >= 0]
+        out["tree_depth"] = max(hops, default=0)
+        others = [h for i, h in enumerate(tree.hops) if i != tree.root and h >= 0]
+        out["tree_hops_mean"] = sum(others) / len(others) if others else math.nan
+    rpl = parts.get("rpl")
+    if rpl:
+        for name in ("dio", "dis", "dao", "dao_ack"):
+            out[f"rpl_{name}_sent"] = sum(node.counters.get(f"{name}_sent", 0) for node in rpl)
+    return out

@@ -1,0 +1,407 @@
+"""Builds a radio network: 802.15.4 nodes on a shared medium, from the topology up.
+
+Bottom to top, for every node of the topology (world/topology.py):
+
+1. a `Radio` on the channel's `RadioMedium`, with the node's TX power,
+   sensitivity, CCA threshold and energy profile; neighbour lists from the
+   positions, the path loss and the shadowing (net/radio/neighbours.py);
+2. a `CsmaMac` with the node's extended (or short) address;
+3. for NDN, an `L2Node` whose interface sends frames through the MAC; for
+   every other protocol, an IPv6 `Node` that forwards, with a
+   `LowpanInterface` (6LoWPAN) on the MAC. Addresses: fe80::IID and, under
+   the gateway's prefix fd00::/64, fd00::IID, with the IID from the MAC
+   address;
+4. routing: RPL storing mode on every node (net/rpl), or the static tree of
+   least ETX (net/routing/tree.py) with its routes installed; SMRF for
+   multicast; NDN always uses the static tree (world/ndn.py);
+5. the interferers, and the gateway's uplink (a point-to-point link to the
+   host `uplink`, prefix fd01::/64) when the scenario has one.
+
+The network's randomness (shadowing, fading, reception draws, interferers,
+the node draws of random and building topologies) comes from streams of the
+network seed, so every variant of a campaign meets the same radio
+conditions; the MACs' backoffs belong to the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from iotbench.metrics.observers import Observers
+from iotbench.net import ieee802154 as mac
+from iotbench.net.l2 import L2Node
+from iotbench.net.link import PointToPointLink
+from iotbench.net.lowpan.fragments import Reassembler
+from iotbench.net.lowpan.interface import LowpanInterface
+from iotbench.net.mac.csma import CsmaMac, MacParams
+from iotbench.net.node import Node
+from iotbench.net.radio import phy
+from iotbench.net.radio.energy import EnergyProfile, RadioEnergy
+from iotbench.net.radio.interferer import WifiInterferer, WifiTraffic, in_band_fraction
+from iotbench.net.radio.medium import Radio, RadioMedium
+from iotbench.net.radio.neighbours import connect
+from iotbench.net.radio.propagation import (
+    RAYLEIGH_MARGIN_DB,
+    GilbertElliottLinks,
+    NoVariation,
+    PathLoss,
+    RayleighFading,
+)
+from iotbench.net.routing.smrf import Smrf
+from iotbench.net.routing.tree import Tree, least_etx_tree
+from iotbench.scenarios.fields import Settings, typed
+from iotbench.sim import RngStreams, Simulator
+from iotbench.world.network import Network
+from iotbench.world.topology import Topology, TopologyError, build_topology
+
+PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
+UPLINK_PREFIX = bytes.fromhex("fd01000000000000")
+ALL_NODES = bytes.fromhex("ff020000000000000000000000000001")
+ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
+
+
+def build_radio_network(
+    sim: Simulator, network: dict, protocol: str, observers: Observers
+) -> Network:
+    from iotbench.scenarios.schema import NETWORK
+
+    cfg = typed(NETWORK, network)
+    streams = RngStreams(network["seed"]).stream
+    topology = build_topology(network, streams("topology"))
+    medium, radios = build_radio(sim, cfg, topology, streams, observers)
+    gateway = topology.index(topology.ids("gateway")[0])
+    check_reach(topology, radios)
+    params = MacParams(
+        min_be=cfg.mac.min_be,
+        max_be=cfg.mac.max_be,
+        max_csma_backoffs=cfg.mac.max_csma_backoffs,
+        max_frame_retries=cfg.mac.max_frame_retries,
+        queue_frames=cfg.mac.queue_frames,
+        pan_id=cfg.mac.pan_id,
+        interframe_spacing=cfg.mac.interframe_spacing,
+    )
+    macs = []
+    for i, radio in enumerate(radios):
+        address = (
+            mac.short_address(i + 1)
+            if cfg.mac.address_mode == "short"
+            else mac.extended_address(i + 1)
+        )
+        macs.append(CsmaMac(sim, radio, address, sim.rng(f"mac/{radio.name}"), params, observers))
+    tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
+    if protocol == "ndn" or cfg.routing.protocol == "static":
+        check_tree(topology, tree)
+    else:
+        check_connected(topology, radios, gateway)
+    if protocol == "ndn":
+        hosts, interfaces = _l2_hosts(sim, topology, macs)
+    else:
+        hosts, interfaces = _ip_hosts(sim, cfg, topology, macs)
+        if cfg.routing.protocol == "static":
+            install_static_routes(topology, tree, hosts, interfaces)
+        else:
+            raise TopologyError("network.routing.protocol: rpl is not available yet")
+        _multicast(sim, cfg, topology, tree, hosts, interfaces, streams)
+    roles = dict(topology.roles)
+    if cfg.uplink is not None:
+        if protocol == "ndn":
+            raise TopologyError("network.uplink: NDN nodes have no IP uplink")
+        uplink = _uplink(sim, cfg.uplink, hosts, interfaces, topology, observers)
+    else:
+        uplink = None
+    interferers = _interferers(sim, cfg, medium, streams)
+    ids = [n.id for n in topology.nodes]
+
+    def tree_path(a: str, b: str) -> list[str]:
+        return [ids[i] for i in path_between(tree, ids.index(a), ids.index(b))]
+
+    return Network(
+        hosts=hosts,
+        roles=roles,
+        interfaces=interfaces,
+        parts={
+            "topology": topology,
+            "medium": medium,
+            "radios": {r.name: r for r in radios},
+            "macs": {m.name: m for m in macs},
+            "tree": tree,
+            "tree_path": tree_path,
+            "interferers": interferers,
+            "uplink": uplink,
+        },
+    )
+
+
+# --------------------------------------------------------------------- radio
+
+
+def build_radio(
+    sim: Simulator, cfg: Settings, topology: Topology, streams, observers: Observers
+) -> tuple[RadioMedium, list[Radio]]:
+    """The medium and one radio per node, with their neighbour lists."""
+    radio_cfg = cfg.radio
+    medium = RadioMedium(sim, radio_cfg.channel, streams("radio/reception"), observers)
+    energy = EnergyProfile(**radio_cfg.energy._values)
+    cca = radio_cfg.cca_threshold_dbm
+    if cca is None:
+        cca = radio_cfg.sensitivity_dbm + 10.0
+    radios = []
+    for i, node in enumerate(topology.nodes):
+        radio = Radio(
+            medium,
+            i,
+            node.id,
+            tx_power_dbm=radio_cfg.tx_power_dbm,
+            sensitivity_dbm=radio_cfg.sensitivity_dbm,
+            cca_threshold_dbm=cca,
+            noise_floor_dbm=radio_cfg.noise_floor_dbm,
+            energy=RadioEnergy(sim.now, energy),
+        )
+        radio.position = node.position
+        medium.add_radio(radio)
+        radios.append(radio)
+    variation_cfg = radio_cfg.variation
+    model = variation_cfg.model if variation_cfg is not None else "none"
+    index = {n.id: i for i, n in enumerate(topology.nodes)}
+    pairs = connect(
+        radios,
+        [n.position for n in topology.nodes],
+        path_loss_of(radio_cfg),
+        medium.frequency_mhz,
+        streams("radio/shadowing"),
+        floors=[n.floor for n in topology.nodes],
+        margin_db=RAYLEIGH_MARGIN_DB if model == "rayleigh" else 0.0,
+        floor_below_noise_db=radio_cfg.interference_floor_db,
+        link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
+        prr_frame_bytes=radio_cfg.prr_frame_bytes,
+    )
+    if model == "rayleigh":
+        medium.variation = RayleighFading(streams("radio/fading"))
+    elif model == "gilbert-elliott":
+        v = variation_cfg
+        medium.variation = GilbertElliottLinks(
+            streams("radio/fading"), pairs, v.good_s, v.bad_s, v.bad_loss_db
+        )
+    else:
+        medium.variation = NoVariation()
+    return medium, radios
+
+
+def path_loss_of(radio_cfg: Settings) -> PathLoss:
+    pl = radio_cfg.path_loss
+    return PathLoss(
+        exponent=pl.exponent,
+        reference_distance_m=pl.reference_distance_m,
+        reference_loss_db=pl.reference_loss_db,
+        shadowing_db=pl.shadowing_db,
+        floor_loss_db=pl.floor_loss_db,
+        floor_loss_extra_db=pl.floor_loss_extra_db,
+    )
+
+
+def _decodable(a: Radio, b: Radio, mw: float) -> bool:
+    return mw >= b.sensitivity_mw
+
+
+def check_reach(topology: Topology, radios: list[Radio]) -> None:
+    """Every node must reach (be decodable at) at least one other node."""
+    for radio, node in zip(radios, topology.nodes, strict=True):
+        if any(_decodable(radio, rcv, mw) for rcv, mw, _ in radio.neighbours):
+            continue
+        best = max(
+            ((phy.mw_to_dbm(mw), rcv.name) for rcv, mw, _ in radio.neighbours),
+            default=None,
+        )
+        strongest = f"strongest: {best[0]:.1f} dBm at {best[1]}" if best else "nobody in range"
+        raise TopologyError(
+            f"network: node {node.id!r} at {[round(c, 2) for c in node.position]} reaches no "
+            f"other node ({strongest}; sensitivity {phy.mw_to_dbm(radio.sensitivity_mw):g} "
+            "dBm): move it closer, or raise network.radio.tx_power_dbm"
+        )
+
+
+def check_tree(topology: Topology, tree: Tree) -> None:
+    missing = tree.unreached()
+    if missing:
+        names = ", ".join(topology.nodes[i].id for i in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise TopologyError(
+            f"network: the routing tree from the gateway {topology.nodes[tree.root].id!r} does "
+            f"not reach {names}{more} (no path of links with a reception ratio of at least "
+            "network.routing.min_link_prr)"
+        )
+
+
+def check_connected(topology: Topology, radios: list[Radio], root: int) -> None:
+    """RPL can only build a DODAG over links that work both ways."""
+    power = [{rcv.index: mw for rcv, mw, _ in r.neighbours} for r in radios]
+    seen, stack = {root}, [root]
+    while stack:
+        a = stack.pop()
+        for b, mw in power[a].items():
+            back = power[b].get(a)
+            if b not in seen and _decodable(radios[a], radios[b], mw) and back is not None:
+                if _decodable(radios[b], radios[a], back):
+                    seen.add(b)
+                    stack.append(b)
+    missing = [topology.nodes[i].id for i in range(len(radios)) if i not in seen]
+    if missing:
+        raise TopologyError(
+            f"network: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''} cannot "
+            f"reach the gateway {topology.nodes[root].id!r} over links that work both ways"
+        )
+
+
+def path_between(tree: Tree, a: int, b: int) -> list[int]:
+    """The tree path from a to b (up to their common ancestor, then down)."""
+    up_a, up_b = tree.path_to_root(a), tree.path_to_root(b)
+    common = next(x for x in up_a if x in set(up_b))
+    down = up_b[: up_b.index(common)]
+    return up_a[: up_a.index(common) + 1] + list(reversed(down))
+
+
+# --------------------------------------------------------------------- hosts
+
+
+def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac]):
+    hosts, interfaces = {}, {}
+    for i, (node, m) in enumerate(zip(topology.nodes, macs, strict=True)):
+        host = L2Node(sim, node.id, i + 1)
+        iface = host.add_interface(
+            mac.MAX_FRAME_BYTES - mac.header_length(m.address, len(m.address)) - mac.FCS_BYTES,
+            m.params.pan_id,
+        )
+        iface.attach_mac(m)
+        host.address = m.address
+        hosts[node.id], interfaces[node.id] = host, iface
+    return hosts, interfaces
+
+
+def _ip_hosts(sim: Simulator, cfg: Settings, topology: Topology, macs: list[CsmaMac]):
+    hosts, interfaces = {}, {}
+    app_layers: dict = {}  # shared: how forwarders split datagrams into layers
+    low = cfg.lowpan
+    for node, m in zip(topology.nodes, macs, strict=True):
+        host = Node(sim, node.id)
+        host.forwarding = True
+        host.app_layers = app_layers
+        reassembler = Reassembler(
+            timeout_s=low.reassembly_timeout_s,
+            max_datagrams=low.reassembly_datagrams,
+            max_bytes=low.reassembly_bytes,
+            contexts={0: PREFIX} if low.compression == "iphc" else None,
+        )
+        iface = LowpanInterface(
+            host,
+            m,
+            PREFIX,
+            sim.rng(f"lowpan/{node.id}"),
+            compression=low.compression,
+            reassembler=reassembler,
+        )
+        host.attach_interface(iface)
+        host.join(ALL_NODES)
+        host.join(ALL_RPL_NODES)
+        hosts[node.id], interfaces[node.id] = host, iface
+    return hosts, interfaces
+
+
+def install_static_routes(topology: Topology, tree: Tree, hosts: dict, interfaces: dict) -> None:
+    """Default route to the parent, host routes to every descendant via the child on the way."""
+    ids = [n.id for n in topology.nodes]
+    children = tree.children()
+    for i, name in enumerate(ids):
+        host, iface = hosts[name], interfaces[name]
+        parent = tree.parent[i]
+        if parent is not None:
+            host.set_default_route(iface, interfaces[ids[parent]].link_local)
+        for child in children[i]:
+            next_hop = interfaces[ids[child]].link_local
+            for d in [child, *tree.descendants(child)]:
+                host.add_route(interfaces[ids[d]].address, iface, next_hop)
+
+
+def _multicast(sim, cfg, topology, tree, hosts, interfaces, streams) -> None:
+    """SMRF on every node, with the group memberships below each node kept by the tree."""
+    if cfg.routing.multicast != "smrf":
+        return
+    ids = [n.id for n in topology.nodes]
+    # Members below each node, per group: a count, so one leaving keeps the others.
+    below: dict[str, dict[bytes, int]] = {name: {} for name in ids}
+    index = {name: i for i, name in enumerate(ids)}
+
+    def membership(name: str) -> Callable[[bytes, bool], None]:
+        def changed(group: bytes, joined: bool) -> None:
+            # Static routing: the ancestors learn of it at once (RPL carries it in DAOs).
+            i = tree.parent[index[name]]
+            while i is not None:
+                counts = below[ids[i]]
+                counts[group] = counts.get(group, 0) + (1 if joined else -1)
+                if counts[group] <= 0:
+                    del counts[group]
+                i = tree.parent[i]
+
+        return changed
+
+    for i, name in enumerate(ids):
+        host, iface = hosts[name], interfaces[name]
+        parent = tree.parent[i]
+        parent_mac = interfaces[ids[parent]].mac.address if parent is not None else None
+        host.group_listeners.append(membership(name))
+        host.multicast_forwarder = Smrf(
+            sim,
+            iface,
+            sim.rng(f"smrf/{name}"),
+            lambda parent_mac=parent_mac: parent_mac,
+            below[name].__contains__,
+        )
+
+
+def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> PointToPointLink:
+    gateway_id = topology.ids("gateway")[0]
+    gateway = hosts[gateway_id]
+    host = Node(sim, "uplink")
+    host_if = host.add_interface("fd01::2", cfg.mtu_bytes)
+    gw_if = gateway.add_interface("fd01::1", cfg.mtu_bytes)
+    link = PointToPointLink(
+        sim,
+        gw_if,
+        host_if,
+        rate_bps=cfg.rate_bps,
+        delay_s=cfg.delay_s,
+        queue_packets=cfg.queue_packets,
+        observers=observers,
+    )
+    hosts["uplink"], interfaces["uplink"] = host, host_if
+    # The radio stays the gateway's default; the uplink host is reached by a host route.
+    gateway.set_default_route(interfaces[gateway_id], None)
+    gateway.add_route(host_if.address, gw_if, None)
+    host.set_default_route(host_if, None)
+    host.app_layers = gateway.app_layers
+    return link
+
+
+def _interferers(sim: Simulator, cfg: Settings, medium: RadioMedium, streams) -> list:
+    out = []
+    if not cfg.interferers:
+        return out
+    path_loss = path_loss_of(cfg.radio)
+    shadowing_db = cfg.radio.path_loss.shadowing_db
+    shadow = streams("interferers/shadowing")
+    for k, spec in enumerate(cfg.interferers):
+        position = tuple(spec.position) + (0.0,) * (3 - len(spec.position))
+        fraction = in_band_fraction(spec.channel, medium.channel)
+        targets = []
+        for radio in medium.radios:
+            d = sum((a - b) ** 2 for a, b in zip(radio.position, position, strict=True)) ** 0.5
+            loss = path_loss.mean_loss_db(d, medium.frequency_mhz)
+            loss += shadow.gauss(0.0, shadowing_db)
+            mw = phy.dbm_to_mw(spec.tx_power_dbm - loss) * fraction
+            floor_mw = radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
+            if mw >= floor_mw:
+                targets.append((radio, mw))
+        traffic = WifiTraffic(spec.rate_bps, spec.frame_bytes, spec.phy_rate_bps, spec.start_s)
+        interferer = WifiInterferer(sim, f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
+        interferer.start()
+        out.append(interferer)
+    return out
