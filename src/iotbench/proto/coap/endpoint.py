@@ -177,6 +177,22 @@ def _is_success(code: int) -> bool:
     return code >> 5 == 2
 
 
+# RFC 7967 2.1: the No-Response bits that suppress response classes 2.xx, 4.xx, 5.xx.
+NO_RESPONSE_BITS = {2: 0x02, 4: 0x08, 5: 0x10}
+NO_RESPONSE_ALL = 0x1A
+
+
+def suppressed(request: Message, code: int) -> bool:
+    """Whether the request's No-Response option asks not to get a response of `code`."""
+    value = request.get_uint(Opt.NO_RESPONSE)
+    return bool(value) and bool(value & NO_RESPONSE_BITS.get(code >> 5, 0))
+
+
+def all_suppressed(request: Message) -> bool:
+    value = request.get_uint(Opt.NO_RESPONSE)
+    return value is not None and value & NO_RESPONSE_ALL == NO_RESPONSE_ALL
+
+
 @dataclass(slots=True)
 class CoapStats:
     """Counters for diagnosis (metrics come from packet records, not from here)."""
@@ -192,6 +208,7 @@ class CoapStats:
     unexpected: int = 0
     bad_options: int = 0
     handler_errors: int = 0
+    responses_suppressed: int = 0  # RFC 7967 No-Response
     internal_errors: int = 0
     stale_notifications: int = 0
     requests_sent: int = 0
@@ -885,6 +902,11 @@ class CoapEndpoint:
         self.stats.requests_sent += 1
         if msg.type == Type.CON:
             self._send_con(now, out, parallel)
+        elif all_suppressed(msg):
+            # RFC 7967: a NON request that wants no response is done once sent.
+            self._send_non(now, out)
+            self._release(now, req)
+            self._finish(now, req)
         else:
             self._send_non(now, out)
             timeout = self._non_timeout(now, addr, parallel)
@@ -1113,6 +1135,13 @@ class CoapEndpoint:
     def _send_reply(self, now: float, reply: _Reply) -> None:
         resp = reply.response
         addr = reply.addr
+        if suppressed(reply.request, resp.code):
+            # RFC 7967: the client is not interested in this class of response. A CON
+            # request still needs its ACK, an empty one (unless one went already).
+            if reply.request.type == Type.CON and not reply.acked:
+                self._ack_empty(addr, reply.request.message_id, reply.seen)
+            self.stats.responses_suppressed += 1
+            return
         if reply.request.type != Type.CON:
             # RFC 7252 5.2.3: a NON request gets a NON response.
             resp.type = Type.NON
