@@ -19,7 +19,11 @@ from iotbench.scenarios.fields import (
     Section,
     Tagged,
 )
-from iotbench.scenarios.radio_schema import (
+
+# The protocols the publish workload runs (world/publish.py).
+PUBLISH_PROTOCOLS = ("coap",)
+
+from iotbench.scenarios.radio_schema import (  # noqa: E402
     INTERFERER,
     LOWPAN,
     MAC,
@@ -255,8 +259,9 @@ NETWORK = Section(
 
 
 def _check_workload(workload: dict) -> None:
-    if workload["kind"] == "periodic" and "interval_s" not in workload:
-        raise Invalid(("interval_s",), "missing required key for kind = periodic: a number > 0")
+    kind = workload["kind"]
+    if kind in ("periodic", "publish") and "interval_s" not in workload:
+        raise Invalid(("interval_s",), f"missing required key for kind = {kind}: a number > 0")
 
 
 WORKLOAD = Section(
@@ -265,11 +270,24 @@ WORKLOAD = Section(
         "kind": Field(
             "str",
             "object-download: fetch one object; periodic: a request every interval_s whether "
-            "or not the last was answered; sequential: each item starts when the previous ended.",
-            choices=("object-download", "periodic", "sequential"),
+            "or not the last was answered; sequential: each item starts when the previous ended; "
+            "publish: every producer sends a reading to the client node (the gateway) every "
+            "interval_s, from a random phase.",
+            choices=("object-download", "periodic", "sequential", "publish"),
         ),
-        "items": Field("int", "Number of data items (requests).", 1, ge=1),
-        "interval_s": Field("float", "Request interval (kind = periodic only).", OPTIONAL, gt=0),
+        "items": Field(
+            "int", "Number of data items (requests; publish: readings per producer).", 1, ge=1
+        ),
+        "interval_s": Field(
+            "float", "Request interval (periodic), reading interval (publish).", OPTIONAL, gt=0
+        ),
+        "drain_s": Field(
+            "float",
+            "publish: how long the run goes on after the last reading was taken, for the "
+            "last ones to arrive or be given up.",
+            100.0,
+            ge=0,
+        ),
         "resource": Field(
             "str",
             "What the server returns: a voltage readout, a JSON reading or an object of "
@@ -531,6 +549,15 @@ NDN = Section(
             ge=0,
         ),
         "interest_lifetime_ms": Field("int", "InterestLifetime.", 4000, ge=1),
+        "mtu_bytes": Field(
+            "int",
+            "Radio networks: the largest NDN packet or fragment a frame carries (longer ones "
+            "are cut into S5 fragments); absent: all a frame holds. Pair networks use "
+            "network.link.mtu_bytes.",
+            OPTIONAL,
+            ge=8,
+            le=MAX_802154_PAYLOAD,
+        ),
         "profile": Field(
             "str",
             "Device profile of both nodes: CPU cost of each operation, RAM for PIT/CS.",
@@ -611,6 +638,16 @@ REPORT = Section(
 RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
 
 
+def _check_publish(document: dict) -> None:
+    name = document["protocol"]["name"]
+    if document["workload"]["kind"] == "publish" and name not in PUBLISH_PROTOCOLS:
+        raise Invalid(
+            ("workload", "kind"),
+            f"publish is a workload of {', '.join(PUBLISH_PROTOCOLS)}; protocol {name!r} "
+            "runs object-download, periodic and sequential workloads",
+        )
+
+
 def _check_layer(document: dict) -> None:
     """Protocols over IP need IP hosts; NDN runs straight on 802.15.4 frames."""
     if is_radio(document["network"]):
@@ -642,7 +679,7 @@ DOCUMENT = Section(
         "report": REPORT,
         "axes": Field("table", "Sweep axes (see 'Sweep axes').", OPTIONAL),
     },
-    checks=(_check_layer,),
+    checks=(_check_layer, _check_publish),
 )
 
 RUN_CONFIG = Section(

@@ -25,6 +25,7 @@ from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
 from iotbench.world.network import Network, build_network
 from iotbench.world.protocols import build_client
+from iotbench.world.publish import PublishWorkload
 
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
@@ -38,7 +39,7 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
     traffic = TrafficMeter(sim, windowed=downloads)
     observers = Observers(traffic)
     protocol = config["protocol"]["name"]
-    net = build_network(sim, config["network"], items, count, observers, protocol)
+    net = build_network(sim, config["network"], items, count, observers, config["protocol"])
     # The node whose packets S3's `packets_total` counts: the sensor, which is the
     # producer (the server in request-response scenarios).
     sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
@@ -108,6 +109,11 @@ def _run(
         items.on_end.append(
             lambda item: traffic.close_window(sim.now) if item.status == DELIVERED else None
         )
+    if workload["kind"] == "publish":
+        PublishWorkload(sim, net, config, items).start()
+        sim.run(until=config["max_sim_time_s"])
+        items.close_undelivered()
+        return None
     client = build_client(sim, net, config)
     if workload["kind"] == "periodic":
         requester = PeriodicRequester(sim, client, items, count, workload["interval_s"])

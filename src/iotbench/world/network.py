@@ -83,13 +83,15 @@ def build_network(
     items: ItemLog,
     total_items: int,
     observers: Observers,
-    protocol: str = "",
+    protocol: dict | None = None,
 ) -> Network:
-    """The network of a run: a pair, or a radio network (for `protocol`'s kind of node)."""
+    """The network of a run: a pair, or a radio network (for the protocol's kind of node)."""
     if network.get("topology", "pair") != "pair":
         from iotbench.world.radio_network import build_radio_network
 
-        return build_radio_network(sim, network, protocol, observers)
+        name = protocol["name"] if protocol else ""
+        l2_mtu = protocol.get("ndn", {}).get("mtu_bytes") if protocol else None
+        return build_radio_network(sim, network, name, observers, l2_mtu)
     return build_two_node_network(sim, network, items, total_items, observers)
 
 

@@ -61,7 +61,7 @@ ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
 
 
 def build_radio_network(
-    sim: Simulator, network: dict, protocol: str, observers: Observers
+    sim: Simulator, network: dict, protocol: str, observers: Observers, l2_mtu: int | None = None
 ) -> Network:
     from iotbench.scenarios.schema import NETWORK
 
@@ -94,7 +94,7 @@ def build_radio_network(
     else:
         check_connected(topology, radios, gateway)
     if protocol == "ndn":
-        hosts, interfaces = _l2_hosts(sim, topology, macs)
+        hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
         hosts, interfaces = _ip_hosts(sim, cfg, topology, macs)
         if cfg.routing.protocol == "static":
@@ -263,14 +263,12 @@ def path_between(tree: Tree, a: int, b: int) -> list[int]:
 # --------------------------------------------------------------------- hosts
 
 
-def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac]):
+def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int | None):
     hosts, interfaces = {}, {}
     for i, (node, m) in enumerate(zip(topology.nodes, macs, strict=True)):
         host = L2Node(sim, node.id, i + 1)
-        iface = host.add_interface(
-            mac.MAX_FRAME_BYTES - mac.header_length(m.address, len(m.address)) - mac.FCS_BYTES,
-            m.params.pan_id,
-        )
+        room = mac.MAX_FRAME_BYTES - mac.header_length(m.address, len(m.address)) - mac.FCS_BYTES
+        iface = host.add_interface(min(mtu or room, room), m.params.pan_id)
         iface.attach_mac(m)
         host.address = m.address
         hosts[node.id], interfaces[node.id] = host, iface
@@ -309,16 +307,18 @@ def _ip_hosts(sim: Simulator, cfg: Settings, topology: Topology, macs: list[Csma
 def install_static_routes(topology: Topology, tree: Tree, hosts: dict, interfaces: dict) -> None:
     """Default route to the parent, host routes to every descendant via the child on the way."""
     ids = [n.id for n in topology.nodes]
-    children = tree.children()
     for i, name in enumerate(ids):
-        host, iface = hosts[name], interfaces[name]
         parent = tree.parent[i]
         if parent is not None:
-            host.set_default_route(iface, interfaces[ids[parent]].link_local)
-        for child in children[i]:
-            next_hop = interfaces[ids[child]].link_local
-            for d in [child, *tree.descendants(child)]:
-                host.add_route(interfaces[ids[d]].address, iface, next_hop)
+            hosts[name].set_default_route(interfaces[name], interfaces[ids[parent]].link_local)
+    # Walk up from every node: each ancestor reaches it through the child on the way.
+    for d, name in enumerate(ids):
+        target = interfaces[name].address
+        child, ancestor = d, tree.parent[d]
+        while ancestor is not None:
+            up = ids[ancestor]
+            hosts[up].add_route(target, interfaces[up], interfaces[ids[child]].link_local)
+            child, ancestor = ancestor, tree.parent[ancestor]
 
 
 def _multicast(sim, cfg, topology, tree, hosts, interfaces, streams) -> None:

@@ -221,21 +221,25 @@ def _roles(
         # The centre of a star, the first of a line or grid; drawn elsewhere.
         gateway = ids[0] if kind in ("line", "star", "grid") else rng.choice(ids)
     check(gateway, "gateway")
-    producers = cfg["producers"]
     others = [i for i in ids if i != gateway]
-    if producers == "others":
-        chosen = others
-    elif isinstance(producers, int):
-        if not 1 <= producers <= len(others):
-            raise TopologyError(
-                f"{where}.roles.producers: {producers} producers, but only {len(others)} "
-                "nodes besides the gateway"
-            )
-        chosen = sorted(rng.sample(others, producers), key=ids.index)
-    else:
-        chosen = [check(p, "producers") for p in producers]
+    listed, count = cfg["producers"], cfg.get("producer_count")
+    if listed and count is not None:
+        raise TopologyError(f"{where}.roles: give producers or producer_count, not both")
+    if listed:
+        chosen = [check(p, "producers") for p in listed]
         if gateway in chosen:
             raise TopologyError(f"{where}.roles.producers: the gateway {gateway!r} is listed")
+        if len(set(chosen)) != len(chosen):
+            raise TopologyError(f"{where}.roles.producers: a node is listed twice")
+    elif count is not None:
+        if count > len(others):
+            raise TopologyError(
+                f"{where}.roles.producer_count: {count} producers, but only {len(others)} "
+                "nodes besides the gateway"
+            )
+        chosen = sorted(rng.sample(others, count), key=ids.index)
+    else:
+        chosen = others
     client = cfg["client"]
     if client == "gateway":
         client = gateway

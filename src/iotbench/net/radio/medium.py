@@ -51,24 +51,32 @@ _POWER_RESIDUE_MW = 1e-30
 class RadioCounters:
     """What a radio's receiver did with the frames that reached it."""
 
-    __slots__ = ("aborted", "collisions", "corrupted", "missed_busy", "received")
+    __slots__ = ("aborted", "collisions", "corrupted", "missed_busy", "overheard", "received")
 
     def __init__(self) -> None:
-        self.received = 0  # decoded intact
+        self.received = 0  # decoded intact (frames for it, or broadcast)
         self.corrupted = 0  # locked on, decoded with bit errors
+        self.overheard = 0  # unicasts for other nodes it was busy receiving
         self.collisions = 0  # of those, with another signal on the air meanwhile
         self.aborted = 0  # locked on, then left for a transmission of its own
         self.missed_busy = 0  # addressed to it, but it could not lock on (busy or deaf)
 
 
 class Reception:
-    """A frame a radio has locked onto, and how its PSDU fared so far."""
+    """A frame a radio has locked onto, and how its PSDU fared so far.
 
-    __slots__ = ("interfered", "log_success", "mw", "psdu_start", "seg_start", "tx")
+    Only a frame for this radio (addressed to it, or broadcast) is decided:
+    a unicast for another node keeps the radio busy just the same, but its
+    MAC would drop it by address, so whether its bits survived is never
+    computed.
+    """
 
-    def __init__(self, tx: Transmission, mw: float, now: float) -> None:
+    __slots__ = ("decided", "interfered", "log_success", "mw", "psdu_start", "seg_start", "tx")
+
+    def __init__(self, tx: Transmission, mw: float, now: float, decided: bool) -> None:
         self.tx = tx
         self.mw = mw
+        self.decided = decided
         self.seg_start = now
         self.psdu_start = now + phy.PHY_HEADER_BYTES * phy.BYTE_S
         self.log_success = 0.0  # ln of the probability that the PSDU so far is intact
@@ -176,13 +184,20 @@ class Radio:
             rec.log_success += (now - start) * phy.RATE_BPS * phy.log_success_per_bit(sinr)
         rec.seg_start = now
 
+    # signal_starts and signal_ends run for every receiver within reach of every
+    # frame: the most frequent code of a radio network, so written out in full.
+
     def signal_starts(self, tx: Transmission, mw: float, now: float) -> None:
-        self._integrate(now)
+        power = self.power_mw
+        self.energy += power * (now - self.energy_t)
+        self.energy_t = now
         rec = self.locked
+        dst = tx.dst
         if rec is not None:
-            self._close_segment(rec, now)
+            if rec.decided:
+                self._close_segment(rec, now)
             rec.interfered = True
-            if tx.dst is self:
+            if dst is self:
                 self.counters.missed_busy += 1
         elif (
             tx.decodable
@@ -190,28 +205,32 @@ class Radio:
             and self.state == LISTEN
             and now >= self.deaf_until
         ):
-            self.locked = Reception(tx, mw, now)
-            self.set_state(RX, now)
-        elif tx.dst is self:
+            self.locked = Reception(tx, mw, now, dst is None or dst is self)
+            self.power.change(LISTEN, RX, now)
+            self.state = RX
+        elif dst is self:
             self.counters.missed_busy += 1
-        self.power_mw += mw
+        self.power_mw = power + mw
         self.incoming += 1
 
     def signal_ends(self, tx: Transmission, mw: float, now: float) -> Reception | None:
         """The signal is gone; the finished reception if it was the frame locked onto."""
-        self._integrate(now)
+        power = self.power_mw
+        self.energy += power * (now - self.energy_t)
+        self.energy_t = now
         rec = self.locked
         done = None
         if rec is not None:
-            self._close_segment(rec, now)
+            if rec.decided:
+                self._close_segment(rec, now)
             if rec.tx is tx:
                 done = rec
                 self.locked = None
-                self.set_state(LISTEN, now)
+                self.power.change(RX, LISTEN, now)
+                self.state = LISTEN
         self.incoming -= 1
-        self.power_mw = self.power_mw - mw if self.incoming else 0.0
-        if self.power_mw < _POWER_RESIDUE_MW:
-            self.power_mw = 0.0
+        power = power - mw if self.incoming else 0.0
+        self.power_mw = power if power > _POWER_RESIDUE_MW else 0.0
         return done
 
     # ------------------------------------------------------------ what the MAC asks
@@ -313,6 +332,9 @@ class RadioMedium:
         for rcv, mw in tx.affected:
             rec = rcv.signal_ends(tx, mw, now)
             if rec is None:
+                continue
+            if not rec.decided:
+                rcv.counters.overheard += 1
                 continue
             if rcv is dst:
                 dst_locked = True
