@@ -104,7 +104,8 @@ def test_mtu_depends_on_ip_version() -> None:
 def test_missing_required_key() -> None:
     msg = error_of(BASE.replace('kind = "sequential"\n', ""))
     assert msg == (
-        "s3.toml: workload.kind: missing required key: one of object-download, periodic, sequential"
+        "s3.toml: workload.kind: missing required key: one of object-download, periodic, "
+        "sequential, publish"
     )
     msg = error_of(BASE.replace('kind = "sequential"', 'kind = "periodic"'))
     assert "workload.interval_s: missing required key for kind = periodic" in msg
