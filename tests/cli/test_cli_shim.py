@@ -54,7 +54,7 @@ def write(tmp_path: Path, text: str) -> str:
         (["shim", "--listen", "127.0.0.1:0", "--to", "h:99999"], "--to 'h:99999': expected"),
         ([*SHIM, "--scenario", "s3-robustness"], "have 9 different networks; pick one with"),
         ([*SHIM, "--scenario", "s3-robustnes"], "unknown scenario 's3-robustnes'"),
-        ([*SHIM, "--scenario", "s5-ndn-rtt"], "the shim relays UDP over IP links only"),
+        ([*SHIM, "--scenario", "s5-ndn-rtt"], "not through a radio network"),
         (
             [*SHIM, "--scenario", "s3-robustness", "--filter", "condition=base"]
             + ["--set", "workload.items=5"],
@@ -92,6 +92,12 @@ def test_user_errors_are_one_line_and_exit_2(capsys, args, message):
         ),
         ("[network]\n", ["--filter", "a=b"], "--filter selects runs of a --scenario"),
         ("[network]\n", ["--set", "network.link.delay_s=-1"], "network.link.delay_s: -1"),
+        (
+            '[network.link]\nlayer = "ieee802154"\nmtu_bytes = 100\n',
+            [],
+            "the shim relays UDP over IP links only",
+        ),
+        ('[network]\ntopology = "line"\n', [], "not through a radio network"),
     ],
 )
 def test_network_file_errors_name_the_file_and_key(capsys, tmp_path, text, extra, message):

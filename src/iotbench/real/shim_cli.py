@@ -108,6 +108,12 @@ def _scenario_network(args: argparse.Namespace, overrides: dict) -> tuple[dict, 
 
 
 def _check_usable(network: dict, items: int | None, origin: str) -> None:
+    topology = network.get("topology", "pair")
+    if topology != "pair":
+        raise UserError(
+            f"{origin}: network.topology = {topology!r}: the shim relays UDP over a "
+            "point-to-point IP link only (network.topology = 'pair'), not through a radio network"
+        )
     if network["link"]["layer"] != "ip":
         raise UserError(
             f"{origin}: network.link.layer = {network['link']['layer']!r}: the shim relays "
