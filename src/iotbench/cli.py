@@ -554,8 +554,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Imported here so `list`, `show` and `--help` start fast.
     from iotbench.report.tables import rich_table, summarize
     from iotbench.runner import run_campaign
+    from iotbench.world import check_networks
 
     scenario, runs = _select(args)
+    check_networks((run.config for run in runs), scenario.label)
     out = args.out or Path("results") / scenario.name
     err = Console(stderr=True)
     tables = err if args.json else Console()

@@ -71,6 +71,13 @@ class Scenario:
     axes: tuple[Axis, ...]
     report: dict  # the validated `report` section
 
+    @property
+    def base_dir(self) -> Path:
+        """Where files the scenario names (a topology file) are looked up."""
+        if self.source.startswith("builtin:"):
+            return Path(str(builtin_dir()))
+        return Path(self.source).resolve().parent
+
 
 def builtin_dir() -> Any:
     return resources.files("iotbench.scenarios").joinpath("builtin")

@@ -170,8 +170,30 @@ def _validated_combinations(
         if params:
             where = " (in the run " + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
         full = _validated(scenario, overrides, lambda c=config: validate(DOCUMENT, c), where)
-        out.append((params, {key: full[key] for key in RUN_KEYS}))
+        run_config = {key: full[key] for key in RUN_KEYS}
+        out.append((params, _with_layout(scenario, run_config, where)))
     return out
+
+
+def _with_layout(scenario: Scenario, config: dict, where: str) -> dict:
+    """A file topology's nodes and links, read once and carried in the run's config,
+    so a run needs no file and its config hash changes when the file does."""
+    from iotbench.world.topology import load_layout, load_links
+
+    network = config["network"]
+    nodes = network.get("nodes") or {}
+    if network.get("topology") != "file" or "file" not in nodes:
+        return config
+    base = scenario.base_dir
+    try:
+        layout = load_layout(base / nodes["file"], nodes["file"])
+        if "links_file" in nodes:
+            layout["links"] = layout["links"] + load_links(
+                base / nodes["links_file"], nodes["links_file"]
+            )
+    except ScenarioError as exc:
+        raise ScenarioError(f"{scenario.label}: network.nodes: {exc}{where}") from None
+    return {**config, "network": {**network, "nodes": {**nodes, "layout": layout}}}
 
 
 # --- filters and overrides as the CLI gives them ------------------------------

@@ -8,6 +8,7 @@ can execute in any process, in any order.
 
 from __future__ import annotations
 
+import json
 import math
 
 from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
@@ -76,6 +77,26 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
     metrics["sim_events"] = sim.events_processed
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
     return metrics
+
+
+def check_networks(configs, label: str = "") -> None:
+    """Check every distinct radio network of these run configs before anything runs,
+    so a network that cannot work is one clear error, not a failure per run."""
+    from iotbench.world.radio_network import check_network
+    from iotbench.world.topology import TopologyError
+
+    seen: set[str] = set()
+    for config in configs:
+        network = config["network"]
+        if network.get("topology", "pair") == "pair":
+            continue
+        key = json.dumps([network, config["protocol"]["name"]], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            try:
+                check_network(network, config["protocol"]["name"])
+            except TopologyError as exc:
+                raise TopologyError(f"{label}: {exc}" if label else str(exc)) from None
 
 
 def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):

@@ -132,6 +132,24 @@ def build_radio_network(
     )
 
 
+def check_network(network: dict, protocol: str) -> None:
+    """Build what decides whether a radio network can work (topology, neighbour
+    lists, routing tree) without simulating it; a TopologyError says why not."""
+    from iotbench.scenarios.schema import NETWORK
+
+    cfg = typed(NETWORK, network)
+    streams = RngStreams(network["seed"]).stream
+    topology = build_topology(network, streams("topology"))
+    _, radios = build_radio(Simulator(0), cfg, topology, streams, Observers())
+    check_reach(topology, radios)
+    gateway = topology.index(topology.ids("gateway")[0])
+    tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
+    if protocol == "ndn" or cfg.routing.protocol == "static":
+        check_tree(topology, tree)
+    else:
+        check_connected(topology, radios, gateway)
+
+
 # --------------------------------------------------------------------- radio
 
 

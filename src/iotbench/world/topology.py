@@ -130,6 +130,7 @@ def build_topology(network: dict, rng: random.Random, where: str = "network") ->
     nodes_cfg = network["nodes"]
     if kind == "file":
         nodes, links = _from_layout(nodes_cfg)
+        where = nodes_cfg.get("file", where)
     else:
         nodes = _generate(kind, nodes_cfg, rng)
         links = {}

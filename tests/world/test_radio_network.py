@@ -1,0 +1,212 @@
+"""Radio networks end to end: the existing stacks over 6LoWPAN, NDN over frames,
+multi-hop forwarding, static routes, SMRF multicast, the uplink, interferers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers, PacketRecorder  # noqa: F401
+from iotbench.net import ip
+from iotbench.scenarios import expand, parse_scenario
+from iotbench.sim import Simulator
+from iotbench.world import run_one
+from iotbench.world.network import build_network
+from iotbench.world.topology import TopologyError
+
+BASE = """
+name = "radio"
+description = "a radio network"
+[network]
+topology = "line"
+[network.nodes]
+count = 5
+spacing_m = 40.0
+[network.roles]
+producers = ["n4"]
+[network.routing]
+protocol = "static"
+[workload]
+kind = "sequential"
+items = 10
+[protocol]
+name = "{protocol}"
+"""
+
+
+def config(protocol: str = "coap", extra: str = "", **overrides) -> tuple[dict, int]:
+    text = BASE.format(protocol=protocol) + extra
+    (run,) = expand(parse_scenario(text), {}, overrides)
+    return run.config, run.seed
+
+
+def network(cfg: dict, seed: int = 1, recorder: PacketRecorder | None = None):
+    sim = Simulator(seed)
+    observers = Observers(*([recorder] if recorder else []))
+    net = build_network(sim, cfg["network"], ItemLog(), 0, observers, cfg["protocol"])
+    return sim, net
+
+
+def test_static_routes_follow_the_tree():
+    cfg, _ = config()
+    sim, net = network(cfg)
+    tree, ids = net.parts["tree"], list(net.hosts)
+    gateway = net.hosts["n0"]
+    for name in ids[1:]:
+        route = gateway.route(net.address(net.hosts[name]))
+        assert route is not None and route[1] is not None  # via a neighbour
+    for i, name in enumerate(ids):
+        parent = tree.parent[i]
+        default = net.hosts[name].default_route
+        if parent is None:
+            assert name == "n0"
+        else:  # up through the parent, by its link-local address
+            assert default[1] == net.interfaces[ids[parent]].link_local
+    assert tree.depth() >= 2  # 160 m is too far for one hop at these powers
+
+
+@pytest.mark.parametrize("protocol", ["coap", "mqttsn", "ndn"])
+def test_every_stack_crosses_the_multi_hop_line(protocol):
+    cfg, seed = config(protocol)
+    m = run_one(cfg, seed)
+    assert m["items_delivered"] == 10, m
+    assert m["tree_depth"] >= 2
+    # Every hop is a frame and its acknowledgment, and nodes in between forward.
+    assert m["packets_ack"] > 0 and m["mac_frames"] >= 10 * 2 * m["tree_depth"]
+    assert m["energy_j_total"] > 0
+
+
+def test_a_radio_run_is_deterministic_in_metrics_and_pcap(tmp_path):
+    cfg, seed = config()
+    a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
+    assert run_one(cfg, seed, pcap_path=str(a)) == run_one(cfg, seed, pcap_path=str(b))
+    assert a.read_bytes() == b.read_bytes() and len(a.read_bytes()) > 1000
+    assert run_one(cfg, seed + 1) != run_one(cfg, seed)
+
+
+def test_layers_of_forwarded_frames_add_up():
+    """A CoAP request crosses hops as the same IPv6 packet: each frame carries it
+    whole (uncompressed dispatch), split into link, IP, UDP, CoAP and payload."""
+    cfg, seed = config(**{"workload.items": 1})
+    m = run_one(cfg, seed)
+    assert m["bytes_total"] == (
+        m["bytes_link_header"]
+        + m["bytes_ip_header"]
+        + m["bytes_transport_header"]
+        + m["bytes_app_header"]
+        + m["bytes_payload"]
+    )
+    data_frames = m["packets_data"]
+    # 40 bytes of IPv6 and 8 of UDP in every data frame; the dispatch byte, MAC
+    # header and FCS below them.
+    assert m["bytes_ip_header"] == 40 * data_frames
+    assert m["bytes_transport_header"] == 8 * data_frames
+    assert m["bytes_link_header"] == (1 + 21 + 2) * data_frames + 5 * m["packets_ack"]
+
+
+def test_smrf_carries_a_group_down_to_its_members_only():
+    cfg, seed = config()
+    sim, net = network(cfg, seed)
+    group = ip.address_bytes("ff1e::89:1")
+    got: dict[str, list[bytes]] = {}
+    for name, host in net.hosts.items():
+        host.udp_bind(
+            5683, lambda payload, src, sp, dp, name=name: got.setdefault(name, []).append(payload)
+        )
+    net.hosts["n4"].join(group)
+    gateway = net.hosts["n0"]
+    sim.at(1.0, gateway.udp_send, 5683, group, 5683, b"to the group")
+    sim.run(until=10.0)
+    assert got == {"n4": [b"to the group"]}
+    smrf = {name: host.multicast_forwarder for name, host in net.hosts.items()}
+    path = net.parts["tree_path"]("n0", "n4")
+    # Exactly the nodes between the gateway and the member passed it on.
+    assert [n for n in path[1:-1] if smrf[n].forwarded] == path[1:-1]
+    assert all(smrf[n].forwarded == 0 for n in net.hosts if n not in path[1:-1])
+    # After the member leaves, nobody forwards the group any more.
+    net.hosts["n4"].leave(group)
+    sim.at(20.0, gateway.udp_send, 5683, group, 5683, b"again")
+    sim.run(until=30.0)
+    assert got == {"n4": [b"to the group"]}
+
+
+def test_a_client_behind_the_uplink_reaches_a_producer_through_the_gateway(tmp_path):
+    extra = "\n[network.uplink]\ndelay_s = 0.01\n"
+    cfg, seed = config(extra=extra, **{"network.roles.client": "uplink"})
+    pcap = tmp_path / "run.pcapng"
+    m = run_one(cfg, seed, pcap_path=str(pcap))
+    assert m["items_delivered"] == 10
+    # Two 10 ms uplink crossings in every round trip.
+    assert m["latency_min_s"] > 0.02
+    head = pcap.read_bytes()[:4]
+    assert head == bytes.fromhex("0a0d0d0a")  # a pcapng section: two media, two interfaces
+
+
+def test_an_interferer_beside_the_gateway_costs_deliveries():
+    extra = (
+        "\n[[network.interferers]]\nposition = [2.0, 1.0]\nrate_bps = 20e6\nchannel = 11\n"
+        "tx_power_dbm = 15.0\n"
+    )
+    quiet, seed = config(**{"workload.items": 30})
+    noisy, _ = config(extra=extra, **{"workload.items": 30, "network.radio.channel": 11})
+    a, b = run_one(quiet, seed), run_one(noisy, seed)
+    assert b["mac_cca_busy"] > 10 * max(1, a["mac_cca_busy"])
+    assert b["latency_mean_s"] > a["latency_mean_s"]
+
+
+def test_an_interferer_on_another_channel_bothers_far_less():
+    """Wi-Fi channel 1 covers 802.15.4 channels 11-14; channel 26 gets only the
+    mask's -50 dB skirt, which a 20 dBm transmitter 2 m away still makes felt."""
+    extra = "\n[[network.interferers]]\nposition = [2.0, 1.0]\nrate_bps = 20e6\nchannel = 1\n"
+    same, seed = config(extra=extra, **{"network.radio.channel": 11})
+    other, _ = config(extra=extra, **{"network.radio.channel": 26})
+    a, b = run_one(same, seed), run_one(other, seed)
+    assert a["mac_cca_busy"] > 5 * b["mac_cca_busy"]
+    assert a["items_delivered"] < b["items_delivered"]
+
+
+def test_a_node_out_of_reach_is_a_clear_error():
+    cfg, seed = config(**{"network.nodes.spacing_m": 2000.0})
+    with pytest.raises(TopologyError, match="reaches no other node"):
+        run_one(cfg, seed)
+
+
+def test_a_tree_that_misses_nodes_is_a_clear_error(tmp_path):
+    """Two pairs of nodes, 2 km apart: every node reaches another, but the
+    gateway's tree cannot reach the far pair."""
+    (tmp_path / "n.csv").write_text("id,x,y\ngw,0,0\na,20,0\nb,2000,0\nc,2020,0\n")
+    text = (
+        BASE.format(protocol="coap")
+        .replace('topology = "line"', 'topology = "file"')
+        .replace("count = 5\nspacing_m = 40.0", 'file = "n.csv"')
+        .replace('["n4"]', '["c"]\ngateway = "gw"')
+    )
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    from iotbench.scenarios import load_scenario
+
+    (run,) = expand(load_scenario(path))
+    with pytest.raises(TopologyError, match="from the gateway 'gw' does not reach b, c"):
+        run_one(run.config, run.seed)
+
+
+def test_publish_workload_counts_every_reading_once():
+    extra = "\n"
+    cfg, seed = config(
+        extra=extra,
+        **{
+            "network.nodes.count": 6,
+            "network.roles.producers": [],
+            "workload.kind": "publish",
+            "workload.interval_s": 5.0,
+            "workload.items": 8,
+            "protocol.coap.type": "con",
+        },
+    )
+    m = run_one(cfg, seed)
+    assert m["items"] == 5 * 8
+    assert m["items_delivered"] + m["items_given_up"] == 40
+    assert m["items_delivered"] >= 38
+    assert math.isfinite(m["latency_p99_s"]) and m["latency_min_s"] > 0
