@@ -142,6 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_run)
 
     p = commands.add_parser(
+        "topology",
+        help="draw a radio network: its nodes, links and routing tree",
+        description="Build a scenario's radio network as a run would (same seed, same\n"
+        "shadowing), without simulating it, and draw it into a PNG: nodes, links with a\n"
+        "reception ratio of at least 50 %%, and the routing tree of least ETX. Runs whose\n"
+        "networks differ need a --filter that picks one network.",
+        epilog="example:\n  iotbench topology docs/examples/multihop-coap.toml --out topology.png\n",
+        formatter_class=formatter,
+    )
+    _add_selection(p)
+    p.add_argument(
+        "--out", type=Path, metavar="FILE", default=Path("topology.png"), help="PNG file to write"
+    )
+    p.set_defaults(handler=cmd_topology)
+
+    p = commands.add_parser(
         "report",
         help="tables, plots and an HTML page from stored results",
         description="Print summary tables and write DIR/report/*.png and DIR/report/index.html.",
@@ -615,6 +631,30 @@ def _json_line(result: RunResult) -> dict:
         # JSON has no NaN: a metric a run could not measure is null.
         "metrics": {k: (v if math.isfinite(v) else None) for k, v in result.metrics.items()},
     }
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    from iotbench.report.topology import draw_network
+    from iotbench.world import check_networks
+
+    scenario, runs = _select(args)
+    networks = {json.dumps(run.config["network"], sort_keys=True): run for run in runs}
+    if not runs or runs[0].config["network"].get("topology", "pair") == "pair":
+        raise UserError(f"{scenario.label}: not a radio network (network.topology is pair)")
+    if len(networks) > 1:
+        raise UserError(
+            f"{scenario.label}: its runs have {len(networks)} different networks; pick one "
+            "with --filter AXIS=VALUE"
+        )
+    run = runs[0]
+    check_networks([run.config], scenario.label)
+    summary = draw_network(run.config["network"], args.out, scenario.name)
+    print(
+        f"{args.out}: {summary['nodes']} nodes, gateway {summary['gateway']}, "
+        f"{summary['producers']} producers, routing tree depth {summary['tree_depth']} "
+        f"(mean {summary['hops_mean']:.2f} hops)"
+    )
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -216,3 +216,20 @@ def test_radio_keys_are_refused_on_a_pair_and_link_keys_on_a_radio():
                 '[workload]\nkind = "sequential"\n[protocol]\nname = "coap"\n'
             )
         )
+
+
+# ---------------------------------------------------------------- the picture
+
+
+def test_the_topology_command_draws_the_network(tmp_path, capsys):
+    out = tmp_path / "net.png"
+    code = main(["topology", "docs/examples/multihop-coap.toml", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "30 nodes" in printed and "routing tree depth" in printed
+
+
+def test_the_topology_command_refuses_a_pair(tmp_path, capsys):
+    code = main(["topology", "s3-robustness", "--out", str(tmp_path / "x.png")])
+    assert code == 2 and "not a radio network" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
