@@ -174,3 +174,27 @@ def test_a_network_with_an_uplink_writes_pcapng_with_both_media(tmp_path, requir
     uplink = [row for row in rows if row[0] == "uplink"]
     assert {row[1] for row in uplink} >= {"fd01::2"}  # the client's requests
     assert sum(1 for row in uplink if row[2] == "1") == 6 and len(uplink) == 12
+
+
+def test_rpl_control_messages_decode(tmp_path, require_peer):
+    """DIS, DIO (with the DODAG Configuration option), DAO and DAO-ACK as ICMPv6
+    type 155, checksums verified, among CoAP frames over the routes RPL built."""
+    exe = require_peer("tshark")
+    extra = '\n[network.routing]\nprotocol = "rpl"\n'
+    text = SCENARIO.format(protocol="coap", resource="voltage").replace(
+        '[network.routing]\nprotocol = "static"\n', ""
+    )
+    (run,) = expand(parse_scenario(text + extra), {}, {"workload.start_s": 60.0})
+    pcap = tmp_path / "rpl.pcap"
+    m = run_one(run.config, run.seed, pcap_path=str(pcap))
+    assert m["items_delivered"] == 6
+    assert_clean(exe, pcap)
+    rows = fields(exe, pcap, "icmpv6.type", "icmpv6.code", "icmpv6.checksum.status", "coap.code")
+    rpl = [row for row in rows if row[0] == "155"]
+    codes = Counter(row[1] for row in rpl)
+    assert codes["1"] == m["rpl_dio_sent"] and codes["2"] == m["rpl_dao_sent"]
+    assert codes["0"] == m["rpl_dis_sent"] and codes["3"] == m["rpl_dao_ack_sent"]
+    assert {row[2] for row in rpl} == {"1"}  # every ICMPv6 checksum good
+    assert sum(1 for row in rows if row[3] == "1") >= 6  # and the GETs got through
+    config = tshark(exe, pcap, "-Y", "icmpv6.rpl.opt.config.min_hop_rank_inc", "-V")
+    assert "MinHopRankInc: 128" in config  # MRHOF's, from the root's DIO

@@ -177,12 +177,16 @@ class Node:
 
     def route(self, dst: bytes) -> tuple[object, bytes | None] | None:
         """(interface, next hop) towards `dst`: a host route, else the default route.
-        Multicast goes out of the default interface to the group itself."""
+        A group or a link-local address is reached directly, out of the default
+        interface (the first one while there is no default route)."""
         route = self.routes.get(dst)
         if route is not None:
             return route
-        if is_multicast(dst) and self.default_route is not None:
-            return self.default_route[0], dst
+        if is_multicast(dst) or is_link_local(dst):
+            # On the link itself: the destination is its own next hop.
+            if self.default_route is not None:
+                return self.default_route[0], dst
+            return (self.interfaces[0], dst) if self.interfaces else None
         return self.default_route
 
     def interface_for(self, dst: bytes):

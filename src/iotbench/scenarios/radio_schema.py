@@ -289,6 +289,7 @@ ROUTING = Section(
             "smrf",
             choices=("smrf", "none"),
         ),
+        "max_routes": Field("int", "RPL: downward routes a node stores at most.", 1024, ge=1),
     },
     optional=True,
 )

@@ -49,6 +49,8 @@ from iotbench.net.radio.propagation import (
 )
 from iotbench.net.routing.smrf import Smrf
 from iotbench.net.routing.tree import Tree, least_etx_tree
+from iotbench.net.rpl.driver import RplDriver
+from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.scenarios.fields import Settings, typed
 from iotbench.sim import RngStreams, Simulator
 from iotbench.world.network import Network
@@ -93,15 +95,22 @@ def build_radio_network(
         check_tree(topology, tree)
     else:
         check_connected(topology, radios, gateway)
+    rpl_drivers: list[RplDriver] = []
     if protocol == "ndn":
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
         hosts, interfaces = _ip_hosts(sim, cfg, topology, macs)
         if cfg.routing.protocol == "static":
             install_static_routes(topology, tree, hosts, interfaces)
+            multicast = static_multicast(topology, tree, hosts, interfaces)
         else:
-            raise TopologyError("network.routing.protocol: rpl is not available yet")
-        _multicast(sim, cfg, topology, tree, hosts, interfaces, streams)
+            rpl_drivers = start_rpl(sim, cfg, topology, hosts, interfaces)
+            multicast = [(d.parent_link_address, d.members_below) for d in rpl_drivers]
+        if cfg.routing.multicast == "smrf":
+            for (name, host), (parent, below) in zip(hosts.items(), multicast, strict=True):
+                host.multicast_forwarder = Smrf(
+                    sim, interfaces[name], sim.rng(f"smrf/{name}"), parent, below
+                )
     roles = dict(topology.roles)
     if cfg.uplink is not None:
         if protocol == "ndn":
@@ -128,6 +137,7 @@ def build_radio_network(
             "tree_path": tree_path,
             "interferers": interferers,
             "uplink": uplink,
+            "rpl": [d.rpl for d in rpl_drivers],
         },
     )
 
@@ -316,6 +326,7 @@ def _ip_hosts(sim: Simulator, cfg: Settings, topology: Topology, macs: list[Csma
             reassembler=reassembler,
         )
         host.attach_interface(iface)
+        host.set_default_route(None, None)  # routing gives it one (the root keeps none)
         host.join(ALL_NODES)
         host.join(ALL_RPL_NODES)
         hosts[node.id], interfaces[node.id] = host, iface
@@ -339,10 +350,9 @@ def install_static_routes(topology: Topology, tree: Tree, hosts: dict, interface
             child, ancestor = ancestor, tree.parent[ancestor]
 
 
-def _multicast(sim, cfg, topology, tree, hosts, interfaces, streams) -> None:
-    """SMRF on every node, with the group memberships below each node kept by the tree."""
-    if cfg.routing.multicast != "smrf":
-        return
+def static_multicast(topology: Topology, tree: Tree, hosts: dict, interfaces: dict) -> list:
+    """For SMRF over the static tree, per node: its parent's MAC address and who
+    below it is in which group (kept by the tree as nodes join and leave)."""
     ids = [n.id for n in topology.nodes]
     # Members below each node, per group: a count, so one leaving keeps the others.
     below: dict[str, dict[bytes, int]] = {name: {} for name in ids}
@@ -361,18 +371,42 @@ def _multicast(sim, cfg, topology, tree, hosts, interfaces, streams) -> None:
 
         return changed
 
+    out = []
     for i, name in enumerate(ids):
-        host, iface = hosts[name], interfaces[name]
         parent = tree.parent[i]
         parent_mac = interfaces[ids[parent]].mac.address if parent is not None else None
-        host.group_listeners.append(membership(name))
-        host.multicast_forwarder = Smrf(
-            sim,
-            iface,
-            sim.rng(f"smrf/{name}"),
-            lambda parent_mac=parent_mac: parent_mac,
-            below[name].__contains__,
+        hosts[name].group_listeners.append(membership(name))
+        out.append((lambda parent_mac=parent_mac: parent_mac, below[name].__contains__))
+    return out
+
+
+def start_rpl(sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, interfaces: dict):
+    """RPL on every node, the gateway the DODAG root, all starting at t = 0."""
+    routing = cfg.routing
+    params = RplParams(
+        objective=routing.objective,
+        dio_interval_min=routing.dio_interval_min,
+        dio_interval_doublings=routing.dio_interval_doublings,
+        dio_redundancy=routing.dio_redundancy,
+        dao_ack=routing.dao_ack,
+        max_routes=routing.max_routes,
+    )
+    gateway = topology.ids("gateway")[0]
+    drivers = []
+    for node in topology.nodes:
+        iface = interfaces[node.id]
+        rpl = RplNode(
+            sim.rng(f"rpl/{node.id}"),
+            params,
+            iface.link_local,
+            iface.address,
+            root=node.id == gateway,
+            dodag_id=interfaces[gateway].address,
         )
+        driver = RplDriver(sim, hosts[node.id], iface, rpl)
+        sim.at(0.0, driver.start)
+        drivers.append(driver)
+    return drivers
 
 
 def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> PointToPointLink:
@@ -391,9 +425,8 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
         observers=observers,
     )
     hosts["uplink"], interfaces["uplink"] = host, host_if
-    # The radio stays the gateway's default; the uplink host is reached by a host route.
-    gateway.set_default_route(interfaces[gateway_id], None)
-    gateway.add_route(host_if.address, gw_if, None)
+    # The border router's default route leads out of the radio network, to the uplink.
+    gateway.set_default_route(gw_if, None)
     host.set_default_route(host_if, None)
     host.app_layers = gateway.app_layers
     return link

@@ -1,0 +1,357 @@
+"""RPL control messages (RFC 6550 section 6): DIS, DIO, DAO, DAO-ACK and their options.
+
+Each message is the body of an ICMPv6 message of type 155 (net/icmpv6.py
+adds the 4-byte header); the ICMPv6 code says which message it is. `encode`
+gives (code, body); `decode(code, body)` the message, raising
+`RplDecodeError` for anything malformed. Unknown options are skipped, as
+section 6.7.1 says; the secure variants (codes 0x80 and up) are refused.
+
+Bit layouts (RFC 6550 figures 13, 14, 16, 17, 18 and section 6.7):
+
+    DIS      | Flags | Reserved | options...
+    DIO      | InstanceID | Version | Rank (16) | G|0|MOP(3)|Prf(3) | DTSN |
+             | Flags | Reserved | DODAGID (16 bytes) | options...
+    DAO      | InstanceID | K|D|Flags(6) | Reserved | DAOSequence |
+             | DODAGID (16 bytes, if D) | options...
+    DAO-ACK  | InstanceID | D|Reserved(7) | DAOSequence | Status |
+             | DODAGID (16 bytes, if D)
+    option   | Type | Length (bytes that follow) | data   (Pad1: the type alone)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from iotbench.proto.errors import DecodeError
+
+DIS, DIO, DAO, DAO_ACK = 0x00, 0x01, 0x02, 0x03
+MESSAGE_NAMES = {DIS: "dis", DIO: "dio", DAO: "dao", DAO_ACK: "dao_ack"}
+
+PAD1, PADN, METRIC_CONTAINER, ROUTE_INFORMATION, DODAG_CONFIGURATION = 0, 1, 2, 3, 4
+TARGET, TRANSIT, SOLICITED, PREFIX_INFORMATION, TARGET_DESCRIPTOR = 5, 6, 7, 8, 9
+
+MOP_STORING = 2  # storing mode, no multicast support in the DIO sense
+MOP_STORING_MULTICAST = 3  # storing mode with multicast (SMRF)
+INFINITE_RANK = 0xFFFF
+
+_DIO = struct.Struct("!BBHBBBB16s")
+_DAO = struct.Struct("!BBBB")
+_DAO_ACK = struct.Struct("!BBBB")
+_CONFIG = struct.Struct("!BBBBHHHBBH")
+
+
+class RplDecodeError(DecodeError):
+    """Bytes that are not a well-formed RPL control message."""
+
+
+@dataclass(frozen=True)
+class DodagConfiguration:
+    """The DODAG Configuration option (6.7.6): the parameters the root decides."""
+
+    authentication: bool = False
+    path_control_size: int = 0
+    dio_interval_doublings: int = 8
+    dio_interval_min: int = 12
+    dio_redundancy: int = 10
+    max_rank_increase: int = 7 * 256
+    min_hop_rank_increase: int = 256
+    objective_code_point: int = 1  # 0: OF0 (RFC 6552), 1: MRHOF (RFC 6719)
+    default_lifetime: int = 30
+    lifetime_unit: int = 60  # seconds
+
+
+@dataclass(frozen=True)
+class Target:
+    """The RPL Target option (6.7.7): a prefix (a /128 address, or a multicast group)."""
+
+    prefix: bytes
+    prefix_length: int = 128
+    flags: int = 0
+
+
+@dataclass(frozen=True)
+class Transit:
+    """The Transit Information option (6.7.8); storing mode carries no parent address."""
+
+    path_lifetime: int
+    path_sequence: int = 0
+    path_control: int = 0
+    external: bool = False
+    parent: bytes | None = None
+
+
+@dataclass(frozen=True)
+class PrefixInformation:
+    """The Prefix Information option (6.7.10)."""
+
+    prefix: bytes
+    prefix_length: int = 64
+    on_link: bool = False
+    autonomous: bool = True
+    router_address: bool = False
+    valid_lifetime: int = 0xFFFFFFFF
+    preferred_lifetime: int = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An option this codec carries without interpreting (metric containers, route
+    information, solicited information, target descriptors)."""
+
+    type: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Dis:
+    options: tuple = ()
+    flags: int = 0
+
+
+@dataclass(frozen=True)
+class Dio:
+    instance_id: int
+    version: int
+    rank: int
+    dodag_id: bytes
+    dtsn: int = 0
+    grounded: bool = True
+    mop: int = MOP_STORING_MULTICAST
+    preference: int = 0
+    configuration: DodagConfiguration | None = None
+    prefix: PrefixInformation | None = None
+    options: tuple = ()  # other options, kept as they came
+
+
+@dataclass(frozen=True)
+class Dao:
+    instance_id: int
+    sequence: int
+    targets: tuple[tuple[Target, Transit], ...] = ()  # each target with its transit
+    ack_request: bool = False
+    dodag_id: bytes | None = None
+
+
+@dataclass(frozen=True)
+class DaoAck:
+    instance_id: int
+    sequence: int
+    status: int = 0  # 0: accepted; 128 and up: rejected
+    dodag_id: bytes | None = None
+
+
+Message = Dis | Dio | Dao | DaoAck
+
+
+# ----------------------------------------------------------------------- encoding
+
+
+def _option(kind: int, data: bytes) -> bytes:
+    if len(data) > 0xFF:
+        raise ValueError(f"RPL option {kind} of {len(data)} bytes is too long")
+    return bytes((kind, len(data))) + data
+
+
+def _encode_config(c: DodagConfiguration) -> bytes:
+    flags = (0x08 if c.authentication else 0) | (c.path_control_size & 0x07)
+    return _option(
+        DODAG_CONFIGURATION,
+        _CONFIG.pack(
+            flags,
+            c.dio_interval_doublings,
+            c.dio_interval_min,
+            c.dio_redundancy,
+            c.max_rank_increase,
+            c.min_hop_rank_increase,
+            c.objective_code_point,
+            0,
+            c.default_lifetime,
+            c.lifetime_unit,
+        ),
+    )
+
+
+def _encode_prefix(p: PrefixInformation) -> bytes:
+    flags = (0x80 if p.on_link else 0) | (0x40 if p.autonomous else 0)
+    flags |= 0x20 if p.router_address else 0
+    prefix = p.prefix[:16].ljust(16, b"\0")
+    data = struct.pack(
+        "!BBII4s", p.prefix_length, flags, p.valid_lifetime, p.preferred_lifetime, b""
+    )
+    return _option(PREFIX_INFORMATION, data + prefix)
+
+
+def _encode_target(t: Target) -> bytes:
+    size = (t.prefix_length + 7) // 8
+    return _option(TARGET, bytes((t.flags, t.prefix_length)) + t.prefix[:size])
+
+
+def _encode_transit(t: Transit) -> bytes:
+    data = bytes((0x80 if t.external else 0, t.path_control, t.path_sequence, t.path_lifetime))
+    return _option(TRANSIT, data + (t.parent or b""))
+
+
+def _encode_opaque(o: Opaque) -> bytes:
+    return _option(o.type, o.data)
+
+
+def encode(message: Message) -> tuple[int, bytes]:
+    """(ICMPv6 code, body) of a message."""
+    if isinstance(message, Dis):
+        return DIS, bytes((message.flags, 0)) + b"".join(map(_encode_opaque, message.options))
+    if isinstance(message, Dio):
+        second = (0x80 if message.grounded else 0) | (message.mop << 3) | message.preference
+        body = _DIO.pack(
+            message.instance_id,
+            message.version,
+            message.rank,
+            second,
+            message.dtsn,
+            0,
+            0,
+            message.dodag_id,
+        )
+        if message.configuration is not None:
+            body += _encode_config(message.configuration)
+        if message.prefix is not None:
+            body += _encode_prefix(message.prefix)
+        return DIO, body + b"".join(map(_encode_opaque, message.options))
+    if isinstance(message, Dao):
+        flags = (0x80 if message.ack_request else 0) | (0x40 if message.dodag_id else 0)
+        body = _DAO.pack(message.instance_id, flags, 0, message.sequence)
+        body += message.dodag_id or b""
+        for target, transit in message.targets:
+            body += _encode_target(target) + _encode_transit(transit)
+        return DAO, body
+    flags = 0x80 if message.dodag_id else 0
+    body = _DAO_ACK.pack(message.instance_id, flags, message.sequence, message.status)
+    return DAO_ACK, body + (message.dodag_id or b"")
+
+
+# ----------------------------------------------------------------------- decoding
+
+
+def _options(data: bytes) -> list[tuple[int, bytes]]:
+    out, i = [], 0
+    while i < len(data):
+        kind = data[i]
+        if kind == PAD1:
+            i += 1
+            continue
+        if i + 2 > len(data):
+            raise RplDecodeError("RPL option header runs past the message")
+        length = data[i + 1]
+        end = i + 2 + length
+        if end > len(data):
+            raise RplDecodeError(f"RPL option {kind} of {length} bytes runs past the message")
+        if kind != PADN:
+            out.append((kind, data[i + 2 : end]))
+        i = end
+    return out
+
+
+def _config(data: bytes) -> DodagConfiguration:
+    if len(data) != _CONFIG.size:
+        raise RplDecodeError(f"DODAG Configuration option of {len(data)} bytes, not 14")
+    flags, doublings, imin, redundancy, max_inc, min_inc, ocp, _, lifetime, unit = _CONFIG.unpack(
+        data
+    )
+    if min_inc == 0:
+        raise RplDecodeError("DODAG Configuration with a MinHopRankIncrease of 0")
+    return DodagConfiguration(
+        bool(flags & 0x08), flags & 0x07, doublings, imin, redundancy, max_inc, min_inc, ocp,
+        lifetime, unit,
+    )  # fmt: skip
+
+
+def _prefix(data: bytes) -> PrefixInformation:
+    if len(data) != 30:
+        raise RplDecodeError(f"Prefix Information option of {len(data)} bytes, not 30")
+    length, flags, valid, preferred, _ = struct.unpack_from("!BBII4s", data)
+    if length > 128:
+        raise RplDecodeError(f"Prefix Information with a prefix length of {length}")
+    return PrefixInformation(
+        data[14:30], length, bool(flags & 0x80), bool(flags & 0x40), bool(flags & 0x20),
+        valid, preferred,
+    )  # fmt: skip
+
+
+def _target(data: bytes) -> Target:
+    if len(data) < 2:
+        raise RplDecodeError("RPL Target option shorter than 2 bytes")
+    flags, length = data[0], data[1]
+    size = (length + 7) // 8
+    if length > 128 or len(data) - 2 != size:
+        raise RplDecodeError(f"RPL Target of {len(data) - 2} bytes for a /{length} prefix")
+    return Target(data[2:].ljust(16, b"\0"), length, flags)
+
+
+def _transit(data: bytes) -> Transit:
+    if len(data) not in (4, 20):
+        raise RplDecodeError(f"Transit Information option of {len(data)} bytes, not 4 or 20")
+    flags, control, sequence, lifetime = data[:4]
+    return Transit(lifetime, sequence, control, bool(flags & 0x80), data[4:] or None)
+
+
+def decode(code: int, body: bytes) -> Message:
+    """The message of an ICMPv6 RPL body; RplDecodeError for anything malformed."""
+    body = bytes(body)
+    if code == DIS:
+        if len(body) < 2:
+            raise RplDecodeError("DIS shorter than its 2-byte base")
+        options = tuple(Opaque(k, v) for k, v in _options(body[2:]))
+        return Dis(options, body[0])
+    if code == DIO:
+        if len(body) < _DIO.size:
+            raise RplDecodeError(f"DIO of {len(body)} bytes is shorter than its base")
+        instance, version, rank, second, dtsn, _f, _r, dodag_id = _DIO.unpack_from(body)
+        configuration = prefix = None
+        others = []
+        for kind, data in _options(body[_DIO.size :]):
+            if kind == DODAG_CONFIGURATION:
+                configuration = _config(data)
+            elif kind == PREFIX_INFORMATION:
+                prefix = _prefix(data)
+            else:
+                others.append(Opaque(kind, data))
+        return Dio(
+            instance, version, rank, dodag_id, dtsn, bool(second & 0x80), (second >> 3) & 0x07,
+            second & 0x07, configuration, prefix, tuple(others),
+        )  # fmt: skip
+    if code == DAO:
+        if len(body) < _DAO.size:
+            raise RplDecodeError(f"DAO of {len(body)} bytes is shorter than its base")
+        instance, flags, _, sequence = _DAO.unpack_from(body)
+        rest = body[_DAO.size :]
+        dodag_id = None
+        if flags & 0x40:
+            if len(rest) < 16:
+                raise RplDecodeError("DAO with the D flag but no DODAGID")
+            dodag_id, rest = rest[:16], rest[16:]
+        targets: list[tuple[Target, Transit]] = []
+        waiting: list[Target] = []
+        for kind, data in _options(rest):
+            if kind == TARGET:
+                waiting.append(_target(data))
+            elif kind == TRANSIT:
+                # A Transit Information option applies to the targets just before it.
+                transit = _transit(data)
+                targets.extend((t, transit) for t in waiting)
+                waiting = []
+        if waiting:
+            raise RplDecodeError("DAO target without Transit Information")
+        return Dao(instance, sequence, tuple(targets), bool(flags & 0x80), dodag_id)
+    if code == DAO_ACK:
+        if len(body) < _DAO_ACK.size:
+            raise RplDecodeError(f"DAO-ACK of {len(body)} bytes is shorter than its base")
+        instance, flags, sequence, status = _DAO_ACK.unpack_from(body)
+        dodag_id = None
+        if flags & 0x80:
+            if len(body) < _DAO_ACK.size + 16:
+                raise RplDecodeError("DAO-ACK with the D flag but no DODAGID")
+            dodag_id = body[4:20]
+        return DaoAck(instance, sequence, status, dodag_id)
+    if code >= 0x80:
+        raise RplDecodeError(f"secure RPL message (code {code:#x}) is not supported")
+    raise RplDecodeError(f"unknown RPL message code {code:#x}")

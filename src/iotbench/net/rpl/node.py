@@ -1,0 +1,569 @@
+"""One node's RPL instance in storing mode (RFC 6550), as a sans-I/O state machine.
+
+Inputs: `start(now)`, `receive(now, src, dst, code, body)` for every ICMPv6
+RPL message (src is the sender's link-local address), `link_result(now,
+neighbour, acked, transmissions)` after every unicast the MAC sent,
+`add_target`/`remove_target` for the node's own addresses and multicast
+groups, and `handle_timer(now)`. Outputs: `messages_to_send()` (destination,
+ICMPv6 code, body), `next_timer()`, `events()` (ParentChanged, JoinedDodag,
+RouteAdded, RouteRemoved), and the state the IP layer reads: `rank`,
+`joined`, `preferred_parent`, `routes`, `next_hop(dst)`, `children`.
+
+What it does:
+- the root announces the DODAG; every node sends DIOs on a Trickle timer
+  (RFC 6206) with the DODAG Configuration option the root chose, resets it
+  on an inconsistency (a multicast DIS, a new DODAG version, a new parent);
+- a node not in a DODAG multicasts DIS, first `dis_start_delay_s` after it
+  starts, then every `dis_interval_s`;
+- parents are chosen by the objective function (objective.py) among
+  neighbours of the same DODAG version with a lower Rank, with its
+  hysteresis; a node never advertises a Rank above the lowest it had in
+  this version plus MaxRankIncrease (8.2.2.4); it detaches and poisons its
+  sub-DODAG (a DIO with infinite Rank) when no parent is left;
+- storing mode (MOP 3, with multicast): each node sends its own targets in
+  DAOs to its parent `dao_delay_s` after joining, after a parent change and
+  every half path lifetime, and passes on the targets its children send; a
+  DAO with lifetime 0 (No-Path) removes routes; a parent change sends the
+  old parent a No-Path DAO for everything below; DAOs are acknowledged hop by
+  hop (K flag) and resent up to `dao_retries` times;
+- link ETX from the MAC's results: an exponentially weighted moving average
+  of the transmissions each frame took, a frame never acknowledged counting
+  `etx_noack_penalty`;
+- everything is bounded: neighbours, routes, DAOs awaiting an ACK.
+
+Choices RFC 6550 leaves open are documented in docs/sixlowpan-rpl.md.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from iotbench.net.rpl import codec
+from iotbench.net.rpl.codec import (
+    INFINITE_RANK,
+    MESSAGE_NAMES,
+    MOP_STORING_MULTICAST,
+    Dao,
+    DaoAck,
+    Dio,
+    Dis,
+    DodagConfiguration,
+    RplDecodeError,
+    Target,
+    Transit,
+)
+from iotbench.net.rpl.objective import BY_OCP, OBJECTIVES
+from iotbench.net.rpl.sequence import SEQUENCE_INIT, sequence_compare, sequence_increment
+from iotbench.net.rpl.trickle import Trickle
+
+ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
+TARGETS_PER_DAO = 4  # keeps a DAO within one 802.15.4 frame
+
+
+@dataclass(frozen=True)
+class RplParams:
+    objective: str = "mrhof"
+    dio_interval_min: int = 12  # Imin = 2^12 ms, as Contiki-NG and RIOT set it
+    dio_interval_doublings: int = 8
+    dio_redundancy: int = 10
+    default_lifetime: int = 30  # in lifetime units
+    lifetime_unit: int = 60  # seconds
+    dao_ack: bool = True
+    dao_delay_s: float = 1.0
+    dao_ack_timeout_s: float = 5.0
+    dao_retries: int = 4
+    dis_start_delay_s: float = 5.0
+    dis_interval_s: float = 30.0
+    etx_initial: float = 2.0
+    etx_alpha: float = 0.9  # weight of the old estimate
+    etx_noack_penalty: float = 8.0
+    max_neighbours: int = 32
+    max_routes: int = 1024
+
+
+@dataclass(frozen=True)
+class ParentChanged:
+    parent: bytes | None
+
+
+@dataclass(frozen=True)
+class JoinedDodag:
+    dodag_id: bytes
+    version: int
+
+
+@dataclass(frozen=True)
+class RouteAdded:
+    target: bytes
+    next_hop: bytes
+
+
+@dataclass(frozen=True)
+class RouteRemoved:
+    target: bytes
+
+
+class _Neighbour:
+    __slots__ = ("dodag_id", "dtsn", "etx", "heard", "rank", "version")
+
+    def __init__(self, etx: float) -> None:
+        self.rank = INFINITE_RANK
+        self.version = 0
+        self.dodag_id = b""
+        self.dtsn = 0
+        self.etx = etx
+        self.heard = 0.0
+
+
+class _Route:
+    __slots__ = ("expires", "next_hop", "sequence")
+
+    def __init__(self, next_hop: bytes, expires: float, sequence: int) -> None:
+        self.next_hop = next_hop
+        self.expires = expires
+        self.sequence = sequence
+
+
+class RplNode:
+    def __init__(
+        self,
+        rng: random.Random,
+        params: RplParams,
+        link_local: bytes,
+        global_address: bytes,
+        *,
+        root: bool = False,
+        instance_id: int = 0,
+        dodag_id: bytes | None = None,
+    ) -> None:
+        self.rng = rng
+        self.params = params
+        self.link_local = link_local
+        self.global_address = global_address
+        self.root = root
+        self.instance_id = instance_id
+        self.of = OBJECTIVES[params.objective]()
+        self.config = DodagConfiguration(
+            dio_interval_doublings=params.dio_interval_doublings,
+            dio_interval_min=params.dio_interval_min,
+            dio_redundancy=params.dio_redundancy,
+            max_rank_increase=7 * self.of.min_hop_rank_increase,
+            min_hop_rank_increase=self.of.min_hop_rank_increase,
+            objective_code_point=self.of.ocp,
+            default_lifetime=params.default_lifetime,
+            lifetime_unit=params.lifetime_unit,
+        )
+        self.dodag_id = dodag_id or global_address
+        self.version = SEQUENCE_INIT
+        self.dtsn = SEQUENCE_INIT
+        self.rank = INFINITE_RANK
+        self.lowest_rank = INFINITE_RANK
+        self.joined = False
+        self.preferred_parent: bytes | None = None
+        self.targets: dict[bytes, int] = {global_address: SEQUENCE_INIT}  # own -> path seq
+        self.counters: dict[str, int] = {}
+        self._neighbours: dict[bytes, _Neighbour] = {}
+        self._routes: dict[bytes, _Route] = {}
+        self._out: list[tuple[bytes, int, bytes]] = []
+        self._events: list[object] = []
+        self._trickle = self._new_trickle()
+        self._dao_seq = SEQUENCE_INIT
+        self._awaiting_ack: dict[int, list] = {}  # seq -> [deadline, dst, message, tries]
+        self._dao_at: float | None = None
+        self._dis_at: float | None = None
+        self._refresh_at: float | None = None
+        self._now = 0.0
+
+    # ------------------------------------------------------------------ state read
+
+    @property
+    def routes(self) -> dict[bytes, bytes]:
+        return {target: r.next_hop for target, r in self._routes.items()}
+
+    @property
+    def children(self) -> set[bytes]:
+        return {r.next_hop for r in self._routes.values()}
+
+    def next_hop(self, dst: bytes) -> bytes | None:
+        route = self._routes.get(dst)
+        return route.next_hop if route is not None else None
+
+    def neighbour_etx(self, neighbour: bytes) -> float | None:
+        n = self._neighbours.get(neighbour)
+        return n.etx if n is not None else None
+
+    def events(self) -> list[object]:
+        events, self._events = self._events, []
+        return events
+
+    def messages_to_send(self) -> list[tuple[bytes, int, bytes]]:
+        out, self._out = self._out, []
+        return out
+
+    # ------------------------------------------------------------------ inputs
+
+    def start(self, now: float) -> None:
+        self._now = now
+        if self.root:
+            self.joined = True
+            self.rank = self.lowest_rank = self.of.min_hop_rank_increase  # ROOT_RANK
+            self._events.append(JoinedDodag(self.dodag_id, self.version))
+            self._trickle.start(now)
+        else:
+            delay = self.params.dis_start_delay_s
+            self._dis_at = now + delay * (0.5 + 0.5 * self.rng.random())
+
+    def add_target(self, now: float, target: bytes) -> None:
+        """An address or group of this node, to announce in DAOs."""
+        if target not in self.targets:
+            self.targets[target] = SEQUENCE_INIT
+            self._schedule_dao(now)
+
+    def remove_target(self, now: float, target: bytes) -> None:
+        if self.targets.pop(target, None) is not None and self.joined and not self.root:
+            self._send_dao(self.preferred_parent, [target], lifetime=0)
+
+    def receive(self, now: float, src: bytes, dst: bytes, code: int, body: bytes) -> None:
+        self._now = now
+        try:
+            message = codec.decode(code, body)
+        except RplDecodeError:
+            self._count("decode_errors")
+            return
+        self._count(f"{MESSAGE_NAMES[code]}_received")
+        if isinstance(message, Dio):
+            self._on_dio(now, src, message)
+        elif isinstance(message, Dis):
+            self._on_dis(now, src, dst)
+        elif isinstance(message, Dao):
+            self._on_dao(now, src, message)
+        elif isinstance(message, DaoAck):
+            self._awaiting_ack.pop(message.sequence, None)
+
+    def link_result(self, now: float, neighbour: bytes, acked: bool, transmissions: int) -> None:
+        n = self._neighbours.get(neighbour)
+        if n is None:
+            return
+        sample = transmissions if acked else max(self.params.etx_noack_penalty, transmissions)
+        alpha = self.params.etx_alpha
+        n.etx = alpha * n.etx + (1.0 - alpha) * sample
+        if neighbour == self.preferred_parent:
+            self._select_parent(now)
+
+    # ------------------------------------------------------------------ timers
+
+    def next_timer(self) -> float | None:
+        times = [self._trickle.next_timer(), self._dao_at, self._dis_at, self._refresh_at]
+        times += [entry[0] for entry in self._awaiting_ack.values()]
+        if self._routes:
+            times.append(min(r.expires for r in self._routes.values()))
+        due = [t for t in times if t is not None]
+        return min(due) if due else None
+
+    def handle_timer(self, now: float) -> None:
+        self._now = now
+        if self._trickle.handle_timer(now):
+            self._send_dio(ALL_RPL_NODES)
+        if self._dis_at is not None and now >= self._dis_at:
+            self._dis_at = None
+            if not self.joined:
+                self._send(ALL_RPL_NODES, Dis())
+                self._dis_at = now + self.params.dis_interval_s
+        if self._dao_at is not None and now >= self._dao_at:
+            self._dao_at = None
+            self._advertise_all(now)
+        if self._refresh_at is not None and now >= self._refresh_at:
+            self._refresh_at = None
+            self._advertise_own(now)
+        for seq, entry in list(self._awaiting_ack.items()):
+            if now >= entry[0]:
+                self._retry_dao(now, seq, entry)
+        self._expire_routes(now)
+
+    # ------------------------------------------------------------------ DIO / DIS
+
+    def _new_trickle(self) -> Trickle:
+        c = self.config
+        imin = (2**c.dio_interval_min) / 1000.0
+        return Trickle(self.rng, imin, c.dio_interval_doublings, c.dio_redundancy)
+
+    def _send_dio(self, dst: bytes) -> None:
+        dio = Dio(
+            self.instance_id,
+            self.version,
+            self.rank if self.joined else INFINITE_RANK,
+            self.dodag_id,
+            dtsn=self.dtsn,
+            mop=MOP_STORING_MULTICAST,
+            configuration=self.config,
+        )
+        self._send(dst, dio)
+
+    def _on_dis(self, now: float, src: bytes, dst: bytes) -> None:
+        if not self.joined:
+            return
+        if dst == ALL_RPL_NODES:
+            self._trickle.inconsistent(now)  # 8.3: a multicast DIS resets Trickle
+        else:
+            self._send_dio(src)  # a unicast DIS gets a unicast DIO
+
+    def _on_dio(self, now: float, src: bytes, dio: Dio) -> None:
+        if dio.instance_id != self.instance_id:
+            return
+        if self.root:
+            if dio.dodag_id == self.dodag_id and dio.version == self.version:
+                self._trickle.consistent()
+            elif sequence_compare(dio.version, self.version) == -1:
+                self._trickle.inconsistent(now)  # a node behind: tell it sooner
+            return
+        n = self._neighbour(src, now)
+        if n is None:
+            return
+        n.rank, n.version, n.dodag_id, n.heard = dio.rank, dio.version, dio.dodag_id, now
+        if not self.joined:
+            if dio.rank == INFINITE_RANK:
+                return
+            self._adopt(dio)
+            self._select_parent(now)
+            return
+        if dio.dodag_id != self.dodag_id:
+            return
+        order = sequence_compare(dio.version, self.version)
+        if order == 1:  # global repair: a new DODAG version
+            self.version = dio.version
+            self.lowest_rank = INFINITE_RANK
+            self._trickle.inconsistent(now)
+            self._select_parent(now, new_version=True)
+            return
+        if order == -1:
+            self._trickle.inconsistent(now)
+            return
+        if src == self.preferred_parent and dio.dtsn != n.dtsn:
+            n.dtsn = dio.dtsn
+            self._schedule_dao(now)  # 9.6: the parent asks for fresh DAOs
+        if dio.rank != INFINITE_RANK:
+            self._trickle.consistent()
+        self._select_parent(now)
+
+    def _adopt(self, dio: Dio) -> None:
+        self.dodag_id, self.version = dio.dodag_id, dio.version
+        if dio.configuration is not None:
+            self.config = dio.configuration
+            objective = BY_OCP.get(dio.configuration.objective_code_point)
+            if objective is not None:
+                self.of = objective(dio.configuration.min_hop_rank_increase)
+            self._trickle = self._new_trickle()
+
+    def _neighbour(self, address: bytes, now: float) -> _Neighbour | None:
+        n = self._neighbours.get(address)
+        if n is None:
+            if len(self._neighbours) >= self.params.max_neighbours:
+                # Full: make room by forgetting the neighbour heard longest ago,
+                # never the parent.
+                old = min(
+                    (a for a in self._neighbours if a != self.preferred_parent),
+                    key=lambda a: self._neighbours[a].heard,
+                    default=None,
+                )
+                if old is None:
+                    return None
+                del self._neighbours[old]
+            n = self._neighbours[address] = _Neighbour(self.params.etx_initial)
+        return n
+
+    # ------------------------------------------------------------------ parents
+
+    def _select_parent(self, now: float, new_version: bool = False) -> None:
+        of = self.of
+        best, best_cost = None, math.inf
+        current = self.preferred_parent
+        current_cost = math.inf
+        for address, n in self._neighbours.items():
+            if n.dodag_id != self.dodag_id or n.version != self.version:
+                continue
+            if n.rank == INFINITE_RANK or not of.acceptable(n.rank, n.etx):
+                continue
+            # Loop avoidance: a parent ranks below us (in DAGRank), unless it is
+            # the one we have and we are about to recompute our Rank from it.
+            if (
+                self.joined
+                and not new_version
+                and address != current
+                and self._dag_rank(n.rank) >= self._dag_rank(self.rank)
+            ):
+                continue
+            cost = of.path_cost(n.rank, n.etx)
+            if address == current:
+                current_cost = cost
+            if cost < best_cost or (cost == best_cost and best is not None and address < best):
+                best, best_cost = address, cost
+        if best is not None and current is not None and current_cost < math.inf:
+            if best != current and not of.switch(best_cost, current_cost):
+                best, best_cost = current, current_cost  # hysteresis: keep the parent
+        if best is None:
+            self._detach(now)
+            return
+        parent = self._neighbours[best]
+        rank = of.rank_via(parent.rank, parent.etx)
+        limit = self.lowest_rank + self.config.max_rank_increase
+        if self.lowest_rank != INFINITE_RANK and rank > limit:
+            self._detach(now)  # 8.2.2.4: the Rank may not grow past L + MaxRankIncrease
+            return
+        was_joined = self.joined
+        self.rank = rank
+        self.lowest_rank = min(self.lowest_rank, rank)
+        if not was_joined:
+            self.joined = True
+            self._dis_at = None
+            self._events.append(JoinedDodag(self.dodag_id, self.version))
+            self._trickle.start(now)
+        if best != current:
+            self._change_parent(now, current, best)
+
+    def _dag_rank(self, rank: int) -> int:
+        return rank // self.config.min_hop_rank_increase
+
+    def _change_parent(self, now: float, old: bytes | None, new: bytes) -> None:
+        self.preferred_parent = new
+        self._count("parent_changes")
+        self._events.append(ParentChanged(new))
+        self._trickle.inconsistent(now)
+        if old is not None and old in self._neighbours:
+            # The old parent must forget the routes through us.
+            everything = list(self.targets) + list(self._routes)
+            self._send_dao(old, everything, lifetime=0)
+        self._schedule_dao(now)
+
+    def _detach(self, now: float) -> None:
+        """No parent left: poison the sub-DODAG and look for a DODAG again."""
+        if not self.joined:
+            return
+        self.joined = False
+        self.rank = INFINITE_RANK
+        self.lowest_rank = INFINITE_RANK
+        if self.preferred_parent is not None:
+            self.preferred_parent = None
+            self._events.append(ParentChanged(None))
+        self._send_dio(ALL_RPL_NODES)  # infinite Rank: children must leave us
+        self._trickle.stop()
+        self._dis_at = now + self.params.dis_start_delay_s * self.rng.random()
+        self._count("detached")
+
+    # ------------------------------------------------------------------ DAO
+
+    def _schedule_dao(self, now: float) -> None:
+        if self.root or not self.joined:
+            return
+        delay = self.params.dao_delay_s * (0.5 + 0.5 * self.rng.random())
+        if self._dao_at is None or now + delay < self._dao_at:
+            self._dao_at = now + delay
+
+    def _lifetime_s(self, lifetime: int) -> float:
+        return lifetime * self.config.lifetime_unit
+
+    def _advertise_own(self, now: float) -> None:
+        if self.joined and not self.root:
+            for target in self.targets:
+                self.targets[target] = sequence_increment(self.targets[target])
+            self._send_dao(self.preferred_parent, list(self.targets), self.config.default_lifetime)
+        self._refresh_at = now + self._lifetime_s(self.config.default_lifetime) / 2
+
+    def _advertise_all(self, now: float) -> None:
+        """Own targets, and everything below (after joining or a parent change)."""
+        self._advertise_own(now)
+        if self.joined and self._routes:
+            lifetime = self.config.default_lifetime
+            self._send_dao(self.preferred_parent, list(self._routes), lifetime)
+
+    def _send_dao(self, dst: bytes | None, targets: list[bytes], lifetime: int) -> None:
+        if dst is None:
+            return
+        for i in range(0, len(targets), TARGETS_PER_DAO):
+            chunk = targets[i : i + TARGETS_PER_DAO]
+            pairs = tuple((_target(t), Transit(lifetime, self._path_sequence(t))) for t in chunk)
+            self._dao_seq = sequence_increment(self._dao_seq)
+            dao = Dao(self.instance_id, self._dao_seq, pairs, ack_request=self.params.dao_ack)
+            self._send(dst, dao)
+            if self.params.dao_ack:
+                deadline = self._now + self.params.dao_ack_timeout_s
+                self._awaiting_ack[self._dao_seq] = [deadline, dst, dao, 0]
+
+    def _path_sequence(self, target: bytes) -> int:
+        if target in self.targets:
+            return self.targets[target]
+        route = self._routes.get(target)
+        return route.sequence if route is not None else 0
+
+    def _retry_dao(self, now: float, seq: int, entry: list) -> None:
+        deadline, dst, dao, tries = entry
+        if tries >= self.params.dao_retries or dst != self.preferred_parent:
+            del self._awaiting_ack[seq]
+            self._count("dao_ack_timeouts")
+            return
+        entry[0] = now + self.params.dao_ack_timeout_s
+        entry[3] = tries + 1
+        self._send(dst, dao)
+
+    def _on_dao(self, now: float, src: bytes, dao: Dao) -> None:
+        if dao.instance_id != self.instance_id or not self.joined:
+            return
+        if dao.ack_request:
+            self._send(src, DaoAck(self.instance_id, dao.sequence))
+        if src == self.preferred_parent:
+            return  # storing mode: DAOs go up, never from a parent
+        passing: list[tuple[Target, Transit]] = []
+        for target, transit in dao.targets:
+            address = target.prefix
+            if address in self.targets:
+                continue
+            route = self._routes.get(address)
+            if transit.path_lifetime == 0:  # No-Path
+                if route is not None and route.next_hop == src:
+                    del self._routes[address]
+                    self._events.append(RouteRemoved(address))
+                    passing.append((target, transit))
+                continue
+            expires = now + self._lifetime_s(transit.path_lifetime)
+            if route is None:
+                if len(self._routes) >= self.params.max_routes:
+                    self._count("routes_refused")
+                    continue
+                self._routes[address] = _Route(src, expires, transit.path_sequence)
+                self._events.append(RouteAdded(address, src))
+            else:
+                if route.next_hop != src:
+                    route.next_hop = src
+                    self._events.append(RouteAdded(address, src))
+                route.expires, route.sequence = expires, transit.path_sequence
+            passing.append((target, transit))
+        if passing and not self.root and self.preferred_parent is not None:
+            for i in range(0, len(passing), TARGETS_PER_DAO):
+                self._dao_seq = sequence_increment(self._dao_seq)
+                chunk = tuple(passing[i : i + TARGETS_PER_DAO])
+                up = Dao(self.instance_id, self._dao_seq, chunk, ack_request=self.params.dao_ack)
+                self._send(self.preferred_parent, up)
+                if self.params.dao_ack:
+                    deadline = now + self.params.dao_ack_timeout_s
+                    self._awaiting_ack[self._dao_seq] = [deadline, self.preferred_parent, up, 0]
+
+    def _expire_routes(self, now: float) -> None:
+        for address, route in list(self._routes.items()):
+            if route.expires <= now:
+                del self._routes[address]
+                self._events.append(RouteRemoved(address))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _send(self, dst: bytes, message: codec.Message) -> None:
+        code, body = codec.encode(message)
+        self._out.append((dst, code, body))
+        self._count(f"{MESSAGE_NAMES[code]}_sent")
+
+    def _count(self, name: str) -> None:
+        self.counters[name] = self.counters.get(name, 0) + 1
+
+
+def _target(address: bytes) -> Target:
+    return Target(address, 128)

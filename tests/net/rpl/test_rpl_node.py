@@ -1,0 +1,263 @@
+"""Trickle (RFC 6206), the objective functions, and RPL nodes in a small fake network."""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+import pytest
+
+from iotbench.net.rpl.codec import DIO, DIS, INFINITE_RANK, Dio, decode, encode
+from iotbench.net.rpl.node import (
+    ALL_RPL_NODES,
+    JoinedDodag,
+    ParentChanged,
+    RouteAdded,
+    RouteRemoved,
+    RplNode,
+    RplParams,
+)
+from iotbench.net.rpl.objective import Mrhof, Of0
+from iotbench.net.rpl.trickle import Trickle
+
+# ---------------------------------------------------------------- Trickle
+
+
+def test_trickle_doubles_up_to_imax_and_transmits_in_the_second_half():
+    t = Trickle(random.Random(1), imin_s=1.0, doublings=3, k=2)
+    t.start(0.0)
+    starts, sends = [], []
+    now = 0.0
+    while now < 60.0:
+        now = t.next_timer()
+        if t.handle_timer(now):
+            sends.append(now)
+        starts.append(t.interval_s)
+    assert max(starts) == 8.0  # Imax = Imin * 2^3
+    # The intervals: [0,1) [1,3) [3,7) [7,15) [15,23) ...; t in [I/2, I) of each.
+    bounds = [(0, 1), (1, 3), (3, 7), (7, 15), (15, 23)]
+    for (a, b), sent in zip(bounds, sends, strict=False):
+        assert a + (b - a) / 2 <= sent < b
+
+
+def test_trickle_suppresses_after_k_consistent_messages_and_resets_on_inconsistency():
+    t = Trickle(random.Random(2), imin_s=1.0, doublings=4, k=1)
+    t.start(0.0)
+    t.consistent()
+    assert t.handle_timer(t.next_timer()) is False  # suppressed: c >= k
+    while t.interval_s < 8.0:
+        t.handle_timer(t.next_timer())
+    t.inconsistent(100.0)
+    assert t.interval_s == 1.0 and 100.5 <= t.next_timer() < 101.0
+    never = Trickle(random.Random(3), 1.0, 2, k=0)  # k = 0: never suppress
+    never.start(0.0)
+    never.consistent()
+    assert never.handle_timer(never.next_timer()) is True
+
+
+# ---------------------------------------------------------------- objective functions
+
+
+def test_mrhof_ranks_by_etx_with_hysteresis():
+    of = Mrhof()
+    assert of.min_hop_rank_increase == 128
+    assert of.rank_via(128, 1.0) == 256  # the root's child over a perfect link
+    assert of.rank_via(256, 2.5) == 256 + 320
+    assert of.acceptable(256, 4.0) and not of.acceptable(256, 4.1)  # MAX_LINK_METRIC 512
+    assert not of.acceptable(32700, 1.0)  # MAX_PATH_COST 32768
+    assert of.switch(400, 600) and not of.switch(500, 600)  # PARENT_SWITCH_THRESHOLD 192
+
+
+def test_of0_steps_of_rank():
+    of = Of0()
+    assert of.min_hop_rank_increase == 256
+    assert [of.step_of_rank(e) for e in (1.0, 2.0, 3.0, 3.67)] == [1, 4, 7, 9]
+    assert of.rank_via(256, 1.0) == 512 and of.rank_via(256, 2.0) == 256 + 4 * 256
+    assert of.acceptable(256, 3.6) and not of.acceptable(256, 4.0)
+    assert of.switch(512, 768) and not of.switch(600, 768)
+
+
+# ---------------------------------------------------------------- nodes in a fake network
+
+
+def ll(i: int) -> bytes:
+    return bytes.fromhex("fe80" + "00" * 13) + bytes((i + 1,))
+
+
+def gl(i: int) -> bytes:
+    return bytes.fromhex("fd00" + "00" * 13) + bytes((i + 1,))
+
+
+class Net:
+    """RPL nodes joined by given links; messages take `delay` seconds; a unicast to a
+    neighbour is acknowledged (link_result) when the link exists."""
+
+    def __init__(self, n: int, links: set[tuple[int, int]], params=None, seed: int = 1):
+        self.params = params or RplParams(dis_start_delay_s=1.0, dao_delay_s=0.5)
+        self.nodes = [
+            RplNode(
+                random.Random(seed * 100 + i),
+                self.params,
+                ll(i),
+                gl(i),
+                root=i == 0,
+                dodag_id=gl(0),
+            )
+            for i in range(n)
+        ]
+        self.links = {frozenset(pair) for pair in links}
+        self.now = 0.0
+        self.queue: list = []
+        self.seq = 0
+        self.sent: list[tuple[float, int, int]] = []  # (time, sender, code)
+        self.events: list[tuple[int, object]] = []
+        for node in self.nodes:
+            node.start(0.0)
+
+    def linked(self, a: int, b: int) -> bool:
+        return frozenset((a, b)) in self.links
+
+    def _flush(self, i: int) -> None:
+        node = self.nodes[i]
+        for dst, code, body in node.messages_to_send():
+            self.sent.append((self.now, i, code))
+            if dst == ALL_RPL_NODES:
+                targets = [j for j in range(len(self.nodes)) if j != i and self.linked(i, j)]
+            else:
+                j = int(dst[-1]) - 1
+                ok = self.linked(i, j)
+                node.link_result(self.now, dst, ok, 1 if ok else 4)
+                targets = [j] if ok else []
+            for j in targets:
+                self.seq += 1
+                heapq.heappush(self.queue, (self.now + 0.01, self.seq, j, ll(i), dst, code, body))
+        self.events += [(i, e) for e in node.events()]
+
+    def run(self, until: float) -> None:
+        while True:
+            for i in range(len(self.nodes)):
+                self._flush(i)
+            timers = [(t, i) for i, n in enumerate(self.nodes) if (t := n.next_timer())]
+            nxt = min([t for t, _ in timers] + ([self.queue[0][0]] if self.queue else []))
+            if nxt > until:
+                self.now = until
+                return
+            self.now = nxt
+            if self.queue and self.queue[0][0] <= self.now:
+                _, _, j, src, dst, code, body = heapq.heappop(self.queue)
+                self.nodes[j].receive(self.now, src, dst, code, body)
+                continue
+            for t, i in timers:
+                if t <= self.now:
+                    self.nodes[i].handle_timer(self.now)
+
+
+LINE = {(0, 1), (1, 2), (2, 3), (3, 4)}
+
+
+def test_a_line_converges_with_ranks_growing_away_from_the_root():
+    net = Net(5, LINE)
+    net.run(120.0)
+    assert all(node.joined for node in net.nodes)
+    ranks = [node.rank for node in net.nodes]
+    assert ranks == sorted(ranks) and len(set(ranks)) == 5
+    assert [node.preferred_parent for node in net.nodes[1:]] == [ll(0), ll(1), ll(2), ll(3)]
+    # Storing mode: the root routes to every node through n1; n2 to n3 and n4 via n3.
+    root = net.nodes[0]
+    assert {gl(i): ll(1) for i in range(1, 5)}.items() <= root.routes.items()
+    assert net.nodes[2].routes == {gl(3): ll(3), gl(4): ll(3)}
+    assert any(isinstance(e, JoinedDodag) for _, e in net.events)
+
+
+def test_dio_counts_fall_as_trickle_doubles():
+    net = Net(3, {(0, 1), (1, 2)})
+    net.run(600.0)
+    dios = [t for t, _, code in net.sent if code == DIO]
+    early = sum(1 for t in dios if t < 60.0)
+    late = sum(1 for t in dios if 540.0 <= t < 600.0)
+    assert early > 3 * max(1, late)
+
+
+def test_a_node_that_loses_its_parent_finds_another_and_stale_routes_go():
+    """The No-Path DAO to the old parent cannot cross the broken link: the old
+    parent's route stays until its lifetime runs out, while the root already
+    routes through the new branch (its DAO overrides the old next hop)."""
+    # A diamond: n3 hangs off n1 (and could use n2); then the link n1-n3 breaks.
+    net = Net(4, {(0, 1), (0, 2), (1, 3), (2, 3)})
+    net.run(120.0)
+    n3 = net.nodes[3]
+    first = n3.preferred_parent
+    assert first in (ll(1), ll(2))
+    via = 1 if first == ll(1) else 2
+    other = 3 - via
+    net.links.discard(frozenset((via, 3)))
+    # Unacknowledged unicasts drive the ETX up until the parent is dropped.
+    for _ in range(20):
+        n3.link_result(net.now, first, False, 4)
+    net.run(net.now + 600.0)
+    assert n3.preferred_parent == ll(other)
+    assert net.nodes[other].routes.get(gl(3)) == ll(3)
+    assert net.nodes[0].routes.get(gl(3)) == ll(other)
+    assert any(isinstance(e, ParentChanged) for i, e in net.events if i == 3)
+    lifetime = 30 * 60.0  # default lifetime x lifetime unit
+    net.run(net.now + lifetime + 60.0)
+    assert gl(3) not in net.nodes[via].routes
+    assert any(isinstance(e, RouteRemoved) for i, e in net.events if i == via)
+
+
+def test_a_node_alone_keeps_soliciting_and_never_joins():
+    net = Net(2, set())
+    net.run(200.0)
+    assert not net.nodes[1].joined
+    assert sum(1 for _, i, code in net.sent if i == 1 and code == DIS) >= 5
+
+
+def test_poisoning_detaches_the_sub_dodag():
+    net = Net(3, {(0, 1), (1, 2)})
+    net.run(120.0)
+    net.links.discard(frozenset((0, 1)))
+    for _ in range(20):  # n1's parent, the root, stops acknowledging
+        net.nodes[1].link_result(net.now, ll(0), False, 4)
+    net.run(net.now + 5.0)
+    assert not net.nodes[1].joined
+    assert not net.nodes[2].joined  # it heard its parent's infinite Rank and left too
+
+
+def test_multicast_targets_travel_up_as_routes():
+    net = Net(3, {(0, 1), (1, 2)})
+    net.run(60.0)
+    group = bytes.fromhex("ff1e0000000000000000000000890001")
+    net.nodes[2].add_target(net.now, group)
+    net.run(net.now + 30.0)
+    assert net.nodes[1].next_hop(group) == ll(2) and net.nodes[0].next_hop(group) == ll(1)
+    assert any(isinstance(e, RouteAdded) and e.target == group for _, e in net.events)
+    net.nodes[2].remove_target(net.now, group)
+    net.run(net.now + 30.0)
+    assert net.nodes[0].next_hop(group) is None
+
+
+def test_bad_messages_are_counted_never_raised():
+    node = RplNode(random.Random(1), RplParams(), ll(1), gl(1))
+    node.start(0.0)
+    node.receive(1.0, ll(2), ALL_RPL_NODES, DIO, b"\x00\x01")
+    node.receive(1.0, ll(2), ALL_RPL_NODES, 0x99, b"")
+    assert node.counters["decode_errors"] == 2 and not node.joined
+
+
+def test_neighbour_table_is_bounded():
+    params = RplParams(max_neighbours=4)
+    node = RplNode(random.Random(1), params, ll(50), gl(50))
+    node.start(0.0)
+    for i in range(20):
+        code, body = encode(Dio(0, 240, 256 + i, gl(0)))
+        node.receive(float(i), ll(i), ALL_RPL_NODES, code, body)
+    assert len(node._neighbours) <= 4 and node.joined
+
+
+@pytest.mark.parametrize("objective", ["mrhof", "of0"])
+def test_both_objectives_build_the_line(objective):
+    net = Net(4, {(0, 1), (1, 2), (2, 3)}, RplParams(objective=objective, dao_delay_s=0.5))
+    net.run(120.0)
+    assert [node.preferred_parent for node in net.nodes[1:]] == [ll(0), ll(1), ll(2)]
+    dio = decode(DIO, encode(Dio(0, 240, INFINITE_RANK, gl(0)))[1])
+    assert dio.rank == INFINITE_RANK
