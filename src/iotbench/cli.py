@@ -77,7 +77,8 @@ examples:
   iotbench run s3-robustness --filter condition=base,loss-5 --pcap
   iotbench run s2-coap-vs-http --json | jq .metrics.delivery_ratio
 
-Output: OUT/results.duckdb, OUT/pcap/ (with --pcap), OUT/errors.log (tracebacks of
+Output: OUT/results.duckdb, OUT/pcap/ (with --pcap), OUT/series/ (with --series),
+OUT/errors.log (tracebacks of
 the runs that failed in the last invocation).
 
 exit status: 0 all runs stored, 1 some runs failed (see OUT/errors.log),
@@ -133,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="output directory (default: results/<scenario-name>)",
     )
     p.add_argument("--pcap", action="store_true", help="write OUT/pcap/<run-key>.pcap per run")
+    p.add_argument(
+        "--series",
+        action="store_true",
+        help="radio networks: write OUT/series/<run-key>.csv per run, each node's energy "
+        "and MAC counters every network.radio.series_interval_s",
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -588,7 +595,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         result = run_campaign(
-            scenario, runs, out, jobs=args.jobs, pcap=args.pcap, on_result=on_result, console=err
+            scenario,
+            runs,
+            out,
+            jobs=args.jobs,
+            pcap=args.pcap,
+            series=args.series,
+            on_result=on_result,
+            console=err,
         )
     except KeyboardInterrupt:
         err.print(

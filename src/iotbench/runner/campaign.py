@@ -28,6 +28,7 @@ from iotbench.runner.store import ResultStore, StoreError
 from iotbench.scenarios import Run, Scenario
 
 PCAP_DIR = "pcap"
+SERIES_DIR = "series"
 ERRORS_LOG = "errors.log"
 
 
@@ -74,6 +75,7 @@ def run_campaign(
     run_fn: RunFn | None = None,
     jobs: int | None = None,
     pcap: bool = False,
+    series: bool = False,
     progress: bool = True,
     on_result: Callable[[RunResult], None] | None = None,
     console: Console | None = None,
@@ -82,6 +84,8 @@ def run_campaign(
 
     `run_fn(config, seed, pcap_path=None) -> metrics` defaults to
     `iotbench.world.run_one`; it must be importable by name when jobs > 1.
+    With `series`, each run of a radio network also writes
+    OUT/series/<run-key>.csv (per-node energy and MAC counters over time).
     `on_result` sees every finished run, already stored ones first.
     """
     out = Path(out_dir)
@@ -91,11 +95,13 @@ def run_campaign(
     with ResultStore(out) as store:
         _refuse_conflicts(store, runs)
         store.save_scenario(scenario)
-        pending = _report_stored(store, runs, out, pcap, result, on_result)
+        pending = _report_stored(store, runs, out, pcap, series, result, on_result)
         if pcap:
-            _remove_stale_temp_pcaps(out / PCAP_DIR)
+            _remove_stale_temp_files(out / PCAP_DIR)
+        if series:
+            _remove_stale_temp_files(out / SERIES_DIR)
         by_key = {run.key: run for run in pending}
-        tasks = [_task(run, out, pcap) for run in pending]
+        tasks = [_task(run, out, pcap, series) for run in pending]
         with _progress(
             console, progress, scenario.name, len(runs), len(runs) - len(pending)
         ) as bar:
@@ -134,16 +140,20 @@ def _report_stored(
     runs: Sequence[Run],
     out: Path,
     pcap: bool,
+    series: bool,
     result: CampaignResult,
     on_result: Callable[[RunResult], None] | None,
 ) -> list[Run]:
     """Record runs already stored as finished; return the runs still to execute.
 
-    With --pcap, a stored run whose pcap file is missing runs again (it is
-    deterministic, so only the file is new).
+    With --pcap (--series), a stored run whose pcap (series) file is missing
+    runs again (it is deterministic, so only the file is new).
     """
     pcaps = store.stored_pcaps(run.key for run in runs)
     done = {key for key, path in pcaps.items() if not pcap or (path and (out / path).is_file())}
+    if series:
+        radio = {run.key for run in runs if _is_radio(run)}
+        done = {k for k in done if k not in radio or _series_path(out, k).is_file()}
     stored = {s.key: s for s in store.runs(keys=done)} if done else {}
     pending = []
     for run in runs:
@@ -157,12 +167,24 @@ def _report_stored(
     return pending
 
 
-def _task(run: Run, out: Path, pcap: bool) -> Task:
+def _is_radio(run: Run) -> bool:
+    return run.config["network"].get("topology", "pair") != "pair"
+
+
+def _series_path(out: Path, key: str) -> Path:
+    return out / SERIES_DIR / f"{key}.csv"
+
+
+def _task(run: Run, out: Path, pcap: bool, series: bool) -> Task:
     # The run writes a temporary name; the parent renames it once the run succeeded.
     temp = str(out / PCAP_DIR / f".{run.key}.pcap.tmp") if pcap else None
     if temp:
         (out / PCAP_DIR).mkdir(exist_ok=True)
-    return Task(run.key, run.config, run.seed, temp)
+    series_temp = None
+    if series and _is_radio(run):
+        (out / SERIES_DIR).mkdir(exist_ok=True)
+        series_temp = str(out / SERIES_DIR / f".{run.key}.csv.tmp")
+    return Task(run.key, run.config, run.seed, temp, series_temp)
 
 
 def _outcomes(run_fn: RunFn | None, jobs: int | None, tasks: list[Task]) -> Iterator[Outcome]:
@@ -182,8 +204,10 @@ def _finish(
     store: ResultStore, run: Run, outcome: Outcome, out: Path, result: CampaignResult
 ) -> RunResult | None:
     temp = out / PCAP_DIR / f".{run.key}.pcap.tmp"
+    series_temp = out / SERIES_DIR / f".{run.key}.csv.tmp"
     if outcome.metrics is None:
         temp.unlink(missing_ok=True)
+        series_temp.unlink(missing_ok=True)
         result.failures.append(RunFailure(run, outcome.error or "failed", outcome.traceback))
         return None
     pcap = None
@@ -192,16 +216,18 @@ def _finish(
         # unstored run, which the re-run simply overwrites.
         pcap = f"{PCAP_DIR}/{run.key}.pcap"
         os.replace(temp, out / pcap)
+    if series_temp.is_file():
+        os.replace(series_temp, _series_path(out, run.key))
     store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s)
     finished = RunResult(run, outcome.metrics, True, pcap, outcome.wall_time_s)
     result.results.append(finished)
     return finished
 
 
-def _remove_stale_temp_pcaps(pcap_dir: Path) -> None:
+def _remove_stale_temp_files(folder: Path) -> None:
     # Safe: we hold the store's write lock, so no other campaign writes here.
-    if pcap_dir.is_dir():
-        for stale in pcap_dir.glob(".*.pcap.tmp"):
+    if folder.is_dir():
+        for stale in folder.glob(".*.tmp"):
             stale.unlink(missing_ok=True)
 
 

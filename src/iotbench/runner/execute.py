@@ -27,6 +27,7 @@ class Task:
     config: dict
     seed: int
     pcap_path: str | None
+    series_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,10 @@ def execute(run_fn: RunFn, task: Task) -> Outcome:
     start = time.perf_counter()
     try:
         # A copy, so a run function that mutates its config cannot change what is stored.
-        result = run_fn(copy.deepcopy(task.config), task.seed, pcap_path=task.pcap_path)
+        # Only runs that write a time series get the keyword: a run function
+        # without one (a test's, say) keeps working.
+        extra = {"series_path": task.series_path} if task.series_path else {}
+        result = run_fn(copy.deepcopy(task.config), task.seed, pcap_path=task.pcap_path, **extra)
         metrics = check_metrics(result)
     except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
         return Outcome(

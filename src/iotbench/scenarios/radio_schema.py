@@ -210,6 +210,12 @@ RADIO = Section(
             le=127,
         ),
         "energy": ENERGY,
+        "series_interval_s": Field(
+            "float",
+            "How often `iotbench run --series` samples each node's energy and MAC counters.",
+            60.0,
+            gt=0,
+        ),
     },
     optional=True,
     checks=(_check_radio,),

@@ -22,6 +22,7 @@ from iotbench.metrics.pcap import (
     PcapWriter,
 )
 from iotbench.metrics.radio import radio_metrics
+from iotbench.metrics.series import NodeSeries
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
 from iotbench.world.network import Network, build_network
@@ -31,7 +32,11 @@ from iotbench.world.publish import PublishWorkload
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
-def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, float | int]:
+def run_one(
+    config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
+) -> dict[str, float | int]:
+    """Run one simulation; its metrics. `pcap_path`: write the packets there;
+    `series_path`: a radio network's per-node energy and counters over time (CSV)."""
     sim = Simulator(seed)
     items = ItemLog()
     workload = config["workload"]
@@ -50,14 +55,24 @@ def run_one(config: dict, seed: int, pcap_path: str | None = None) -> dict[str, 
     pcap = _pcap_writer(sim, net, config["network"], pcap_path)
     if pcap is not None:
         observers.add(pcap)
+    series = None
+    if series_path and "radios" in net.parts:
+        series = NodeSeries(
+            sim,
+            series_path,
+            list(net.parts["radios"].values()),
+            list(net.parts["macs"].values()),
+            config["network"]["radio"]["series_interval_s"],
+        )
+    outputs = [o for o in (pcap, series) if o is not None]
     try:
         download = _run(sim, config, net, items, count, traffic)
     except BaseException:
-        if pcap is not None:
-            pcap.abort()
+        for output in outputs:
+            output.abort()
         raise
-    if pcap is not None:
-        pcap.close()
+    for output in outputs:
+        output.close()
     metrics: dict[str, float | int] = {}
     t_first = traffic.window_start
     if download is not None:
