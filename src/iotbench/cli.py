@@ -152,15 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
         "topology",
         help="draw a radio network: its nodes, links and routing tree",
         description="Build a scenario's radio network as a run would (same seed, same\n"
-        "shadowing), without simulating it, and draw it into a PNG: nodes, links with a\n"
-        "reception ratio of at least 50 %%, and the routing tree of least ETX. Runs whose\n"
-        "networks differ need a --filter that picks one network.",
+        "shadowing) and draw it into a PNG: nodes, links with a reception ratio of at\n"
+        "least 50 %%, and the routing tree: RPL's after --rpl-time simulated seconds\n"
+        "(no workload runs), or the static tree of least ETX. Runs whose networks differ\n"
+        "need a --filter that picks one network.",
         epilog="example:\n  iotbench topology docs/examples/multihop-coap.toml --out topology.png\n",
         formatter_class=formatter,
     )
     _add_selection(p)
     p.add_argument(
         "--out", type=Path, metavar="FILE", default=Path("topology.png"), help="PNG file to write"
+    )
+    p.add_argument(
+        "--rpl-time",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="with RPL, draw the tree RPL has built after S simulated seconds (default 120)",
     )
     p.set_defaults(handler=cmd_topology)
 
@@ -662,12 +670,14 @@ def cmd_topology(args: argparse.Namespace) -> int:
         )
     run = runs[0]
     check_networks([run.config], scenario.label)
-    summary = draw_network(run.config["network"], args.out, scenario.name)
+    summary = draw_network(run.config, args.out, scenario.name, args.rpl_time)
     print(
         f"{args.out}: {summary['nodes']} nodes, gateway {summary['gateway']}, "
         f"{summary['producers']} producers, routing tree depth {summary['tree_depth']} "
-        f"(mean {summary['hops_mean']:.2f} hops)"
+        f"(mean {summary['hops_mean']:.2f} hops; {summary['routing']})"
     )
+    if summary["unreached"]:
+        print(f"not in the tree: {', '.join(summary['unreached'])}")
     return EXIT_OK
 
 

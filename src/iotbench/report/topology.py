@@ -5,8 +5,10 @@ seed, the same shadowing), without simulating it, and draws it seen from
 above: every node at its position (the gateway a star, producers filled,
 other nodes hollow), a thin line for every link a frame of the reference
 size crosses with a reception ratio of at least 50 % (darker for better), and
-the routing tree of least ETX in thick arrows towards the gateway. A
-building's floors are drawn one above the other, each as its own plan.
+the routing tree in thick arrows towards the gateway: with RPL the tree RPL
+has built after `rpl_s` simulated seconds (the network runs that long, with
+no workload), otherwise the static tree of least ETX. A building's floors are
+drawn one above the other, each as its own plan.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from iotbench.net.routing.tree import Tree, least_etx_tree, reception_ratio
+from iotbench.net.routing.tree import Tree, reception_ratio
 from iotbench.world.topology import Topology
 
 FLOOR_GAP_M = 10.0
@@ -88,20 +90,40 @@ def draw(topology: Topology, radios, tree: Tree, path: Path, title: str, frame_b
     fig.savefig(path, dpi=110)
 
 
-def draw_network(network: dict, path: Path, title: str) -> dict:
-    """Build `network` (a validated run config's section) and draw it into `path`."""
+def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> dict:
+    """Build the network of a run config and draw it into `path`; its summary, with
+    `routing`: which tree was drawn."""
+    from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
     from iotbench.scenarios.fields import typed
     from iotbench.scenarios.schema import NETWORK
-    from iotbench.sim import RngStreams, Simulator
-    from iotbench.world.radio_network import build_radio
-    from iotbench.world.topology import build_topology
+    from iotbench.sim import Simulator
+    from iotbench.world.network import build_network
 
+    network = config["network"]
     cfg = typed(NETWORK, network)
-    streams = RngStreams(network["seed"]).stream
-    topology = build_topology(network, streams("topology"))
-    _, radios = build_radio(Simulator(0), cfg, topology, streams, Observers())
-    root = topology.index(topology.ids("gateway")[0])
-    tree = least_etx_tree(radios, root, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
-    draw(topology, radios, tree, path, title, cfg.radio.prr_frame_bytes)
-    return network_summary(topology, tree)
+    sim = Simulator(0)
+    net = build_network(sim, network, ItemLog(), 0, Observers(), config["protocol"])
+    topology, radios = net.parts["topology"], list(net.parts["radios"].values())
+    tree = net.parts["tree"]
+    routing = "static tree of least ETX"
+    if net.parts["rpl"]:
+        sim.run(until=rpl_s)
+        tree = rpl_tree(net, tree)
+        routing = f"RPL after {rpl_s:g} s"
+    draw(topology, radios, tree, path, f"{title} ({routing})", cfg.radio.prr_frame_bytes)
+    return {**network_summary(topology, tree), "routing": routing}
+
+
+def rpl_tree(net, static: Tree) -> Tree:
+    """The tree of RPL's preferred parents (nodes not joined have none)."""
+    nodes = net.parts["rpl"]
+    index = {r.link_local: i for i, r in enumerate(nodes)}
+    parent = tuple(index.get(r.preferred_parent) for r in nodes)
+    hops = []
+    for i in range(len(nodes)):
+        h, j = 0, i
+        while parent[j] is not None and h <= len(nodes):
+            h, j = h + 1, parent[j]
+        hops.append(h if j == static.root else -1)
+    return Tree(static.root, parent, tuple(float(h) for h in hops), tuple(hops))
