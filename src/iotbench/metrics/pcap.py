@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import struct
 from collections.abc import Iterable
 
 from iotbench.metrics.observers import Observer
+from iotbench.metrics.outfile import OutFile
 from iotbench.net.packet import TRANSMITTED, Packet
 from iotbench.sim import Simulator
 
@@ -56,25 +56,19 @@ def pcap_bytes(packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> bytes
 
 def write_pcap(path: str, packets: Iterable[Packet], linktype: int = LINKTYPE_RAW) -> None:
     """Write atomically: a reader never sees a half-written capture."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(pcap_bytes(packets, linktype))
-    os.replace(tmp, path)
+    out = OutFile(path)
+    out.write(pcap_bytes(packets, linktype))
+    out.commit()
 
 
 class PcapWriter(Observer):
-    """Writes every transmitted packet to `path` as the run goes.
-
-    The file appears under its name only when `close()` finishes it (until
-    then it is `path`.tmp), so a reader never sees a half-written capture and
-    a failed run leaves none (`abort()`).
-    """
+    """Writes every transmitted packet to `path` as the run goes; the file
+    appears under its name when `close()` finishes it, and `abort()` leaves
+    none (metrics/outfile.py)."""
 
     def __init__(self, sim: Simulator, path: str, linktype: int = LINKTYPE_RAW) -> None:
         self.sim = sim
-        self.path = path
-        self._tmp = f"{path}.tmp"
-        self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by close()/abort()
+        self._file = OutFile(path)
         self._file.write(pcap_header(linktype))
         # (t_sent, order of offering, data) of packets whose transmission lies ahead.
         self._ahead: list[tuple[float, int, bytes]] = []
@@ -96,13 +90,10 @@ class PcapWriter(Observer):
         for t_sent, _, data in sorted(self._ahead):
             self._file.write(pcap_record(t_sent, data))
         self._ahead.clear()
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._file.commit()
 
     def abort(self) -> None:
-        self._file.close()
-        if os.path.exists(self._tmp):
-            os.remove(self._tmp)
+        self._file.discard()
 
 
 # --------------------------------------------------------------------- pcapng
@@ -157,10 +148,8 @@ class PcapNgWriter(PcapWriter):
         self, sim: Simulator, path: str, media: list[tuple[tuple[object, ...], int, str]]
     ) -> None:
         self.sim = sim
-        self.path = path
-        self._tmp = f"{path}.tmp"
         self._interface = {m: i for i, (objects, _, _) in enumerate(media) for m in objects}
-        self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by close()/abort()
+        self._file = OutFile(path)
         self._file.write(pcapng_header([(linktype, name) for _, linktype, name in media]))
         self._ahead = []
         self._order = itertools.count()
@@ -181,5 +170,4 @@ class PcapNgWriter(PcapWriter):
         for t_sent, _, (i, data) in sorted(self._ahead):
             self._file.write(pcapng_record(i, t_sent, data))
         self._ahead.clear()
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._file.commit()

@@ -16,8 +16,7 @@ when the run finished (`close`); a failed run leaves none (`abort`).
 
 from __future__ import annotations
 
-import os
-
+from iotbench.metrics.outfile import OutFile
 from iotbench.sim import Simulator
 
 COLUMNS = (
@@ -40,12 +39,10 @@ _LISTEN, _RX, _TX = 2, 3, 4  # radio states (net/radio/medium.py)
 class NodeSeries:
     def __init__(self, sim: Simulator, path: str, radios: list, macs: list, interval_s: float):
         self.sim = sim
-        self.path = path
-        self._tmp = f"{path}.tmp"
         self.radios = radios
         self.macs = macs
         self.interval_s = interval_s
-        self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - see close()
+        self._file = OutFile(path, "w")
         self._file.write(",".join(COLUMNS) + "\n")
         self._last = -1.0
         sim.at(sim.now, self._sample)
@@ -71,10 +68,7 @@ class NodeSeries:
 
     def close(self) -> None:
         self._write(self.sim.now)
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._file.commit()
 
     def abort(self) -> None:
-        self._file.close()
-        if os.path.exists(self._tmp):
-            os.remove(self._tmp)
+        self._file.discard()

@@ -65,14 +65,7 @@ ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
 def build_radio_network(
     sim: Simulator, network: dict, protocol: str, observers: Observers, l2_mtu: int | None = None
 ) -> Network:
-    from iotbench.scenarios.schema import NETWORK
-
-    cfg = typed(NETWORK, network)
-    streams = RngStreams(network["seed"]).stream
-    topology = build_topology(network, streams("topology"))
-    medium, radios = build_radio(sim, cfg, topology, streams, observers)
-    gateway = topology.index(topology.ids("gateway")[0])
-    check_reach(topology, radios)
+    cfg, streams, topology, medium, radios, tree = radio_layout(sim, network, protocol, observers)
     params = MacParams(
         min_be=cfg.mac.min_be,
         max_be=cfg.mac.max_be,
@@ -90,11 +83,6 @@ def build_radio_network(
             else mac.extended_address(i + 1)
         )
         macs.append(CsmaMac(sim, radio, address, sim.rng(f"mac/{radio.name}"), params, observers))
-    tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
-    if protocol == "ndn" or cfg.routing.protocol == "static":
-        check_tree(topology, tree)
-    else:
-        check_connected(topology, radios, gateway)
     rpl_drivers: list[RplDriver] = []
     if protocol == "ndn":
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
@@ -142,15 +130,16 @@ def build_radio_network(
     )
 
 
-def check_network(network: dict, protocol: str) -> None:
-    """Build what decides whether a radio network can work (topology, neighbour
-    lists, routing tree) without simulating it; a TopologyError says why not."""
+def radio_layout(sim: Simulator, network: dict, protocol: str, observers: Observers):
+    """What decides whether a radio network can work: its topology, radios with
+    their neighbour lists, and routing tree, checked (a TopologyError says why
+    not). (typed settings, streams, topology, medium, radios, tree)"""
     from iotbench.scenarios.schema import NETWORK
 
     cfg = typed(NETWORK, network)
     streams = RngStreams(network["seed"]).stream
     topology = build_topology(network, streams("topology"))
-    _, radios = build_radio(Simulator(0), cfg, topology, streams, Observers())
+    medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
     tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
@@ -158,6 +147,12 @@ def check_network(network: dict, protocol: str) -> None:
         check_tree(topology, tree)
     else:
         check_connected(topology, radios, gateway)
+    return cfg, streams, topology, medium, radios, tree
+
+
+def check_network(network: dict, protocol: str) -> None:
+    """Check a radio network without simulating it (see radio_layout)."""
+    radio_layout(Simulator(0), network, protocol, Observers())
 
 
 # --------------------------------------------------------------------- radio
