@@ -7,7 +7,8 @@ A multi-hop 802.15.4 network of N nodes (a grid, or generated office
 buildings side by side) with the gateway in the middle and the static
 routing tree of least ETX; every other node publishes a 32-byte JSON reading
 to the gateway every 60 s (CoAP NON PUT over UDP, IPv6 and 6LoWPAN, from a
-random phase), for M simulated minutes. The radio is the default one (an
+random phase), for M simulated minutes and one more for the last readings to
+arrive (a reading still on its way 60 s after it was sent counts as lost). The radio is the default one (an
 AT86RF231 at +3 dBm, log-distance path loss with exponent 3 and 6 dB
 shadowing); the grid spacing keeps each node's direct neighbours a few
 links away, as a deployment would.
@@ -46,7 +47,7 @@ protocol = "static"
 kind = "publish"
 items = {items}
 interval_s = 60.0
-drain_s = 0.0
+drain_s = 60.0
 resource = "json"
 path = "/r"
 [protocol]
@@ -67,7 +68,7 @@ def scenario_text(nodes: int, minutes: float, layout: str, spacing: float) -> st
         floors = -(-nodes // 72)
         gateway, building = "auto", f"[network.nodes.building]\nfloors = {floors}"
     return SCENARIO.format(
-        sim_s=minutes * 60.0,
+        sim_s=minutes * 60.0 + 60.0,
         layout=layout,
         nodes=nodes,
         spacing=spacing,
