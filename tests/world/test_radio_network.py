@@ -304,3 +304,24 @@ def test_run_series_writes_one_csv_per_radio_run(tmp_path, capsys):
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
     assert "1 executed" in capsys.readouterr().err
     assert len(list((out / "series").glob("*.csv"))) == 1
+
+
+def test_per_node_radio_settings():
+    cfg, seed = config()
+    cfg["network"]["radio"]["nodes"] = {"n4": {"tx_power_dbm": -10.0, "sensitivity_dbm": -90.0}}
+    sim, net = network(cfg, seed)
+    radios = net.parts["radios"]
+    assert radios["n4"].tx_power_dbm == -10.0 and radios["n3"].tx_power_dbm == 3.0
+    # Its own sensitivity, and a CCA threshold 10 dB above it.
+    assert radios["n4"].sensitivity_mw == pytest.approx(1e-9)
+    assert radios["n4"].cca_threshold_mw == pytest.approx(1e-8)
+    cfg["network"]["radio"]["nodes"] = {"zz": {"tx_power_dbm": 0.0}}
+    with pytest.raises(TopologyError, match="unknown node id 'zz'"):
+        network(cfg, seed)
+
+
+def test_per_node_radio_settings_are_validated():
+    with pytest.raises(Exception, match="network.radio.nodes.n1.tx_power: unknown key"):
+        config(extra='\n[network.radio.nodes.n1]\ntx_power = 3.0\n')
+    with pytest.raises(Exception, match="out of range"):
+        config(extra='\n[network.radio.nodes.n1]\ntx_power_dbm = 99.0\n')

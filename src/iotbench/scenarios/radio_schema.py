@@ -160,9 +160,27 @@ ENERGY = Section(
 )
 
 
+NODE_RADIO_KEYS = {"tx_power_dbm": (-40.0, 30.0), "sensitivity_dbm": (-130.0, -40.0)}
+
+
 def _check_radio(radio: dict) -> None:
     if radio["channel"] not in phy.CHANNELS:
         raise Invalid(("channel",), f"{radio['channel']} is not one of 11..26 (2.4 GHz O-QPSK)")
+    for node, values in radio.get("nodes", {}).items():
+        if not isinstance(values, dict):
+            raise Invalid(("nodes", node), "expected a table with tx_power_dbm, sensitivity_dbm")
+        for key, value in values.items():
+            if key not in NODE_RADIO_KEYS:
+                allowed = ", ".join(NODE_RADIO_KEYS)
+                raise Invalid(("nodes", node, key), f"unknown key {key!r}; allowed: {allowed}")
+            low, high = NODE_RADIO_KEYS[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise Invalid(("nodes", node, key), f"expected a number, got {value!r}")
+            if not low <= value <= high:
+                raise Invalid(
+                    ("nodes", node, key),
+                    f"{value:g} is out of range: must be between {low:g} and {high:g}",
+                )
 
 
 RADIO = Section(
@@ -201,6 +219,12 @@ RADIO = Section(
             10.0,
             ge=0,
             le=40,
+        ),
+        "nodes": Field(
+            "table",
+            "Per-node radios: node id -> { tx_power_dbm, sensitivity_dbm } overriding the "
+            "values above, e.g. nodes = { gw = { tx_power_dbm = 0.0 } }.",
+            OPTIONAL,
         ),
         "prr_frame_bytes": Field(
             "int",

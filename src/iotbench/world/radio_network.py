@@ -168,15 +168,23 @@ def build_radio(
     cca = radio_cfg.cca_threshold_dbm
     if cca is None:
         cca = radio_cfg.sensitivity_dbm + 10.0
+    own = radio_cfg.nodes or {}
+    unknown = sorted(set(own) - {n.id for n in topology.nodes})
+    if unknown:
+        raise TopologyError(f"network.radio.nodes: unknown node id {unknown[0]!r}")
     radios = []
     for i, node in enumerate(topology.nodes):
+        mine = own.get(node.id, {})
+        sensitivity = mine.get("sensitivity_dbm", radio_cfg.sensitivity_dbm)
         radio = Radio(
             medium,
             i,
             node.id,
-            tx_power_dbm=radio_cfg.tx_power_dbm,
-            sensitivity_dbm=radio_cfg.sensitivity_dbm,
-            cca_threshold_dbm=cca,
+            tx_power_dbm=mine.get("tx_power_dbm", radio_cfg.tx_power_dbm),
+            sensitivity_dbm=sensitivity,
+            cca_threshold_dbm=cca
+            if radio_cfg.cca_threshold_dbm is not None
+            else sensitivity + 10.0,
             noise_floor_dbm=radio_cfg.noise_floor_dbm,
             energy=RadioEnergy(sim.now, energy),
         )
