@@ -322,6 +322,6 @@ def test_per_node_radio_settings():
 
 def test_per_node_radio_settings_are_validated():
     with pytest.raises(Exception, match="network.radio.nodes.n1.tx_power: unknown key"):
-        config(extra='\n[network.radio.nodes.n1]\ntx_power = 3.0\n')
+        config(extra="\n[network.radio.nodes.n1]\ntx_power = 3.0\n")
     with pytest.raises(Exception, match="out of range"):
-        config(extra='\n[network.radio.nodes.n1]\ntx_power_dbm = 99.0\n')
+        config(extra="\n[network.radio.nodes.n1]\ntx_power_dbm = 99.0\n")
