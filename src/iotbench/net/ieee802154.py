@@ -63,11 +63,6 @@ def header_length(dst: bytes, src_len: int = 8) -> int:
     return 3 + 2 + len(dst) + src_len
 
 
-def airtime_s(frame_bytes: int, rate_bps: float = 250_000.0) -> float:
-    """Time on the air of a frame of `frame_bytes` (PHY header included)."""
-    return (frame_bytes + PHY_OVERHEAD_BYTES) * 8 / rate_bps
-
-
 @dataclass(frozen=True, slots=True)
 class Frame:
     """A data frame. `dst` and `src` are 2-byte short or 8-byte extended addresses."""

@@ -167,9 +167,6 @@ class Radio:
             self.power.change(self.state, state, now)
             self.state = state
 
-    def listening(self, now: float) -> bool:
-        return self.state == LISTEN and now >= self.deaf_until
-
     # ------------------------------------------------------------ signals arriving
 
     def _integrate(self, now: float) -> None:
@@ -297,7 +294,7 @@ class RadioMedium:
         """Put `pkt` (an 802.15.4 frame) on the air now; `done(tx, delivered)` at its end."""
         sim = self.sim
         now = sim.now
-        end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S
+        end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S  # phy.frame_airtime_s
         tx = Transmission(radio, pkt, dst, now, end)
         radio.set_state(TX, now)
         pkt.medium = self

@@ -124,11 +124,3 @@ def connect(
         own.sort()
         radio.neighbours = [(radios[j], phy.dbm_to_mw(dbm), pair) for j, dbm, pair in own]
     return pairs
-
-
-def mean_rx_dbm(sender: Radio, receiver: Radio) -> float | None:
-    """The mean power `receiver` gets from `sender`, or None when out of reach."""
-    for radio, mw, _pair in sender.neighbours:
-        if radio is receiver:
-            return phy.mw_to_dbm(mw)
-    return None

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import math
 
+from iotbench.net.ieee802154 import MAX_FRAME_BYTES, PHY_OVERHEAD_BYTES
+
 SYMBOL_S = 16e-6
 RATE_BPS = 250_000
 BYTE_S = 8 / RATE_BPS  # 32 us
-PHY_HEADER_BYTES = 6  # preamble 4, SFD 1, PHY header 1
-MAX_PSDU_BYTES = 127  # aMaxPHYPacketSize
+PHY_HEADER_BYTES = PHY_OVERHEAD_BYTES  # preamble 4, SFD 1, PHY header 1
+MAX_PSDU_BYTES = MAX_FRAME_BYTES  # aMaxPHYPacketSize
 TURNAROUND_S = 12 * SYMBOL_S  # aTurnaroundTime: RX <-> TX
 CCA_S = 8 * SYMBOL_S  # CCA detection time
 UNIT_BACKOFF_S = 20 * SYMBOL_S  # aUnitBackoffPeriod

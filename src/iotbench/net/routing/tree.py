@@ -48,15 +48,6 @@ class Tree:
             path.append(self.parent[path[-1]])
         return path
 
-    def descendants(self, i: int) -> list[int]:
-        kids = self.children()
-        out, stack = [], list(kids[i])
-        while stack:
-            j = stack.pop()
-            out.append(j)
-            stack.extend(kids[j])
-        return sorted(out)
-
     def depth(self) -> int:
         return max(self.hops)
 

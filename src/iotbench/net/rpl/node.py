@@ -190,10 +190,6 @@ class RplNode:
         route = self._routes.get(dst)
         return route.next_hop if route is not None else None
 
-    def neighbour_etx(self, neighbour: bytes) -> float | None:
-        n = self._neighbours.get(neighbour)
-        return n.etx if n is not None else None
-
     def events(self) -> list[object]:
         events, self._events = self._events, []
         return events
