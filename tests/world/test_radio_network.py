@@ -274,6 +274,7 @@ def test_series_of_energy_and_counters_per_node(tmp_path):
     cfg, seed = config(**{"network.radio.series_interval_s": 0.05})
     path = tmp_path / "series.csv"
     m = run_one(cfg, seed, series_path=str(path))
+    assert m == run_one(cfg, seed)  # the series only reads the run
     lines = path.read_text().splitlines()
     assert lines[0].startswith("time_s,node,energy_j,tx_s")
     rows = [line.split(",") for line in lines[1:]]

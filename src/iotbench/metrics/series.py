@@ -45,9 +45,11 @@ class NodeSeries:
         self._file = OutFile(path, "w")
         self._file.write(",".join(COLUMNS) + "\n")
         self._last = -1.0
+        self.events = 0  # kernel events of its own, which the run's metrics leave out
         sim.at(sim.now, self._sample)
 
     def _sample(self) -> None:
+        self.events += 1
         self._write(self.sim.now)
         self.sim.schedule(self.interval_s, self._sample)
 
