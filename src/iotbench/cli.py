@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--series",
         action="store_true",
         help="radio networks: write OUT/series/<run-key>.csv per run, each node's energy "
-        "and MAC counters every network.radio.series_interval_s",
+        "and MAC/PHY counters every network.radio.series_interval_s, and "
+        "<run-key>.links.csv, the MAC counters per link",
     )
     p.add_argument(
         "--json",

@@ -289,6 +289,14 @@ def test_series_of_energy_and_counters_per_node(tmp_path):
     assert len(last) == 5
     assert sum(float(r[2]) for r in last) == pytest.approx(m["energy_j_total"])
     assert sum(int(r[6]) for r in last) == m["mac_frames"]
+    assert sum(int(r[-1]) for r in last) == m["phy_collisions"]
+    # Per link: who sent unicast frames to whom, and their fate.
+    links = (tmp_path / "series.links.csv").read_text().splitlines()
+    assert links[0] == "node,neighbour,frames,retries,acked,no_ack,channel_access_failures"
+    rows = [line.split(",") for line in links[1:]]
+    assert rows and all(r[0] in nodes and r[1] in nodes and r[0] != r[1] for r in rows)
+    assert sum(int(r[2]) for r in rows) <= m["mac_frames"] - m["mac_broadcasts"]
+    assert sum(int(r[3]) for r in rows) == m["mac_retries"]
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -299,12 +307,13 @@ def test_run_series_writes_one_csv_per_radio_run(tmp_path, capsys):
     scenario.write_text(BASE.format(protocol="coap"))
     out = tmp_path / "out"
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
-    (csv,) = (out / "series").glob("*.csv")
+    (links,) = (out / "series").glob("*.links.csv")
+    (csv,) = set((out / "series").glob("*.csv")) - {links}
     assert csv.read_text().startswith("time_s,node,energy_j")
     csv.unlink()  # a missing series makes the run run again
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
     assert "1 executed" in capsys.readouterr().err
-    assert len(list((out / "series").glob("*.csv"))) == 1
+    assert len(list((out / "series").glob("*.csv"))) == 2
 
 
 def test_per_node_radio_settings():

@@ -6,12 +6,20 @@ node and sample as it goes, so the series costs no memory that grows with
 the run. Columns:
 
     time_s, node, energy_j, tx_s, rx_s, listen_s, frames, retries, cca_busy,
-    channel_access_failures, no_ack, queue_drops
+    channel_access_failures, no_ack, queue_drops, phy_received, phy_corrupted,
+    phy_collisions
 
-Energy and the times in each radio state (net/radio/energy.py) and the MAC's
-counters (net/mac/csma.py) are running totals since t = 0: the difference of
-two rows is what happened in between. The file appears under its name only
-when the run finished (`close`); a failed run leaves none (`abort`).
+Energy and the times in each radio state (net/radio/energy.py), the MAC's
+counters (net/mac/csma.py) and the receiver's (net/radio/medium.py) are
+running totals since t = 0: the difference of two rows is what happened in
+between.
+
+Beside it, `<name>.links.csv` holds one row per link (a node and a neighbour
+it sent unicast frames to) when the run ends: `node, neighbour, frames,
+retries, acked, no_ack, channel_access_failures`.
+
+The files appear under their names only when the run finished (`close`); a
+failed run leaves none (`abort`).
 """
 
 from __future__ import annotations
@@ -32,6 +40,18 @@ COLUMNS = (
     "channel_access_failures",
     "no_ack",
     "queue_drops",
+    "phy_received",
+    "phy_corrupted",
+    "phy_collisions",
+)
+LINK_COLUMNS = (
+    "node",
+    "neighbour",
+    "frames",
+    "retries",
+    "acked",
+    "no_ack",
+    "channel_access_failures",
 )
 _LISTEN, _RX, _TX = 2, 3, 4  # radio states (net/radio/medium.py)
 
@@ -44,6 +64,7 @@ class NodeSeries:
         self.interval_s = interval_s
         self._file = OutFile(path, "w")
         self._file.write(",".join(COLUMNS) + "\n")
+        self._links_path = links_path(path)
         self._last = -1.0
         self.events = 0  # kernel events of its own, which the run's metrics leave out
         sim.at(sim.now, self._sample)
@@ -61,16 +82,38 @@ class NodeSeries:
         for radio, m in zip(self.radios, self.macs, strict=True):
             times = radio.power.times_s(now)
             c = m.counters
+            r = radio.counters
             rows.append(
                 f"{now:.6f},{radio.name},{radio.power.joules(now):.9f},{times[_TX]:.6f},"
                 f"{times[_RX]:.6f},{times[_LISTEN]:.6f},{c.frames},{c.retries},{c.cca_busy},"
-                f"{c.channel_access_failures},{c.no_ack},{c.queue_drops}\n"
+                f"{c.channel_access_failures},{c.no_ack},{c.queue_drops},"
+                f"{r.received},{r.corrupted},{r.collisions}\n"
             )
         self._file.write("".join(rows))
 
+    def _write_links(self) -> OutFile:
+        names = {m.address: radio.name for radio, m in zip(self.radios, self.macs, strict=True)}
+        out = OutFile(self._links_path, "w")
+        out.write(",".join(LINK_COLUMNS) + "\n")
+        for radio, m in zip(self.radios, self.macs, strict=True):
+            for address, k in sorted(m.links.items(), key=lambda item: names.get(item[0], "")):
+                out.write(
+                    f"{radio.name},{names.get(address, address.hex())},{k.frames},{k.retries},"
+                    f"{k.acked},{k.no_ack},{k.channel_access_failures}\n"
+                )
+        return out
+
     def close(self) -> None:
         self._write(self.sim.now)
+        # The links first: a run counts as done when its node series exists.
+        self._write_links().commit()
         self._file.commit()
 
     def abort(self) -> None:
         self._file.discard()
+
+
+def links_path(series_path: str) -> str:
+    """Where the per-link table of the series at `series_path` goes."""
+    base = series_path[:-4] if series_path.endswith(".csv") else series_path
+    return base + ".links.csv"
