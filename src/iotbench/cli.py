@@ -10,13 +10,14 @@ import argparse
 import importlib
 import json
 import math
+import os
+import select
 import sys
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table
 
 from iotbench import __version__
@@ -30,11 +31,14 @@ from iotbench.scenarios import (
     parse_filter,
     parse_override,
 )
+from iotbench.terminal import console
 
 if TYPE_CHECKING:
     from iotbench.runner import RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+# What a shell reports for a Unix tool that SIGPIPE ended (128 + 13).
+EXIT_BROKEN_PIPE = 141
 # servers `serve` runs on real sockets
 SERVE_PROTOCOLS = ("coap", "http", "mqtt", "mqttsn-gateway", "ndn")
 CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
@@ -538,6 +542,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Plain print: one unwrapped line, whatever the terminal width.
         print(f"iotbench: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        # The reader of our output went away (`| head -1`): stop quietly, as Unix
+        # tools do. The store stays consistent: a run is stored before it is printed.
+        if not _output_closed():
+            raise  # a socket's, not our output's: a real error
+        _discard_output()
+        return EXIT_BROKEN_PIPE
+
+
+def _output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has gone."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(mask & select.POLLERR for _, mask in poller.poll(0)):
+            return True
+    return False
+
+
+def _discard_output() -> None:
+    # Python flushes stdout at exit; into a closed pipe that is one more
+    # BrokenPipeError and a message on stderr. Point both at /dev/null instead.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass
 
 
 # --- commands -----------------------------------------------------------------
@@ -551,7 +587,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         scenario = load_scenario(name)
         runs = len(expand(scenario))
         table.add_row(name, scenario.study or "", str(runs), scenario.description)
-    Console().print(table)
+    console().print(table)
     return EXIT_OK
 
 
@@ -567,7 +603,7 @@ def _select(args: argparse.Namespace) -> tuple[Scenario, list[Run]]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     scenario, runs = _select(args)
-    console = Console()
+    out = console()
     sys.stdout.write(scenario.text if scenario.text.endswith("\n") else scenario.text + "\n")
     sys.stdout.flush()
     axes = [axis.name for axis in scenario.axes]
@@ -577,8 +613,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for i, run in enumerate(runs, start=1):
         cells = [str(run.params[a]) for a in axes]
         table.add_row(str(i), *cells, str(run.repetition), str(run.seed), run.key)
-    console.print()
-    console.print(table)
+    out.print()
+    out.print(table)
     return EXIT_OK
 
 
@@ -591,8 +627,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario, runs = _select(args)
     check_networks((run.config for run in runs), scenario.label)
     out = args.out or Path("results") / scenario.name
-    err = Console(stderr=True)
-    tables = err if args.json else Console()
+    err = console(stderr=True)
+    tables = err if args.json else console()
     finished = 0
 
     def on_result(result: RunResult) -> None:
@@ -625,7 +661,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     pairs = [(r.run.params, r.metrics) for r in result.results]
     if pairs:
         tables.print(
-            rich_table(summarize(pairs, axes, scenario.report["metrics"]), title=scenario.name)
+            rich_table(
+                summarize(pairs, axes, scenario.report["metrics"]),
+                title=scenario.name,
+                fit=tables.is_terminal,
+            )
         )
     err.print(
         f"{len(runs)} runs: {result.executed} executed, {result.skipped} already stored, "
@@ -685,8 +725,8 @@ def cmd_topology(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from iotbench.report import build_report
 
-    index = build_report(args.dir, Console())
-    Console(stderr=True).print(f"wrote {index}", highlight=False)
+    index = build_report(args.dir, console())
+    console(stderr=True).print(f"wrote {index}", highlight=False)
     if args.open:
         webbrowser.open(index.resolve().as_uri())
     return EXIT_OK

@@ -349,8 +349,9 @@ def main(seconds: float, as_json: bool) -> int:
     """`iotbench bench ndn-api`: a rich table, or one JSON object per operation."""
     import json
 
-    from rich.console import Console
     from rich.table import Table
+
+    from iotbench.terminal import console
 
     if as_json:
         for op in operations():
@@ -358,7 +359,7 @@ def main(seconds: float, as_json: bool) -> int:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
         return 0
-    err = Console(stderr=True)
+    err = console(stderr=True)
     with err.status("measuring") as status:
         results = run(seconds, lambda op: status.update(f"measuring {op.name}"))
     python = ".".join(map(str, sys.version_info[:3]))
@@ -382,5 +383,5 @@ def main(seconds: float, as_json: bool) -> int:
             f"{r.theirs_per_s:,.0f}",
             f"{r.ratio:.2f}",
         )
-    Console().print(table)
+    console().print(table)
     return 0

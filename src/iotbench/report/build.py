@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from iotbench import terminal
 from iotbench.report import html
 from iotbench.report.plots import plot
 from iotbench.report.tables import html_rows, html_table, rich_table, runs_rows, summarize
@@ -20,7 +21,7 @@ REPORT_DIR = "report"
 def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
     """Write DIR/report/ (PNGs + index.html), print the tables; return the index path."""
     out = Path(out_dir)
-    console = console or Console()
+    console = console or terminal.console()
     with ResultStore(out, read_only=True) as store:
         scenarios = store.scenarios()
         runs = {s.name: store.runs(scenario=s.name) for s in scenarios}
@@ -45,7 +46,8 @@ def _section(
     pairs = [(r.params, r.metrics) for r in runs]
     summary = summarize(pairs, scenario.axes, scenario.report.get("metrics", []))
     everything = summarize(pairs, scenario.axes)
-    console.print(rich_table(summary, title=f"{scenario.name}: {scenario.description}"))
+    title = f"{scenario.name}: {scenario.description}"
+    console.print(rich_table(summary, title=title, fit=console.is_terminal))
     ordered = _in_axis_order(runs, scenario.axes)
     header, rows = runs_rows(ordered, everything.axes, summary.metrics)
     all_header, all_rows = runs_rows(ordered, everything.axes, everything.metrics)

@@ -117,7 +117,9 @@ def stacked(name: str) -> str:
 UNITS = {"s", "ms", "bps"}
 
 
-def rich_table(summary: Summary, title: str | None = None) -> Table:
+def rich_table(summary: Summary, title: str | None = None, fit: bool = True) -> Table:
+    """`fit`: stack long metric names so that the table fits a terminal; off for
+    output to a pipe or file, where every header stays on one line."""
     header, rows = cells(summary)
     table = Table(
         title=title,
@@ -132,7 +134,7 @@ def rich_table(summary: Summary, title: str | None = None) -> Table:
         # underscores instead, so that a wide table still fits the terminal.
         widest = max((len(row[i]) for row in rows), default=1)
         table.add_column(
-            stacked(name),
+            stacked(name) if fit else name,
             justify="left" if i < n_axes else "right",
             overflow="fold",
             min_width=widest,

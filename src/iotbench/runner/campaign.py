@@ -22,6 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from iotbench import terminal
 from iotbench.runner import execute
 from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
 from iotbench.runner.store import ResultStore, StoreError
@@ -90,7 +91,7 @@ def run_campaign(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    console = console or Console(stderr=True)
+    console = console or terminal.console(stderr=True)
     result = CampaignResult(out)
     with ResultStore(out) as store:
         _refuse_conflicts(store, runs)
