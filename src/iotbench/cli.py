@@ -280,7 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="send one request (or publish/subscribe) over a real socket",
         description="Send one request with the simulator's protocol stack over a real socket.\n"
         "The payload goes to stdout, the response code and timing to stderr; the exit\n"
-        "status is 0 for a 2.xx response and 1 otherwise.\n\n"
+        "status is 0 for a 2.xx response and 1 otherwise. --observe N shows every\n"
+        "reading (the registration's response, then N notifications) and one summary.\n"
+        "Where nothing listens (the OS reports port or host unreachable, or refuses\n"
+        "the connection), every client fails at once and says so.\n\n"
         "MQTT-SN works the same way with mqttsn://host[:port]/topic URIs (UDP port 1883)\n"
         "through a gateway; --topic-id N uses a predefined topic id, --qos -1 publishes\n"
         "without a connection (predefined topics only).\n\n"

@@ -90,11 +90,24 @@ def test_no_gateway_is_a_failure_not_a_traceback(capsys):
         code, _, err = run_cli(
             capsys, "client", "mqttsn", "pub", f"mqttsn://127.0.0.1:{port}/a", "--timeout", "1"
         )
-    assert (
-        code == 1
-        and "iotbench: timeout: no CONNACK from the gateway" in err
-        and "Traceback" not in err
-    )
+    # One line that says what happened, and nothing else.
+    assert code == 1 and "Traceback" not in err
+    assert err.splitlines() == [
+        f"iotbench: published 0 of 1 message(s), QoS 0: timeout: no CONNACK from the gateway "
+        f"at 127.0.0.1:{port}"
+    ]
+
+
+def test_nothing_listening_fails_at_once(capsys):
+    port = _free_port(socket.SOCK_DGRAM)
+    for action in ("pub", "sub"):
+        code, _, err = run_cli(
+            capsys, "client", "mqttsn", action, f"mqttsn://127.0.0.1:{port}/a", "--timeout", "60"
+        )
+        verb = "published 0 of 1" if action == "pub" else "received 0"
+        assert code == 1
+        assert err.strip().startswith(f"iotbench: {verb} message(s)")
+        assert err.strip().endswith(f"127.0.0.1 port {port} is unreachable: Connection refused")
 
 
 def _free_port(kind: int) -> int:

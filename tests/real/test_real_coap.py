@@ -96,6 +96,17 @@ def test_no_server_gives_up_after_the_timeout():
         assert received == 3  # the request and MAX_RETRANSMIT = 2 retransmissions
 
 
+def test_nothing_listening_fails_at_once():
+    # The OS answers with ICMP port unreachable: the client ends then, not after
+    # MAX_TRANSMIT_WAIT (93 s by default), and says why.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = asyncio.run(coap_request(f"coap://127.0.0.1:{port}/x"))
+    assert result.response is None and result.transmissions == 0
+    assert result.failure == f"127.0.0.1 port {port} is unreachable: Connection refused"
+
+
 @pytest.mark.parametrize(
     ("uri", "method", "message"),
     [

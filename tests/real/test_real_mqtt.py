@@ -135,8 +135,10 @@ def test_client_errors():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connections are refused
-        with pytest.raises(RealModeError, match="cannot connect"):
-            asyncio.run(mqtt_publish(f"mqtt://127.0.0.1:{port}/a", b"", timeout_s=5))
+        result = asyncio.run(mqtt_publish(f"mqtt://127.0.0.1:{port}/a", b"", timeout_s=5))
+        assert result.failure == f"127.0.0.1 port {port} is unreachable: Connection refused"
+    with pytest.raises(RealModeError, match="cannot resolve host"):
+        asyncio.run(mqtt_publish("mqtt://no-such-host.invalid/a", b"", timeout_s=5))
     with pytest.raises(RealModeError, match="wildcards"):
         asyncio.run(mqtt_publish("mqtt://127.0.0.1/a/+", b""))
     with pytest.raises(RealModeError, match="not a valid topic filter"):

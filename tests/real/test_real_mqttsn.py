@@ -164,6 +164,18 @@ def test_no_gateway_times_out():
     )
 
 
+def test_nothing_listening_fails_at_once():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for work in (
+        mqttsn_publish("127.0.0.1", port, "s/t", b"x", qos=1),
+        mqttsn_subscribe("127.0.0.1", port, "s/#", count=1),
+    ):
+        result = asyncio.run(work)  # no timeout: only the ICMP error can end it
+        assert result.failure == f"127.0.0.1 port {port} is unreachable: Connection refused"
+
+
 def test_user_errors():
     with pytest.raises(RealModeError):
         asyncio.run(mqttsn_publish("127.0.0.1", 1, "s/t", b"x", qos=-1))  # needs an id

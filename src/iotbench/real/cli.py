@@ -185,16 +185,29 @@ def client(args: argparse.Namespace) -> int:
         print(f"iotbench: no response ({result.failure})", file=sys.stderr)
         return EXIT_FAILED
     msg = result.response
-    print(
-        f"{describe(msg)}; rtt {1000 * result.rtt_s:.1f} ms, "
-        f"{result.transmissions} transmission(s)",
-        file=sys.stderr,
-    )
+    timing = f"rtt {1000 * result.rtt_s:.1f} ms, {result.transmissions} transmission(s)"
     if not args.observe:
+        print(f"{describe(msg)}; {timing}", file=sys.stderr)
         _print_payload(msg)
-    elif result.notifications:
-        print(f"{len(result.notifications)} notification(s)", file=sys.stderr)
-    return EXIT_OK if result.ok else EXIT_FAILED
+        return EXIT_OK if result.ok else EXIT_FAILED
+    # Observing: every reading was shown as it came (`show`); now one summary.
+    print(observe_summary(args.observe, result, timing), file=sys.stderr)
+    ok = result.ok and msg.observe is not None and len(result.notifications) >= args.observe
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def observe_summary(wanted: int, result, timing: str) -> str:
+    """ "4 readings: the registration's response and 3 notification(s); rtt ..." or why not."""
+    msg, got = result.response, len(result.notifications)
+    if not result.ok:
+        return f"iotbench: the registration was answered {describe(msg)}; {timing}"
+    if msg.observe is None:
+        return f"iotbench: the server answered without Observe: not observable; {timing}"
+    readings = f"{got + 1} readings: the registration's response and {got} notification(s)"
+    if got < wanted:
+        why = result.failure or "the server ended the observation"
+        return f"iotbench: {readings} of {wanted} ({why}); registration {timing}"
+    return f"{readings}; registration {timing}"
 
 
 def _mqtt_cli():

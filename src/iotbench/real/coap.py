@@ -24,7 +24,7 @@ from iotbench.proto.coap.events import NotificationReceived, RequestFailed, Resp
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
 from iotbench.proto.coap.uri import CoapUriError, parse_coap_uri
-from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver
+from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver, unreachable
 
 #: How long a client waits for the answer to its Observe deregistration.
 DEREGISTER_WAIT_S = 2.0
@@ -76,7 +76,7 @@ class CoapResult:
     """What one client exchange produced."""
 
     response: Message | None = None
-    failure: str | None = None  # "timeout", "reset", "max-retransmit"
+    failure: str | None = None  # "timeout", "reset", "max-retransmit", or unreachable
     rtt_s: float | None = None
     transmissions: int = 0
     notifications: list[Message] = field(default_factory=list)
@@ -166,8 +166,13 @@ async def coap_request(
             result.failure = event.reason
             done.set()
 
-    bind = ("::", 0) if family == socket.AF_INET6 else ("0.0.0.0", 0)
-    driver = await open_datagram_driver(endpoint, on_event, local_addr=bind, family=family)
+    def on_error(exc: OSError) -> None:
+        result.failure = unreachable((address, port), exc)
+        done.set()
+
+    driver = await open_datagram_driver(
+        endpoint, on_event, remote_addr=(address, port), family=family, on_error=on_error
+    )
     try:
         ids["request"] = endpoint.request(
             driver.now(),

@@ -38,10 +38,17 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     event handler raises is logged and dropped.
     """
 
-    def __init__(self, stack, on_event: Callable[[object], None] | None = None) -> None:
+    def __init__(
+        self,
+        stack,
+        on_event: Callable[[object], None] | None = None,
+        on_error: Callable[[OSError], None] | None = None,
+    ) -> None:
         self.stack = stack
         self.on_event = on_event or (lambda event: None)
+        self.on_error = on_error
         self.transport: asyncio.DatagramTransport | None = None
+        self.peer: tuple | None = None  # the one peer of a connected socket
         self.loop: asyncio.AbstractEventLoop | None = None
         self._timer: LoopTimer | None = None
         self.closed = asyncio.Event()
@@ -50,6 +57,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self.transport = transport
+        self.peer = transport.get_extra_info("peername")
         self.loop = asyncio.get_running_loop()
         self._timer = LoopTimer(self.loop, self._on_timer)
 
@@ -59,9 +67,13 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         self.pump()
 
     def error_received(self, exc: Exception) -> None:
-        # E.g. ICMP port unreachable after sending to a closed port: the stack's
-        # own timers decide what happens to that exchange.
+        # An ICMP error (port or host unreachable) for what we sent. The kernel
+        # reports it only on a connected socket: a client's (open_datagram_driver
+        # with remote_addr), whose `on_error` ends the exchange at once. A server
+        # leaves it to the stack's own timers.
         log.debug("socket error: %s", exc)
+        if self.on_error is not None and isinstance(exc, OSError):
+            self.on_error(exc)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
@@ -83,7 +95,9 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         self._timer.arm(drain(self.stack, self._send, self._deliver))
 
     def _send(self, data: bytes, addr: Hashable) -> None:
-        self.transport.sendto(data, addr)
+        # A connected socket (a client's) has one peer, whatever spelling of its
+        # address the stack uses, and takes no address.
+        self.transport.sendto(data, None if self.peer is not None else addr)
 
     def _deliver(self, event: object) -> None:
         try:
@@ -105,11 +119,25 @@ async def open_datagram_driver(
     on_event: Callable[[object], None] | None = None,
     *,
     local_addr: tuple[str, int] | None = None,
+    remote_addr: tuple[str, int] | None = None,
     family: int = 0,
+    on_error: Callable[[OSError], None] | None = None,
 ) -> AsyncDatagramDriver:
-    """Bind a UDP socket (port 0: any free port) and attach `stack` to it."""
+    """Bind a UDP socket (port 0: any free port) and attach `stack` to it.
+
+    A client gives `remote_addr`, its one peer: the socket is connected, so the
+    kernel reports ICMP errors for it (connection refused, host unreachable),
+    which reach `on_error`; an unconnected socket never learns of them."""
     loop = asyncio.get_running_loop()
     _, driver = await loop.create_datagram_endpoint(
-        lambda: AsyncDatagramDriver(stack, on_event), local_addr=local_addr, family=family
+        lambda: AsyncDatagramDriver(stack, on_event, on_error),
+        local_addr=local_addr,
+        remote_addr=remote_addr,
+        family=family,
     )
     return driver
+
+
+def unreachable(peer: tuple, exc: OSError) -> str:
+    """ "127.0.0.1 port 1 is unreachable: Connection refused" for a client's failure."""
+    return f"{peer[0]} port {peer[1]} is unreachable: {exc.strerror or exc}"

@@ -36,7 +36,7 @@ from iotbench.proto.mqtt.events import (
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.proto.mqtt.topics import is_valid_filter, is_valid_topic
 from iotbench.real.coap import RealModeError
-from iotbench.real.driver import serve_until_cancelled
+from iotbench.real.driver import serve_until_cancelled, unreachable
 from iotbench.real.stream import (
     StreamClientDriver,
     StreamServerDriver,
@@ -138,14 +138,15 @@ class _Session:
                 open_stream_client(self.client, target.host, target.port, self.queue.put_nowait),
                 _left(deadline),
             )
-        except (OSError, TimeoutError) as exc:
-            errno = getattr(exc, "errno", None)
-            if isinstance(exc, socket.gaierror) or not errno or errno < 0:
-                reason = getattr(exc, "strerror", None) or str(exc) or "timeout"
-            else:  # asyncio's text repeats the address; the errno's name is clearer
-                reason = os.strerror(errno)
-            message = f"cannot connect to {target.host} port {target.port}: {reason}"
-            raise RealModeError(message) from None
+        except socket.gaierror as exc:  # a host name that does not resolve: the user's
+            raise RealModeError(f"cannot resolve host {target.host!r}: {exc.strerror}") from None
+        except TimeoutError:
+            return f"cannot connect to {target.host} port {target.port}: timeout"
+        except OSError as exc:  # refused, host or network unreachable: a failure, at once
+            errno = exc.errno if exc.errno and exc.errno > 0 else None
+            # asyncio's text repeats the address; the errno's name is clearer
+            exc = OSError(errno, os.strerror(errno)) if errno else exc
+            return unreachable((target.host, target.port), exc)
         self.client.connect(self.driver.now())
         self.driver.pump()
         while True:

@@ -82,14 +82,23 @@ def run_pub_sub(action: str, qos: int, count: int | None, work: Coroutine) -> in
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
         return EXIT_OK if action == "sub" and not count else EXIT_FAILED
+    print(summary(action, qos, count, result), file=sys.stderr)
+    return EXIT_OK if result.failure is None else EXIT_FAILED
+
+
+def summary(action: str, qos: int, count: int | None, result) -> str:
+    """One line that says what happened: "published 3 message(s), QoS 1", or on a
+    failure "iotbench: published 0 of 1 message(s), QoS 1: timeout: no CONNACK ..."."""
     if action == "pub":
-        print(f"published {result.published} message(s), QoS {qos}", file=sys.stderr)
+        done, wanted, what = result.published, count or 1, f"message(s), QoS {qos}"
+        verb = "published"
     else:
-        print(f"received {len(result.messages)} message(s)", file=sys.stderr)
-    if result.failure is not None:
-        print(f"iotbench: {result.failure}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+        done, wanted, what = len(result.messages), count, "message(s)"
+        verb = "received"
+    if result.failure is None:
+        return f"{verb} {done} {what}"
+    of = f" of {wanted}" if wanted else ""
+    return f"iotbench: {verb} {done}{of} {what}: {result.failure}"
 
 
 def _show(msg: MessageReceived) -> None:

@@ -39,7 +39,12 @@ from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
 from iotbench.proto.sansio import drain_with
 from iotbench.real.coap import RealModeError
-from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver, serve_until_cancelled
+from iotbench.real.driver import (
+    AsyncDatagramDriver,
+    open_datagram_driver,
+    serve_until_cancelled,
+    unreachable,
+)
 from iotbench.real.stream import DEFAULT_MAX_WRITE_BUFFER_BYTES
 
 log = logging.getLogger("iotbench.real")
@@ -271,7 +276,16 @@ def _return_code(code: int) -> str:
     return _RETURN_CODES.get(code, f"rejected: return code {code}")
 
 
+@dataclass
+class Unreachable:
+    """The operating system reported an ICMP error for the gateway's address."""
+
+    message: str
+
+
 def _failure(event: object) -> str | None:
+    if isinstance(event, Unreachable):
+        return event.message
     if isinstance(event, ConnectionRefused):
         return f"connection {_return_code(event.return_code)}"
     if isinstance(event, RequestFailed):
@@ -304,6 +318,7 @@ class _Session:
         self.queue: asyncio.Queue[object] = asyncio.Queue()
         self.driver: AsyncDatagramDriver | None = None
         self.gateway: tuple[str, int] | None = None
+        self.gone = False  # the OS said the gateway is unreachable
 
     async def open(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
@@ -313,10 +328,17 @@ class _Session:
             raise RealModeError(f"cannot resolve {host}: {exc.strerror or exc}") from None
         family, _, _, _, sockaddr = infos[0]
         self.gateway = (sockaddr[0], sockaddr[1])
-        any_addr = "::" if family == socket.AF_INET6 else "0.0.0.0"
         self.driver = await open_datagram_driver(
-            self.client, self.queue.put_nowait, local_addr=(any_addr, 0), family=family
+            self.client,
+            self.queue.put_nowait,
+            remote_addr=self.gateway,
+            family=family,
+            on_error=self._unreachable,
         )
+
+    def _unreachable(self, exc: OSError) -> None:
+        self.gone = True
+        self.queue.put_nowait(Unreachable(unreachable(self.gateway, exc)))
 
     async def next(self, deadline: float | None) -> object | None:
         """The next event, or None at the deadline."""
@@ -349,7 +371,7 @@ class _Session:
         driver = self.driver
         if driver is None:
             return
-        if self.client.state not in ("disconnected", "disconnecting"):
+        if not self.gone and self.client.state not in ("disconnected", "disconnecting"):
             self.client.disconnect(driver.now())
             driver.pump()
             try:
