@@ -193,7 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a protocol server on a real socket",
         description="Serve the sensor resources with the simulator's protocol stack on a real\n"
         "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
-        "/.well-known/core. HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
+        "/.well-known/core; at most 16 observations per client and 1,000 per resource,\n"
+        "every 5th notification confirmable, and an observer that is gone (no ACK, a\n"
+        "reset, or the OS's port unreachable) is dropped (RFC 7641 4.5).\n"
+        "HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
         "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
         "MQTT-SN gateway: a transparent MQTT-SN 1.2 gateway on UDP for an MQTT broker\n"
         "(--broker), one MQTT connection per MQTT-SN client.\n"

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from iotbench.proto.coap.codec import Code, Message, Type, encode
+from iotbench.proto.coap.codec import Code, Message, Type, decode, encode
 from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
 
@@ -76,6 +76,67 @@ def test_server_survives_garbage_and_a_flood():
     after, stats = asyncio.run(main())
     assert after.ok
     assert stats.decode_errors > 0 and stats.internal_errors == 0
+
+
+def _registration(mid: int, token: bytes) -> bytes:
+    req = Message.request(Type.CON, Code.GET, mid, token, "/voltage")
+    req.observe = 0
+    return encode(req)
+
+
+def test_observers_that_are_gone_end_with_the_icmp_error():
+    # Clients register and close their sockets: the first notification to each
+    # draws an ICMP port unreachable, which ends its observations (RFC 7641 4.5)
+    # instead of notifying a closed port forever.
+    def register_and_leave(port: int) -> None:
+        for i in range(20):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(5)
+                for k in range(2):
+                    s.sendto(_registration(100 * i + k, bytes([i, k])), ("127.0.0.1", port))
+                    s.recvfrom(2048)  # the registration's answer
+
+    async def main():
+        task, driver, port = await start_server(observe_interval_s=0.05)
+        endpoint = driver.stack
+        try:
+            await asyncio.to_thread(register_and_leave, port)
+            registered = endpoint.observers("/voltage")
+            for _ in range(100):  # until the notifications have gone out and bounced
+                await asyncio.sleep(0.05)
+                if endpoint.observers("/voltage") == 0:
+                    break
+            return registered, endpoint.observers("/voltage"), endpoint.stats
+        finally:
+            await stop_server(task)
+
+    registered, left, stats = asyncio.run(main())
+    assert registered == 40 and left == 0
+    assert stats.observers_unreachable == 40
+
+
+def test_observers_per_client_are_bounded():
+    async def main():
+        task, _, port = await start_server()
+
+        def register(port: int) -> list[Message]:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.settimeout(5)
+                answers = []
+                for k in range(20):
+                    s.sendto(_registration(k, bytes([k])), ("127.0.0.1", port))
+                    answers.append(decode(s.recvfrom(2048)[0]))
+                return answers
+
+        try:
+            return await asyncio.to_thread(register, port)
+        finally:
+            await stop_server(task)
+
+    answers = asyncio.run(main())
+    # 16 observations per client endpoint; past that a plain answer without Observe.
+    assert [a.observe is not None for a in answers] == [True] * 16 + [False] * 4
+    assert all(a.code == Code.CONTENT for a in answers)
 
 
 def test_no_server_gives_up_after_the_timeout():

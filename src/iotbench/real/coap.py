@@ -24,12 +24,24 @@ from iotbench.proto.coap.events import NotificationReceived, RequestFailed, Resp
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
 from iotbench.proto.coap.uri import CoapUriError, parse_coap_uri
-from iotbench.real.driver import AsyncDatagramDriver, open_datagram_driver, unreachable
+from iotbench.real.driver import (
+    AsyncDatagramDriver,
+    open_datagram_driver,
+    open_server_driver,
+    unreachable,
+)
 
 #: How long a client waits for the answer to its Observe deregistration.
 DEREGISTER_WAIT_S = 2.0
 
 METHODS = {"GET": Code.GET, "POST": Code.POST, "PUT": Code.PUT, "DELETE": Code.DELETE}
+
+
+#: A server on real sockets makes every 5th notification to an observer a CON
+#: (libcoap's COAP_OBS_MAX_NON is the same), so that an observer that is gone,
+#: or that a spoofed registration made up, is detected within a few intervals
+#: (RFC 7641 4.5) and not only after the 24 hours the RFC allows.
+SERVER_PARAMS = CoapParams(observe_con_every=5)
 
 
 class RealModeError(Exception):
@@ -53,9 +65,14 @@ async def serve_coap(
     Observers of /voltage get a notification every `observe_interval_s`.
     """
     rng = random.SystemRandom()
-    endpoint = CoapEndpoint(rng, params or CoapParams())
+    endpoint = CoapEndpoint(rng, params or SERVER_PARAMS)
     serve_sensor_set(endpoint, rng, object_size_bytes)
-    driver = await open_datagram_driver(endpoint, local_addr=(host, port))
+    driver: AsyncDatagramDriver | None = None
+
+    def unreachable_peer(addr: tuple[str, int]) -> None:
+        endpoint.peer_unreachable(driver.now(), addr)
+
+    driver = await open_server_driver(endpoint, host, port, on_unreachable=unreachable_peer)
     try:
         if on_ready is not None:
             on_ready(driver)

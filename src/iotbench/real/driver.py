@@ -10,7 +10,11 @@ simulator, so a stack cannot tell the two worlds apart.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
+import struct
+import sys
 from collections.abc import Callable, Hashable
 
 from iotbench.proto.sansio import drain
@@ -43,10 +47,13 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         stack,
         on_event: Callable[[object], None] | None = None,
         on_error: Callable[[OSError], None] | None = None,
+        on_unreachable: Callable[[tuple[str, int]], None] | None = None,
     ) -> None:
         self.stack = stack
         self.on_event = on_event or (lambda event: None)
         self.on_error = on_error
+        self.on_unreachable = on_unreachable
+        self.sock: socket.socket | None = None  # ours, when we made it (a server's)
         self.transport: asyncio.DatagramTransport | None = None
         self.peer: tuple | None = None  # the one peer of a connected socket
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -74,6 +81,11 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         log.debug("socket error: %s", exc)
         if self.on_error is not None and isinstance(exc, OSError):
             self.on_error(exc)
+        if self.sock is not None:
+            for addr in read_unreachable(self.sock):
+                log.debug("%s is unreachable", addr)
+                if self.on_unreachable is not None:
+                    self.on_unreachable(addr)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
@@ -136,6 +148,79 @@ async def open_datagram_driver(
         family=family,
     )
     return driver
+
+
+async def open_server_driver(
+    stack,
+    host: str,
+    port: int,
+    on_event: Callable[[object], None] | None = None,
+    on_unreachable: Callable[[tuple[str, int]], None] | None = None,
+) -> AsyncDatagramDriver:
+    """Bind a server's UDP socket at host:port and attach `stack` to it.
+
+    A server's socket is not connected, so the kernel keeps ICMP errors from
+    it unless asked (Linux: IP_RECVERR); then each error names the address
+    that was unreachable, which goes to `on_unreachable` (e.g. to end the
+    observations of a client that is gone, RFC 7641 4.5). Elsewhere the
+    server works as before, without that news.
+    """
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        _ask_for_icmp_errors(sock, family)
+        sock.bind(sockaddr)
+        _, driver = await loop.create_datagram_endpoint(
+            lambda: AsyncDatagramDriver(stack, on_event, on_unreachable=on_unreachable), sock=sock
+        )
+    except BaseException:
+        sock.close()
+        raise
+    driver.sock = sock
+    return driver
+
+
+# Linux's <linux/in.h>, <linux/in6.h> and <linux/errqueue.h>.
+_IP_RECVERR, _IPV6_RECVERR = 11, 25
+_SO_EE_ORIGIN_ICMP, _SO_EE_ORIGIN_ICMP6 = 2, 3
+_EXTENDED_ERR = struct.Struct("=IBBBBII")  # ee_errno, ee_origin, ee_type, ee_code, pad, info, data
+_UNREACHABLE = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH}
+
+
+def _ask_for_icmp_errors(sock: socket.socket, family: int) -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, _IPV6_RECVERR, 1)
+    else:
+        sock.setsockopt(socket.IPPROTO_IP, _IP_RECVERR, 1)
+
+
+def read_unreachable(sock: socket.socket) -> list[tuple[str, int]]:
+    """Empty the socket's error queue; the destinations it says are unreachable.
+
+    Each entry is an ICMP error for a datagram we sent: its address is where
+    that datagram went, its extended error says what happened."""
+    flags = getattr(socket, "MSG_ERRQUEUE", 0)
+    gone: list[tuple[str, int]] = []
+    if not flags:
+        return gone
+    while True:
+        try:
+            _, ancillary, _, addr = sock.recvmsg(64, 512, flags | socket.MSG_DONTWAIT)
+        except OSError:  # EAGAIN: the queue is empty
+            return gone
+        for level, kind, data in ancillary:
+            if (level, kind) not in (
+                (socket.IPPROTO_IP, _IP_RECVERR),
+                (socket.IPPROTO_IPV6, _IPV6_RECVERR),
+            ) or len(data) < _EXTENDED_ERR.size:
+                continue
+            code, origin = _EXTENDED_ERR.unpack_from(data)[:2]
+            if origin in (_SO_EE_ORIGIN_ICMP, _SO_EE_ORIGIN_ICMP6) and code in _UNREACHABLE:
+                gone.append((addr[0], addr[1]))
 
 
 def unreachable(peer: tuple, exc: OSError) -> str:

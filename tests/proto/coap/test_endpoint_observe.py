@@ -404,3 +404,116 @@ def test_replacing_a_resource_drops_its_observers():
     assert server.observers("/temp") == 1
     server.add_resource("/temp", Sensor(), observable=True)
     assert server.observers("/temp") == 0
+
+
+# ---- RFC 7641 4.5 and 4.1: gone observers are detected, the list is bounded ----------
+
+
+def _register(server, peer, token: bytes, mid: int, path: str = "/temp", now: float = 0.0):
+    req = Message.request(Type.CON, Code.GET, mid, token, path)
+    req.observe = 0
+    server.receive(now, raw(req), peer)
+    ((resp, _),) = drain(server)
+    return resp
+
+
+def _server(**params):
+    server = endpoint(2, **params)
+    server.add_resource("/temp", Sensor(), observable=True)
+    server.add_resource("/hum", Sensor(), observable=True)
+    return server
+
+
+def test_every_nth_notification_is_confirmable():
+    server = _server(observe_con_every=3)
+    _register(server, CLIENT, b"\x01", 1)
+    types = []
+    for i in range(7):
+        server.notify(1.0 + i, "/temp")
+        ((msg, _),) = drain(server)
+        types.append(msg.type)
+        if msg.type == Type.CON:  # the client acknowledges it
+            server.receive(1.0 + i, raw(Message(Type.ACK, Code.EMPTY, msg.message_id)), CLIENT)
+    N, C = Type.NON, Type.CON
+    assert types == [N, N, C, N, N, C, N]
+
+
+def test_a_confirmable_notification_at_least_every_interval():
+    server = _server(observe_con_interval_s=60.0)
+    _register(server, CLIENT, b"\x01", 1, now=0.0)
+    types = []
+    for t in (10.0, 59.0, 60.0, 70.0, 119.0, 125.0):
+        server.notify(t, "/temp")
+        ((msg, _),) = drain(server)
+        types.append(msg.type)
+        if msg.type == Type.CON:
+            server.receive(t, raw(Message(Type.ACK, Code.EMPTY, msg.message_id)), CLIENT)
+    N, C = Type.NON, Type.CON
+    assert types == [N, N, C, N, N, C]  # 60 s after the registration, then after that CON
+
+
+def test_default_is_one_confirmable_notification_a_day():
+    server = _server()
+    _register(server, CLIENT, b"\x01", 1)
+    server.notify(86399.0, "/temp")
+    assert drain(server)[0][0].type == Type.NON
+    server.notify(86400.0, "/temp")
+    assert drain(server)[0][0].type == Type.CON
+
+
+def test_an_observer_that_is_gone_ends_with_its_unacknowledged_con():
+    server = _server(observe_con_every=2)
+    _register(server, CLIENT, b"\x01", 1)
+    server.notify(1.0, "/temp")
+    server.notify(2.0, "/temp")  # a CON that nobody acknowledges
+    assert [m.type for m, _ in drain(server)] == [Type.NON, Type.CON]
+    run_timers(server, 200.0)
+    assert server.observers("/temp") == 0
+
+
+def test_unreachable_peer_loses_every_observation_at_once():
+    server = _server()
+    other = ("10.0.0.9", 5683)
+    _register(server, CLIENT, b"\x01", 1)
+    _register(server, CLIENT, b"\x02", 2, "/hum")
+    _register(server, other, b"\x01", 3)
+    assert server.peer_unreachable(1.0, CLIENT) == 2
+    assert server.observers("/temp") == 1 and server.observers("/hum") == 0
+    assert server.stats.observers_unreachable == 2
+    assert server.notify(2.0, "/temp") == 1
+    assert [addr for _, addr in drain(server)] == [other]
+    assert server.peer_unreachable(3.0, ("10.0.0.7", 1)) == 0
+
+
+def test_observers_are_bounded_per_resource_and_per_peer():
+    server = _server(max_observers_per_resource=3, max_observations_per_peer=2)
+    # Per peer: a third registration of one endpoint is answered without Observe.
+    assert _register(server, CLIENT, b"\x01", 1).observe is not None
+    assert _register(server, CLIENT, b"\x02", 2, "/hum").observe is not None
+    refused = _register(server, CLIENT, b"\x03", 3)
+    assert refused.code == Code.CONTENT and refused.payload == b"20"  # a plain GET's answer
+    assert refused.observe is None and server.stats.observers_refused == 1
+    # Re-registering an existing observation is not a new observer.
+    assert _register(server, CLIENT, b"\x01", 4).observe is not None
+    # Per resource: three observers of /temp at most, whoever they are.
+    for i, mid in ((1, 5), (2, 6)):
+        assert _register(server, (f"10.0.1.{i}", 1), b"\x01", mid).observe is not None
+    assert _register(server, ("10.0.1.3", 1), b"\x01", 7).observe is None
+    assert server.observers("/temp") == 3 and server.stats.observers_refused == 2
+    # Room again once an observation ends.
+    server.peer_unreachable(1.0, ("10.0.1.1", 1))
+    assert _register(server, ("10.0.1.3", 1), b"\x01", 8).observe is not None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"observe_con_every": -1},
+        {"observe_con_interval_s": 0.0},
+        {"max_observers_per_resource": 0},
+        {"max_observations_per_peer": 1.5},
+    ],
+)
+def test_observe_bounds_are_validated(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        endpoint(1, **bad)

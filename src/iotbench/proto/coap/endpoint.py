@@ -66,7 +66,12 @@ Choices the RFCs leave open, and what this endpoint does:
 - Observe (RFC 7641): observers are keyed by (peer, token) per resource (4.1).
   Each registration response and each notify() takes a new sequence number
   per resource (24 bits, 4.4). A failed CON notification (MAX_RETRANSMIT
-  timeouts) or an RST to any notification removes the observer (4.5, 3.6).
+  timeouts) or an RST to any notification removes the observer (4.5, 3.6),
+  and so does `peer_unreachable` (an ICMP error the driver heard, 4.5). A
+  notification goes out as CON when the observer has had none for
+  observe_con_interval_s (24 h, 4.5) or observe_con_every NONs. The list of
+  observers is bounded per resource and per peer (CoapParams); a
+  registration past a bound is answered without Observe (4.1).
   On the client, notifications are checked with the 3.4 freshness rule;
   stale ones are acknowledged but not reported.
 """
@@ -213,6 +218,8 @@ class CoapStats:
     stale_notifications: int = 0
     requests_sent: int = 0
     requests_failed: int = 0
+    observers_refused: int = 0  # registrations past a bound (CoapParams.max_observ*)
+    observers_unreachable: int = 0  # removed on an ICMP error for their address
 
 
 class _Outgoing:
@@ -306,6 +313,8 @@ class CoapEndpoint:
             raise ValueError(f"first_message_id must be 0..65535, got {first_message_id}")
         self._next_mid = first_message_id
         self._next_request_id = 1
+        #: Every observer of this server by peer address, over all resources.
+        self._observers_by_peer: dict[Hashable, list[Observer]] = {}
         self._cocoa = params.rto == "cocoa"
         self._rfc_schedule = BackoffSchedule(
             base_timeout_s=params.ack_timeout_s,
@@ -546,6 +555,16 @@ class CoapEndpoint:
         res = self._resources.get(normalize_path(path))
         return 0 if res is None else len(res.observers)
 
+    def peer_unreachable(self, now: float, addr: Hashable) -> int:
+        """The network said `addr` is unreachable (an ICMP port or host unreachable
+        for something we sent it): end its observations (RFC 7641 4.5). Returns
+        how many ended."""
+        gone = list(self._observers_by_peer.get(addr, ()))
+        for obs in gone:
+            self._remove_observer(obs)
+        self.stats.observers_unreachable += len(gone)
+        return len(gone)
+
     def notify(
         self, now: float, path: str | Sequence[str], *, confirmable: bool | None = None
     ) -> int:
@@ -566,7 +585,7 @@ class CoapEndpoint:
         seq = res.next_seq()
         observers = list(res.observers.values())
         for obs in observers:
-            msg = self._notification(res, obs, seq, con)
+            msg = self._notification(res, obs, seq, con or self._con_due(now, obs))
             if _is_success(msg.code):
                 self._send_notification(now, obs, msg)
             else:
@@ -1061,10 +1080,12 @@ class CoapEndpoint:
             return
         resp, delay = self._run_handler(res, msg, addr)
         if msg.code == Code.GET:
-            self._observe_request(res, msg, addr, resp)
+            self._observe_request(now, res, msg, addr, resp)
         self._respond(now, msg, addr, seen, resp, delay)
 
-    def _observe_request(self, res: Resource, msg: Message, addr: Hashable, resp: Message) -> None:
+    def _observe_request(
+        self, now: float, res: Resource, msg: Message, addr: Hashable, resp: Message
+    ) -> None:
         """RFC 7641 4.1: register, update or remove the (peer, token) observer."""
         value = observe_value(msg)
         if value is None:
@@ -1073,7 +1094,13 @@ class CoapEndpoint:
         if value == OBSERVE_REGISTER and res.observable and _is_success(resp.code):
             obs = res.observers.get(key)
             if obs is None:
-                res.observers[key] = Observer(addr, msg.token, res, msg)
+                if not self._room_for_observer(res, addr):
+                    # 4.1: a server that will not add an observer answers as to a
+                    # plain GET; the missing Observe tells the client.
+                    self.stats.observers_refused += 1
+                    return
+                obs = res.observers[key] = Observer(addr, msg.token, res, msg, now)
+                self._observers_by_peer.setdefault(addr, []).append(obs)
             else:
                 obs.request = msg
             resp.options.append((Opt.OBSERVE, encode_uint(res.next_seq())))
@@ -1169,6 +1196,20 @@ class CoapEndpoint:
     def _is_registered(self, obs: Observer) -> bool:
         return obs.resource.observers.get(obs.key) is obs
 
+    def _room_for_observer(self, res: Resource, addr: Hashable) -> bool:
+        params = self.params
+        return (
+            len(res.observers) < params.max_observers_per_resource
+            and len(self._observers_by_peer.get(addr, ())) < params.max_observations_per_peer
+        )
+
+    def _con_due(self, now: float, obs: Observer) -> bool:
+        """RFC 7641 4.5: is it time to make sure this observer is still there?"""
+        every = self.params.observe_con_every
+        return now - obs.last_con_s >= self.params.observe_con_interval_s or (
+            every > 0 and obs.non_since_con + 1 >= every
+        )
+
     def _notification(self, res: Resource, obs: Observer, seq: int, con: bool) -> Message:
         resp, _ = self._run_handler(res, obs.request, obs.addr)
         resp.type = Type.CON if con else Type.NON
@@ -1190,8 +1231,11 @@ class CoapEndpoint:
         out = _Outgoing(_NOTIFY, obs.addr, msg.message_id, encode(msg), obs)
         if msg.type == Type.CON:
             obs.inflight = out
+            obs.last_con_s = now
+            obs.non_since_con = 0
             self._send_con(now, out)
         else:
+            obs.non_since_con += 1
             self._send_non(now, out)
 
     def _swap_in_pending(self, out: _Outgoing) -> None:
@@ -1213,6 +1257,10 @@ class CoapEndpoint:
         res = obs.resource
         if res.observers.get(obs.key) is obs:
             del res.observers[obs.key]
+            same_peer = self._observers_by_peer[obs.addr]
+            same_peer.remove(obs)
+            if not same_peer:
+                del self._observers_by_peer[obs.addr]
         inflight = obs.inflight
         if isinstance(inflight, _Outgoing):
             self._forget_out(inflight)

@@ -89,15 +89,30 @@ class Observer:
     and timeout).
     """
 
-    __slots__ = ("addr", "inflight", "pending", "request", "resource", "token")
+    __slots__ = (
+        "addr",
+        "inflight",
+        "last_con_s",
+        "non_since_con",
+        "pending",
+        "request",
+        "resource",
+        "token",
+    )
 
-    def __init__(self, addr: Hashable, token: bytes, resource: Resource, request: Message) -> None:
+    def __init__(
+        self, addr: Hashable, token: bytes, resource: Resource, request: Message, now: float
+    ) -> None:
         self.addr = addr
         self.token = token
         self.resource = resource
         self.request = request
         self.inflight: object | None = None
         self.pending: Message | None = None
+        # When a CON last went to it (the registration counts: it was answered),
+        # and how many NON notifications since (RFC 7641 4.5).
+        self.last_con_s = now
+        self.non_since_con = 0
 
     @property
     def key(self) -> tuple[Hashable, bytes]:

@@ -52,6 +52,18 @@ class CoapParams:
       deduplication (RFC 7252 4.5); past it, the entry closest to expiry is
       forgotten early. Bounds a server's memory under a flood of distinct
       Message IDs, which would otherwise grow for EXCHANGE_LIFETIME (247 s).
+    - observe_con_interval_s: a notification to an observer that has had no
+      CON notification for this long goes out as CON, whatever the resource
+      says (RFC 7641 4.5: at least every 24 hours), so that an observer that
+      is gone stops being notified when the CON is never acknowledged.
+    - observe_con_every: also every this-many-th notification to an observer
+      is a CON (0: never by count). A server on the Internet sets it so that
+      a gone or spoofed observer is detected within minutes, not a day.
+    - max_observers_per_resource, max_observations_per_peer: bounds on the
+      list of observers (RFC 7641 4.1), per resource and per client endpoint
+      over all resources. A registration past either is answered as a plain
+      GET, without Observe, which RFC 7641 4.1 prescribes for a server that
+      will not add an observer; the endpoint counts it (observers_refused).
     """
 
     ack_timeout_s: float = 2.0
@@ -68,6 +80,10 @@ class CoapParams:
     separate_response_timeout_s: float | None = None
     token_length: int = 4
     dedup_capacity: int = 65536
+    observe_con_interval_s: float = 86400.0
+    observe_con_every: int = 0
+    max_observers_per_resource: int = 1000
+    max_observations_per_peer: int = 16
 
     def __post_init__(self) -> None:
         _finite("ack_timeout_s", self.ack_timeout_s, low=0.0, low_open=True, what="> 0 seconds")
@@ -96,6 +112,21 @@ class CoapParams:
             raise ValueError(
                 f"CoapParams.dedup_capacity must be an integer >= 1, got {self.dedup_capacity!r}"
             )
+        _finite(
+            "observe_con_interval_s",
+            self.observe_con_interval_s,
+            low=0.0,
+            low_open=True,
+            what="> 0 seconds",
+        )
+        for name, low in (
+            ("observe_con_every", 0),
+            ("max_observers_per_resource", 1),
+            ("max_observations_per_peer", 1),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"CoapParams.{name} must be an integer >= {low}, got {value!r}")
         if not isinstance(self.token_length, int) or not 0 <= self.token_length <= 8:
             raise ValueError(
                 f"CoapParams.token_length must be an integer in 0..8, got {self.token_length!r}"
