@@ -137,13 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="output directory (default: results/<scenario-name>)",
     )
-    p.add_argument("--pcap", action="store_true", help="write OUT/pcap/<run-key>.pcap per run")
+    p.add_argument(
+        "--pcap",
+        action="store_true",
+        help="write a pcap per run to OUT/pcap/, named <scenario>_<axis=value>..._rep<N>_<run-key>",
+    )
     p.add_argument(
         "--series",
         action="store_true",
-        help="radio networks: write OUT/series/<run-key>.csv per run, each node's energy "
-        "and MAC/PHY counters every network.radio.series_interval_s, and "
-        "<run-key>.links.csv, the MAC counters per link",
+        help="radio networks: write OUT/series/<run>.csv per run (named as the pcaps), "
+        "each node's energy and MAC/PHY counters every network.radio.series_interval_s, "
+        "and <run>.links.csv, the MAC counters per link",
     )
     p.add_argument(
         "--json",

@@ -234,19 +234,23 @@ def test_pcap_files(scenario, tmp_path: Path) -> None:
         scenario, runs, tmp_path, run_fn=fake_run, jobs=2, pcap=True, progress=False
     )
     pcap_dir = tmp_path / "pcap"
-    assert sorted(p.name for p in pcap_dir.iterdir()) == sorted(f"{r.key}.pcap" for r in runs)
+    names = sorted(f"{r.file_stem()}.pcap" for r in runs)
+    assert sorted(p.name for p in pcap_dir.iterdir()) == names
     first = runs[0]
-    assert (pcap_dir / f"{first.key}.pcap").read_bytes() == b"pcap" + first.seed.to_bytes(8, "big")
-    assert result.results[0].pcap == f"pcap/{first.key}.pcap"
+    # Named so that a person finds a run: scenario, axis values, repetition, key.
+    assert first.file_stem() == f"example_variant=con_size=10_rep0_{first.key}"
+    path = pcap_dir / f"{first.file_stem()}.pcap"
+    assert path.read_bytes() == b"pcap" + first.seed.to_bytes(8, "big")
+    assert result.results[0].pcap == f"pcap/{first.file_stem()}.pcap"
 
     # Stored runs whose pcap is missing run again when --pcap asks for it.
-    (pcap_dir / f"{first.key}.pcap").unlink()
+    path.unlink()
     counting = Counting()
     again = run_campaign(
         scenario, runs, tmp_path, run_fn=counting, jobs=1, pcap=True, progress=False
     )
     assert counting.calls == 1 and again.skipped == 5
-    assert (pcap_dir / f"{first.key}.pcap").is_file()
+    assert path.is_file()
     assert len(stored(tmp_path)) == 6  # replaced, not duplicated
 
 

@@ -307,13 +307,15 @@ def test_run_series_writes_one_csv_per_radio_run(tmp_path, capsys):
     scenario.write_text(BASE.format(protocol="coap"))
     out = tmp_path / "out"
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
-    (links,) = (out / "series").glob("*.links.csv")
-    (csv,) = set((out / "series").glob("*.csv")) - {links}
-    assert csv.read_text().startswith("time_s,node,energy_j")
-    csv.unlink()  # a missing series makes the run run again
+    files = sorted(p.name for p in (out / "series").iterdir())
+    (csv, links) = files  # and no temporary file left
+    assert links == csv.replace(".csv", ".links.csv") and csv.startswith("radio_rep0_")
+    assert (out / "series" / csv).read_text().startswith("time_s,node,energy_j")
+    assert (out / "series" / links).read_text().startswith("node,neighbour,frames")
+    (out / "series" / csv).unlink()  # a missing series makes the run run again
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
     assert "1 executed" in capsys.readouterr().err
-    assert len(list((out / "series").glob("*.csv"))) == 2
+    assert sorted(p.name for p in (out / "series").iterdir()) == files
 
 
 def test_per_node_radio_settings():

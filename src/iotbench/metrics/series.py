@@ -114,6 +114,9 @@ class NodeSeries:
 
 
 def links_path(series_path: str) -> str:
-    """Where the per-link table of the series at `series_path` goes."""
-    base = series_path[:-4] if series_path.endswith(".csv") else series_path
-    return base + ".links.csv"
+    """Where the per-link table of the series at `series_path` goes: "x.csv" ->
+    "x.links.csv", and a runner's temporary "x.csv.tmp" -> "x.links.csv.tmp"."""
+    for ext in (".csv.tmp", ".csv"):
+        if series_path.endswith(ext):
+            return series_path[: -len(ext)] + ".links" + ext
+    return series_path + ".links.csv"

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 
 from iotbench import terminal
+from iotbench.metrics.series import links_path
 from iotbench.runner import execute
 from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
 from iotbench.runner.store import ResultStore, StoreError
@@ -86,7 +87,8 @@ def run_campaign(
     `run_fn(config, seed, pcap_path=None) -> metrics` defaults to
     `iotbench.world.run_one`; it must be importable by name when jobs > 1.
     With `series`, each run of a radio network also writes
-    OUT/series/<run-key>.csv (per-node energy and MAC counters over time).
+    OUT/series/<run>.csv (per-node energy and MAC counters over time) and
+    <run>.links.csv, named by `Run.file_stem` as the pcaps are.
     `on_result` sees every finished run, already stored ones first.
     """
     out = Path(out_dir)
@@ -153,8 +155,10 @@ def _report_stored(
     pcaps = store.stored_pcaps(run.key for run in runs)
     done = {key for key, path in pcaps.items() if not pcap or (path and (out / path).is_file())}
     if series:
-        radio = {run.key for run in runs if _is_radio(run)}
-        done = {k for k in done if k not in radio or _series_path(out, k).is_file()}
+        missing = {
+            run.key for run in runs if _is_radio(run) and not _series_path(out, run).is_file()
+        }
+        done -= missing
     stored = {s.key: s for s in store.runs(keys=done)} if done else {}
     pending = []
     for run in runs:
@@ -172,8 +176,8 @@ def _is_radio(run: Run) -> bool:
     return run.config["network"].get("topology", "pair") != "pair"
 
 
-def _series_path(out: Path, key: str) -> Path:
-    return out / SERIES_DIR / f"{key}.csv"
+def _series_path(out: Path, run: Run) -> Path:
+    return out / SERIES_DIR / f"{run.file_stem()}.csv"
 
 
 def _task(run: Run, out: Path, pcap: bool, series: bool) -> Task:
@@ -209,16 +213,19 @@ def _finish(
     if outcome.metrics is None:
         temp.unlink(missing_ok=True)
         series_temp.unlink(missing_ok=True)
+        Path(links_path(str(series_temp))).unlink(missing_ok=True)
         result.failures.append(RunFailure(run, outcome.error or "failed", outcome.traceback))
         return None
     pcap = None
     if temp.is_file():
         # Rename before the commit: a crash in between leaves a pcap of an
         # unstored run, which the re-run simply overwrites.
-        pcap = f"{PCAP_DIR}/{run.key}.pcap"
+        pcap = f"{PCAP_DIR}/{run.file_stem()}.pcap"
         os.replace(temp, out / pcap)
     if series_temp.is_file():
-        os.replace(series_temp, _series_path(out, run.key))
+        final = _series_path(out, run)
+        os.replace(links_path(str(series_temp)), links_path(str(final)))
+        os.replace(series_temp, final)
     store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s)
     finished = RunResult(run, outcome.metrics, True, pcap, outcome.wall_time_s)
     result.results.append(finished)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,26 @@ class Run:
     def label(self) -> str:
         parts = [f"{k}={v}" for k, v in self.params.items()]
         return " ".join(parts + [f"rep={self.repetition}"])
+
+    def file_stem(self) -> str:
+        """A file name (without extension) a person can find the run by: the
+        scenario, its axis values, the repetition, then the key that makes it
+        unique, e.g. "s1-object-download_variant=spdy_size=10_rep0_3f9c...".
+        """
+        parts = [self.scenario, *(f"{k}={v}" for k, v in self.params.items())]
+        readable = _file_safe("_".join([*parts, f"rep{self.repetition}"]))
+        return f"{readable[:MAX_READABLE_STEM]}_{self.key}"
+
+
+#: The readable part of a run's file name; with the key it stays well under the
+#: 255 bytes file systems allow.
+MAX_READABLE_STEM = 160
+
+
+def _file_safe(text: str) -> str:
+    """Letters, digits and . _ = + - only: no separators, spaces or shell specials."""
+    text = text.replace("%", "pct")
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "-", text)
 
 
 def _digest(value: Any) -> bytes:
