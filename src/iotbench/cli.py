@@ -129,7 +129,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=_positive_int,
         metavar="N",
-        help="worker processes (default: the number of CPUs; 1 = in this process)",
+        help="worker processes (default: the number of CPUs; 1 = in this process); "
+        "with --executor ray, the most runs in flight at once",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where runs execute: local processes (default), or Ray tasks "
+        "(pip install 'iotbench[cluster]'; see docs/cluster.md)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="with --executor ray: the Ray cluster's address (default: a Ray instance "
+        "started on this machine, or the cluster in RAY_ADDRESS)",
     )
     p.add_argument(
         "--out",
@@ -634,6 +648,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from iotbench.runner import run_campaign
     from iotbench.world import check_networks
 
+    if args.address and args.executor != "ray":
+        raise UserError("--address is the Ray cluster's: give it with --executor ray")
     scenario, runs = _select(args)
     check_networks((run.config for run in runs), scenario.label)
     out = args.out or Path("results") / scenario.name
@@ -654,6 +670,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs,
             out,
             jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
             pcap=args.pcap,
             series=args.series,
             on_result=on_result,

@@ -29,6 +29,7 @@ from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
 from iotbench.runner.store import ResultStore, StoreError
 from iotbench.scenarios import Run, Scenario
 
+EXECUTORS = ("local", "ray")
 PCAP_DIR = "pcap"
 SERIES_DIR = "series"
 ERRORS_LOG = "errors.log"
@@ -81,6 +82,8 @@ def run_campaign(
     progress: bool = True,
     on_result: Callable[[RunResult], None] | None = None,
     console: Console | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> CampaignResult:
     """Execute `runs` (from `expand(scenario, ...)`) and store them in `out_dir`.
 
@@ -90,7 +93,12 @@ def run_campaign(
     OUT/series/<run>.csv (per-node energy and MAC counters over time) and
     <run>.links.csv, named by `Run.file_stem` as the pcaps are.
     `on_result` sees every finished run, already stored ones first.
+    `executor`: "local" (this process, or a pool of `jobs` processes) or
+    "ray" (Ray tasks on the cluster at `address`, or on a Ray instance of
+    this machine; runner/ray_pool.py).
     """
+    if executor not in EXECUTORS:
+        raise StoreError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     console = console or terminal.console(stderr=True)
@@ -104,11 +112,15 @@ def run_campaign(
         if series:
             _remove_stale_temp_files(out / SERIES_DIR)
         by_key = {run.key: run for run in pending}
-        tasks = [_task(run, out, pcap, series) for run in pending]
+        # Absolute paths: a worker elsewhere (Ray) has its own working directory.
+        tasks = [_task(run, out.resolve(), pcap, series) for run in pending]
+        # The folders the runs write into (made by _task), which every worker must reach.
+        outputs = sorted({Path(p).parent for t in tasks for p in (t.pcap_path, t.series_path) if p})
         with _progress(
             console, progress, scenario.name, len(runs), len(runs) - len(pending)
         ) as bar:
-            for outcome in _outcomes(run_fn, jobs, tasks):
+            outcomes = _outcomes(run_fn, jobs, tasks, executor, address, outputs)
+            for outcome in outcomes:
                 run = by_key[outcome.key]
                 finished = _finish(store, run, outcome, out, result)
                 if finished is not None and on_result is not None:
@@ -192,11 +204,24 @@ def _task(run: Run, out: Path, pcap: bool, series: bool) -> Task:
     return Task(run.key, run.config, run.seed, temp, series_temp)
 
 
-def _outcomes(run_fn: RunFn | None, jobs: int | None, tasks: list[Task]) -> Iterator[Outcome]:
+def _outcomes(
+    run_fn: RunFn | None,
+    jobs: int | None,
+    tasks: list[Task],
+    executor: str = "local",
+    address: str | None = None,
+    outputs: Sequence[Path] = (),
+) -> Iterator[Outcome]:
     if not tasks:
         return
     # Looked up at call time so tests can replace the default in one place.
     run_fn = run_fn or execute.load_default_run_fn()
+    if executor == "ray":
+        from iotbench.runner.ray_pool import RayPool
+
+        with RayPool(run_fn, address=address, jobs=jobs, writable=outputs) as pool:
+            yield from pool.run(tasks)
+        return
     workers = min(jobs or default_jobs(), len(tasks))
     if workers <= 1:
         yield from run_serial(run_fn, tasks)
