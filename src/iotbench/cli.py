@@ -31,7 +31,7 @@ from iotbench.scenarios import (
     parse_filter,
     parse_override,
 )
-from iotbench.terminal import console
+from iotbench.terminal import console, print_table
 
 if TYPE_CHECKING:
     from iotbench.runner import RunResult
@@ -51,6 +51,7 @@ examples:
   iotbench run s1-object-download                 run it; results in results/s1-object-download
   iotbench run s3-robustness --filter variant=coap-con --set workload.items=50 --jobs 4
   iotbench report results/s1-object-download      tables, PNG plots, report/index.html
+  iotbench reproduce --quick                      every study, reduced, and one report
   iotbench serve coap --port 5683                 a CoAP server on a real socket
   iotbench serve mqtt                             an MQTT broker on 127.0.0.1:1883
   iotbench serve mqttsn-gateway --port 1884       an MQTT-SN gateway for the broker on 1883
@@ -91,6 +92,30 @@ exit status: 0 all runs stored, 1 some runs failed (see OUT/errors.log),
 )
 
 
+def _add_execution(p: argparse.ArgumentParser) -> None:
+    """--jobs, --executor, --address: where and how many runs execute."""
+    p.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes (default: the number of CPUs; 1 = in this process); "
+        "with --executor ray, the most runs in flight at once",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where runs execute: local processes (default), or Ray tasks "
+        "(pip install 'iotbench[cluster]'; see docs/cluster.md)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="with --executor ray: the Ray cluster's address (default: a Ray instance "
+        "started on this machine, or the cluster in RAY_ADDRESS)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -125,26 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     _add_selection(p)
-    p.add_argument(
-        "--jobs",
-        type=_positive_int,
-        metavar="N",
-        help="worker processes (default: the number of CPUs; 1 = in this process); "
-        "with --executor ray, the most runs in flight at once",
-    )
-    p.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        default="local",
-        help="where runs execute: local processes (default), or Ray tasks "
-        "(pip install 'iotbench[cluster]'; see docs/cluster.md)",
-    )
-    p.add_argument(
-        "--address",
-        metavar="HOST:PORT",
-        help="with --executor ray: the Ray cluster's address (default: a Ray instance "
-        "started on this machine, or the cluster in RAY_ADDRESS)",
-    )
+    _add_execution(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -205,6 +211,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", type=Path, metavar="DIR", help="an output directory of `iotbench run`")
     p.add_argument("--open", action="store_true", help="open index.html in a web browser")
     p.set_defaults(handler=cmd_report)
+
+    p = commands.add_parser(
+        "reproduce",
+        help="run every built-in scenario of the studies and write one report",
+        description="Run every built-in scenario of the chosen studies (all by default) into\n"
+        "one folder, then write one report (OUT/report/index.html) that links every\n"
+        "study's tables and figures. --quick runs each scenario's reduced version\n"
+        "(fewer items, shorter runs: its [quick] table) for a first look in about two\n"
+        "minutes on two cores. Re-running skips what is stored.",
+        epilog="examples:\n"
+        "  iotbench reproduce --quick                 a first look at every study\n"
+        "  iotbench reproduce --study S1,S3 --jobs 2  two studies, in full\n"
+        "  iotbench reproduce --executor ray --address head:6379 --out /shared/repro\n\n"
+        "exit status: 0 all runs stored, 1 some runs failed (see OUT/errors.log),\n"
+        "2 usage error, 130 interrupted.\n",
+        formatter_class=formatter,
+    )
+    p.add_argument(
+        "--study",
+        metavar="S1,S3,...",
+        help="the studies to reproduce, comma-separated (default: all built-in studies)",
+    )
+    p.add_argument("--quick", action="store_true", help="the reduced version of each scenario")
+    p.add_argument("--pcap", action="store_true", help="write a pcap per run to OUT/pcap/")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output directory (default: results/reproduce, or results/reproduce-quick)",
+    )
+    _add_execution(p)
+    p.set_defaults(handler=cmd_reproduce)
 
     p = commands.add_parser(
         "serve",
@@ -611,7 +649,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         scenario = load_scenario(name)
         runs = len(expand(scenario))
         table.add_row(name, scenario.study or "", str(runs), scenario.description)
-    console().print(table)
+    print_table(console(), table)
     return EXIT_OK
 
 
@@ -638,7 +676,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         cells = [str(run.params[a]) for a in axes]
         table.add_row(str(i), *cells, str(run.repetition), str(run.seed), run.key)
     out.print()
-    out.print(table)
+    print_table(out, table)
     return EXIT_OK
 
 
@@ -688,13 +726,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     axes = [axis.to_json() for axis in scenario.axes]
     pairs = [(r.run.params, r.metrics) for r in result.results]
     if pairs:
-        tables.print(
-            rich_table(
-                summarize(pairs, axes, scenario.report["metrics"]),
-                title=scenario.name,
-                fit=tables.is_terminal,
-            )
-        )
+        summary = summarize(pairs, axes, scenario.report["metrics"])
+        print_table(tables, rich_table(summary, title=scenario.name, fit=tables.is_terminal))
     err.print(
         f"{len(runs)} runs: {result.executed} executed, {result.skipped} already stored, "
         f"{len(result.failures)} failed; results in {out}",
@@ -757,6 +790,72 @@ def cmd_report(args: argparse.Namespace) -> int:
     console(stderr=True).print(f"wrote {index}", highlight=False)
     if args.open:
         webbrowser.open(index.resolve().as_uri())
+    return EXIT_OK
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    import time
+
+    from iotbench.report import build_report
+    from iotbench.runner import run_campaign
+    from iotbench.runner.campaign import write_errors_log
+    from iotbench.runner.reproduce import builtin_studies, parse_studies, study_plan
+    from iotbench.world import check_networks
+
+    if args.address and args.executor != "ray":
+        raise UserError("--address is the Ray cluster's: give it with --executor ray")
+    studies = parse_studies(args.study, list(builtin_studies()))
+    plan = study_plan(studies, quick=args.quick)
+    for step in plan:  # every network checked before anything runs
+        check_networks((run.config for run in step.runs), step.scenario.label)
+    out = args.out or Path("results") / ("reproduce-quick" if args.quick else "reproduce")
+    err = console(stderr=True)
+    table = Table(title=f"iotbench reproduce{' --quick' if args.quick else ''}: {out}")
+    for column in ("study", "scenario", "runs", "executed", "stored before", "failed", "wall s"):
+        table.add_column(column, justify="left" if column in ("study", "scenario") else "right")
+    failures = []
+    for step in plan:
+        start = time.perf_counter()
+        try:
+            result = run_campaign(
+                step.scenario,
+                step.runs,
+                out,
+                jobs=args.jobs,
+                pcap=args.pcap,
+                console=err,
+                executor=args.executor,
+                address=args.address,
+            )
+        except KeyboardInterrupt:
+            err.print(
+                f"\ninterrupted: the finished runs are stored in {out}; "
+                "run the same command again to continue",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return EXIT_INTERRUPTED
+        failures += result.failures
+        table.add_row(
+            step.study,
+            step.scenario.name,
+            str(len(step.runs)),
+            str(result.executed),
+            str(result.skipped),
+            str(len(result.failures)),
+            f"{time.perf_counter() - start:.1f}",
+        )
+    write_errors_log(out, failures)  # each campaign wrote only its own
+    index = build_report(out, err)
+    print_table(console(), table)
+    err.print(f"report: {index}", highlight=False, soft_wrap=True)
+    if failures:
+        err.print(
+            f"[red]{len(failures)} runs failed[/red]; tracebacks in {out / 'errors.log'}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_RUN_FAILED
     return EXIT_OK
 
 

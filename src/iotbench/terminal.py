@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 # Wider than any table we print: rich then never squeezes one.
 UNBOUNDED_WIDTH = 100_000
@@ -33,3 +35,15 @@ def console(stderr: bool = False) -> Console:
     if terminal:
         return _Console(stderr=stderr)
     return _Console(stderr=stderr, width=UNBOUNDED_WIDTH)
+
+
+def print_table(out: Console, table: Table) -> None:
+    """Print `table` with its title and caption on lines of their own: rich would
+    cut or fold them to the table's width, and they often say the most."""
+    title, caption = table.title, table.caption
+    table.title = table.caption = None
+    if title:
+        out.print(Text(str(title), style="bold"), soft_wrap=True)
+    out.print(table)
+    if caption:
+        out.print(Text(str(caption), style="dim"), soft_wrap=True)

@@ -351,7 +351,7 @@ def main(seconds: float, as_json: bool) -> int:
 
     from rich.table import Table
 
-    from iotbench.terminal import console
+    from iotbench.terminal import console, print_table
 
     if as_json:
         for op in operations():
@@ -383,5 +383,5 @@ def main(seconds: float, as_json: bool) -> int:
             f"{r.theirs_per_s:,.0f}",
             f"{r.ratio:.2f}",
         )
-    console().print(table)
+    print_table(console(), table)
     return 0

@@ -4,16 +4,20 @@ DIR/report/index.html, all from DIR/results.duckdb."""
 from __future__ import annotations
 
 import csv
+import platform
 import re
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
 
-from iotbench import terminal
+from iotbench import __version__, terminal
 from iotbench.report import html
 from iotbench.report.plots import plot
 from iotbench.report.tables import html_rows, html_table, rich_table, runs_rows, summarize
-from iotbench.runner.store import ResultStore, StoredScenario, StoreError
+from iotbench.runner.campaign import ERRORS_LOG
+from iotbench.runner.store import DB_NAME, ResultStore, StoredScenario, StoreError
 
 REPORT_DIR = "report"
 
@@ -25,6 +29,7 @@ def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
     with ResultStore(out, read_only=True) as store:
         scenarios = store.scenarios()
         runs = {s.name: store.runs(scenario=s.name) for s in scenarios}
+        versions = {s.name: store.versions(s.name) for s in scenarios}
     if not any(runs.values()):
         raise StoreError(f"{out}: no finished runs to report")
     report_dir = out / REPORT_DIR
@@ -34,10 +39,34 @@ def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
     sections = []
     for scenario in scenarios:
         if runs[scenario.name]:
-            sections.append(_section(scenario, runs[scenario.name], report_dir, console))
+            section = _section(scenario, runs[scenario.name], report_dir, console)
+            section.versions = versions[scenario.name]
+            sections.append(section)
+    sections.sort(key=lambda s: (s.study or "~", s.name))  # by study; the others last
+    files = [(f"../{DB_NAME}", "every run's parameters, seed and metrics (DuckDB)")]
+    if (out / ERRORS_LOG).is_file():
+        files.append((f"../{ERRORS_LOG}", "tracebacks of the runs that failed"))
     index = report_dir / "index.html"
-    html.write(index, sections)
+    html.write(index, html.Page(sections, software_versions(), files))
     return index
+
+
+def software_versions() -> list[tuple[str, str]]:
+    """iotbench, Python, the platform, and every package iotbench depends on."""
+    found = [
+        ("iotbench", __version__),
+        ("Python", platform.python_version()),
+        ("platform", platform.platform()),
+    ]
+    for requirement in metadata.requires("iotbench") or []:
+        if "extra ==" in requirement:
+            continue  # optional extras: test and cluster tools
+        name = re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0]
+        try:
+            found.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            found.append((name, "not installed"))
+    return found
 
 
 def _section(
@@ -47,19 +76,25 @@ def _section(
     summary = summarize(pairs, scenario.axes, scenario.report.get("metrics", []))
     everything = summarize(pairs, scenario.axes)
     title = f"{scenario.name}: {scenario.description}"
-    console.print(rich_table(summary, title=title, fit=console.is_terminal))
+    terminal.print_table(console, rich_table(summary, title=title, fit=console.is_terminal))
     ordered = _in_axis_order(runs, scenario.axes)
     header, rows = runs_rows(ordered, everything.axes, summary.metrics)
     all_header, all_rows = runs_rows(ordered, everything.axes, everything.metrics)
     _write_csv(report_dir / f"{scenario.name}-runs.csv", all_header, all_rows)
+    document = tomllib.loads(scenario.toml)
+    pcaps = [f"../{run.pcap}" if run.pcap else None for run in ordered]
     section = html.Section(
-        scenario.name,
-        scenario.description,
-        len(runs),
-        html_table(summary),
-        html_table(everything),
-        html_rows(header, rows, len(everything.axes) + 2),
-        f"{scenario.name}-runs.csv",
+        name=scenario.name,
+        description=scenario.description,
+        study=str(document.get("study", "")),
+        runs=len(runs),
+        summary_table=html_table(summary),
+        all_metrics_table=html_table(everything),
+        runs_table=html_rows(header, rows, len(everything.axes) + 2, ("pcap", pcaps)),
+        runs_csv=f"{scenario.name}-runs.csv",
+        toml=scenario.toml,
+        parameters=_parameters(scenario, document, runs),
+        versions=[],
     )
     for i, spec in enumerate(scenario.report.get("plots", []), start=1):
         title = spec.get("title") or f"{spec['y']} vs {spec['x']}"
@@ -71,6 +106,17 @@ def _section(
             section.notes.append(note)
             console.print(f"[yellow]{note}[/yellow]", highlight=False)
     return section
+
+
+def _parameters(scenario: StoredScenario, document: dict, runs: list) -> list[tuple[str, str]]:
+    """What the runs were made of: each axis and its values, the seeds, repetitions."""
+    rows = []
+    for axis in scenario.axes:
+        what = f"axis {axis['name']}" + (f" ({axis['key']})" if axis.get("key") else "")
+        rows.append((what, ", ".join(str(v) for v in axis["values"])))
+    rows.append(("base seed", f"{document.get('seed', 1)} (each run's seed derives from it)"))
+    rows.append(("repetitions", str(len({run.repetition for run in runs}))))
+    return rows
 
 
 def _in_axis_order(runs: list, axes: list) -> list:

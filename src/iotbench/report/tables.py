@@ -163,13 +163,26 @@ def runs_rows(
     return header, rows
 
 
-def html_rows(header: list[str], rows: list[list[str]], n_axes: int) -> str:
-    def row_html(row: list[str], tag: str) -> str:
+def html_rows(
+    header: list[str],
+    rows: list[list[str]],
+    n_axes: int,
+    links: tuple[str, list[str | None]] | None = None,
+) -> str:
+    """An HTML table; `links` = (column name, one href or None per row) adds a last
+    column of links (a run's pcap, say)."""
+
+    def row_html(row: list[str], tag: str, href: str | None = None) -> str:
         tds = "".join(
             f'<{tag} class="{"axis" if i < n_axes else "num"}">{html.escape(c)}</{tag}>'
             for i, c in enumerate(row)
         )
+        if links is not None and tag == "td":
+            shown = f'<a href="{html.escape(href)}">{html.escape(href)}</a>' if href else ""
+            tds += f"<td>{shown}</td>"
         return f"<tr>{tds}</tr>"
 
-    body = "\n".join(row_html(r, "td") for r in rows)
-    return f"<table>\n<thead>{row_html(header, 'th')}</thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+    head = row_html([*header, links[0]] if links else header, "th")
+    hrefs = links[1] if links else [None] * len(rows)
+    body = "\n".join(row_html(r, "td", h) for r, h in zip(rows, hrefs, strict=True))
+    return f"<table>\n<thead>{head}</thead>\n<tbody>\n{body}\n</tbody>\n</table>"

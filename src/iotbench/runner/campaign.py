@@ -135,7 +135,7 @@ def run_campaign(
     order = {run.key: i for i, run in enumerate(runs)}
     result.results.sort(key=lambda r: order[r.run.key])
     result.failures.sort(key=lambda f: order[f.run.key])
-    _write_errors_log(out, result.failures)
+    write_errors_log(out, result.failures)
     return result
 
 
@@ -281,7 +281,8 @@ def _progress(console: Console, enabled: bool, name: str, total: int, done: int)
     return bar
 
 
-def _write_errors_log(out: Path, failures: list[RunFailure]) -> None:
+def write_errors_log(out: Path, failures: list[RunFailure]) -> None:
+    """OUT/errors.log: the tracebacks of these failures; none: no file."""
     path = out / ERRORS_LOG
     if not failures:
         path.unlink(missing_ok=True)

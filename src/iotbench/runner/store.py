@@ -274,6 +274,13 @@ class ResultStore:
             for key, name, params, rep, seed, cfg_hash, metrics, pcap in rows
         ]
 
+    def versions(self, scenario: str) -> list[str]:
+        """The iotbench versions that made the scenario's stored runs."""
+        rows = self.con.execute(
+            "SELECT DISTINCT iotbench_version FROM runs WHERE scenario = ? ORDER BY 1", [scenario]
+        ).fetchall()
+        return [version for (version,) in rows]
+
     def scenarios(self) -> list[StoredScenario]:
         rows = self.con.execute(
             "SELECT name, description, toml, axes, report FROM scenarios ORDER BY name"

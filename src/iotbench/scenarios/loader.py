@@ -70,6 +70,7 @@ class Scenario:
     base: dict  # the parsed document without `axes` (not yet merged or filled)
     axes: tuple[Axis, ...]
     report: dict  # the validated `report` section
+    quick: dict = field(default_factory=dict)  # the validated `quick` section
 
     @property
     def base_dir(self) -> Path:
@@ -130,6 +131,7 @@ def parse_scenario(text: str, label: str = "<scenario>", source: str = "") -> Sc
         base=base,
         axes=axes,
         report=meta["report"],
+        quick=meta["quick"],
     )
 
 

@@ -631,6 +631,20 @@ REPORT = Section(
     },
 )
 
+QUICK = Section(
+    doc="A reduced version of the scenario for a first look, which `iotbench "
+    "reproduce --quick` runs: fewer items or a shorter run, fewer repetitions.",
+    fields={
+        "set": Field(
+            "table",
+            "Dotted keys and their values, as `--set` takes them "
+            '(e.g. `set = { "workload.items" = 100 }`).',
+            {},
+        ),
+        "repetitions": Field("int", "Runs per combination of axis values.", 1, ge=1),
+    },
+)
+
 # --- the whole file -----------------------------------------------------------
 
 # The keys one simulation reads: what `run_one` gets, what the config hash
@@ -677,6 +691,7 @@ DOCUMENT = Section(
         "workload": WORKLOAD,
         "protocol": PROTOCOL,
         "report": REPORT,
+        "quick": QUICK,
         "axes": Field("table", "Sweep axes (see 'Sweep axes').", OPTIONAL),
     },
     checks=(_check_layer, _check_publish),
