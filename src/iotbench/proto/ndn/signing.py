@@ -9,9 +9,10 @@ Signature types (packet format v0.3 "Signature"):
   DER-encoded (``Ecdsa-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER }``).
   The per-signature secret k is derived from the key and the message hash
   (RFC 6979 section 3.2, HMAC-DRBG with SHA-256), never drawn at random, so
-  equal inputs give equal signatures and a simulation is reproducible. The
-  `cryptography` package computes k*G (OpenSSL's constant-time scalar
-  multiplication) and verifies; the rest is modular arithmetic here.
+  equal inputs give equal signatures and a simulation is reproducible.
+  Signing is OpenSSL's deterministic ECDSA through `cryptography`, constant
+  time in the private key (which matters for `iotbench serve ndn`, which
+  signs on real sockets); no arithmetic on the key happens in Python.
 
 Covered bytes: for Data, Name through SignatureInfo (`Data.signed_portion`);
 for a signed Interest, the name components other than the parameters digest,
@@ -34,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
-from collections.abc import Iterator
 from typing import Protocol
 
 from cryptography.exceptions import InvalidSignature, InvalidTag
@@ -64,12 +64,10 @@ __all__ = [
     "Verifier",
     "aes_ccm_decrypt",
     "aes_ccm_encrypt",
-    "ecdsa_sign_digest",
     "generate_ecdsa_key",
     "key_digest",
     "open_content",
     "public_key_der",
-    "rfc6979_nonces",
     "seal_content",
     "verify",
 ]
@@ -164,61 +162,8 @@ class HmacSha256Verifier:
 
 # ---- ECDSA with RFC 6979 nonces ------------------------------------------------------
 
-
-def _bits2int(b: bytes, qlen: int) -> int:
-    """RFC 6979 2.3.2: the leftmost qlen bits of b as an integer."""
-    x = int.from_bytes(b, "big")
-    extra = len(b) * 8 - qlen
-    return x >> extra if extra > 0 else x
-
-
-def rfc6979_nonces(
-    x: int, h1: bytes, q: int = P256_ORDER, hash_name: str = "sha256"
-) -> Iterator[int]:
-    """The candidate k values of RFC 6979 section 3.2 for private key x and message hash h1.
-
-    Yields k in [1, q-1]; a caller whose k gives r = 0 or s = 0 takes the next
-    one (step h.3's loop continues with K = HMAC_K(V || 0x00)).
-    """
-    qlen = q.bit_length()
-    rlen = (qlen + 7) // 8
-    hlen = hashlib.new(hash_name).digest_size
-    bx = x.to_bytes(rlen, "big") + (_bits2int(h1, qlen) % q).to_bytes(rlen, "big")
-    v = b"\x01" * hlen  # step b
-    k = b"\x00" * hlen  # step c
-    k = hmac.digest(k, v + b"\x00" + bx, hash_name)  # step d
-    v = hmac.digest(k, v, hash_name)  # step e
-    k = hmac.digest(k, v + b"\x01" + bx, hash_name)  # step f
-    v = hmac.digest(k, v, hash_name)  # step g
-    while True:  # step h
-        t = b""
-        while len(t) < rlen:
-            v = hmac.digest(k, v, hash_name)
-            t += v
-        candidate = _bits2int(t, qlen)
-        if 1 <= candidate < q:
-            yield candidate
-        k = hmac.digest(k, v + b"\x00", hash_name)
-        v = hmac.digest(k, v, hash_name)
-
-
-def _scalar_base_x(k: int) -> int:
-    """x coordinate of k*G on secp256r1."""
-    return ec.derive_private_key(k, _CURVE).public_key().public_numbers().x
-
-
-def ecdsa_sign_digest(x: int, digest: bytes) -> tuple[int, int]:
-    """Deterministic ECDSA (r, s) over secp256r1 for private key x and a SHA-256 digest."""
-    n = P256_ORDER
-    e = _bits2int(digest, n.bit_length())
-    for k in rfc6979_nonces(x, digest, n):
-        r = _scalar_base_x(k) % n
-        if r == 0:
-            continue
-        s = pow(k, -1, n) * (e + r * x) % n
-        if s != 0:
-            return r, s
-    raise AssertionError("unreachable: rfc6979_nonces is infinite")
+#: RFC 6979 deterministic ECDSA, computed by OpenSSL in constant time.
+_ECDSA = ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
 
 
 def generate_ecdsa_key(rng: random.Random) -> ec.EllipticCurvePrivateKey:
@@ -253,12 +198,10 @@ class EcdsaSha256Signer:
                 f"ECDSA-SHA256 in NDN here uses secp256r1, got {private_key.curve.name}"
             )
         self.private_key = private_key
-        self._x = private_key.private_numbers().private_value
         self.key_locator = _key_locator(key_name, key_digest)
 
     def sign(self, covered: bytes) -> bytes:
-        r, s = ecdsa_sign_digest(self._x, hashlib.sha256(covered).digest())
-        return encode_dss_signature(r, s)
+        return self.private_key.sign(covered, _ECDSA)  # DER (r, s)
 
     @property
     def public_key(self) -> ec.EllipticCurvePublicKey:
