@@ -184,7 +184,10 @@ class MqttBroker:
         # [deadline, sequence, connection]; an entry is live while conn.wake_at == deadline.
         self._timers: list[tuple[float, int, _Conn]] = []
         self._timer_seq = 0
-        self._dirty: set[_Conn] = set()  # connections whose deadlines may have moved
+        # Connections whose deadlines may have moved, in the order they were touched
+        # (a dict, not a set: a set of objects iterates in memory-address order,
+        # which differs from process to process).
+        self._dirty: dict[_Conn, None] = {}
 
     # =====================================================================
     # outputs
@@ -284,7 +287,7 @@ class MqttBroker:
             except Exception as exc:  # noqa: BLE001 - see receive_data
                 self.stats.internal_errors += 1
                 self._close(now, c, "protocol-error", f"internal error: {exc!r}")
-            self._dirty.add(c)
+            self._dirty[c] = None
         self._rearm_dirty()
 
     # =====================================================================
@@ -292,7 +295,7 @@ class MqttBroker:
     # =====================================================================
 
     def _receive(self, now: float, c: _Conn, data: bytes) -> None:
-        self._dirty.add(c)  # a packet may move its keep-alive or re-send deadlines
+        self._dirty[c] = None  # a packet may move its keep-alive or re-send deadlines
         framer = c.framer
         framer.feed(data)
         while c.open:
@@ -582,7 +585,7 @@ class MqttBroker:
             return
         self.stats.messages_routed += 1
         if session.conn is not None:
-            self._dirty.add(session.conn)
+            self._dirty[session.conn] = None
 
     def _store_retained(self, topic: str, payload: bytes, qos: int) -> None:
         retained = self._retained

@@ -89,7 +89,8 @@ class _Endpoint:
         self._connections: list[QuicConnection] = []
         self._by_cid: dict[bytes, QuicConnection] = {}
         self._touched: set[QuicConnection] = set()  # may have datagrams to send
-        self._stale: set[QuicConnection] = set()  # timer to read again
+        # timer to read again; a dict for a stable order (not memory addresses)
+        self._stale: dict[QuicConnection, None] = {}
         self._timers: dict[QuicConnection, float | None] = {}
         self._events: list[object] = []
         self.dropped_datagrams = 0
@@ -117,7 +118,7 @@ class _Endpoint:
 
     def _touch(self, conn: QuicConnection) -> None:
         self._touched.add(conn)
-        self._stale.add(conn)
+        self._stale[conn] = None
 
     def _failed(self, conn: QuicConnection) -> None:
         """aioquic raised inside one connection (e.g. a server connection whose first
@@ -200,7 +201,7 @@ class _Endpoint:
         if conn in self._connections:
             self._connections.remove(conn)
         self._touched.discard(conn)
-        self._stale.discard(conn)
+        self._stale.pop(conn, None)
         self._timers.pop(conn, None)
         for cid, owner in list(self._by_cid.items()):
             if owner is conn:
