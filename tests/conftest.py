@@ -13,8 +13,23 @@ import shutil
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REQUIRE_PEERS_ENV = "IOTBENCH_REQUIRE_PEERS"
+
+# Property tests are derandomized: the same examples on every run and machine, so
+# the suite never fails for one user and passes for the next. Open-ended random
+# exploration is `python bench/fuzz.py` (and HYPOTHESIS_PROFILE=explore here).
+# A test's own @settings(max_examples=...) keeps its count in both profiles.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", max_examples=2000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def peers_required() -> bool:
