@@ -42,7 +42,7 @@ EXIT_BROKEN_PIPE = 141
 # servers `serve` runs on real sockets
 SERVE_PROTOCOLS = ("coap", "http", "mqtt", "mqttsn-gateway", "ndn")
 CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
-BENCHMARKS = {"ndn-api": "iotbench.bench.ndn_api"}  # `bench NAME` -> its module
+BENCHMARKS = {"ndn-api": "iotbench.bench_commands.ndn_api"}  # `bench NAME` -> its module
 
 MAIN_EPILOG = """\
 examples:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from iotbench import cli
-from iotbench.bench import ndn_api
+from iotbench.bench_commands import ndn_api
 
 S5_OPERATIONS = [
     "URI → Name",
