@@ -354,7 +354,7 @@ def test_unrecognized_critical_option_in_con_request_gives_4_02():
 
 def test_unrecognized_critical_option_in_non_request_is_rejected_with_rst():
     server, calls = _server()
-    req = _get(0x0301, type_=Type.NON).add_option(Opt.BLOCK1, 0)  # Block1 not implemented
+    req = _get(0x0301, type_=Type.NON).add_option(Opt.Q_BLOCK1, 0)  # Q-Block1: not implemented
     server.receive(0.0, raw(req), CLIENT)
     ((rst, _),) = drain(server)
     assert rst.type == Type.RST and rst.message_id == 0x0301

@@ -87,13 +87,16 @@ from dataclasses import dataclass
 
 from iotbench.proto.retransmit import BackoffSchedule, CocoaEstimator, Retransmission
 
+from .blockwise import MAX_SZX, Representations, Uploads, block_of, szx_of, uri_key
 from .codec import (
     MAX_OPTION_NUMBER,
     MAX_TOKEN_LENGTH,
+    BlockOption,
     CoapDecodeError,
     Code,
     Message,
     Type,
+    code_name,
     decode,
     encode,
     encode_uint,
@@ -145,12 +148,14 @@ SERVER_CRITICAL_OPTIONS = frozenset(
         Opt.ACCEPT,
         Opt.PROXY_URI,
         Opt.PROXY_SCHEME,
+        Opt.BLOCK1,
+        Opt.BLOCK2,
     }
 )
-#: Critical options a response may carry; every registered response option
-#: (Content-Format, ETag, Max-Age, Location-*, Observe, Size2) is elective, and
-#: Block2 is not implemented, so none.
-CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset()
+#: Critical options a response may carry: the block options (RFC 7959); every
+#: other registered response option (Content-Format, ETag, Max-Age,
+#: Location-*, Observe, Size2) is elective.
+CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset({Opt.BLOCK1, Opt.BLOCK2})
 
 # What an outgoing message tracked by Message ID belongs to.
 _REQUEST = 0
@@ -171,6 +176,10 @@ _SENT = 1  # awaiting ACK and/or response; counts against NSTART
 _WAITING = 2  # empty ACK received, awaiting the separate response
 _OBSERVING = 3  # registration answered; notifications follow
 _DONE = 4
+_BLOCKS = 5  # its first Block2 block came; a child request fetches the rest (RFC 7959)
+
+#: Requests whose responses a client fetches block by block (RFC 7959 2.4).
+_BLOCK2_METHODS = (Code.GET, Code.FETCH)
 
 
 def _empty(type_bits: int, mid: int) -> bytes:
@@ -242,17 +251,25 @@ class _Request:
 
     __slots__ = (
         "addr",
+        "body",
+        "child",
         "counted",
         "dereg",
+        "first",
         "first_sent_s",
         "fixed_token",
         "id",
         "message",
+        "notification",
         "observation",
         "out",
+        "parent",
+        "started_s",
         "state",
         "timer",
         "token",
+        "transmissions",
+        "upload",
     )
 
     def __init__(self, rid: int, addr: Hashable, message: Message, fixed_token: bytes | None):
@@ -265,9 +282,20 @@ class _Request:
         self.counted = False
         self.out: _Outgoing | None = None
         self.first_sent_s = 0.0
+        self.started_s: float | None = None  # its first block's first transmission
+        self.transmissions = 0  # of the blocks before the current one
         self.timer: list | None = None
         self.observation: ClientObservation | None = None
         self.dereg = False
+        # RFC 7959: the whole request body sent in Block1 blocks; for a child
+        # request that fetches Block2 blocks, its parent, the first block's
+        # response, the body so far and the notification's sequence number.
+        self.upload: bytes | None = None
+        self.parent: _Request | None = None
+        self.child: _Request | None = None
+        self.first: Message | None = None
+        self.body: bytearray | None = None
+        self.notification: int | None = None
 
     @property
     def observe(self) -> bool:
@@ -315,6 +343,9 @@ class CoapEndpoint:
         self._next_request_id = 1
         #: Every observer of this server by peer address, over all resources.
         self._observers_by_peer: dict[Hashable, list[Observer]] = {}
+        #: RFC 7959 transfers in progress on the server side.
+        self._uploads = Uploads(params.exchange_lifetime_s, params.max_body_bytes)
+        self._representations = Representations(params.exchange_lifetime_s)
         self._cocoa = params.rto == "cocoa"
         self._rfc_schedule = BackoffSchedule(
             base_timeout_s=params.ack_timeout_s,
@@ -464,9 +495,24 @@ class CoapEndpoint:
             msg.add_option(number, value)
         if observe:
             msg.set_option(Opt.OBSERVE, OBSERVE_REGISTER)
+        upload = None
+        size = self.params.block_size_bytes
+        if size is not None:
+            szx = szx_of(size)
+            if len(msg.payload) > size:
+                # RFC 7959 2.5: the body in Block1 blocks; Size1 announces it whole.
+                upload = msg.payload
+                msg.payload = upload[:size]
+                msg.block1 = BlockOption(0, True, szx)
+                msg.set_option(Opt.SIZE1, len(upload))
+            if code in _BLOCK2_METHODS:
+                msg.block2 = BlockOption(0, False, szx)  # 2.4: early size negotiation
         _check_encodable(msg)
         self._expire(now)
-        return self._submit(now, addr, msg, token)
+        rid = self._submit(now, addr, msg, token)
+        if upload is not None and rid in self._requests:
+            self._requests[rid].upload = upload
+        return rid
 
     def cancel(self, now: float, request_id: int) -> bool:
         """Forget a request or observation without telling the peer; no event follows.
@@ -585,7 +631,7 @@ class CoapEndpoint:
         seq = res.next_seq()
         observers = list(res.observers.values())
         for obs in observers:
-            msg = self._notification(res, obs, seq, con or self._con_due(now, obs))
+            msg = self._notification(now, res, obs, seq, con or self._con_due(now, obs))
             if _is_success(msg.code):
                 self._send_notification(now, obs, msg)
             else:
@@ -914,6 +960,8 @@ class CoapEndpoint:
         req.state = _SENT
         req.counted = True
         req.first_sent_s = now
+        if req.started_s is None:
+            req.started_s = now
         self._outstanding[addr] = parallel + 1
         self._by_token[(addr, token)] = req
         out = _Outgoing(_REQUEST, addr, msg.message_id, encode(msg), req)
@@ -944,10 +992,18 @@ class CoapEndpoint:
             self._pump(now, addr)
 
     def _finish(self, now: float, req: _Request) -> None:
-        """Forget a request or observation entirely."""
+        """Forget a request or observation entirely (and the block fetch it waits for)."""
         if req.state == _DONE:
             return
+        if req.state == _QUEUED:
+            self._unqueue(req)
+            return
         req.state = _DONE
+        child = req.child
+        if child is not None:
+            req.child = None
+            child.parent = None
+            self._finish(now, child)
         self._disarm(req.timer)
         req.timer = None
         self._forget_out(req.out)
@@ -962,6 +1018,15 @@ class CoapEndpoint:
 
     def _fail(self, now: float, req: _Request, reason: str) -> None:
         if req.state == _DONE:
+            return
+        parent = req.parent
+        if parent is not None:
+            # A block fetch failed: the response it completes failed with it; a
+            # notification's blocks are simply lost (the observation goes on).
+            self._finish(now, req)
+            parent.child = None
+            if req.notification is None:
+                self._fail(now, parent, f"{reason} (block {req.message.block2.num})")
             return
         self.stats.requests_failed += 1
         self._events.append(RequestFailed(req.id, reason))  # type: ignore[arg-type]
@@ -1009,15 +1074,40 @@ class CoapEndpoint:
 
     def _on_response(self, now: float, req: _Request, msg: Message) -> None:
         """Deliver a matched response or notification to the application."""
+        if req.parent is not None:
+            self._on_child_block(now, req, msg)
+            return
         if req.state == _OBSERVING:
             self._on_notification(now, req, msg)
             return
+        if req.state == _BLOCKS:
+            return  # a duplicate of the first block; its child fetches the rest
         seq = observe_value(msg)
         if req.dereg and seq is not None:
             return  # a late notification of the observation being cancelled
+        if req.upload is not None and msg.code == Code.CONTINUE:
+            self._next_upload_block(now, req, msg)
+            return
+        block = msg.block2
+        if block is not None and block.more and req.message.code in _BLOCK2_METHODS:
+            if _is_success(msg.code):
+                # RFC 7959 2.4: fetch the other blocks, then deliver the whole body.
+                self._settle(now, req)
+                req.state = _BLOCKS
+                self._fetch_blocks(now, req, msg, None)
+                return
+        self._deliver(now, req, msg)
+
+    def _deliver(self, now: float, req: _Request, msg: Message) -> None:
         out = req.out
-        transmissions = out.retx.transmissions if out is not None and out.retx else 1
-        self._events.append(ResponseReceived(req.id, msg, now - req.first_sent_s, transmissions))
+        if out is None and req.transmissions:
+            transmissions = req.transmissions  # every block's, counted as they ended
+        else:
+            transmissions = out.retx.transmissions if out is not None and out.retx else 1
+            transmissions += req.transmissions
+        started = req.started_s if req.started_s is not None else req.first_sent_s
+        self._events.append(ResponseReceived(req.id, msg, now - started, transmissions))
+        seq = observe_value(msg)
         if req.observe and seq is not None and _is_success(msg.code):
             req.state = _OBSERVING
             req.observation = ClientObservation(seq, now)
@@ -1039,7 +1129,125 @@ class CoapEndpoint:
         if not req.observation.accept(seq, now):
             self.stats.stale_notifications += 1
             return
+        block = msg.block2
+        if block is not None and block.more:
+            # RFC 7959 2.6: the rest of the new state with plain GETs, then report it.
+            if req.child is not None:
+                self._finish(now, req.child)  # an older state's blocks: this one is newer
+            self._fetch_blocks(now, req, msg, seq)
+            return
         self._events.append(NotificationReceived(req.id, msg, seq))
+
+    # ---- RFC 7959 block-wise transfers, client side ---------------------------------
+
+    def _settle(self, now: float, req: _Request) -> None:
+        """The exchange of this message is over; the request goes on (more blocks)."""
+        out = req.out
+        if out is not None and out.retx is not None:
+            req.transmissions += out.retx.transmissions
+        else:
+            req.transmissions += 1
+        self._disarm(req.timer)
+        req.timer = None
+        self._forget_out(out)
+        req.out = None
+        if req.counted:
+            self._release(now, req)
+
+    def _next_block(self, now: float, req: _Request, message: Message) -> None:
+        """Send the request's next block: a new message, the same token, first in line."""
+        self._settle(now, req)
+        key = (req.addr, req.token)
+        if self._by_token.get(key) is req:
+            del self._by_token[key]
+        req.fixed_token = req.token
+        req.message = message
+        req.state = _QUEUED
+        queue = self._queues.get(req.addr)
+        if queue is None:
+            queue = self._queues[req.addr] = deque()
+        queue.appendleft(req)
+        self._pump(now, req.addr)
+
+    def _next_upload_block(self, now: float, req: _Request, msg: Message) -> None:
+        """2.31 Continue: the next Block1 block, at the server's size if it asks for less."""
+        sent = req.message
+        mine, theirs = sent.block1, msg.block1
+        if mine is None or theirs is None:
+            self._fail(now, req, "blockwise: 2.31 Continue without Block1")
+            return
+        upload = req.upload
+        assert upload is not None
+        szx = min(mine.szx, theirs.szx)
+        size = 1 << (szx + 4)
+        offset = mine.offset + len(sent.payload)
+        nxt = sent.copy()
+        nxt.payload = upload[offset : offset + size]
+        nxt.block1 = BlockOption(offset // size, offset + size < len(upload), szx)
+        nxt.remove_option(Opt.SIZE1)  # announced with the first block
+        self._next_block(now, req, nxt)
+
+    def _fetch_blocks(self, now: float, parent: _Request, first: Message, seq: int | None) -> None:
+        """A child request fetches the blocks after `first` (RFC 7959 2.4, 2.6)."""
+        block = first.block2
+        assert block is not None
+        if block.num != 0:
+            self._block_error(now, parent, seq, "blockwise: the first block is not block 0")
+            return
+        nxt = parent.message.copy()
+        nxt.remove_option(Opt.OBSERVE)
+        nxt.remove_option(Opt.BLOCK1)
+        nxt.remove_option(Opt.SIZE1)
+        nxt.payload = b""
+        nxt.block2 = BlockOption(1, False, block.szx)
+        child = _Request(self._next_request_id, parent.addr, nxt, None)
+        self._next_request_id += 1
+        child.parent = parent
+        child.first = first
+        child.body = bytearray(first.payload)
+        child.notification = seq
+        parent.child = child
+        self._requests[child.id] = child
+        queue = self._queues.get(parent.addr)
+        if queue is None:
+            queue = self._queues[parent.addr] = deque()
+        queue.append(child)
+        self._pump(now, parent.addr)
+
+    def _on_child_block(self, now: float, child: _Request, msg: Message) -> None:
+        parent = child.parent
+        assert parent is not None and child.body is not None and child.first is not None
+        block = msg.block2
+        if not _is_success(msg.code) or block is None or block.offset != len(child.body):
+            self._fail(now, child, f"blockwise: {code_name(msg.code)} for a block")
+            return
+        child.body += msg.payload
+        if len(child.body) > self.params.max_body_bytes:
+            self._fail(now, child, "blockwise: the body is larger than max_body_bytes")
+            return
+        if block.more:
+            nxt = child.message.copy()
+            nxt.block2 = BlockOption(block.num + 1, False, block.szx)
+            self._next_block(now, child, nxt)
+            return
+        whole = child.first.copy()
+        whole.payload = bytes(child.body)
+        whole.remove_option(Opt.BLOCK2)
+        parent.child = None
+        parent.transmissions += child.transmissions
+        out = child.out
+        parent.transmissions += out.retx.transmissions if out is not None and out.retx else 1
+        child.parent = None
+        self._finish(now, child)
+        if child.notification is not None:
+            if parent.state == _OBSERVING:
+                self._events.append(NotificationReceived(parent.id, whole, child.notification))
+        elif parent.state == _BLOCKS:
+            self._deliver(now, parent, whole)
+
+    def _block_error(self, now: float, parent: _Request, seq: int | None, reason: str) -> None:
+        if seq is None:
+            self._fail(now, parent, reason)
 
     # =====================================================================
     # server side
@@ -1078,10 +1286,101 @@ class CoapEndpoint:
             resp = self._response_to(msg, Code.METHOD_NOT_ALLOWED)
             self._respond(now, msg, addr, seen, resp)
             return
-        resp, delay = self._run_handler(res, msg, addr)
+        whole = self._request_body(now, msg, addr, seen)
+        if whole is None:
+            return  # answered: 2.31 Continue for the next block, or why not
+        resp, delay = self._run_handler(res, whole, addr)
         if msg.code == Code.GET:
             self._observe_request(now, res, msg, addr, resp)
+        if whole is not msg:
+            resp.block1 = BlockOption(msg.block1.num, False, msg.block1.szx)  # 2.5: the last
+        resp = self._response_blocks(now, msg, addr, resp)
         self._respond(now, msg, addr, seen, resp, delay)
+
+    # ---- RFC 7959 block-wise transfers, server side ---------------------------------
+
+    def _request_body(self, now: float, msg: Message, addr: Hashable, seen: list) -> Message | None:
+        """The request with its whole body, once every Block1 block has come; None when
+        this block was answered instead (2.31 Continue, 4.08, 4.13, 4.00)."""
+        block = msg.block1
+        if block is None:
+            return msg
+        if block.szx > MAX_SZX:
+            resp = self._response_to(msg, Code.BAD_REQUEST)
+            resp.payload = b"Block1: SZX 7 is reserved (RFC 7959 2.2)"
+            self._respond(now, msg, addr, seen, resp)
+            return None
+        own = self.params.block_size_bytes
+        szx = block.szx if own is None else min(block.szx, szx_of(own))
+        result = self._uploads.add(now, (addr, uri_key(msg)), block, msg.payload)
+        if isinstance(result, bytes):
+            whole = msg.copy()
+            whole.payload = result
+            whole.remove_option(Opt.BLOCK1)
+            whole.remove_option(Opt.SIZE1)
+            return whole
+        if result == "continue":
+            resp = self._response_to(msg, Code.CONTINUE)
+            resp.block1 = BlockOption(block.num, True, szx)  # 2.5: our size from now on
+        elif result == "too-large":
+            resp = self._response_to(msg, Code.REQUEST_ENTITY_TOO_LARGE)
+            resp.set_option(Opt.SIZE1, self.params.max_body_bytes)
+        else:
+            resp = self._response_to(msg, Code.REQUEST_ENTITY_INCOMPLETE)
+            resp.payload = f"Block1: block {block.num} does not follow what came".encode()
+        self._respond(now, msg, addr, seen, resp)
+        return None
+
+    def _response_blocks(
+        self, now: float, request: Message, addr: Hashable, resp: Message
+    ) -> Message:
+        """The block of `resp` the request asks for (RFC 7959 2.4), or `resp` whole.
+
+        A response larger than our block size, or one to a request with Block2,
+        goes out in blocks; every block of one transfer comes from the
+        representation its block 0 was cut from."""
+        if request.code not in _BLOCK2_METHODS or not _is_success(resp.code):
+            return resp
+        asked = request.block2
+        own = self.params.block_size_bytes
+        if asked is None:
+            if own is None or len(resp.payload) <= own:
+                return resp
+            num, szx = 0, szx_of(own)
+        elif asked.szx > MAX_SZX:
+            error = self._response_to(request, Code.BAD_REQUEST)
+            error.payload = b"Block2: SZX 7 is reserved (RFC 7959 2.2)"
+            return error
+        else:
+            num = asked.num
+            # 2.4: the size asked for or smaller on block 0; later blocks keep
+            # the size the client learned from block 0.
+            szx = min(asked.szx, szx_of(own)) if own is not None and num == 0 else asked.szx
+        key = (addr, uri_key(request))
+        source = resp
+        if num > 0:
+            kept = self._representations.get(now, key)
+            if kept is not None:
+                source = kept
+        piece = block_of(source.payload, num, szx)
+        if piece is None:
+            error = self._response_to(request, Code.BAD_OPTION)
+            error.payload = b"Block2: block number beyond the end of the representation"
+            return error
+        payload, more = piece
+        out = resp.copy()
+        out.options = [o for o in source.options if o[0] != Opt.OBSERVE]
+        if resp.observe is not None:
+            out.set_option(Opt.OBSERVE, resp.get_option(Opt.OBSERVE))
+        out.payload = payload
+        out.block2 = BlockOption(num, more, szx)
+        if num == 0 or request.has_option(Opt.SIZE2):
+            out.set_option(Opt.SIZE2, len(source.payload))
+        if num == 0 and more:
+            self._representations.keep(now, key, source)
+        elif not more:
+            self._representations.drop(key)
+        return out
 
     def _observe_request(
         self, now: float, res: Resource, msg: Message, addr: Hashable, resp: Message
@@ -1210,11 +1509,16 @@ class CoapEndpoint:
             every > 0 and obs.non_since_con + 1 >= every
         )
 
-    def _notification(self, res: Resource, obs: Observer, seq: int, con: bool) -> Message:
+    def _notification(
+        self, now: float, res: Resource, obs: Observer, seq: int, con: bool
+    ) -> Message:
         resp, _ = self._run_handler(res, obs.request, obs.addr)
         resp.type = Type.CON if con else Type.NON
         if _is_success(resp.code):
             resp.options.append((Opt.OBSERVE, encode_uint(seq)))
+            # RFC 7959 2.6: a large state goes out as its first block; the
+            # client fetches the rest with GET, from the same representation.
+            resp = self._response_blocks(now, obs.request, obs.addr, resp)
         return resp
 
     def _send_notification(self, now: float, obs: Observer, msg: Message) -> None:

@@ -64,6 +64,16 @@ class CoapParams:
       over all resources. A registration past either is answered as a plain
       GET, without Observe, which RFC 7641 4.1 prescribes for a server that
       will not add an observer; the endpoint counts it (observers_refused).
+    - block_size_bytes: RFC 7959 block-wise transfers at this block size (16,
+      32, ... 1024). A client asks for responses in blocks of it (Block2 in
+      its first GET, early negotiation) and sends request payloads larger
+      than it in Block1 blocks; a server sends responses larger than it in
+      Block2 blocks and asks for Block1 blocks no larger. None: the client
+      asks for nothing and sends payloads whole, the server answers whole;
+      both still follow a peer that uses blocks (a server answers a request's
+      Block2 at the size asked, a client fetches every block it is offered).
+    - max_body_bytes: the largest body assembled from blocks, as a server
+      (larger uploads get 4.13 with Size1) and as a client.
     """
 
     ack_timeout_s: float = 2.0
@@ -84,6 +94,8 @@ class CoapParams:
     observe_con_every: int = 0
     max_observers_per_resource: int = 1000
     max_observations_per_peer: int = 16
+    block_size_bytes: int | None = None
+    max_body_bytes: int = 65536
 
     def __post_init__(self) -> None:
         _finite("ack_timeout_s", self.ack_timeout_s, low=0.0, low_open=True, what="> 0 seconds")
@@ -127,6 +139,18 @@ class CoapParams:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"CoapParams.{name} must be an integer >= {low}, got {value!r}")
+        size = self.block_size_bytes
+        if size is not None and (
+            not isinstance(size, int) or size not in (16, 32, 64, 128, 256, 512, 1024)
+        ):
+            raise ValueError(
+                "CoapParams.block_size_bytes must be None or a power of two in 16..1024, "
+                f"got {size!r}"
+            )
+        if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:
+            raise ValueError(
+                f"CoapParams.max_body_bytes must be an integer >= 1, got {self.max_body_bytes!r}"
+            )
         if not isinstance(self.token_length, int) or not 0 <= self.token_length <= 8:
             raise ValueError(
                 f"CoapParams.token_length must be an integer in 0..8, got {self.token_length!r}"
