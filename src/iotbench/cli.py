@@ -357,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  iotbench client coap GET coap://127.0.0.1/voltage --observe 3\n"
         "  iotbench client coap PUT coap://127.0.0.1/store --payload hello --non\n"
         "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n"
+        "  iotbench client coap GET coap://127.0.0.1/o --block-size 64\n"
         "  iotbench client mqtt sub 'mqtt://127.0.0.1/sensors/%23' --qos 1 --count 3\n"
         "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload 21.5 --qos 1\n"
         "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n"
@@ -381,6 +382,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="Content-Format of the payload, e.g. 0 text/plain, 50 application/json",
     )
     p.add_argument("--non", action="store_true", help="send a non-confirmable request")
+    p.add_argument(
+        "--block-size",
+        type=int,
+        choices=(16, 32, 64, 128, 256, 512, 1024),
+        metavar="BYTES",
+        help="CoAP: RFC 7959 block-wise: ask for responses in blocks of this size and "
+        "upload payloads larger than it in blocks (default: follow the server's blocks, "
+        "upload whole); 16, 32, ... 1024",
+    )
     p.add_argument(
         "--observe",
         type=_non_negative_int,

@@ -54,9 +54,7 @@ def stop(proc: subprocess.Popen) -> str:
     return err or ""
 
 
-@pytest.fixture
-def iotbench_coap_server() -> Iterator[int]:
-    """`iotbench serve coap` on a free port (fast notifications); yields the port."""
+def _serve_coap(object_size: int) -> Iterator[int]:
     port = free_udp_port()
     proc = subprocess.Popen(
         [
@@ -68,7 +66,7 @@ def iotbench_coap_server() -> Iterator[int]:
             "--port",
             str(port),
             "--object-size",
-            "1000",
+            str(object_size),
             "--observe-interval",
             "0.2",
         ],
@@ -80,6 +78,22 @@ def iotbench_coap_server() -> Iterator[int]:
     yield port
     err = stop(proc)
     assert "Traceback" not in err, err
+
+
+@pytest.fixture
+def iotbench_coap_server() -> Iterator[int]:
+    """`iotbench serve coap` on a free port (fast notifications); yields the port."""
+    yield from _serve_coap(1000)
+
+
+#: The object of the block-wise tests: five blocks of 1,024 bytes at the server's size.
+BIG_OBJECT_BYTES = 5000
+
+
+@pytest.fixture
+def iotbench_coap_big_server() -> Iterator[int]:
+    """`iotbench serve coap` with a 5,000-byte /o, which it serves in RFC 7959 blocks."""
+    yield from _serve_coap(BIG_OBJECT_BYTES)
 
 
 @pytest.fixture

@@ -112,3 +112,34 @@ def test_observe_voltage(iotbench_coap_server):
     numbers = [first.opt.observe] + [n.opt.observe for n in seen]
     assert numbers == sorted(numbers) and len(set(numbers)) == 4
     assert all(VOLTAGE.match(n.payload) for n in seen)
+
+
+# ---- RFC 7959 block-wise: aiocoap fetches and uploads 5,000 bytes ------------------------
+
+
+def test_block2_fetch_of_5000_bytes(iotbench_coap_big_server):
+    async def body(ctx, base):
+        whole = await ctx.request(Message(code=GET, uri=f"{base}/o")).response
+        # One block at the size aiocoap asks for (Block2 in its request).
+        request = Message(code=GET, uri=f"{base}/o")
+        request.opt.block2 = aiocoap.optiontypes.BlockOption.BlockwiseTuple(1, 0, 2)
+        second = await ctx.request(request, handle_blockwise=False).response
+        return whole, second
+
+    whole, second = run(iotbench_coap_big_server, body)
+    assert whole.code == AioCode.CONTENT and len(whole.payload) == 5000
+    assert second.opt.block2.block_number == 1 and second.opt.block2.size_exponent == 2
+    assert second.payload == whole.payload[64:128] and second.opt.block2.more
+
+
+def test_block1_upload_of_5000_bytes(iotbench_coap_big_server):
+    payload = bytes(range(250)) * 20
+
+    async def body(ctx, base):
+        put = await ctx.request(Message(code=PUT, uri=f"{base}/store", payload=payload)).response
+        got = await ctx.request(Message(code=GET, uri=f"{base}/store")).response
+        return put, got
+
+    put, got = run(iotbench_coap_big_server, body)
+    assert put.code == AioCode.CHANGED
+    assert got.payload == payload

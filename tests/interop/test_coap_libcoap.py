@@ -37,6 +37,34 @@ def iotbench_client(*args: str) -> subprocess.CompletedProcess:
 # ---- libcoap coap-client -> iotbench serve coap --------------------------------------
 
 
+def test_libcoap_client_block2_fetch_of_5000_bytes(require_peer, iotbench_coap_big_server):
+    uri = f"coap://127.0.0.1:{iotbench_coap_big_server}/o"
+    whole = coap_client(require_peer, "-m", "get", uri).rstrip("\n")  # our 1,024-byte blocks
+    small = coap_client(require_peer, "-m", "get", "-b", "64", uri).rstrip("\n")  # its 64
+    assert len(whole) == len(small) == 5000 and whole == small
+
+
+def test_libcoap_client_block1_upload_of_5000_bytes(
+    require_peer, iotbench_coap_big_server, tmp_path
+):
+    uri = f"coap://127.0.0.1:{iotbench_coap_big_server}/store"
+    body = "".join(chr(ord("a") + i % 26) for i in range(5000))
+    (tmp_path / "body.txt").write_text(body)
+    coap_client(require_peer, "-m", "put", "-b", "128", "-f", str(tmp_path / "body.txt"), uri)
+    assert coap_client(require_peer, "-m", "get", uri).rstrip("\n") == body
+
+
+def test_our_client_block_options_against_our_server(iotbench_coap_big_server):
+    uri = f"coap://127.0.0.1:{iotbench_coap_big_server}"
+    got = iotbench_client("GET", f"{uri}/o", "--block-size", "64")
+    assert got.returncode == 0 and len(got.stdout.rstrip("\n")) == 5000
+    assert "79 transmission(s)" in got.stderr  # one per 64-byte block
+    body = "x" * 3000
+    put = iotbench_client("PUT", f"{uri}/store", "--payload", body, "--block-size", "256")
+    assert put.returncode == 0 and "12 transmission(s)" in put.stderr
+    assert iotbench_client("GET", f"{uri}/store").stdout.rstrip("\n") == body
+
+
 def test_libcoap_client_gets_voltage(require_peer, iotbench_coap_server):
     out = coap_client(require_peer, "-m", "get", f"coap://127.0.0.1:{iotbench_coap_server}/voltage")
     assert VOLTAGE.match(out.strip()), out

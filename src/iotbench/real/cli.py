@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
+from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
@@ -131,6 +132,7 @@ CLIENT_OPTIONS: dict[str, tuple[object, tuple[str, ...]]] = {
     "non": (False, ("coap",)),
     "observe": (0, ("coap",)),
     "content_format": (None, ("coap",)),
+    "block_size": (None, ("coap",)),
     "qos": (None, ("mqtt", "mqttsn")),
     "count": (None, ("mqtt", "mqttsn")),
     "retain": (False, ("mqtt", "mqttsn")),
@@ -174,6 +176,7 @@ def client(args: argparse.Namespace) -> int:
                 confirmable=not args.non,
                 observe=args.observe,
                 timeout_s=args.timeout,
+                params=CoapParams(block_size_bytes=args.block_size),
                 on_update=show,
             )
         )

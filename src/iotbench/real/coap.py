@@ -40,8 +40,10 @@ METHODS = {"GET": Code.GET, "POST": Code.POST, "PUT": Code.PUT, "DELETE": Code.D
 #: A server on real sockets makes every 5th notification to an observer a CON
 #: (libcoap's COAP_OBS_MAX_NON is the same), so that an observer that is gone,
 #: or that a spoofed registration made up, is detected within a few intervals
-#: (RFC 7641 4.5) and not only after the 24 hours the RFC allows.
-SERVER_PARAMS = CoapParams(observe_con_every=5)
+#: (RFC 7641 4.5) and not only after the 24 hours the RFC allows. Bodies over
+#: 1,024 bytes go in RFC 7959 blocks of that size: RFC 7252 4.6 asks for
+#: messages that fit a 1,280-byte IPv6 MTU.
+SERVER_PARAMS = CoapParams(observe_con_every=5, block_size_bytes=1024)
 
 
 class RealModeError(Exception):
