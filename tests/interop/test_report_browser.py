@@ -77,7 +77,7 @@ def test_the_reproduce_report_opens_cleanly(browser, tmp_path: Path) -> None:
         assert expected in text
     assert len(browser.find_elements("tag name", "img")) >= 2
     hrefs = [a.get_attribute("href") for a in browser.find_elements("tag name", "a")]
-    assert sum(h.endswith(".pcap") for h in hrefs) == 30 + 6
+    assert sum(h.endswith(".pcap") for h in hrefs) == 36 + 6
     assert any(h.endswith("/results.duckdb") for h in hrefs)
 
 

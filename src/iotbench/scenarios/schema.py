@@ -336,6 +336,14 @@ COAP = Section(
             choices=("rfc7252", "cocoa"),
         ),
         "token_length": Field("int", "Token length in bytes.", 2, ge=0, le=8),
+        "block_size_bytes": Field(
+            "int",
+            "RFC 7959 block-wise transfers at this block size: the client asks for "
+            "responses in blocks of it, the server sends larger bodies in blocks. "
+            "Absent: bodies go whole (IP fragments them).",
+            OPTIONAL,
+            choices=(16, 32, 64, 128, 256, 512, 1024),
+        ),
     },
     optional=True,
 )
