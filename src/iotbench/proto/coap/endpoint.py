@@ -3,9 +3,9 @@
 Implements the RFC 7252 messaging layer (section 4: CON retransmission,
 deduplication, ACK/RST matching, NSTART), the request/response layer
 (section 5: piggybacked and separate responses, token matching, critical
-options), RFC 7641 Observe on both sides, RFC 6690 /.well-known/core, and the
-CoCoA adaptive RTO (draft-ietf-core-cocoa) as an alternative to the fixed
-RFC 7252 timeout.
+options), RFC 7641 Observe and RFC 7959 block-wise transfers on both sides,
+RFC 6690 /.well-known/core, RFC 7967 No-Response, and the CoCoA adaptive RTO
+(draft-ietf-core-cocoa) as an alternative to the fixed RFC 7252 timeout.
 
 Driving it (the simulator and the real-socket driver do exactly this):
 
@@ -74,6 +74,17 @@ Choices the RFCs leave open, and what this endpoint does:
   registration past a bound is answered without Observe (4.1).
   On the client, notifications are checked with the 3.4 freshness rule;
   stale ones are acknowledged but not reported.
+- Block-wise (RFC 7959, CoapParams.block_size_bytes): a client fetches the
+  blocks of a GET or FETCH response one by one with the same token and
+  reports the body whole; the blocks of an observed response or notification
+  (2.6) come by a child request (plain GETs, new token) while the
+  observation keeps its token. A client uploads a larger payload in Block1
+  blocks and follows a server's smaller size from its 2.31 on. A server
+  cuts Block2 blocks from the representation it kept at block 0 (per peer
+  and URI, so a changing resource never mixes states within one transfer),
+  assembles Block1 uploads per peer, method and URI, and keeps at most 64 of
+  each for EXCHANGE_LIFETIME. Error responses go whole. Not implemented:
+  Q-Block (RFC 9177), BERT, and Block2 continuation of POST/PUT responses.
 """
 
 from __future__ import annotations
