@@ -462,16 +462,30 @@ def test_s3_mqttsn_base_condition_by_the_message():
     assert q0["latency_p50_s"] == pytest.approx(2.5 * 0.001, rel=0.5)
 
 
-def test_s3_mqttsn_qos1_recovers_what_qos0_loses():
+def test_s3_mqttsn_qos1_with_retransmission_recovers_what_qos0_loses():
     got = {}
     for run in runs(
         "s3-robustness",
-        {"variant": ["mqttsn-qos0", "mqttsn-qos1"], "condition": ["loss-20"]},
+        {"variant": ["mqttsn-qos0-retry", "mqttsn-qos1-retry"], "condition": ["loss-20"]},
         {"workload.items": 100},
     ):
         got[run.params["variant"]] = run_one(run.config, run.seed)
-    assert got["mqttsn-qos1"]["items_delivered"] == 100
-    q0 = got["mqttsn-qos0"]
+    assert got["mqttsn-qos1-retry"]["items_delivered"] == 100
+    q0 = got["mqttsn-qos0-retry"]
     assert q0["items_given_up"] > 0 and q0["items_delivered"] + q0["items_given_up"] == 100
     # A lost request is re-sent after Tretry = 10 s.
-    assert got["mqttsn-qos1"]["latency_p99_s"] >= 10.0
+    assert got["mqttsn-qos1-retry"]["latency_p99_s"] >= 10.0
+
+
+def test_s3_mqttsn_as_studied_abandons_a_session_at_the_first_loss():
+    (run,) = runs(
+        "s3-robustness",
+        {"variant": ["mqttsn-qos1"], "condition": ["loss-20"]},
+        {"workload.items": 100},
+    )
+    m = run_one(run.config, run.seed)
+    # QoS 1 loses items: nothing is sent twice, a lost reply ends the session.
+    assert m["items_given_up"] > 0 and m["items_delivered"] + m["items_given_up"] == 100
+    assert m["packets_total"] <= 8 * 100  # at most the eight datagrams of a whole session
+    # ...and each abandoned session waits out the 60 s keep-alive first.
+    assert m["task_completion_time_s"] >= 60.0 * m["items_given_up"]

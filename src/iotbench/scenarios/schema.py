@@ -488,6 +488,13 @@ MQTTSN = Section(
             "float", "Tretry (spec 6.13 suggests 10 to 15 s), client and gateway.", 10.0, gt=0
         ),
         "max_retries": Field("int", "Nretry (spec 6.13 suggests 3 to 5).", 3, ge=0),
+        "retransmit": Field(
+            "bool",
+            "The client retransmits what gets no reply (Tretry/Nretry, spec 6.13). false: "
+            "as S3's studied client, it does not; a lost CONNACK, REGACK or PUBACK abandons "
+            "the session (the item is lost) once its wait timer, keep_alive_s, ran out.",
+            True,
+        ),
         "port": Field(
             "int", "Gateway UDP port (1883, as RSMB and mqtt-sn-tools use).", 1883, ge=1, le=65535
         ),

@@ -35,9 +35,18 @@ def build_mqttsn(sim: Simulator, net: Network, config: dict) -> ItemClient:
     )
     gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
     GatewayDriver(sim, sink, gateway, cfg["port"], broker)
+    if not cfg["retransmit"]:
+        # S3's studied client: one transmission each; a reply that does not come
+        # within its wait timer (the keep-alive) abandons the session.
+        wait = cfg["keep_alive_s"] or cfg["retry_interval_s"]
+        client_retry = {"retry_interval_s": float(wait), "max_retries": 0}
+    else:
+        client_retry = retry
     client = MqttSnClient(
         sim.rng("mqttsn/client"),
-        MqttSnClientParams(client_id=cfg["client_id"], keep_alive_s=cfg["keep_alive_s"], **retry),
+        MqttSnClientParams(
+            client_id=cfg["client_id"], keep_alive_s=cfg["keep_alive_s"], **client_retry
+        ),
     )
     sensor = make_resource(
         workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
