@@ -225,7 +225,7 @@ def test_mqttsn_datagrams_decode(tmp_path, require_peer):
     pcap = simulate(
         tmp_path,
         "s3-robustness",
-        {"variant": ["mqttsn-qos1"], "condition": ["loss-10"]},
+        {"variant": ["mqttsn-qos1-retry"], "condition": ["loss-10"]},
         {"workload.items": 30},
     )
     decode_as = "udp.port==1883,mqttsn"
