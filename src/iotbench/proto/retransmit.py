@@ -158,6 +158,7 @@ class RtoEstimator:
         "rttvar_s",
         "samples",
         "srtt_s",
+        "variance_floor_s",
     )
 
     def __init__(
@@ -170,6 +171,7 @@ class RtoEstimator:
         alpha: float = 1 / 8,
         beta: float = 1 / 4,
         granularity_s: float = 0.0,
+        variance_floor_s: float = 0.0,
     ) -> None:
         if not 0 <= min_rto_s <= max_rto_s:
             raise ValueError(f"need 0 <= min_rto_s <= max_rto_s, got {min_rto_s}, {max_rto_s}")
@@ -179,6 +181,9 @@ class RtoEstimator:
         self.alpha = alpha
         self.beta = beta
         self.granularity_s = granularity_s
+        # Linux adds its rto_min to SRTT instead of bounding the sum (tcp_set_rto:
+        # RTO = SRTT + max(4 RTTVAR, rto_min)); RFC 6298 2.4 bounds the sum.
+        self.variance_floor_s = variance_floor_s
         self.min_rto_s = min_rto_s
         self.max_rto_s = max_rto_s
         self.srtt_s: float | None = None
@@ -198,7 +203,7 @@ class RtoEstimator:
             # RFC 6298 2.3: RTTVAR first, using the SRTT from before this sample.
             self.rttvar_s = (1 - self.beta) * self.rttvar_s + self.beta * abs(self.srtt_s - rtt_s)
             self.srtt_s = (1 - self.alpha) * self.srtt_s + self.alpha * rtt_s
-        rto = self.srtt_s + max(self.granularity_s, self.k * self.rttvar_s)
+        rto = self.srtt_s + max(self.granularity_s, self.k * self.rttvar_s, self.variance_floor_s)
         # RFC 6298 2.4 / 2.5: lower and upper bounds.
         self.rto_s = min(max(rto, self.min_rto_s), self.max_rto_s)
         self.samples += 1

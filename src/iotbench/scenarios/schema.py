@@ -403,8 +403,18 @@ TCP = Section(
             _TCP_DEFAULTS.initial_window_segments,
             ge=1,
         ),
+        "rto": Field(
+            "str",
+            "How the RTO follows the RTT: linux, SRTT + max(4 RTTVAR, min_rto_s) as Linux's "
+            "tcp_set_rto; rfc6298, SRTT + 4 RTTVAR bounded below by min_rto_s (RFC 6298 2.4).",
+            _TCP_DEFAULTS.rto,
+            choices=("linux", "rfc6298"),
+        ),
         "min_rto_s": Field(
-            "float", "Minimum RTO (RFC 6298; Linux 200 ms).", _TCP_DEFAULTS.min_rto_s, gt=0
+            "float",
+            "Minimum RTO; absent: 0.2 s with rto = linux (TCP_RTO_MIN), 1 s with rfc6298.",
+            OPTIONAL,
+            gt=0,
         ),
         "initial_rto_s": Field(
             "float", "Initial RTO (RFC 6298 1 s).", _TCP_DEFAULTS.initial_rto_s, gt=0

@@ -210,9 +210,50 @@ def test_rto_doubles_on_repeated_loss_and_respects_minimum():
     w.run(10.0)
     times = [t for t, s in w.sent("c") if s.payload]
     assert times == [2.0, pytest.approx(2.3), pytest.approx(2.9), pytest.approx(4.1)]
-    fast = TcpParams(min_rto_s=0.2)
-    w2 = established(client_params=fast, server_params=fast, delay_s=0.001)
-    assert w2.client.rto.rto_s == pytest.approx(0.2)  # 2 ms RTT, clamped to 200 ms
+    w2 = established(delay_s=0.001)
+    # Linux: 2 ms RTT -> SRTT 0.002 + max(4 x 0.001, rto_min 0.2) = 0.202 s.
+    assert w2.client.rto.rto_s == pytest.approx(0.202)
+    rfc = TcpParams(rto="rfc6298")
+    w3 = established(client_params=rfc, server_params=rfc, delay_s=0.001)
+    assert w3.client.rto.rto_s == pytest.approx(1.0)  # RFC 6298 2.4: at least 1 s
+
+
+def test_rto_modes_on_worked_numbers():
+    """SRTT/RTTVAR per RFC 6298 2.2-2.3, then each mode's RTO (seconds)."""
+    from iotbench.proto.retransmit import RtoEstimator
+
+    def estimator(mode: str) -> RtoEstimator:
+        p = TcpParams(rto=mode)
+        return RtoEstimator(
+            initial_rto_s=p.initial_rto_s,
+            min_rto_s=p.rto_min_s,
+            max_rto_s=p.max_rto_s,
+            variance_floor_s=p.rto_min_s if mode == "linux" else 0.0,
+        )
+
+    linux, rfc = estimator("linux"), estimator("rfc6298")
+    # First sample 0.1: SRTT 0.1, RTTVAR 0.05, 4 RTTVAR 0.2.
+    assert linux.update(0.1) == pytest.approx(0.1 + 0.2)  # max(0.2, 0.2)
+    assert rfc.update(0.1) == pytest.approx(1.0)  # 0.3, raised to the 1 s minimum
+    # A long constant delay (S3's delay-5: 10 s round trips): RTTVAR decays by
+    # 3/4 per sample, so 4 RTTVAR soon falls below 200 ms. Linux keeps SRTT +
+    # 200 ms; the sum bounded below (the old behaviour) would drop to SRTT + 4 RTTVAR.
+    for est in (linux, rfc):
+        est.srtt_s = est.rttvar_s = None
+        est.update(10.0)  # SRTT 10, RTTVAR 5: RTO 30
+    for _ in range(20):
+        linux.update(10.0)
+        rfc.update(10.0)
+    assert linux.rttvar_s == pytest.approx(5 * 0.75**20)  # 0.0159
+    assert linux.rto_s == pytest.approx(10.0 + 0.2)
+    assert rfc.rto_s == pytest.approx(10.0 + 4 * 5 * 0.75**20)  # 10.063
+
+
+def test_rto_mode_is_validated():
+    with pytest.raises(ValueError, match="TcpParams.rto must be one of"):
+        TcpParams(rto="bsd")
+    assert TcpParams().rto_min_s == 0.2 and TcpParams(rto="rfc6298").rto_min_s == 1.0
+    assert TcpParams(rto="rfc6298", min_rto_s=0.5).rto_min_s == 0.5
 
 
 def test_lost_ack_of_data_is_recovered_by_retransmission():
@@ -469,3 +510,19 @@ def test_nagle_minshall_a_full_segment_in_flight_does_not_hold_the_small_tail():
     w.run(2.0 + 0.001)
     sizes = [len(s.payload) for t, s in w.sent("c") if s.payload]
     assert sizes == [488, 19]  # both leave at once (Linux's Minshall check)
+
+
+def test_an_ack_for_two_segments_echoes_the_first_ones_timestamp():
+    # RFC 7323 4.3: TS.Recent only takes a segment that starts at or before
+    # Last.ACK.sent, so a delayed ACK of two segments echoes the first TSval and
+    # the sender's RTT sample includes the delayed-ACK wait.
+    fast = TcpParams(nagle=False)
+    w = established(client_params=fast, server_params=fast)
+    w.client.send(w.at(2.0), b"a" * 100)
+    w.client.send(w.at(2.02), b"b" * 100)
+    w.run(3.0)
+    first, second = [s for _, s in w.sent("c") if s.payload]
+    assert first.timestamps[0] != second.timestamps[0]
+    acks = [s for t, s in w.sent("s") if t > 2.0 and not s.payload]
+    assert acks[0].ack == (second.seq + 100) % 2**32  # one ACK for both
+    assert acks[0].timestamps[1] == first.timestamps[0]

@@ -119,8 +119,9 @@ class TcpConnection:
         self.cc: NewReno | None = None
         self.rto = RtoEstimator(
             initial_rto_s=params.initial_rto_s,
-            min_rto_s=params.min_rto_s,
+            min_rto_s=params.rto_min_s,
             max_rto_s=params.max_rto_s,
+            variance_floor_s=params.rto_min_s if params.rto == "linux" else 0.0,
         )
         self._timed: tuple[int, float] | None = None  # (end offset, send time): RTT sample
         self._backoffs = 0  # consecutive timeouts of the same data
@@ -137,6 +138,8 @@ class TcpConnection:
         self._ack_pending = 0
         self._ack_now = False
         self._ts_recent = 0
+        # RFC 7323 4.3: the ACK field we last sent (Last.ACK.sent), as an offset.
+        self._last_ack_sent = 0
 
         # ---- negotiated options
         self.sack_ok = False
@@ -388,8 +391,17 @@ class TcpConnection:
             return
         if self._process_ack(now, seg, start) is False:
             return
-        if self.ts_ok and seg.timestamps is not None and start <= self.rcv_nxt:
-            self._ts_recent = seg.timestamps[0]  # RFC 7323 4.3
+        if (
+            self.ts_ok
+            and seg.timestamps is not None
+            and start <= self._last_ack_sent
+            and (seg.timestamps[0] - self._ts_recent) % MOD < 1 << 31
+        ):
+            # RFC 7323 4.3: only a segment that begins at or before what we last
+            # acknowledged updates TS.Recent (and no older TSval), so the ACK of
+            # delayed or several segments echoes the earliest one's TSval and
+            # the peer's RTT sample includes the delay.
+            self._ts_recent = seg.timestamps[0]
         if payload and self.state in _CAN_RECEIVE:
             self._accept_data(now, start, payload)
         if flags & FIN:
@@ -720,6 +732,8 @@ class TcpConnection:
             window,
             payload,
         )
+        if flags & ACK:
+            self._last_ack_sent = self.rcv_nxt
         if self.ts_ok or (syn and self.params.timestamps):
             seg.timestamps = (self._ts_val(now), self._ts_recent)
         if self.sack_ok and self._sack_report and not syn and flags & ACK:

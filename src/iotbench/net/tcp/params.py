@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+RTO_MODES = ("linux", "rfc6298")
+#: The minimum RTO of each mode when min_rto_s is not given: Linux's TCP_RTO_MIN
+#: (200 ms), RFC 6298 2.4's 1 s.
+DEFAULT_MIN_RTO_S = {"linux": 0.2, "rfc6298": 1.0}
+
 
 @dataclass(frozen=True)
 class TcpParams:
@@ -17,8 +22,11 @@ class TcpParams:
     mss_bytes: the MSS this end announces; None derives it from the
     interface MTU (MTU - 40 for IPv4, MTU - 60 for IPv6).
     initial_window_segments: IW (RFC 6928 default 10).
-    min_rto_s / initial_rto_s / max_rto_s: RFC 6298 bounds (Linux: 200 ms,
-    1 s, 120 s). syn_rto_fallback_s: the RTO used once data flows when the
+    rto: how the RTO follows the RTT estimate. "linux": RTO = SRTT +
+    max(4 RTTVAR, min_rto_s), rto_min added to the smoothed RTT as Linux's
+    tcp_set_rto does (min_rto_s default 200 ms). "rfc6298": RTO = SRTT +
+    4 RTTVAR bounded below by min_rto_s (RFC 6298 2.4: default 1 s).
+    initial_rto_s / max_rto_s: RFC 6298 2.1's 1 s, and the 120 s cap. syn_rto_fallback_s: the RTO used once data flows when the
     SYN or SYN-ACK had to be retransmitted (RFC 6298 5.7: 3 s).
     syn_retries / synack_retries: retransmissions of a SYN / SYN-ACK before
     the attempt fails (Linux tcp_syn_retries 6, tcp_synack_retries 5).
@@ -40,7 +48,8 @@ class TcpParams:
 
     mss_bytes: int | None = None
     initial_window_segments: int = 10
-    min_rto_s: float = 0.2
+    rto: str = "linux"
+    min_rto_s: float | None = None
     initial_rto_s: float = 1.0
     max_rto_s: float = 120.0
     syn_rto_fallback_s: float = 3.0
@@ -60,11 +69,13 @@ class TcpParams:
     fin_wait_2_s: float = 60.0
 
     def __post_init__(self) -> None:
-        positive = ("min_rto_s", "initial_rto_s", "max_rto_s", "delayed_ack_s")
+        if self.rto not in RTO_MODES:
+            raise ValueError(f"TcpParams.rto must be one of {RTO_MODES}, got {self.rto!r}")
+        positive = ("rto_min_s", "initial_rto_s", "max_rto_s", "delayed_ack_s")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"TcpParams.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.min_rto_s > self.max_rto_s:
+        if self.rto_min_s > self.max_rto_s:
             raise ValueError("TcpParams.min_rto_s must not exceed max_rto_s")
         for name in ("syn_retries", "synack_retries", "max_retransmissions"):
             if getattr(self, name) < 0:
@@ -79,3 +90,8 @@ class TcpParams:
             raise ValueError("TcpParams.receive_buffer_bytes must fit the scaled window")
         if self.time_wait_s < 0 or self.fin_wait_2_s < 0:
             raise ValueError("TcpParams.time_wait_s and fin_wait_2_s must be >= 0")
+
+    @property
+    def rto_min_s(self) -> float:
+        """min_rto_s, or the default of the RTO mode."""
+        return DEFAULT_MIN_RTO_S[self.rto] if self.min_rto_s is None else self.min_rto_s
