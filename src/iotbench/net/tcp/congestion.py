@@ -30,9 +30,11 @@ class NewReno:
         mss = self.mss
         if self.in_recovery:
             if ack >= self.recover:
-                # RFC 6582 3.2 step 3, full acknowledgment: deflate the window.
+                # RFC 6582 3.2 step 3, full acknowledgment, option (1):
+                # cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), FlightSize
+                # being what is still outstanding after this ACK.
                 self.in_recovery = False
-                self.cwnd = min(self.ssthresh, max(flight_before - acked, 0) + mss)
+                self.cwnd = min(self.ssthresh, max(flight_before - acked, mss) + mss)
                 return False
             # Step 3, partial acknowledgment: deflate by what was acknowledged,
             # add back one MSS if at least one was acknowledged.
