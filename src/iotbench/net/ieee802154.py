@@ -32,6 +32,7 @@ DEFAULT_PAN_ID = 0x23
 
 FRAME_TYPE_DATA = 0x1
 FRAME_TYPE_ACK = 0x2
+SECURITY_ENABLED = 0x0008
 FRAME_PENDING = 0x0010
 ACK_REQUEST = 0x0020
 PAN_ID_COMPRESSION = 0x0040
@@ -84,7 +85,8 @@ class Ack:
 
 
 def encode(frame: Frame) -> bytes:
-    """The frame's bytes, FCS included."""
+    """The frame's bytes, FCS included. ValueError for a frame longer than 127 bytes
+    (aMaxPHYPacketSize, 6.4.1), which decode() and every receiver refuse."""
     fc = (
         FRAME_TYPE_DATA
         | PAN_ID_COMPRESSION
@@ -102,6 +104,10 @@ def encode(frame: Frame) -> bytes:
         + frame.src[::-1]
         + frame.payload
     )
+    if len(body) + FCS_BYTES > MAX_FRAME_BYTES:
+        raise ValueError(
+            f"802.15.4 frame of {len(body) + FCS_BYTES} bytes exceeds {MAX_FRAME_BYTES}"
+        )
     return body + _U16.pack(crc16(body))
 
 
@@ -113,7 +119,14 @@ def encode_ack(seq: int, frame_pending: bool = False) -> bytes:
 
 
 def decode(data: bytes) -> Frame | Ack:
-    """Parse a data or acknowledgment frame and check its FCS."""
+    """Parse a data or acknowledgment frame and check its FCS.
+
+    A data frame must use PAN ID compression, short or extended addresses, no
+    security and frame version 0 (2003) or 1 (2006); the Frame Pending and
+    reserved frame control bits are ignored (7.2.1.1: reserved bits are ignored on
+    receipt), so encode() of the result differs from `data` at most in those bits
+    and the version.
+    """
     if len(data) < 3 + FCS_BYTES:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes is too short")
     if len(data) > MAX_FRAME_BYTES:
@@ -128,6 +141,14 @@ def decode(data: bytes) -> Frame | Ack:
         return Ack(seq, bool(fc & FRAME_PENDING))
     if frame_type != FRAME_TYPE_DATA:
         raise MacDecodeError(f"802.15.4 frame type {frame_type} is not data or acknowledgment")
+    # 7.2.1.1.2: with Security Enabled an Auxiliary Security Header follows the
+    # addresses (7.2.1.7); iotbench does no MAC security, and reading that header as
+    # payload would hand garbage up. 7.2.1.1.7: frame versions 0x02-0x03 are reserved
+    # (802.15.4-2015 gave 0x02 other layouts: IEs, suppressed sequence numbers).
+    if fc & SECURITY_ENABLED:
+        raise MacDecodeError("802.15.4 frames with Security Enabled are not supported")
+    if (fc >> 12) & 0x3 > FRAME_VERSION_2006:
+        raise MacDecodeError(f"802.15.4 frame version {(fc >> 12) & 0x3} is reserved")
     if not fc & PAN_ID_COMPRESSION:
         raise MacDecodeError("802.15.4 frames without PAN ID compression are not supported")
     dst_len = _ADDR_LEN.get((fc >> 10) & 0x3)

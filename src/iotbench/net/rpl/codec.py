@@ -147,14 +147,35 @@ Message = Dis | Dio | Dao | DaoAck
 # ----------------------------------------------------------------------- encoding
 
 
+# The encoder refuses what decode() would refuse or read back differently, so that
+# decode(*encode(m)) == m for every message it encodes.
+
+
 def _option(kind: int, data: bytes) -> bytes:
     if len(data) > 0xFF:
         raise ValueError(f"RPL option {kind} of {len(data)} bytes is too long")
     return bytes((kind, len(data))) + data
 
 
+def _address(value: bytes | None, what: str, optional: bool = False) -> bytes:
+    if value is None and optional:
+        return b""
+    if value is None or len(value) != 16:
+        raise ValueError(f"{what} must be a 16-byte IPv6 address, got {value!r}")
+    return bytes(value)
+
+
+def _bits(value: int, width: int, what: str) -> int:
+    if not 0 <= value < 1 << width:
+        raise ValueError(f"{what} is a {width}-bit field, got {value}")
+    return value
+
+
 def _encode_config(c: DodagConfiguration) -> bytes:
-    flags = (0x08 if c.authentication else 0) | (c.path_control_size & 0x07)
+    if c.min_hop_rank_increase == 0:
+        raise ValueError("MinHopRankIncrease must not be 0 (decode() refuses it)")
+    pcs = _bits(c.path_control_size, 3, "PCS")  # 6.7.6
+    flags = (0x08 if c.authentication else 0) | pcs
     return _option(
         DODAG_CONFIGURATION,
         _CONFIG.pack(
@@ -173,9 +194,11 @@ def _encode_config(c: DodagConfiguration) -> bytes:
 
 
 def _encode_prefix(p: PrefixInformation) -> bytes:
+    if not 0 <= p.prefix_length <= 128:
+        raise ValueError(f"prefix length must be 0..128, got {p.prefix_length}")
     flags = (0x80 if p.on_link else 0) | (0x40 if p.autonomous else 0)
     flags |= 0x20 if p.router_address else 0
-    prefix = p.prefix[:16].ljust(16, b"\0")
+    prefix = _address(p.prefix, "the Prefix Information prefix")  # 6.7.10: 16 bytes
     data = struct.pack(
         "!BBII4s", p.prefix_length, flags, p.valid_lifetime, p.preferred_lifetime, b""
     )
@@ -183,17 +206,32 @@ def _encode_prefix(p: PrefixInformation) -> bytes:
 
 
 def _encode_target(t: Target) -> bytes:
+    if not 0 <= t.prefix_length <= 128:
+        raise ValueError(f"target prefix length must be 0..128, got {t.prefix_length}")
     size = (t.prefix_length + 7) // 8
-    return _option(TARGET, bytes((t.flags, t.prefix_length)) + t.prefix[:size])
+    # 6.7.7: the option carries the prefix's first `size` bytes; decode() pads it to 16.
+    prefix = _address(t.prefix, "a target prefix")
+    if any(prefix[size:]):
+        raise ValueError(f"target prefix has bytes beyond its /{t.prefix_length} length")
+    return _option(TARGET, bytes((t.flags, t.prefix_length)) + prefix[:size])
 
 
 def _encode_transit(t: Transit) -> bytes:
     data = bytes((0x80 if t.external else 0, t.path_control, t.path_sequence, t.path_lifetime))
-    return _option(TRANSIT, data + (t.parent or b""))
+    parent = _address(t.parent, "the transit parent", optional=True)  # 6.7.8
+    return _option(TRANSIT, data + parent)
 
 
-def _encode_opaque(o: Opaque) -> bytes:
+def _encode_opaque(o: Opaque, reserved: tuple[int, ...] = (PAD1, PADN)) -> bytes:
+    # Pad1 and PadN are padding, which decode() drops; in a DIO, the DODAG
+    # Configuration and Prefix Information options have fields of their own.
+    if o.type in reserved:
+        raise ValueError(f"option type {o.type} cannot be carried as an opaque option")
     return _option(o.type, o.data)
+
+
+def _encode_dio_opaque(o: Opaque) -> bytes:
+    return _encode_opaque(o, (PAD1, PADN, DODAG_CONFIGURATION, PREFIX_INFORMATION))
 
 
 def encode(message: Message) -> tuple[int, bytes]:
@@ -201,7 +239,9 @@ def encode(message: Message) -> tuple[int, bytes]:
     if isinstance(message, Dis):
         return DIS, bytes((message.flags, 0)) + b"".join(map(_encode_opaque, message.options))
     if isinstance(message, Dio):
-        second = (0x80 if message.grounded else 0) | (message.mop << 3) | message.preference
+        mop = _bits(message.mop, 3, "MOP")  # figure 14
+        second = (0x80 if message.grounded else 0) | (mop << 3)
+        second |= _bits(message.preference, 3, "DODAGPreference")
         body = _DIO.pack(
             message.instance_id,
             message.version,
@@ -210,23 +250,24 @@ def encode(message: Message) -> tuple[int, bytes]:
             message.dtsn,
             0,
             0,
-            message.dodag_id,
+            _address(message.dodag_id, "DODAGID"),
         )
         if message.configuration is not None:
             body += _encode_config(message.configuration)
         if message.prefix is not None:
             body += _encode_prefix(message.prefix)
-        return DIO, body + b"".join(map(_encode_opaque, message.options))
+        return DIO, body + b"".join(map(_encode_dio_opaque, message.options))
     if isinstance(message, Dao):
-        flags = (0x80 if message.ack_request else 0) | (0x40 if message.dodag_id else 0)
-        body = _DAO.pack(message.instance_id, flags, 0, message.sequence)
-        body += message.dodag_id or b""
+        dodag_id = _address(message.dodag_id, "DODAGID", optional=True)
+        flags = (0x80 if message.ack_request else 0) | (0x40 if dodag_id else 0)
+        body = _DAO.pack(message.instance_id, flags, 0, message.sequence) + dodag_id
         for target, transit in message.targets:
             body += _encode_target(target) + _encode_transit(transit)
         return DAO, body
-    flags = 0x80 if message.dodag_id else 0
+    dodag_id = _address(message.dodag_id, "DODAGID", optional=True)
+    flags = 0x80 if dodag_id else 0
     body = _DAO_ACK.pack(message.instance_id, flags, message.sequence, message.status)
-    return DAO_ACK, body + (message.dodag_id or b"")
+    return DAO_ACK, body + dodag_id
 
 
 # ----------------------------------------------------------------------- decoding

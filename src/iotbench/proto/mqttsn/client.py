@@ -391,9 +391,12 @@ class MqttSnClient:
         self, now: float, topic: str | None, qos: int = 0, retain: bool = False
     ) -> None:
         """WILLTOPICUPD (6.4); topic None deletes the will. WillUpdated("topic") follows."""
-        if topic is not None:
+        if topic is None:
+            message = WillTopicUpd(None)  # the empty WILLTOPICUPD: no flags to carry (5.4.22)
+        else:
             _check_will(topic, qos)
-        self._submit(now, _Op("will-topic", WillTopicUpd(topic, qos, retain)))
+            message = WillTopicUpd(topic, qos, retain)
+        self._submit(now, _Op("will-topic", message))
 
     def update_will_message(self, now: float, message: bytes) -> None:
         """WILLMSGUPD (6.4). WillUpdated("message") follows."""

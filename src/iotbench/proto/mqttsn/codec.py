@@ -31,6 +31,11 @@ empty client id): Flags bits that a message does not use are ignored, MsgId
 0 and the reserved TopicIds 0x0000/0xFFFF are kept as they are, the 3-octet
 Length form is accepted for short messages, and Return Codes 0x04-0xFF are
 kept as numbers.
+
+What decode() accepts, encode() accepts, and decode(encode(m)) == m. encode()
+refuses the values the wire cannot tell apart from others: an empty PINGREQ
+client id (5.4.19), a QoS or retain flag on the empty WILLTOPIC (5.4.7), a
+SUBSCRIBE or UNSUBSCRIBE with both a topic name and a topic id (5.4.15).
 """
 
 from __future__ import annotations
@@ -578,6 +583,9 @@ def _text(s: str) -> bytes:
 
 def _will_topic(topic: str | None, qos: int, retain: bool) -> bytes:
     if topic is None:
+        # 5.4.7: the empty WILLTOPIC has no Flags octet to carry a QoS or retain.
+        if qos or retain:
+            raise ValueError("an empty WILLTOPIC (no topic) carries no QoS or retain flag")
         return b""
     if qos == QOS_MINUS_ONE:
         raise ValueError("a will cannot have QoS -1")
@@ -585,8 +593,13 @@ def _will_topic(topic: str | None, qos: int, retain: bool) -> bytes:
 
 
 def _topic_field(topic_id_type: int, topic_name: str, topic_id: int) -> bytes:
+    # 5.4.15, 5.4.17: the field holds a TopicName (NORMAL) or a TopicId, never both.
     if topic_id_type == TopicIdType.NORMAL:
+        if topic_id:
+            raise ValueError("a NORMAL topic is sent by name: topic_id must be 0")
         return _text(topic_name)
+    if topic_name:
+        raise ValueError("a PREDEFINED or SHORT topic is sent as topic_id: topic_name must be ''")
     return _u16(topic_id, "topic id")
 
 
@@ -604,6 +617,9 @@ def _body(m: Message) -> bytes:
     if t is PubRec or t is PubRel or t is PubComp or t is UnsubAck:
         return _u16(m.msg_id, "msg id")
     if t is PingReq:
+        if m.client_id == "":
+            # 5.4.19: no ClientId and an empty one are the same octets (decoded as None).
+            raise ValueError("a PINGREQ client id is None or not empty")
         return b"" if m.client_id is None else _text(m.client_id)
     if t is PingResp or t is WillTopicReq or t is WillMsgReq:
         return b""
@@ -876,11 +892,16 @@ def decode(data: bytes | bytearray | memoryview) -> Message:
 def header_length(data: bytes | bytearray | memoryview) -> int:
     """Octets before the application payload: for PUBLISH, Length + MsgType + Flags +
     TopicId + MsgId (7, or 9 with the 3-octet Length); for an encapsulated message its
-    encapsulation header plus the inner message's header; every other message is all
-    header. Raises MqttSnDecodeError for what decode() rejects."""
+    encapsulation header plus the inner message's header (all of the inner bytes when
+    they are not a message: decode() leaves them raw, 5.5); every other message is all
+    header. Raises MqttSnDecodeError for what decode() rejects, and only for that."""
     message = decode(data)
     if type(message) is Encapsulated:
-        return len(data) - len(message.message) + header_length(message.message)
+        try:
+            inner = header_length(message.message)
+        except MqttSnDecodeError:
+            inner = len(message.message)
+        return len(data) - len(message.message) + inner
     if type(message) is Publish:
         return len(data) - len(message.data)
     return len(data)

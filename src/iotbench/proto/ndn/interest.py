@@ -328,7 +328,8 @@ def make_interest(
 
     With `app_parameters` (or a `signer`, which implies empty parameters) the
     ParametersSha256DigestComponent is computed and put where the name already
-    has one (any value is a placeholder), or appended. A `signer` signs it as a
+    has one (any value is a placeholder), or appended; without them the name must
+    hold none (ValueError), as the decoder would refuse it. A `signer` signs it as a
     signed Interest; the signature_* arguments go into InterestSignatureInfo.
     """
     name = name if isinstance(name, Name) else Name(name)
@@ -352,6 +353,14 @@ def make_interest(
         parts.append(bytes((TT.HOP_LIMIT, 1, hop_limit)))
     if signer is not None and app_parameters is None:
         app_parameters = b""
+    if (
+        app_parameters is None
+        and b"\x02\x20" in name.value
+        and any(c.type == _PARAMS for c in name)
+    ):
+        # Packet format v0.3, Interest: a ParametersSha256DigestComponent goes with
+        # ApplicationParameters only; Interest.name refuses one without them.
+        raise ValueError("a parameters digest component needs app_parameters")
     if app_parameters is not None:
         digest_at = _params_digest_indexes(name)
         if len(digest_at) > 1:

@@ -63,9 +63,21 @@ def _escape(value: bytes) -> str:
     return "".join([_ESCAPE[b] for b in value])
 
 
+def _utf8(text: str) -> bytes:
+    # A URI is text whose characters are written as UTF-8 (RFC 3986 2.5, RFC 3987 3.1);
+    # a lone surrogate (U+D800..U+DFFF) has no UTF-8 encoding (RFC 3629 section 3), so a
+    # str holding one (e.g. from bytes decoded with "surrogateescape") is not a name URI.
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NdnDecodeError(
+            f"name URI component {text!r} holds a lone surrogate, which is not UTF-8"
+        ) from None
+
+
 def _unescape(text: str) -> bytes:
     if "%" not in text:
-        return text.encode("utf-8")
+        return _utf8(text)
     out = bytearray()
     i = 0
     n = len(text)
@@ -80,7 +92,7 @@ def _unescape(text: str) -> bytes:
         else:
             j = text.find("%", i)
             j = n if j < 0 else j
-            out += text[i:j].encode("utf-8")
+            out += _utf8(text[i:j])
             i = j
     return bytes(out)
 
@@ -96,9 +108,14 @@ def _unescape_value(text: str) -> bytes:
     return _unescape(text)
 
 
-def _parse_decimal(text: str, what: str) -> int:
+def _parse_decimal(text: str, what: str, max_digits: int = 20) -> int:
+    """A decimal number of at most `max_digits` significant digits (20 hold any 64-bit
+    value). Longer ones are refused before int() sees them: int() raises ValueError,
+    not NdnDecodeError, beyond 4300 digits, and no such number fits a TLV field."""
     if not text.isascii() or not text.isdigit():
         raise NdnDecodeError(f"{what} {text!r} is not a decimal number")
+    if len(text.lstrip("0")) > max_digits:
+        raise NdnDecodeError(f"{what} {text[:24]!r}... has more than {max_digits} digits")
     return int(text)
 
 
@@ -177,7 +194,8 @@ class Component(NamedTuple):
             return cls(ComponentType.GENERIC, _unescape_value(text))
         prefix, rest = text[:eq], text[eq + 1 :]
         if prefix.isascii() and prefix.isdigit():
-            typ = int(prefix)
+            # Packet format v0.3 "NDN URI Scheme": <type-number>=<value>, 1..65535.
+            typ = _parse_decimal(prefix, "name component type", max_digits=5)
             if not 1 <= typ <= _MAX_COMPONENT_TYPE:
                 raise NdnDecodeError(f"name component type {typ} is outside 1..65535")
             value = _unescape_value(rest)

@@ -1,0 +1,1318 @@
+"""Decoders and encoders agree on what is valid, for every codec.
+
+For each codec, inputs are (a) random bytes and (b) valid encodings, as they
+are and mutated (bits flipped, bytes set, inserted or deleted, the end cut off).
+Whenever the decoder accepts an input (returns without its typed decode error),
+the encoder must accept the decoded value, and decoding what it produces must
+give an equal value; the decoder must raise nothing but its typed error. Each
+`check_*` function states the exact round-trip property of its codec: byte for
+byte where the encoding is canonical, value for value where the encoder
+normalises what the decoder tolerates (non-minimal lengths, option order,
+ignored bits).
+
+The examples are derandomized by the profile in tests/conftest.py; open-ended
+exploration is `python bench/fuzz.py`, which checks the same properties.
+The hand-written vectors at the end are the mismatches these properties found.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from iotbench.net import icmpv6, ieee802154, ip
+from iotbench.net.checksum import internet_checksum
+from iotbench.net.lowpan import codec as lowpan
+from iotbench.net.lowpan import fragments as lowpan_frag
+from iotbench.net.rpl import codec as rpl
+from iotbench.proto.coap import codec as coap
+from iotbench.proto.mqtt import codec as mqtt
+from iotbench.proto.mqttsn import codec as sn
+from iotbench.proto.ndn import fragmentation as ndn_frag
+from iotbench.proto.ndn import tlv
+from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.framing import TlvFramer
+from iotbench.proto.ndn.interest import Interest, make_interest
+from iotbench.proto.ndn.lp import LpPacket
+from iotbench.proto.ndn.name import Component, Name
+from iotbench.proto.ndn.siginfo import SignatureInfo
+from iotbench.proto.ndn.signing import HmacSha256Signer
+from iotbench.proto.ndn.types import TT, ComponentType
+
+AGREE = settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+
+# ---- inputs -------------------------------------------------------------------------
+
+_INTERESTING = st.sampled_from([0x00, 0x01, 0x0D, 0x0E, 0x0F, 0x7F, 0x80, 0xFD, 0xFE, 0xFF])
+
+
+@st.composite
+def _mutated(draw: st.DrawFn, valid: st.SearchStrategy[bytes], fix) -> bytes:
+    wire = bytearray(draw(valid))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["flip", "set", "insert", "delete", "truncate"]))
+        i = draw(st.integers(0, len(wire)))
+        if op == "insert":
+            wire[i:i] = draw(st.binary(min_size=1, max_size=4))
+        elif op == "truncate":
+            del wire[i:]
+        elif i < len(wire):
+            if op == "flip":
+                wire[i] ^= 1 << draw(st.integers(0, 7))
+            elif op == "set":
+                wire[i] = draw(_INTERESTING | st.integers(0, 255))
+            else:
+                del wire[i]
+    data = bytes(wire)
+    if fix is not None and draw(st.integers(0, 3)):
+        data = fix(data)  # a recomputed checksum, so that the parser behind it is reached
+    return data
+
+
+def inputs(valid: st.SearchStrategy[bytes], max_random: int = 64, fix=None):
+    """(a) random bytes, (b) valid encodings, as they are and mutated."""
+    return st.one_of(st.binary(max_size=max_random), valid, _mutated(valid, fix))
+
+
+text = st.text(
+    st.sampled_from("abz/+#$-_.é€😀 %=") | st.characters(exclude_categories=("Cs",)), max_size=8
+)
+mqtt_text = text.map(lambda s: s.replace("\x00", ""))
+u8 = st.integers(0, 0xFF)
+u16 = st.integers(0, 0xFFFF)
+
+
+# =====================================================================
+# CoAP (RFC 7252 section 3)
+# =====================================================================
+
+
+@st.composite
+def coap_messages(draw: st.DrawFn) -> bytes:
+    mtype = draw(st.sampled_from(list(coap.Type)))
+    mid = draw(u16)
+    code = draw(st.sampled_from([0, 1, 2, 69, 68, 95, 132, 160]) | u8)
+    if code == 0:
+        return coap.encode(coap.Message(mtype, 0, mid))
+    number = st.sampled_from(list(coap.Opt)) | st.integers(0, 300) | u16
+    value = st.binary(max_size=14) | st.binary(min_size=266, max_size=272)
+    options = draw(st.lists(st.tuples(number, value), max_size=5))
+    token, payload = draw(st.binary(max_size=8)), draw(st.binary(max_size=24))
+    return coap.encode(coap.Message(mtype, code, mid, token, options, payload))
+
+
+def check_coap(data: bytes) -> None:
+    """decode(b) accepted => encode(decode(b)) == b: every datagram decode() accepts has
+    exactly one encoding (the option extensions do not overlap, option order is the
+    wire's); header_length(b) == len(b) - len(payload); Block1/Block2 values that
+    BlockOption.decode accepts round-trip."""
+    try:
+        msg = coap.decode(data)
+    except coap.CoapDecodeError:
+        return
+    assert coap.encode(msg) == data
+    assert coap.header_length(data) == len(data) - len(msg.payload)
+    for number in (coap.Opt.BLOCK1, coap.Opt.BLOCK2):
+        for value in msg.get_options(number):
+            try:
+                block = coap.BlockOption.decode(value)
+            except coap.CoapDecodeError:
+                continue
+            assert coap.BlockOption.decode(block.encode()) == block
+
+
+@AGREE
+@given(inputs(coap_messages()))
+def test_coap(data):
+    check_coap(data)
+
+
+# =====================================================================
+# MQTT 3.1.1
+# =====================================================================
+
+_pid = st.integers(1, 0xFFFF)
+
+
+@st.composite
+def _connects(draw: st.DrawFn) -> mqtt.Connect:
+    username = draw(st.none() | mqtt_text)
+    password = draw(st.none() | st.binary(max_size=6)) if username is not None else None
+    will = draw(
+        st.none()
+        | st.builds(mqtt.Will, mqtt_text, st.binary(max_size=8), st.integers(0, 2), st.booleans())
+    )
+    return mqtt.Connect(draw(mqtt_text), draw(st.booleans()), draw(u16), will, username, password)
+
+
+@st.composite
+def _publishes(draw: st.DrawFn) -> mqtt.Publish:
+    qos = draw(st.integers(0, 2))
+    dup = draw(st.booleans()) if qos else False
+    payload = draw(st.binary(max_size=20) | st.binary(min_size=120, max_size=140))
+    return mqtt.Publish(
+        draw(mqtt_text), payload, qos, draw(st.booleans()), dup, draw(_pid) if qos else None
+    )
+
+
+mqtt_packets = st.one_of(
+    _connects(),
+    st.builds(lambda sp, rc: mqtt.ConnAck(sp and rc == 0, rc), st.booleans(), u8),
+    _publishes(),
+    st.builds(mqtt.PubAck, _pid),
+    st.builds(mqtt.PubRec, _pid),
+    st.builds(mqtt.PubRel, _pid),
+    st.builds(mqtt.PubComp, _pid),
+    st.builds(
+        mqtt.Subscribe,
+        _pid,
+        st.lists(st.tuples(mqtt_text, st.integers(0, 2)), min_size=1, max_size=3).map(tuple),
+    ),
+    st.builds(
+        mqtt.SubAck,
+        _pid,
+        st.lists(st.sampled_from([0, 1, 2, 0x80]), min_size=1, max_size=3).map(tuple),
+    ),
+    st.builds(mqtt.Unsubscribe, _pid, st.lists(mqtt_text, min_size=1, max_size=3).map(tuple)),
+    st.builds(mqtt.UnsubAck, _pid),
+    st.sampled_from([mqtt.PingReq(), mqtt.PingResp(), mqtt.Disconnect()]),
+)
+
+
+def check_mqtt(data: bytes) -> None:
+    """decode(b) accepted => encode(p) is b with its Remaining Length in the minimal
+    encoding (3.1.1 accepts a longer one, 2.2.3; the encoder never writes one), so
+    decode(encode(p)) == p; header_length(b) accepts b and is the PUBLISH payload
+    boundary."""
+    try:
+        packet = mqtt.decode(data)
+    except mqtt.MqttDecodeError:
+        return
+    length, body = mqtt.decode_remaining_length(data)
+    wire = mqtt.encode(packet)
+    assert wire == data[:1] + mqtt.encode_remaining_length(length) + data[body:]
+    assert mqtt.decode(wire) == packet
+    header = mqtt.header_length(data)
+    if type(packet) is mqtt.Publish:
+        assert len(data) - header == len(packet.payload)
+
+
+@AGREE
+@given(inputs(mqtt_packets.map(mqtt.encode)))
+def test_mqtt(data):
+    check_mqtt(data)
+
+
+@AGREE
+@given(st.integers(1, 14), st.integers(0, 15), st.binary(max_size=4) | st.binary(max_size=40))
+def test_mqtt_every_packet_type(packet_type, flags, body):
+    """A random body behind every packet type and flags, with a matching Remaining Length."""
+    check_mqtt(bytes([packet_type << 4 | flags, len(body)]) + body)
+
+
+# =====================================================================
+# MQTT-SN 1.2
+# =====================================================================
+
+_qos_sn = st.sampled_from([-1, 0, 1, 2])
+_tit = st.sampled_from(list(sn.TopicIdType))
+
+
+@st.composite
+def _subscribes(draw: st.DrawFn):
+    kind = draw(_tit)
+    if kind == sn.TopicIdType.NORMAL:
+        name, topic_id = draw(text), 0
+    else:
+        name, topic_id = "", draw(u16)
+    if draw(st.booleans()):
+        return sn.Subscribe(draw(u16), draw(_qos_sn), kind, name, topic_id, draw(st.booleans()))
+    return sn.Unsubscribe(draw(u16), kind, name, topic_id)
+
+
+_blob = st.binary(max_size=12) | st.binary(min_size=250, max_size=260)
+_will_topic = st.one_of(
+    st.just((None, 0, False)), st.tuples(text, st.integers(0, 2), st.booleans())
+)
+sn_messages = st.one_of(
+    st.builds(sn.Advertise, u8, u16),
+    st.builds(sn.SearchGw, u8),
+    st.builds(sn.GwInfo, u8, st.sampled_from([b"", bytes(6), bytes(range(18))])),
+    st.builds(sn.Connect, text, u16, st.booleans(), st.booleans(), u8),
+    st.builds(sn.ConnAck, u8),
+    st.sampled_from([sn.WillTopicReq(), sn.WillMsgReq(), sn.PingResp()]),
+    _will_topic.map(lambda t: sn.WillTopic(*t)),
+    _will_topic.map(lambda t: sn.WillTopicUpd(*t)),
+    st.builds(sn.WillMsg, _blob),
+    st.builds(sn.WillMsgUpd, _blob),
+    st.builds(sn.Register, u16, u16, text),
+    st.builds(sn.RegAck, u16, u16, u8),
+    st.builds(sn.Publish, u16, u16, _blob, _qos_sn, st.booleans(), st.booleans(), _tit),
+    st.builds(sn.PubAck, u16, u16, u8),
+    st.builds(sn.PubRec, u16),
+    st.builds(sn.PubRel, u16),
+    st.builds(sn.PubComp, u16),
+    _subscribes(),
+    st.builds(sn.SubAck, u16, u16, u8, _qos_sn),
+    st.builds(sn.UnsubAck, u16),
+    st.builds(sn.PingReq, st.none() | text.filter(bool)),
+    st.builds(sn.Disconnect, st.none() | u16),
+    st.builds(sn.WillTopicResp, u8),
+    st.builds(sn.WillMsgResp, u8),
+)
+sn_wires = sn_messages.map(sn.encode)
+sn_wires = sn_wires | st.builds(
+    lambda ctrl, node, inner: sn.encode(sn.Encapsulated(ctrl, node, inner)),
+    u8,
+    st.binary(max_size=8),
+    sn_wires | st.binary(min_size=2, max_size=12),
+)
+
+
+def check_mqttsn(data: bytes) -> None:
+    """decode(b) accepted => decode(encode(m)) == m (the encoder writes the 1-octet Length
+    whenever it fits, 5.2.1, and zeroes Flags bits the message does not use);
+    header_length(b) accepts b; an encapsulated message that decodes obeys the same."""
+    try:
+        message = sn.decode(data)
+    except sn.MqttSnDecodeError:
+        return
+    assert sn.decode(sn.encode(message)) == message
+    assert 0 <= sn.header_length(data) <= len(data)
+    if type(message) is sn.Encapsulated:
+        check_mqttsn(message.message)
+
+
+@AGREE
+@given(inputs(sn_wires))
+def test_mqttsn(data):
+    check_mqttsn(data)
+
+
+@AGREE
+@given(sn_messages)
+def test_mqttsn_what_encodes_decodes_to_itself(message):
+    """The other direction: encode() refuses a value the wire cannot carry."""
+    assert sn.decode(sn.encode(message)) == message
+
+
+# =====================================================================
+# NDN: TLV, names and URIs, Interest, Data, LpPacket, S5 fragments
+# =====================================================================
+
+
+@st.composite
+def components(draw: st.DrawFn) -> Component:
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return Component(draw(st.sampled_from([1, 2])), draw(st.binary(min_size=32, max_size=32)))
+    if kind == 1:
+        n = draw(st.sampled_from([1, 2, 4, 8]))
+        return Component(
+            draw(st.sampled_from([0x32, 0x34, 0x36, 0x38, 0x3A])),
+            draw(st.binary(min_size=n, max_size=n)),
+        )
+    if kind == 2:
+        return Component(8, b"." * draw(st.integers(0, 4)))
+    if kind == 3:
+        return Component(
+            draw(st.sampled_from([3, 0xFC, 0xFD, 0xFFFF]) | st.integers(3, 0xFFFF)),
+            draw(st.binary(max_size=6)),
+        )
+    return Component(8, draw(st.binary(max_size=10)))
+
+
+names = st.lists(components(), max_size=4).map(Name)
+_HMAC = HmacSha256Signer(b"k", key_name="/k")
+
+
+@st.composite
+def interests(draw: st.DrawFn) -> bytes:
+    name = Name([c for c in draw(names) if c.type != 2])
+    params = draw(st.none() | st.binary(max_size=12))
+    return make_interest(
+        name,
+        can_be_prefix=draw(st.booleans()),
+        must_be_fresh=draw(st.booleans()),
+        forwarding_hint=draw(st.lists(names, max_size=2)),
+        nonce=draw(st.none() | st.integers(0, 2**32 - 1)),
+        lifetime_ms=draw(st.none() | st.integers(0, 2**40)),
+        hop_limit=draw(st.none() | u8),
+        app_parameters=params,
+        signer=_HMAC if params is not None and draw(st.booleans()) else None,
+    ).wire
+
+
+@st.composite
+def datas(draw: st.DrawFn) -> bytes:
+    return make_data(
+        draw(names),
+        draw(st.binary(max_size=40)),
+        content_type=draw(st.none() | st.integers(0, 2**20)),
+        freshness_period_ms=draw(st.none() | st.integers(0, 2**40)),
+        final_block_id=draw(st.none() | components()),
+        signer=_HMAC if draw(st.booleans()) else None,
+    ).wire
+
+
+_opt = st.none  # an optional field
+lp_packets = st.builds(
+    LpPacket,
+    fragment=st.none() | interests() | st.binary(max_size=10),
+    sequence=_opt() | st.integers(0, 2**64 - 1),
+    frag_index=_opt() | st.integers(0, 3),
+    frag_count=_opt() | st.integers(1, 4),
+    pit_token=_opt() | st.binary(max_size=8),
+    nack=_opt() | st.sampled_from([0, 50, 100, 150]) | u16,
+    incoming_face_id=_opt() | st.integers(0, 2**20),
+    next_hop_face_id=_opt() | u16,
+    congestion_mark=_opt() | st.integers(0, 2),
+    acks=st.lists(st.integers(0, 2**64 - 1), max_size=2).map(tuple),
+    tx_sequence=_opt() | st.integers(0, 2**64 - 1),
+).map(LpPacket.encode)
+ndn_packets = interests() | datas() | lp_packets
+
+
+@st.composite
+def tlv_runs(draw: st.DrawFn) -> bytes:
+    types = st.sampled_from([1, 7, 252, 253, 0xFFFF, 0x10000, 0xFFFFFFFF]) | st.integers(1, 300)
+    values = st.integers(0, 2**64 - 1).map(tlv.encode_nni) | st.binary(max_size=12)
+    return b"".join(
+        tlv.encode_tlv(t, v)
+        for t, v in draw(st.lists(st.tuples(types, values), min_size=1, max_size=3))
+    )
+
+
+def check_ndn_tlv(data: bytes) -> None:
+    """A run of TLV elements read_tl accepts re-encodes (encode_tlv) to the same bytes: a
+    VAR-NUMBER has one accepted encoding, the shortest (packet format v0.3, "TLV
+    Encoding"); a NonNegativeInteger decode_nni accepts round-trips through
+    encode_nni (which writes the shortest of 1, 2, 4, 8 bytes); TlvFramer cuts the
+    same elements from the bytes fed in pieces, and fails only if read_tl does."""
+    elements = []
+    pos = 0
+    try:
+        while pos < len(data):
+            t, vs, ve = tlv.read_tl(data, pos, len(data))
+            elements.append((t, data[pos:ve], data[vs:ve]))
+            pos = ve
+    except tlv.NdnDecodeError:
+        elements = None
+    if elements is not None:
+        assert b"".join(tlv.encode_tlv(t, v) for t, _, v in elements) == data
+        for _, _, value in elements:
+            try:
+                n = tlv.decode_nni(value)
+            except tlv.NdnDecodeError:
+                continue
+            assert tlv.decode_nni(tlv.encode_nni(n)) == n
+    framer = TlvFramer(max_packet_bytes=1 << 20)
+    got = []
+    try:
+        for i in range(0, len(data), 5):
+            got += framer.feed(data[i : i + 5])
+    except tlv.NdnDecodeError:
+        assert elements is None
+        return
+    if elements is not None:
+        assert got == [whole for _, whole, _ in elements] and framer.buffered == 0
+
+
+@AGREE
+@given(inputs(tlv_runs() | ndn_packets))
+def test_ndn_tlv(data):
+    check_ndn_tlv(data)
+
+
+def check_ndn_name(data: bytes) -> None:
+    """Name.from_wire(b) accepted => name.wire == b (canonical); its URI parses back to it;
+    each component round-trips through Component.from_wire and Component.from_uri."""
+    try:
+        name = Name.from_wire(data)
+        components = list(name)
+    except tlv.NdnDecodeError:
+        return
+    assert name.wire == data
+    assert Name.from_uri(name.to_uri()) == name
+    for c in components:
+        assert Component.from_wire(c.wire) == c
+        assert Component.from_uri(c.to_uri()) == c
+
+
+@AGREE
+@given(inputs(names.map(lambda n: n.wire)))
+def test_ndn_name(data):
+    check_ndn_name(data)
+
+
+def check_ndn_name_uri(uri: str) -> None:
+    """Name(uri) accepted => Name(name.to_uri()) == name, and its wire decodes to it; any
+    other text, lone surrogates included, raises NdnDecodeError only."""
+    try:
+        name = Name(uri)
+    except tlv.NdnDecodeError:
+        return
+    assert Name(name.to_uri()) == name
+    assert Name.from_wire(name.wire) == name
+
+
+_uris = names.map(lambda n: n.to_uri().encode("utf-8"))
+
+
+@AGREE
+@given(inputs(_uris).map(lambda b: b.decode("utf-8", "surrogateescape")))
+def test_ndn_name_uri(uri):
+    check_ndn_name_uri(uri)
+
+
+def _without_digest_value(name: Name) -> list:
+    return [(c.type,) if c.type == ComponentType.PARAMETERS_SHA256_DIGEST else c for c in name]
+
+
+def check_ndn_interest(data: bytes) -> None:
+    """Interest(b).validate() accepted => make_interest() of its fields gives an Interest
+    that validates to the same fields (ParametersSha256Digest recomputed, unknown
+    non-critical elements dropped, no signature); its InterestSignatureInfo
+    round-trips; with_nonce/with_hop_limit/with_lifetime_ms change only their field."""
+    try:
+        interest = Interest(data).validate()
+        name = interest.name
+    except tlv.NdnDecodeError:
+        return
+
+    def fields(i: Interest) -> tuple:
+        return (
+            _without_digest_value(i.name),
+            i.can_be_prefix,
+            i.must_be_fresh,
+            i.forwarding_hint,
+            i.nonce,
+            i.lifetime_ms,
+            i.hop_limit,
+            i.app_parameters,
+        )
+
+    rebuilt = make_interest(
+        name,
+        can_be_prefix=interest.can_be_prefix,
+        must_be_fresh=interest.must_be_fresh,
+        forwarding_hint=interest.forwarding_hint,
+        nonce=interest.nonce,
+        lifetime_ms=interest.lifetime_ms if interest.has_lifetime else None,
+        hop_limit=interest.hop_limit,
+        app_parameters=interest.app_parameters,
+    )
+    back = Interest(rebuilt.wire).validate()
+    assert fields(back) == fields(interest)
+    assert back.parameters_digest_valid()
+    info = interest.signature_info
+    if info is not None:
+        assert SignatureInfo.from_wire(info.encode(TT.INTEREST_SIGNATURE_INFO)) == info
+    edited = Interest(interest.with_nonce(7).with_hop_limit(3).with_lifetime_ms(9).wire)
+    assert (edited.validate().nonce, edited.hop_limit, edited.lifetime_ms) == (7, 3, 9)
+    assert edited.name == name and edited.app_parameters == interest.app_parameters
+
+
+@AGREE
+@given(inputs(interests(), 96))
+def test_ndn_interest(data):
+    check_ndn_interest(data)
+
+
+def check_ndn_data(data: bytes) -> None:
+    """Data(b).validate() accepted => make_data() of its name, content and MetaInfo gives a
+    Data that validates to the same three (the signature is not redone); its
+    SignatureInfo round-trips."""
+    try:
+        packet = Data(data).validate()
+    except tlv.NdnDecodeError:
+        return
+    meta = packet.meta_info
+    rebuilt = make_data(
+        packet.name,
+        packet.content,
+        content_type=meta.content_type,
+        freshness_period_ms=meta.freshness_period_ms,
+        final_block_id=meta.final_block_id,
+    )
+    back = Data(rebuilt.wire).validate()
+    assert (back.name, back.content, back.meta_info) == (packet.name, packet.content, meta)
+    assert SignatureInfo.from_wire(packet.signature_info.encode()) == packet.signature_info
+
+
+@AGREE
+@given(inputs(datas(), 96))
+def test_ndn_data(data):
+    check_ndn_data(data)
+
+
+def check_ndn_lp(data: bytes) -> None:
+    """LpPacket.decode(b) accepted => LpPacket.decode(p.encode()) == p (the encoder writes
+    Sequence, Ack and TxSequence in 8 bytes and NonNegativeIntegers in the shortest
+    form, and drops the header fields NDNLPv2 lets a receiver ignore)."""
+    try:
+        packet = LpPacket.decode(data)
+    except tlv.NdnDecodeError:
+        return
+    assert LpPacket.decode(packet.encode()) == packet
+
+
+@AGREE
+@given(inputs(lp_packets, 96))
+def test_ndn_lp(data):
+    check_ndn_lp(data)
+
+
+def check_ndn_fragment(data: bytes) -> None:
+    """FragmentHeader.decode(b) accepted => header.encode() == b[:3] (one encoding: the
+    reserved bit is 0) and it decodes back to the same header."""
+    try:
+        header = ndn_frag.FragmentHeader.decode(data)
+    except ndn_frag.FragmentError:
+        return
+    assert header.encode() == data[:3]
+    assert ndn_frag.FragmentHeader.decode(header.encode() + data[3:]) == header
+
+
+_fragments = st.builds(
+    lambda packet, mtu, ident, pick: (
+        frames := ndn_frag.fragment(packet, mtu, ident)
+        if -(-len(packet) // (mtu - 3)) <= ndn_frag.MAX_FRAGMENTS
+        else [packet]
+    )[pick % len(frames)],
+    ndn_packets,
+    st.integers(4, 120),
+    u16,
+    st.integers(0, 31),
+)
+
+
+@AGREE
+@given(inputs(_fragments))
+def test_ndn_fragment(data):
+    check_ndn_fragment(data)
+
+
+# =====================================================================
+# IEEE 802.15.4 (2006, section 7.2)
+# =====================================================================
+
+_mac = st.binary(min_size=2, max_size=2) | st.binary(min_size=8, max_size=8)
+
+
+@st.composite
+def mac_frames(draw: st.DrawFn) -> bytes:
+    if draw(st.integers(0, 4)) == 0:
+        return ieee802154.encode_ack(draw(u8), draw(st.booleans()))
+    dst, src = draw(_mac | st.just(ieee802154.BROADCAST)), draw(_mac)
+    room = ieee802154.MAX_FRAME_BYTES - 7 - len(dst) - len(src)
+    payload = draw(st.binary(max_size=room))
+    return ieee802154.encode(
+        ieee802154.Frame(draw(u8), draw(u16), dst, src, payload, draw(st.booleans()))
+    )
+
+
+def fix_fcs(data: bytes) -> bytes:
+    return data[:-2] + struct.pack("<H", ieee802154.crc16(data[:-2])) if len(data) >= 3 else data
+
+
+#: Frame control bits a decoded data frame does not keep: Frame Pending, the reserved
+#: bits 7-9 and the frame version (2003 or 2006; 7.2.1.1).
+_FC_NOT_KEPT = 0x0010 | 0x0380 | 0x3000
+
+
+def check_802154(data: bytes) -> None:
+    """decode(b) accepted => for a data frame, encode(f) is b but for the frame control
+    bits f does not keep (Frame Pending, reserved bits, version 2003/2006) and the FCS,
+    so decode(encode(f)) == f; for an acknowledgment, decode(encode_ack(...)) == ack."""
+    try:
+        frame = ieee802154.decode(data)
+    except ieee802154.MacDecodeError:
+        return
+    if type(frame) is ieee802154.Ack:
+        assert ieee802154.decode(ieee802154.encode_ack(frame.seq, frame.frame_pending)) == frame
+        return
+    wire = ieee802154.encode(frame)
+    fc, fc2 = struct.unpack_from("<H", data)[0], struct.unpack_from("<H", wire)[0]
+    assert fc & ~_FC_NOT_KEPT == fc2 & ~_FC_NOT_KEPT
+    assert wire[2:-2] == data[2:-2]
+    assert ieee802154.decode(wire) == frame
+
+
+@AGREE
+@given(inputs(mac_frames(), 127, fix_fcs))
+def test_ieee802154(data):
+    check_802154(data)
+
+
+@AGREE
+@given(
+    st.builds(
+        ieee802154.Frame,
+        u8,
+        u16,
+        _mac | st.just(ieee802154.BROADCAST),
+        _mac,
+        st.binary(max_size=20) | st.binary(min_size=95, max_size=120),
+        st.booleans(),
+    )
+)
+def test_ieee802154_what_encodes_decodes_to_itself(frame):
+    """The other direction: encode() refuses a frame decode() refuses (over 127 bytes)."""
+    try:
+        wire = ieee802154.encode(frame)
+    except ValueError:
+        assert 5 + len(frame.dst) + len(frame.src) + len(frame.payload) + 2 > 127
+        return
+    assert ieee802154.decode(wire) == frame
+
+
+# =====================================================================
+# 6LoWPAN (RFC 4944, RFC 6282)
+# =====================================================================
+
+LOWPAN_MACS = [bytes.fromhex(h) for h in ("0200000000000001", "0001", "1122334455667788", "fffe")]
+LOWPAN_CONTEXTS = {0: bytes.fromhex("fd00000000000000"), 5: bytes.fromhex("20010db800010000")}
+
+
+def _lowpan_macs(selector: int) -> tuple[bytes, bytes]:
+    return LOWPAN_MACS[selector & 3], LOWPAN_MACS[(selector >> 2) & 3]
+
+
+@st.composite
+def _lowpan_address(draw: st.DrawFn, mac: bytes, source: bool) -> bytes:
+    prefix = draw(
+        st.sampled_from([lowpan.LINK_LOCAL_PREFIX, *LOWPAN_CONTEXTS.values()])
+        | st.binary(min_size=8, max_size=8)
+    )
+    b = st.binary
+    forms = [
+        st.just(prefix + lowpan.interface_identifier(mac)),
+        b(min_size=2, max_size=2).map(lambda x: prefix + bytes.fromhex("000000fffe00") + x),
+        b(min_size=8, max_size=8).map(lambda x: prefix + x),
+        b(min_size=16, max_size=16),
+    ]
+    if source:
+        forms.append(st.just(bytes(16)))
+    else:
+        forms += [
+            b(min_size=1, max_size=1).map(lambda x: b"\xff\x02" + bytes(13) + x),
+            b(min_size=4, max_size=4).map(lambda x: b"\xff" + x[:1] + bytes(11) + x[1:]),
+            b(min_size=6, max_size=6).map(lambda x: b"\xff" + x[:1] + bytes(9) + x[1:]),
+            b(min_size=6, max_size=6).map(
+                lambda x: b"\xff" + x[:2] + b"\x40" + LOWPAN_CONTEXTS[5] + x[2:]
+            ),
+        ]
+    return draw(st.one_of(forms))
+
+
+@st.composite
+def lowpan_packets(draw: st.DrawFn) -> bytes:
+    """A selector byte for the link-layer addresses, then a compressed IPv6 packet."""
+    selector = draw(st.integers(0, 15))
+    src_mac, dst_mac = _lowpan_macs(selector)
+    src, dst = draw(_lowpan_address(src_mac, True)), draw(_lowpan_address(dst_mac, False))
+    payload = draw(st.binary(max_size=24))
+    if draw(st.booleans()):
+        proto = ip.IPPROTO_UDP
+        ports = st.sampled_from([0xF0B0, 0xF0B7, 0xF005, 0xF0BF, 5683]) | u16
+        payload = ip.build_udp(src, dst, draw(ports), draw(ports), payload)
+    else:
+        proto = draw(st.sampled_from([ip.IPPROTO_ICMPV6, ip.IPPROTO_UDP, 44]) | u8)
+    packet = ip.build_ipv6(
+        src,
+        dst,
+        proto,
+        payload,
+        hop_limit=draw(st.sampled_from([1, 64, 255]) | u8),
+        traffic_class=draw(st.sampled_from([0, 1, 0xB8]) | u8),
+        flow_label=draw(st.sampled_from([0, 0xABCDE]) | st.integers(0, 2**20 - 1)),
+    )
+    mode = draw(st.sampled_from(["iphc", "iphc", "none"]))
+    c = lowpan.compress(packet, src_mac, dst_mac, mode=mode, contexts=LOWPAN_CONTEXTS)
+    return bytes((selector,)) + c.header + c.payload
+
+
+def check_lowpan(data: bytes) -> None:
+    """Input: a byte choosing the link-layer addresses, then a 6LoWPAN packet.
+    decompress(b) accepted => for both modes (IPHC and uncompressed),
+    decompress(compress(packet)) == packet (several encodings of one header exist,
+    RFC 6282 3.1.1: the values, not the bytes, must agree)."""
+    if not data:
+        return
+    src_mac, dst_mac = _lowpan_macs(data[0])
+    try:
+        packet = lowpan.decompress(data[1:], src_mac, dst_mac, contexts=LOWPAN_CONTEXTS)
+    except lowpan.LowpanDecodeError:
+        return
+    for mode in ("iphc", "none"):
+        c = lowpan.compress(packet, src_mac, dst_mac, mode=mode, contexts=LOWPAN_CONTEXTS)
+        again = lowpan.decompress(c.header + c.payload, src_mac, dst_mac, contexts=LOWPAN_CONTEXTS)
+        assert again == packet
+
+
+@AGREE
+@given(inputs(lowpan_packets()))
+def test_lowpan_iphc(data):
+    check_lowpan(data)
+
+
+def check_lowpan_fragment(data: bytes) -> None:
+    """parse_fragment_header(b) accepted => frag1_header/fragn_header of its fields is
+    b[:header length] (RFC 4944 5.3: one encoding per header) and parses back equal."""
+    try:
+        h = lowpan_frag.parse_fragment_header(data)
+    except lowpan.LowpanDecodeError:
+        return
+    if h.first:
+        wire = lowpan_frag.frag1_header(h.size, h.tag)
+    else:
+        wire = lowpan_frag.fragn_header(h.size, h.tag, h.offset)
+    assert wire == data[: h.length]
+    assert lowpan_frag.parse_fragment_header(wire) == h
+
+
+_lowpan_fragments = st.one_of(
+    st.builds(
+        lambda s, t, b: lowpan_frag.frag1_header(s, t) + b,
+        st.integers(0, 0x7FF),
+        u16,
+        st.binary(max_size=8),
+    ),
+    st.builds(
+        lambda s, t, o, b: lowpan_frag.fragn_header(s, t, 8 * o) + b,
+        st.integers(0, 0x7FF),
+        u16,
+        u8,
+        st.binary(max_size=8),
+    ),
+)
+
+
+@AGREE
+@given(inputs(_lowpan_fragments, 8))
+def test_lowpan_fragment(data):
+    check_lowpan_fragment(data)
+
+
+# =====================================================================
+# RPL (RFC 6550 section 6) and ICMPv6 (RFC 4443)
+# =====================================================================
+
+_addr16 = st.binary(min_size=16, max_size=16)
+_opaque = st.builds(
+    rpl.Opaque, st.sampled_from([2, 3, 7, 9]) | st.integers(9, 255), st.binary(max_size=8)
+)
+
+
+@st.composite
+def _targets(draw: st.DrawFn) -> tuple[rpl.Target, rpl.Transit]:
+    length = draw(st.sampled_from([128, 64, 0]) | st.integers(0, 128))
+    prefix = draw(st.binary(min_size=(length + 7) // 8, max_size=(length + 7) // 8))
+    target = rpl.Target(prefix.ljust(16, b"\0"), length, draw(u8))
+    transit = rpl.Transit(
+        draw(u8), draw(u8), draw(u8), draw(st.booleans()), draw(st.none() | _addr16)
+    )
+    return target, transit
+
+
+rpl_messages = st.one_of(
+    st.builds(rpl.Dis, st.lists(_opaque, max_size=2).map(tuple), u8),
+    st.builds(
+        rpl.Dio,
+        u8,
+        u8,
+        u16,
+        _addr16,
+        u8,
+        st.booleans(),
+        st.integers(0, 7),
+        st.integers(0, 7),
+        st.none()
+        | st.builds(
+            rpl.DodagConfiguration,
+            st.booleans(),
+            st.integers(0, 7),
+            u8,
+            u8,
+            u8,
+            u16,
+            st.integers(1, 0xFFFF),
+            u16,
+            u8,
+            u16,
+        ),
+        st.none()
+        | st.builds(
+            rpl.PrefixInformation,
+            _addr16,
+            st.integers(0, 128),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+            st.integers(0, 2**32 - 1),
+            st.integers(0, 2**32 - 1),
+        ),
+        st.lists(_opaque, max_size=1).map(tuple),
+    ),
+    st.builds(
+        rpl.Dao,
+        u8,
+        u8,
+        st.lists(_targets(), max_size=2).map(tuple),
+        st.booleans(),
+        st.none() | _addr16,
+    ),
+    st.builds(rpl.DaoAck, u8, u8, u8, st.none() | _addr16),
+)
+
+
+def check_rpl(data: bytes) -> None:
+    """Input: the ICMPv6 code, then the body. decode(code, body) accepted => encode(m)
+    gives that code and decode(*encode(m)) == m (padding and the options 6.7.1 lets a
+    node skip are dropped; DIO options come out in one order)."""
+    if not data:
+        return
+    try:
+        message = rpl.decode(data[0], data[1:])
+    except rpl.RplDecodeError:
+        return
+    code, body = rpl.encode(message)
+    assert code == data[0]
+    assert rpl.decode(code, body) == message
+
+
+@AGREE
+@given(inputs(rpl_messages.map(lambda m: bytes((rpl.encode(m)[0],)) + rpl.encode(m)[1])))
+def test_rpl(data):
+    check_rpl(data)
+
+
+_loose_addr = st.binary(min_size=15, max_size=17) | st.binary(min_size=0, max_size=1)
+_loose_opaque = st.builds(rpl.Opaque, st.integers(0, 9) | u8, st.binary(max_size=4))
+loose_rpl_messages = st.one_of(
+    st.builds(rpl.Dis, st.lists(_loose_opaque, max_size=2).map(tuple), u8),
+    st.builds(
+        rpl.Dio,
+        u8,
+        u8,
+        u16,
+        _loose_addr,
+        u8,
+        st.booleans(),
+        st.integers(0, 9),
+        st.integers(0, 9),
+        st.none()
+        | st.builds(
+            rpl.DodagConfiguration,
+            path_control_size=st.integers(0, 9),
+            min_hop_rank_increase=st.integers(0, 2),
+        ),
+        st.none()
+        | st.builds(rpl.PrefixInformation, _loose_addr, st.integers(0, 130) | st.just(64)),
+        st.lists(_loose_opaque, max_size=2).map(tuple),
+    ),
+    st.builds(
+        rpl.Dao,
+        u8,
+        u8,
+        st.lists(
+            st.tuples(
+                st.builds(rpl.Target, _loose_addr, st.integers(0, 130) | st.just(128)),
+                st.builds(rpl.Transit, u8, parent=st.none() | _loose_addr),
+            ),
+            max_size=2,
+        ).map(tuple),
+        st.booleans(),
+        st.none() | _loose_addr,
+    ),
+    st.builds(rpl.DaoAck, u8, u8, u8, st.none() | _loose_addr),
+)
+
+
+@AGREE
+@given(loose_rpl_messages)
+def test_rpl_what_encodes_decodes_to_itself(message):
+    """The other direction: encode() refuses a value decode() would refuse or change
+    (addresses not 16 bytes, prefix lengths beyond 128, a target's bytes beyond its
+    prefix length, bit fields too wide, a MinHopRankIncrease of 0, padding options)."""
+    try:
+        code, body = rpl.encode(message)
+    except ValueError:
+        return
+    assert rpl.decode(code, body) == message
+
+
+ICMP_SRC, ICMP_DST = ip.address_bytes("fe80::1"), ip.address_bytes("ff02::1a")
+
+
+def fix_icmpv6(data: bytes) -> bytes:
+    return (
+        icmpv6.build_icmpv6(ICMP_SRC, ICMP_DST, data[0], data[1], data[4:])
+        if len(data) >= 4
+        else data
+    )
+
+
+def check_icmpv6(data: bytes) -> None:
+    """parse_icmpv6(m) accepted => parse_icmpv6(build_icmpv6(type, code, body)) is the same
+    (type, code, body) (the bytes may differ: checksums 0x0000 and 0xFFFF both verify)."""
+    try:
+        parsed = icmpv6.parse_icmpv6(data, ICMP_SRC, ICMP_DST)
+    except icmpv6.Icmpv6DecodeError:
+        return
+    assert (
+        icmpv6.parse_icmpv6(icmpv6.build_icmpv6(ICMP_SRC, ICMP_DST, *parsed), ICMP_SRC, ICMP_DST)
+        == parsed
+    )
+
+
+_icmp = st.builds(
+    lambda t, c, b: icmpv6.build_icmpv6(ICMP_SRC, ICMP_DST, t, c, b),
+    st.just(155) | u8,
+    u8,
+    st.binary(max_size=30),
+)
+
+
+@AGREE
+@given(inputs(_icmp, 48, fix_icmpv6))
+def test_icmpv6(data):
+    check_icmpv6(data)
+
+
+# =====================================================================
+# IPv4 (RFC 791), IPv6 (RFC 8200), UDP (RFC 768)
+# =====================================================================
+
+V4_A, V4_B = ip.address_bytes("10.0.0.1"), ip.address_bytes("192.168.1.2")
+V6_A, V6_B = ip.address_bytes("fd00::1"), ip.address_bytes("2001:db8::2")
+
+
+@st.composite
+def ipv4_packets(draw: st.DrawFn) -> bytes:
+    return ip.build_ipv4(
+        V4_A,
+        V4_B,
+        draw(u8),
+        draw(st.binary(max_size=40)),
+        draw(u16),
+        ttl=draw(u8),
+        tos=draw(u8),
+        dont_fragment=draw(st.booleans()),
+        more_fragments=draw(st.booleans()),
+        frag_offset=8 * draw(st.integers(0, 0x1FFF)),
+    )
+
+
+def fix_ipv4(data: bytes) -> bytes:
+    header_len = (data[0] & 0x0F) * 4 if data else 0
+    if len(data) < 20 or not 20 <= header_len <= len(data):
+        return data
+    header = bytearray(data[:header_len])
+    header[10:12] = internet_checksum(bytes(header[:10] + b"\0\0" + header[12:])).to_bytes(2, "big")
+    return bytes(header) + data[header_len:]
+
+
+def check_ipv4(data: bytes) -> None:
+    """parse_ipv4(b) accepted => build_ipv4() of its fields, TOS and payload parses, with
+    the checksum verified, to the same fields but the header length (options are not
+    rebuilt) and the total length that follows from it."""
+    try:
+        h = ip.parse_ipv4(data)
+    except ip.IpDecodeError:
+        return
+    payload = data[h.header_len : h.total_len]
+    wire = ip.build_ipv4(
+        h.src,
+        h.dst,
+        h.proto,
+        payload,
+        h.ident,
+        ttl=h.ttl,
+        tos=data[1],
+        dont_fragment=h.dont_fragment,
+        more_fragments=h.more_fragments,
+        frag_offset=h.frag_offset,
+    )
+    assert ip.parse_ipv4(wire, verify=True) == h._replace(
+        header_len=20, total_len=20 + len(payload)
+    )
+
+
+@AGREE
+@given(inputs(ipv4_packets(), 48, fix_ipv4))
+def test_ipv4(data):
+    check_ipv4(data)
+
+
+@st.composite
+def ipv6_packets(draw: st.DrawFn) -> bytes:
+    payload = draw(st.binary(max_size=40) | st.binary(min_size=100, max_size=200))
+    packet = ip.build_ipv6(
+        V6_A,
+        V6_B,
+        draw(st.sampled_from([17, 58]) | u8),
+        payload,
+        hop_limit=draw(u8),
+        traffic_class=draw(u8),
+        flow_label=draw(st.integers(0, 2**20 - 1)),
+    )
+    if len(packet) > 100 and draw(st.booleans()):
+        pieces = ip.fragment_ipv6(
+            packet, draw(st.integers(56, 120)), draw(st.integers(0, 2**32 - 1))
+        )
+        return pieces[draw(st.integers(0, len(pieces) - 1))]
+    return packet
+
+
+def check_ipv6(data: bytes) -> None:
+    """parse_ipv6(b) accepted => the same header rebuilt with build_ipv6 (with the RFC 8200
+    4.5 Fragment header, reserved fields zero, before the payload when b had one)
+    parses to the same fields, with the same version, traffic class and flow label."""
+    try:
+        h = ip.parse_ipv6(data)
+    except ip.IpDecodeError:
+        return
+    first = struct.unpack_from("!I", data)[0]
+    payload = data[h.header_len : h.header_len + h.payload_len]
+    if h.fragmented:
+        payload = (
+            struct.pack("!BBHI", h.next_header, 0, h.frag_offset | h.more_fragments, h.ident)
+            + payload
+        )
+    wire = ip.build_ipv6(
+        h.src,
+        h.dst,
+        ip.IPPROTO_IPV6_FRAGMENT if h.fragmented else h.next_header,
+        payload,
+        hop_limit=h.hop_limit,
+        traffic_class=(first >> 20) & 0xFF,
+        flow_label=first & 0xFFFFF,
+    )
+    assert ip.parse_ipv6(wire) == h and wire[:4] == data[:4]
+
+
+@AGREE
+@given(inputs(ipv6_packets(), 64))
+def test_ipv6(data):
+    check_ipv6(data)
+
+
+def _udp_addresses(selector: int) -> tuple[bytes, bytes]:
+    return (V4_A, V4_B) if selector & 1 else (V6_A, V6_B)
+
+
+@st.composite
+def udp_datagrams(draw: st.DrawFn) -> bytes:
+    """A selector byte for IPv4 or IPv6 addresses, then the datagram."""
+    selector = draw(u8)
+    src, dst = _udp_addresses(selector)
+    return bytes((selector,)) + ip.build_udp(
+        src, dst, draw(u16), draw(u16), draw(st.binary(max_size=30))
+    )
+
+
+def fix_udp(data: bytes) -> bytes:
+    if len(data) < 9:
+        return data
+    sport, dport, length, _ = struct.unpack_from("!HHHH", data, 1)
+    if not 8 <= length <= len(data) - 1:
+        return data
+    src, dst = _udp_addresses(data[0])
+    return (
+        data[:1] + ip.build_udp(src, dst, sport, dport, data[9 : 1 + length]) + data[1 + length :]
+    )
+
+
+def check_udp(data: bytes) -> None:
+    """parse_udp(b) accepted, checksum verified or not => parse_udp(build_udp(ports,
+    payload), verify=True) gives the same ports and payload."""
+    if not data:
+        return
+    src, dst = _udp_addresses(data[0])
+    for verify in (False, True):
+        try:
+            parsed = ip.parse_udp(data[1:], src, dst, verify=verify)
+        except ip.IpDecodeError:
+            continue
+        assert ip.parse_udp(ip.build_udp(src, dst, *parsed), src, dst, verify=True) == parsed
+
+
+@AGREE
+@given(inputs(udp_datagrams(), 48, fix_udp))
+def test_udp(data):
+    check_udp(data)
+
+
+# =====================================================================
+# every single-bit flip and every truncation of valid encodings
+# =====================================================================
+#
+# Random mutations rarely hit the one bit that matters (the CONNACK session present
+# flag next to a refusing return code, 3.2.2.2); these walk all of them.
+
+FLIPPED_BYTES = 32  # the headers are in the first bytes; longer tails only add time
+_EXHAUSTIVE = [
+    ("coap", coap_messages(), check_coap),
+    ("mqtt", mqtt_packets.map(mqtt.encode), check_mqtt),
+    ("mqttsn", sn_wires, check_mqttsn),
+    ("ndn-tlv", tlv_runs(), check_ndn_tlv),
+    ("ndn-name", names.map(lambda n: n.wire), check_ndn_name),
+    ("ndn-interest", interests(), check_ndn_interest),
+    ("ndn-data", datas(), check_ndn_data),
+    ("ndn-lp", lp_packets, check_ndn_lp),
+    ("ndn-fragment", _fragments, check_ndn_fragment),
+    ("ieee802154", mac_frames(), lambda b: check_802154(fix_fcs(b))),
+    ("6lowpan-iphc", lowpan_packets(), check_lowpan),
+    ("6lowpan-frag", _lowpan_fragments, check_lowpan_fragment),
+    ("rpl", rpl_messages.map(lambda m: bytes((rpl.encode(m)[0],)) + rpl.encode(m)[1]), check_rpl),
+    ("icmpv6", _icmp, lambda b: check_icmpv6(fix_icmpv6(b))),
+    ("ipv4", ipv4_packets(), lambda b: check_ipv4(fix_ipv4(b))),
+    ("ipv6", ipv6_packets(), check_ipv6),
+    ("udp", udp_datagrams(), lambda b: check_udp(fix_udp(b))),
+]
+
+
+@pytest.mark.parametrize(
+    ("valid", "check"), [e[1:] for e in _EXHAUSTIVE], ids=[e[0] for e in _EXHAUSTIVE]
+)
+@settings(AGREE, max_examples=40)
+@given(data=st.data())
+def test_every_bit_flip_and_truncation(valid, check, data):
+    wire = data.draw(valid)
+    for i in range(min(len(wire), FLIPPED_BYTES)):
+        for bit in range(8):
+            check(wire[:i] + bytes((wire[i] ^ (1 << bit),)) + wire[i + 1 :])
+    for end in range(len(wire)):
+        check(wire[:end])
+    check(wire)
+
+
+# =====================================================================
+# regression vectors: the mismatches the properties above found
+# =====================================================================
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "/a\udc80b",  # a lone surrogate (bytes read with "surrogateescape"): UnicodeEncodeError
+        "/%41\udcbd",  # the same after a percent-escape
+        "/" + "9" * 5000 + "=a",  # a type number int() refuses to parse: ValueError
+        "/seg=" + "9" * 5000,  # the same for a seg= value
+        "/000123456=x",  # type 123456, beyond 65535
+        "/seg=" + "1" * 21,  # beyond 64 bits
+    ],
+)
+def test_ndn_uri_errors_are_ndn_decode_errors(uri):
+    # Packet format v0.3 "NDN URI Scheme"; RFC 3629 3 (no UTF-8 for surrogates).
+    with pytest.raises(tlv.NdnDecodeError):
+        Name(uri)
+    check_ndn_name_uri(uri)
+
+
+def test_ndn_uri_numbers_with_leading_zeros_still_parse():
+    assert Name("/0000000000000000000000008=a/seg=000000000000000000000001") == Name("/a/seg=1")
+
+
+def test_mqttsn_header_length_of_an_encapsulated_non_message():
+    # 5.5: decode() leaves the encapsulated bytes raw, and accepted this; header_length()
+    # raised MqttSnDecodeError on the inner bytes, which are not a message.
+    data = bytes.fromhex("03fe8eca9603fe8eca95")
+    message = sn.decode(data)
+    assert type(message) is sn.Encapsulated and message.message == bytes.fromhex("ca9603fe8eca95")
+    assert sn.header_length(data) == len(data)
+    inner = sn.encode(sn.Publish(1, 0, b"data"))
+    wrapped = sn.encode(sn.Encapsulated(0, b"\x07", inner))
+    assert sn.header_length(wrapped) == len(wrapped) - len(b"data")
+
+
+@pytest.mark.parametrize(
+    ("security", "version", "message"),
+    [
+        (True, 1, "Security Enabled"),  # 7.2.1.1.2: an Auxiliary Security Header follows
+        (False, 2, "version 2 is reserved"),  # 7.2.1.1.7
+        (False, 3, "version 3 is reserved"),
+    ],
+)
+def test_802154_frames_whose_layout_the_decoder_does_not_know(security, version, message):
+    # The decoder took the security header for payload, and encode() dropped the bits.
+    frame = ieee802154.Frame(1, 0x23, ieee802154.BROADCAST, bytes(range(8)), b"\x05\x01\x02")
+    wire = bytearray(ieee802154.encode(frame))
+    wire[0] |= 0x08 if security else 0
+    wire[1] = (wire[1] & ~0x30) | version << 4
+    with pytest.raises(ieee802154.MacDecodeError, match=message):
+        ieee802154.decode(fix_fcs(bytes(wire)))
+
+
+def test_802154_bits_the_decoder_may_ignore():
+    # Frame Pending and the reserved bits (ignored on receipt, 7.2.1.1) and version 0.
+    frame = ieee802154.Frame(1, 0x23, b"\x00\x01", bytes(range(8)), b"x")
+    wire = bytearray(ieee802154.encode(frame))
+    wire[0] |= 0x10 | 0x80
+    wire[1] = (wire[1] & ~0x30) | 0x03
+    assert ieee802154.decode(fix_fcs(bytes(wire))) == frame
+    check_802154(fix_fcs(bytes(wire)))
+
+
+def test_802154_encode_refuses_a_frame_over_127_bytes():
+    # aMaxPHYPacketSize (6.4.1): decode() refused the frame encode() had built.
+    fits = ieee802154.Frame(1, 0x23, bytes(8), bytes(8), bytes(104))
+    assert len(ieee802154.encode(fits)) == 127
+    with pytest.raises(ValueError, match="exceeds 127"):
+        ieee802154.encode(ieee802154.Frame(1, 0x23, bytes(8), bytes(8), bytes(105)))
+
+
+def test_make_interest_refuses_a_parameters_digest_without_parameters():
+    # The decoder refuses such an Interest (Interest.name); the encoder built it.
+    name = Name([b"a", Component.params_digest(bytes(32))])
+    with pytest.raises(ValueError, match="app_parameters"):
+        make_interest(name)
+    interest = Interest(make_interest(name, app_parameters=b"p").wire).validate()
+    assert interest.parameters_digest_valid()
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (rpl.Dio(1, 1, 256, bytes(15)), "16-byte"),  # the DODAGID was padded silently
+        (rpl.Dio(1, 1, 256, bytes(16), mop=8), "3-bit"),  # spilled into the next bit
+        (rpl.Dio(1, 1, 256, bytes(16), options=(rpl.Opaque(4, bytes(14)),)), "opaque"),
+        (
+            rpl.Dio(
+                1, 1, 256, bytes(16), configuration=rpl.DodagConfiguration(min_hop_rank_increase=0)
+            ),
+            " 0",
+        ),
+        (rpl.Dao(1, 1, ((rpl.Target(bytes(16), 129), rpl.Transit(30)),)), "0..128"),
+        (rpl.Dao(1, 1, ((rpl.Target(b"\xfd" * 16, 64), rpl.Transit(30)),)), "beyond"),
+        (rpl.Dao(1, 1, ((rpl.Target(bytes(16)), rpl.Transit(30, parent=bytes(8))),)), "16"),
+        (rpl.DaoAck(1, 1, dodag_id=b""), "16-byte"),
+        (rpl.Dis((rpl.Opaque(1, b"\0\0"),)), "opaque"),
+    ],
+)
+def test_rpl_encode_refuses_what_decode_would_read_otherwise(message, reason):
+    # RFC 6550 figures 14-17 and 6.7: each was encoded, and decoded to another value
+    # or refused.
+    with pytest.raises(ValueError, match=reason):
+        rpl.encode(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        sn.PingReq(""),  # 5.4.19: no ClientId and an empty one are the same bytes
+        sn.WillTopic(None, 1),  # 5.4.7: the empty WILLTOPIC has no Flags
+        sn.WillTopicUpd(None, 0, True),
+        sn.Subscribe(1, 0, sn.TopicIdType.NORMAL, "t", topic_id=5),  # 5.4.15: one or other
+        sn.Subscribe(1, 0, sn.TopicIdType.PREDEFINED, "t", topic_id=5),
+        sn.Unsubscribe(1, sn.TopicIdType.SHORT, "ab", topic_id=0x6162),
+    ],
+)
+def test_mqttsn_encode_refuses_values_the_wire_cannot_carry(message):
+    with pytest.raises(ValueError):
+        sn.encode(message)
