@@ -323,3 +323,81 @@ def test_the_impairment_shims_pcap_decodes(tmp_path, require_peer):
     codes = sorted(r[1] for r in rows if r[1])
     assert codes == ["1", "1", "3", "3"]  # GET and PUT there, and echoed back
     assert sum(1 for r in rows if r[0] == "1") == 4  # the PUT in 3 fragments, each way 2 with MF
+
+
+# ---- HTTP/2 and TCP Fast Open (S1's spdy and iot variants) ----------------------------
+#
+# Wireshark 4.0 hands a port-80 stream to HTTP/2 when its HTTP dissector sees the
+# connection preface, but without TCP reassembly for the rest of that segment: a
+# frame header that straddles the segment's end is then "[Malformed Packet]",
+# although the bytes are valid. A capture of the same exchange over Linux's TCP
+# (h2 over loopback with a 76-byte MSS) shows exactly the same mark; decoding the
+# port as HTTP/2 from the start (-d tcp.port==80,http2) dissects both cleanly.
+# docs/studies/s1.md says so; these tests pin it.
+
+
+def _s1(tmp_path, variant: str, size: int, tcp: dict | None = None) -> Path:
+    (run,) = expand(
+        load_scenario("s1-object-download"), {"variant": [variant], "object_size_bytes": [size]}
+    )
+    config = run.config
+    config["protocol"]["tcp"].update(tcp or {})
+    pcap = tmp_path / f"{variant}-{size}.pcap"
+    run_one(config, run.seed, pcap_path=str(pcap))
+    return pcap
+
+
+@pytest.mark.parametrize("variant", ["spdy", "iot-spdy"])
+@pytest.mark.parametrize("size", [10, 500, 1000])
+def test_http2_frames_decode_and_carry_the_object(tmp_path, require_peer, variant, size):
+    tshark = require_peer("tshark")
+    pcap = _s1(tmp_path, variant, size)
+    assert_clean_tcp(tshark, pcap, "tcp.port==80,http2")
+    rows = tshark_rows(tshark, pcap, "tcp.port==80,http2", "http2.type", "http2.length")
+    types = [t for row in rows for t in row[0].split(",") if t]
+    lengths = [n for row in rows for n in row[1].split(",") if n]
+    assert {"1", "4"} <= set(types)  # HEADERS and SETTINGS both ways
+    data = sum(int(n) for t, n in zip(types, lengths, strict=True) if t == "0")
+    assert data == size  # the DATA frames carry the object, every byte
+    magic = tshark_rows(tshark, pcap, "tcp.port==80,http2", "http2.magic")
+    assert sum(1 for row in magic if row[0]) == 1  # one connection preface
+
+
+@pytest.mark.parametrize(("variant", "decode_as"), [("iot-spdy", "http2"), ("iot-http", "http")])
+def test_fast_open_syn_carries_the_request(tmp_path, require_peer, variant, decode_as):
+    tshark = require_peer("tshark")
+    pcap = _s1(tmp_path, variant, 100)
+    assert_clean_tcp(tshark, pcap, f"tcp.port==80,{decode_as}")
+    rows = tshark_rows(
+        tshark,
+        pcap,
+        f"tcp.port==80,{decode_as}",
+        "tcp.flags.syn",
+        "tcp.flags.ack",
+        "tcp.len",
+        "tcp.options.tfo.cookie",
+        "tcp.options.tfo.request",
+        "_ws.col.Protocol",
+    )
+    syns = [r for r in rows if r[0] == "1" and r[1] == "0"]
+    # The priming connection asks for a cookie; the download's SYN brings it and data.
+    assert syns[0][4] == "1" and syns[0][2] == "0"
+    request = syns[1]
+    assert request[3] and int(request[2]) > 0
+    assert request[5] == decode_as.upper()  # the SYN's data dissected as the request
+
+
+def test_a_preface_split_across_segments_is_a_dissector_limit(tmp_path, require_peer):
+    tshark = require_peer("tshark")
+    # With timestamps on, the first client segment is 76 bytes: the preface,
+    # SETTINGS and the first byte of the next frame header.
+    pcap = _s1(tmp_path, "spdy", 100, {"sack": True, "timestamps": True})
+    flagged = subprocess.run(
+        [tshark, "-r", str(pcap), "-Y", "_ws.malformed"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    assert "Magic, SETTINGS" in flagged  # what a user sees with tshark's defaults
+    assert_clean_tcp(tshark, pcap, "tcp.port==80,http2")  # and with decode-as: clean
