@@ -904,12 +904,19 @@ class CoapEndpoint:
         req = _Request(rid, addr, msg, token)
         req.dereg = dereg
         self._requests[rid] = req
-        queue = self._queues.get(addr)
-        if queue is None:
-            queue = self._queues[addr] = deque()
-        queue.append(req)
-        self._pump(now, addr)
+        self._enqueue(now, req)
         return rid
+
+    def _enqueue(self, now: float, req: _Request, first: bool = False) -> None:
+        """Queue `req` for its peer (at the head with `first`) and start what NSTART allows."""
+        queue = self._queues.get(req.addr)
+        if queue is None:
+            queue = self._queues[req.addr] = deque()
+        if first:
+            queue.appendleft(req)
+        else:
+            queue.append(req)
+        self._pump(now, req.addr)
 
     def _unqueue(self, req: _Request) -> None:
         queue = self._queues.get(req.addr)
@@ -1174,11 +1181,7 @@ class CoapEndpoint:
         req.fixed_token = req.token
         req.message = message
         req.state = _QUEUED
-        queue = self._queues.get(req.addr)
-        if queue is None:
-            queue = self._queues[req.addr] = deque()
-        queue.appendleft(req)
-        self._pump(now, req.addr)
+        self._enqueue(now, req, first=True)
 
     def _next_upload_block(self, now: float, req: _Request, msg: Message) -> None:
         """2.31 Continue: the next Block1 block, at the server's size if it asks for less."""
@@ -1219,11 +1222,7 @@ class CoapEndpoint:
         child.notification = seq
         parent.child = child
         self._requests[child.id] = child
-        queue = self._queues.get(parent.addr)
-        if queue is None:
-            queue = self._queues[parent.addr] = deque()
-        queue.append(child)
-        self._pump(now, parent.addr)
+        self._enqueue(now, child)
 
     def _on_child_block(self, now: float, child: _Request, msg: Message) -> None:
         parent = child.parent
