@@ -432,8 +432,20 @@ TCP = Section(
             _TCP_DEFAULTS.max_retransmissions,
             ge=0,
         ),
-        "delayed_ack": Field("bool", "Delayed ACKs (RFC 1122/5681).", _TCP_DEFAULTS.delayed_ack),
-        "delayed_ack_s": Field("float", "Delayed-ACK timeout.", _TCP_DEFAULTS.delayed_ack_s, gt=0),
+        "delayed_ack": Field(
+            "bool", "Delayed ACKs (off: every segment at once).", _TCP_DEFAULTS.delayed_ack
+        ),
+        "ack": Field(
+            "str",
+            "When delayed ACKs go: linux, Linux's engine (quick ACKs at the start, ping-pong "
+            "mode for replies, an ACK per two full segments or when small pushed segments are "
+            "read, adaptive 40 ms timer); rfc5681, every second segment or delayed_ack_s.",
+            _TCP_DEFAULTS.ack,
+            choices=("linux", "rfc5681"),
+        ),
+        "delayed_ack_s": Field(
+            "float", "Delayed-ACK timeout with ack = rfc5681.", _TCP_DEFAULTS.delayed_ack_s, gt=0
+        ),
         "nagle": Field("bool", "Nagle's algorithm (off = TCP_NODELAY).", _TCP_DEFAULTS.nagle),
         "sack": Field("bool", "Negotiate SACK (RFC 2018).", _TCP_DEFAULTS.sack),
         "timestamps": Field("bool", "Negotiate timestamps (RFC 7323).", _TCP_DEFAULTS.timestamps),

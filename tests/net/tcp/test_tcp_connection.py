@@ -289,7 +289,8 @@ def test_data_retransmissions_give_up_after_max_retransmissions():
 
 
 def test_delayed_ack_every_second_segment_or_after_40_ms():
-    w = established(client_params=TcpParams(nagle=False))
+    # ack="rfc5681"; Linux's quick ACKs and ping-pong mode: test_tcp_acks.py.
+    w = established(client_params=TcpParams(nagle=False), server_params=TcpParams(ack="rfc5681"))
     c = w.client
     c.send(w.at(2.0), b"a" * c.smss)
     w.run(2.0 + D + 0.001)
@@ -516,7 +517,7 @@ def test_an_ack_for_two_segments_echoes_the_first_ones_timestamp():
     # RFC 7323 4.3: TS.Recent only takes a segment that starts at or before
     # Last.ACK.sent, so a delayed ACK of two segments echoes the first TSval and
     # the sender's RTT sample includes the delayed-ACK wait.
-    fast = TcpParams(nagle=False)
+    fast = TcpParams(nagle=False, ack="rfc5681")  # Linux would ACK these at once (quick ACKs)
     w = established(client_params=fast, server_params=fast)
     w.client.send(w.at(2.0), b"a" * 100)
     w.client.send(w.at(2.02), b"b" * 100)

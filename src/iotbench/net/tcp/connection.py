@@ -39,6 +39,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from iotbench.net.tcp.acks import AckPolicy, LinuxAcks, Rfc5681Acks
 from iotbench.net.tcp.congestion import NewReno
 from iotbench.net.tcp.events import (
     Closed,
@@ -73,7 +74,6 @@ MOD = 1 << 32
 DEFAULT_PEER_MSS = 536  # RFC 9293 3.7.1: assumed when the SYN carries no MSS option
 TIMESTAMP_OPTION_LEN = 12  # NOP NOP TS, in every segment once negotiated
 MAX_SYN_OPTION_SPACE = 40
-ACK_EVERY = 2  # RFC 5681 4.2: at least every second full-sized segment
 
 
 def _signed32(x: int) -> int:
@@ -135,8 +135,12 @@ class TcpConnection:
         self._ooo: dict[int, bytes] = {}
         self._sack_report: list[list[int]] = []  # most recent first (RFC 2018 4)
         self._peer_fin: int | None = None  # offset of a FIN seen beyond a gap
-        self._ack_pending = 0
         self._ack_now = False
+        self._acks: AckPolicy = (
+            LinuxAcks(mss, params.receive_buffer_bytes)
+            if params.ack == "linux"
+            else Rfc5681Acks(params.delayed_ack_s)
+        )
         self._ts_recent = 0
         # RFC 7323 4.3: the ACK field we last sent (Last.ACK.sent), as an offset.
         self._last_ack_sent = 0
@@ -281,6 +285,7 @@ class TcpConnection:
             self._on_retransmission_timeout(now)
         if self._delack_at is not None and now >= self._delack_at:
             self._delack_at = None
+            self._acks.on_delack_timeout(self.rto.rto_s)
             self._ack_now = True
             self._output(now)
 
@@ -378,6 +383,8 @@ class TcpConnection:
         if not self._acceptable(start, seg_len):
             if not flags & RST:
                 self._ack_now = True  # RFC 9293 3.10.7.4: ACK an unacceptable segment
+                if payload and start < self.rcv_nxt:
+                    self._acks.on_duplicate()
                 if state == TIME_WAIT:
                     self._arm_wait(now, self.params.time_wait_s)
             return
@@ -403,7 +410,7 @@ class TcpConnection:
             # the peer's RTT sample includes the delay.
             self._ts_recent = seg.timestamps[0]
         if payload and self.state in _CAN_RECEIVE:
-            self._accept_data(now, start, payload)
+            self._accept_data(now, start, payload, bool(flags & PSH))
         if flags & FIN:
             self._peer_fin = start + len(payload)
         if self._peer_fin is not None and self._peer_fin == self.rcv_nxt:
@@ -529,7 +536,7 @@ class TcpConnection:
                 _merge_block(self._sacked, left, right)
         self._sacked.sort()
 
-    def _accept_data(self, now: float, start: int, payload: bytes) -> None:
+    def _accept_data(self, now: float, start: int, payload: bytes, push: bool) -> None:
         nxt = self.rcv_nxt
         if start < nxt:
             payload = payload[nxt - start :]
@@ -563,11 +570,22 @@ class TcpConnection:
             self.rcv_nxt = nxt
         if self._sack_report:
             self._sack_report = [b for b in self._sack_report if b[1] > nxt]
-        self._ack_pending += 1
-        if filled or not self.params.delayed_ack or self._ack_pending >= ACK_EVERY:
-            self._ack_now = True  # RFC 5681 4.2
-        elif self._delack_at is None:
-            self._delack_at = now + self.params.delayed_ack_s
+        acks = self._acks
+        acks.on_data(now, len(payload), push, self.rto.rto_s)
+        if (
+            filled  # RFC 5681 4.2: a filled gap is acknowledged at once
+            or not self.params.delayed_ack
+            or acks.ack_now(nxt - self._last_ack_sent)
+            or acks.ack_at_read()  # the application reads at once here
+        ):
+            self._ack_now = True
+        else:
+            self._delay_ack(now)
+
+    def _delay_ack(self, now: float) -> None:
+        """Arm the delayed-ACK timer; an earlier deadline stands."""
+        if self._delack_at is None:
+            self._delack_at = now + self._acks.delay_s(self.rto.srtt_s)
 
     def _report_sack(self, left: int, right: int) -> None:
         """RFC 2018 4: the block holding the newest segment goes first."""
@@ -587,12 +605,19 @@ class TcpConnection:
     def _on_peer_fin(self, now: float) -> None:
         self._peer_fin = None
         self.rcv_nxt += 1
-        self._ack_now = True
         self._events.append(PeerClosed())
         state = self.state
         if state in (SYN_RECEIVED, ESTABLISHED):
             self.state = CLOSE_WAIT
-        elif state == FIN_WAIT_1:
+            # Linux delays this ACK (ping-pong mode), so an application that
+            # closes when it reads the FIN sends its FIN with the ACK.
+            if self.params.delayed_ack and self._acks.fin_ack_delayed():
+                self._delay_ack(now)
+            else:
+                self._ack_now = True
+            return
+        self._ack_now = True
+        if state == FIN_WAIT_1:
             if self.snd_una > self.data_end:  # our FIN is acknowledged too
                 self._enter_time_wait(now)
             else:
@@ -666,6 +691,8 @@ class TcpConnection:
             self._timed = None  # Karn
         if end - start < self.smss:
             self._small_end = max(self._small_end, end)
+        if end > start:
+            self._acks.on_data_sent(now)
         nxt = end + (1 if flags & FIN else 0)
         self.snd_nxt = max(self.snd_nxt, nxt)
         self.snd_max = max(self.snd_max, nxt)
@@ -745,7 +772,7 @@ class TcpConnection:
             )
         if flags & ACK:
             self._ack_now = False
-            self._ack_pending = 0
+            self._acks.on_ack_sent()
             self._delack_at = None
         return seg
 
@@ -772,6 +799,9 @@ class TcpConnection:
         # Payload per segment: the smaller MSS, less the timestamp option that
         # every segment then carries (as Linux sizes its segments).
         self.smss = min(peer_mss, self.mss) - (TIMESTAMP_OPTION_LEN if self.ts_ok else 0)
+        self._acks.negotiated(
+            min(peer_mss, self.mss), 20 + (TIMESTAMP_OPTION_LEN if self.ts_ok else 0)
+        )
 
     def set_syn_data_mss(self, cached_mss: int) -> None:
         """Bound the data of a Fast Open SYN by the MSS cached with the server's

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from iotbench.net.tcp.acks import ACK_MODES
+
 RTO_MODES = ("linux", "rfc6298")
 #: The minimum RTO of each mode when min_rto_s is not given: Linux's TCP_RTO_MIN
 #: (200 ms), RFC 6298 2.4's 1 s.
@@ -32,8 +34,12 @@ class TcpParams:
     the attempt fails (Linux tcp_syn_retries 6, tcp_synack_retries 5).
     max_retransmissions: retransmissions of one data segment before the
     connection is given up (Linux tcp_retries2 15).
-    delayed_ack: acknowledge every second segment or after delayed_ack_s
-    (Linux's minimum delayed-ACK timeout is 40 ms; RFC 1122 allows 500 ms).
+    delayed_ack: delay ACKs as `ack` says (off: acknowledge every segment).
+    ack: when a delayed ACK goes (net/tcp/acks.py). "linux": quick ACKs
+    at the start, ping-pong mode for replies, an ACK per full segment or when
+    the application reads small pushed ones, a 40 ms timer that adapts.
+    "rfc5681": every second segment, else after delayed_ack_s (Linux's
+    minimum delayed-ACK timeout is 40 ms; RFC 1122 allows 500 ms).
     nagle: hold a small segment while data is unacknowledged (RFC 896; on
     unless an application sets TCP_NODELAY).
     sack / timestamps / window_scale: negotiate these options (RFC 2018,
@@ -57,6 +63,7 @@ class TcpParams:
     synack_retries: int = 5
     max_retransmissions: int = 15
     delayed_ack: bool = True
+    ack: str = "linux"
     delayed_ack_s: float = 0.04
     nagle: bool = True
     sack: bool = True
@@ -71,6 +78,8 @@ class TcpParams:
     def __post_init__(self) -> None:
         if self.rto not in RTO_MODES:
             raise ValueError(f"TcpParams.rto must be one of {RTO_MODES}, got {self.rto!r}")
+        if self.ack not in ACK_MODES:
+            raise ValueError(f"TcpParams.ack must be one of {ACK_MODES}, got {self.ack!r}")
         positive = ("rto_min_s", "initial_rto_s", "max_rto_s", "delayed_ack_s")
         for name in positive:
             if not getattr(self, name) > 0:
