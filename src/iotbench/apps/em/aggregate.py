@@ -1,0 +1,194 @@
+"""Member replies into one answer: eo (lst, avg, min, max), text/plain or SenML.
+
+A member's reply is a value when it is a 2.xx response whose payload is a
+number (text/plain, or a SenML pack whose records carry "v"), or whose
+payload is text (lst keeps it as it is). A member that answered with an
+error code, did not answer before the give-up, or sent something avg, min
+and max cannot use, is a failure with a reason. A nested entity's reply
+(lines of "<uri> <value>", or a SenML pack) counts with each of its values.
+
+text/plain (Content-Format 0), one line each:
+
+    lst:  <member uri> <value>            avg/min/max:  <value>
+    failures after the values:  <member uri> error: <reason>
+
+SenML+JSON (RFC 8428, Content-Format 110): lst gives one record per value,
+{"n": <member uri>, "v": <number>} (or "vs" for text); avg, min and max one
+record {"n": "avg", "v": <number>}. A failure is a record {"n": <member
+uri>, "vs": "<reason>", "err": true}: "err" is an extension field (RFC
+8428 4.4: fields a reader does not know are ignored, since its name does
+not end in "_"), so a reader that knows nothing of the EM still reads the
+values and sees the reason as a string.
+
+The response code: 2.05 when at least one value came back; otherwise 5.04
+Gateway Timeout when the members did not answer in time, 5.02 Bad Gateway
+when they answered with errors or unusable payloads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from iotbench.proto.coap.codec import Code, code_name
+
+CT_TEXT = 0
+CT_SENML_JSON = 110
+REPLY_FORMATS = (CT_TEXT, CT_SENML_JSON)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one member gave: values (name, number or text) or a failure reason."""
+
+    member: str
+    values: tuple[tuple[str, float | str], ...] = ()
+    error: str | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def member_reply(member: str, code: int, payload: bytes, content_format: int | None) -> Outcome:
+    """Read a member's response into values, or a failure."""
+    if not 64 <= code < 96:  # 2.xx
+        return Outcome(member, error=code_name(code))
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return Outcome(member, error="the payload is not UTF-8 text")
+    if content_format == CT_SENML_JSON:
+        return _senml_values(member, text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 or (lines and " " in lines[0].strip() and _is_uri(lines[0])):
+        return _nested_lines(member, lines)
+    value = text.strip()
+    return Outcome(member, values=((member, _number_or_text(value)),))
+
+
+def timed_out(member: str) -> Outcome:
+    return Outcome(member, error="no response", timed_out=True)
+
+
+def failed(member: str, reason: str) -> Outcome:
+    return Outcome(member, error=reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    code: int
+    payload: bytes
+    content_format: int
+
+
+def combine(eo: str, outcomes: Sequence[Outcome], content_format: int) -> Answer:
+    """The EM's answer to its client: `eo` over the values, then the failures."""
+    values = [(n, v) for o in outcomes if o.ok for n, v in o.values]
+    failures = [o for o in outcomes if not o.ok]
+    if eo != "lst":
+        numbers = [v for _, v in values if isinstance(v, float)]
+        for o in outcomes:
+            if o.ok and any(not isinstance(v, float) for _, v in o.values):
+                failures.append(failed(o.member, f"not a number, so no {eo}"))
+        result = _reduce(eo, numbers)
+        values = [(eo, result)] if result is not None else []
+    if values:
+        code = Code.CONTENT
+    elif failures and all(f.timed_out for f in failures):
+        code = Code.GATEWAY_TIMEOUT
+    else:
+        code = Code.BAD_GATEWAY
+    render = _senml if content_format == CT_SENML_JSON else _text
+    return Answer(code, render(values, failures), content_format)
+
+
+def _reduce(eo: str, numbers: list[float]) -> float | None:
+    if not numbers:
+        return None
+    if eo == "avg":
+        return math.fsum(numbers) / len(numbers)
+    return min(numbers) if eo == "min" else max(numbers)
+
+
+def _format(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _text(values: list[tuple[str, float | str]], failures: list[Outcome]) -> bytes:
+    lines = []
+    for name, value in values:
+        lines.append(
+            _format(value) if name in ("avg", "min", "max") else f"{name} {_format(value)}"
+        )
+    lines.extend(f"{f.member} error: {f.error}" for f in failures)
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _senml(values: list[tuple[str, float | str]], failures: list[Outcome]) -> bytes:
+    records: list[dict[str, object]] = []
+    for name, value in values:
+        key = "vs" if isinstance(value, str) else "v"
+        records.append({"n": name, key: value})
+    records.extend({"n": f.member, "vs": f.error, "err": True} for f in failures)
+    return json.dumps(records, separators=(",", ":")).encode("utf-8")
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
+
+
+def _is_uri(line: str) -> bool:
+    return line.split(" ", 1)[0].startswith("coap://")
+
+
+def _nested_lines(member: str, lines: list[str]) -> Outcome:
+    """A nested entity's text/plain lst answer: "<uri> <value>" and error lines."""
+    values = []
+    for line in lines:
+        name, _, rest = line.strip().partition(" ")
+        if rest.startswith("error: "):
+            continue  # the nested entity's own failures stay in its answer
+        if not rest:
+            values.append((member, _number_or_text(name)))
+        else:
+            values.append((name, _number_or_text(rest)))
+    if not values:
+        return Outcome(member, error="the nested entity gave no value")
+    return Outcome(member, values=tuple(values))
+
+
+def _senml_values(member: str, text: str) -> Outcome:
+    try:
+        pack = json.loads(text)
+    except ValueError:
+        return Outcome(member, error="the SenML payload is not JSON")
+    if not isinstance(pack, list):
+        return Outcome(member, error="the SenML payload is not a pack (a JSON array)")
+    values = []
+    base = ""
+    for record in pack:
+        if not isinstance(record, dict):
+            return Outcome(member, error="a SenML record is not a JSON object")
+        base = record.get("bn", base) if isinstance(record.get("bn", base), str) else base
+        if record.get("err") is True:
+            continue
+        name = base + record["n"] if isinstance(record.get("n"), str) else (base or member)
+        if isinstance(record.get("v"), (int, float)) and not isinstance(record.get("v"), bool):
+            values.append((name, float(record["v"])))
+        elif isinstance(record.get("vs"), str):
+            values.append((name, record["vs"]))
+    if not values:
+        return Outcome(member, error="the SenML pack holds no value")
+    if len(values) == 1:
+        values = [(member, values[0][1])]
+    return Outcome(member, values=tuple(values))
