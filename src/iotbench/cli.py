@@ -42,7 +42,10 @@ EXIT_BROKEN_PIPE = 141
 # servers `serve` runs on real sockets
 SERVE_PROTOCOLS = ("coap", "http", "mqtt", "mqttsn-gateway", "ndn")
 CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
-BENCHMARKS = {"ndn-api": "iotbench.bench_commands.ndn_api"}  # `bench NAME` -> its module
+BENCHMARKS = {  # `bench NAME` -> its module
+    "ndn-api": "iotbench.bench_commands.ndn_api",
+    "security": "iotbench.bench_commands.security",
+}  # `bench NAME` -> its module
 
 MAIN_EPILOG = """\
 examples:
@@ -59,6 +62,7 @@ examples:
   iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 --scenario s3-robustness \\
       --filter condition=loss-10                  real UDP through a simulated lossy link
   iotbench bench ndn-api                          NDN API speed against python-ndn (S5)
+  iotbench bench security                         DTLS on CoAP against NDN HMAC signatures (S4)
 
 Scenario file format: docs/scenarios.md.
 """

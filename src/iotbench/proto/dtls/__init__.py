@@ -1,0 +1,1 @@
+"""DTLS 1.2 record protection (record.py), for S4's security micro-benchmark."""
