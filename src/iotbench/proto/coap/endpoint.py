@@ -85,6 +85,23 @@ Choices the RFCs leave open, and what this endpoint does:
   assembles Block1 uploads per peer, method and URI, and keeps at most 64 of
   each for EXCHANGE_LIFETIME. Error responses go whole. Not implemented:
   Q-Block (RFC 9177), BERT, and Block2 continuation of POST/PUT responses.
+- Deferred answers: a handler that returns a Deferred answers later with
+  respond(). A CON request gets its empty ACK at once, or after
+  separate_response_after_s when that is set (so that an answer ready by
+  then rides on the ACK); a duplicate of the request is answered with what
+  was sent for it, never handed to the handler again.
+- Group communication (RFC 7252 8, RFC 7390 2.7): receive(...,
+  multicast=True) marks a datagram sent to a group address. A CON request
+  by multicast is ignored (8.1 makes multicast requests NON) and nothing
+  to a multicast request is ever answered with RST or ACK. The response is
+  a NON sent after a leisure drawn uniformly from [0, default_leisure_s]
+  (8.2), and error responses are suppressed (8.2 allows ignoring a
+  multicast request with nothing useful to say) unless the request carries
+  No-Response, which then decides (RFC 7967). request(..., multicast=True)
+  sends a NON to a group and reports every member's response
+  (GroupResponse, matched by token alone, from any source) until `wait_s`
+  has passed (default: default_leisure_s + ack_timeout_s), then
+  GroupRequestDone. Its token is unique among all open requests.
 """
 
 from __future__ import annotations
@@ -115,7 +132,14 @@ from .codec import (
     is_request,
     is_response,
 )
-from .events import CoapEvent, NotificationReceived, RequestFailed, ResponseReceived
+from .events import (
+    CoapEvent,
+    GroupRequestDone,
+    GroupResponse,
+    NotificationReceived,
+    RequestFailed,
+    ResponseReceived,
+)
 from .observe import (
     OBSERVE_DEREGISTER,
     OBSERVE_REGISTER,
@@ -128,6 +152,7 @@ from .params import CoapParams
 from .resources import (
     CT_LINK_FORMAT,
     WELL_KNOWN_CORE,
+    Deferred,
     Handler,
     Resource,
     ResourceResponse,
@@ -141,6 +166,9 @@ __all__ = [
     "SERVER_CRITICAL_OPTIONS",
     "CoapEndpoint",
     "CoapStats",
+    "Deferred",
+    "GroupRequestDone",
+    "GroupResponse",
     "NotificationReceived",
     "RequestFailed",
     "ResourceResponse",
@@ -180,6 +208,7 @@ _T_NON_TIMEOUT = 1
 _T_SEPARATE_WAIT = 2
 _T_REPLY = 3
 _T_EMPTY_ACK = 4
+_T_GROUP_DONE = 5
 
 # Client request states.
 _QUEUED = 0
@@ -240,6 +269,7 @@ class CoapStats:
     requests_failed: int = 0
     observers_refused: int = 0  # registrations past a bound (CoapParams.max_observ*)
     observers_unreachable: int = 0  # removed on an ICMP error for their address
+    multicast_con_ignored: int = 0  # CON requests that came by multicast (RFC 7252 8.1)
 
 
 class _Outgoing:
@@ -269,6 +299,8 @@ class _Request:
         "first",
         "first_sent_s",
         "fixed_token",
+        "group_responses",
+        "group_wait",
         "id",
         "message",
         "notification",
@@ -307,6 +339,9 @@ class _Request:
         self.first: Message | None = None
         self.body: bytearray | None = None
         self.notification: int | None = None
+        # A group (multicast) request: how long it collects responses, and from whom.
+        self.group_wait: float | None = None
+        self.group_responses: set | None = None
 
     @property
     def observe(self) -> bool:
@@ -316,14 +351,34 @@ class _Request:
 class _Reply:
     """A server response that leaves later than the request arrived."""
 
-    __slots__ = ("acked", "addr", "request", "response", "seen")
+    __slots__ = ("acked", "addr", "multicast", "request", "response", "seen")
 
-    def __init__(self, addr: Hashable, request: Message, response: Message, seen: list) -> None:
+    def __init__(
+        self,
+        addr: Hashable,
+        request: Message,
+        response: Message | None,
+        seen: list,
+        multicast: bool = False,
+    ) -> None:
         self.addr = addr
         self.request = request
         self.response = response
         self.seen = seen
         self.acked = False
+        self.multicast = multicast
+
+
+class _DeferredState:
+    """What the endpoint keeps for a Deferred until respond()."""
+
+    __slots__ = ("block1", "empty_ack", "endpoint", "reply")
+
+    def __init__(self, endpoint: CoapEndpoint, reply: _Reply, block1: BlockOption | None) -> None:
+        self.endpoint = endpoint
+        self.reply = reply
+        self.block1 = block1
+        self.empty_ack: list | None = None
 
 
 class CoapEndpoint:
@@ -379,6 +434,7 @@ class CoapEndpoint:
         # client side
         self._requests: dict[int, _Request] = {}
         self._by_token: dict[tuple[Hashable, bytes], _Request] = {}
+        self._group_tokens: dict[bytes, _Request] = {}  # open group requests
         self._outstanding: dict[Hashable, int] = {}
         self._queues: dict[Hashable, deque[_Request]] = {}
         self._pumping: set[Hashable] = set()
@@ -447,20 +503,30 @@ class CoapEndpoint:
                 self._send_reply(now, obj)
             elif kind == _T_EMPTY_ACK:
                 self._send_separate_ack(obj)
+            elif kind == _T_GROUP_DONE:
+                obj.timer = None
+                self._group_done(now, obj)
 
-    def receive(self, now: float, data: bytes, addr: Hashable) -> None:
-        """Process one datagram from `addr`. Never raises for any input bytes."""
+    def receive(self, now: float, data: bytes, addr: Hashable, *, multicast: bool = False) -> None:
+        """Process one datagram from `addr`. Never raises for any input bytes.
+
+        multicast: the datagram was sent to a group address this node joined
+        (RFC 7252 8): no RST or ACK ever answers it, a response waits a leisure.
+        """
         self.stats.messages_received += 1
         try:
             msg = decode(data)
         except CoapDecodeError:
             self.stats.decode_errors += 1
-            self._reject_undecodable(data, addr)
+            if not multicast:
+                self._reject_undecodable(data, addr)
             return
         try:
             self._expire(now)
             t = msg.type
-            if t == Type.CON or t == Type.NON:
+            if multicast:
+                self._on_multicast(now, msg, addr)
+            elif t == Type.CON or t == Type.NON:
                 self._on_con_or_non(now, msg, addr)
             elif t == Type.ACK:
                 self._on_ack(now, msg, addr)
@@ -486,6 +552,8 @@ class CoapEndpoint:
         observe: bool = False,
         token: bytes | None = None,
         query: Sequence[str] = (),
+        multicast: bool = False,
+        wait_s: float | None = None,
     ) -> int:
         """Start a request; returns its request id (events carry it).
 
@@ -493,9 +561,24 @@ class CoapEndpoint:
         `token` that names a live observation of the same peer takes that
         observation over (re-registration, RFC 7641 3.3.1); one that names a
         pending request waits until that request ends.
+
+        multicast=True: `addr` is a group; the request goes NON (whatever
+        `confirmable` says, RFC 7252 8.1), every member's response comes as
+        GroupResponse until `wait_s` has passed (default default_leisure_s +
+        ack_timeout_s), then GroupRequestDone.
         """
         if not is_request(code):
             raise ValueError(f"code {code} is not a request method")
+        if multicast:
+            if observe:
+                raise ValueError("a group request cannot register an observation")
+            confirmable = False
+            if wait_s is None:
+                wait_s = self.params.default_leisure_s + self.params.ack_timeout_s
+            if not wait_s > 0:
+                raise ValueError(f"wait_s must be > 0, got {wait_s!r}")
+        elif wait_s is not None:
+            raise ValueError("wait_s is for group (multicast) requests")
         if token is not None and len(token) > MAX_TOKEN_LENGTH:
             raise ValueError(f"token is {len(token)} bytes, at most {MAX_TOKEN_LENGTH} allowed")
         msg = Message(Type.CON if confirmable else Type.NON, int(code), 0, payload=bytes(payload))
@@ -507,7 +590,7 @@ class CoapEndpoint:
         if observe:
             msg.set_option(Opt.OBSERVE, OBSERVE_REGISTER)
         upload = None
-        size = self.params.block_size_bytes
+        size = None if multicast else self.params.block_size_bytes
         if size is not None:
             szx = szx_of(size)
             if len(msg.payload) > size:
@@ -520,10 +603,39 @@ class CoapEndpoint:
                 msg.block2 = BlockOption(0, False, szx)  # 2.4: early size negotiation
         _check_encodable(msg)
         self._expire(now)
-        rid = self._submit(now, addr, msg, token)
+        rid = self._submit(now, addr, msg, token, group_wait=wait_s)
         if upload is not None and rid in self._requests:
             self._requests[rid].upload = upload
         return rid
+
+    def respond(self, now: float, deferred: Deferred, result: object) -> None:
+        """Answer a request whose handler returned `deferred`; `result` is anything
+        a handler may return (ResourceResponse, (code, payload...), bytes, str).
+
+        ValueError for a Deferred this endpoint did not take, one already
+        answered, or a result that is not a response."""
+        state = deferred._state
+        if not isinstance(state, _DeferredState) or state.endpoint is not self:
+            raise ValueError("this Deferred was not returned by a handler of this endpoint")
+        if deferred.answered:
+            raise ValueError("this Deferred has been answered already")
+        try:
+            rr = to_response(result)
+            if not is_response(rr.code):
+                raise ValueError(f"{rr.code} is not a response code")
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        deferred.answered = True
+        self._expire(now)
+        reply = state.reply
+        request = reply.request
+        resp = self._response_to(request, rr.code, rr)
+        _check_encodable(resp)
+        if state.block1 is not None:
+            resp.block1 = state.block1
+        reply.response = self._response_blocks(now, request, reply.addr, resp)
+        self._disarm(state.empty_ack)
+        self._send_reply(now, reply)
 
     def cancel(self, now: float, request_id: int) -> bool:
         """Forget a request or observation without telling the peer; no event follows.
@@ -606,6 +718,15 @@ class CoapEndpoint:
                 self._remove_observer(obs)
         self._resources[key] = res
         return res
+
+    def remove_resource(self, path: str | Sequence[str]) -> bool:
+        """Stop serving `path` (its observers are dropped); False if it was not served."""
+        res = self._resources.pop(normalize_path(path), None)
+        if res is None:
+            return False
+        for obs in list(res.observers.values()):
+            self._remove_observer(obs)
+        return True
 
     def observers(self, path: str | Sequence[str]) -> int:
         """How many observers `path` has."""
@@ -897,12 +1018,19 @@ class CoapEndpoint:
     # =====================================================================
 
     def _submit(
-        self, now: float, addr: Hashable, msg: Message, token: bytes | None, dereg: bool = False
+        self,
+        now: float,
+        addr: Hashable,
+        msg: Message,
+        token: bytes | None,
+        dereg: bool = False,
+        group_wait: float | None = None,
     ) -> int:
         rid = self._next_request_id
         self._next_request_id += 1
         req = _Request(rid, addr, msg, token)
         req.dereg = dereg
+        req.group_wait = group_wait
         self._requests[rid] = req
         self._enqueue(now, req)
         return rid
@@ -953,6 +1081,10 @@ class CoapEndpoint:
     def _pick_token(self, now: float, req: _Request) -> bytes | None:
         addr = req.addr
         if req.fixed_token is not None:
+            if req.fixed_token in self._group_tokens or (
+                req.group_wait is not None and self._token_in_use(req.fixed_token)
+            ):
+                return None
             holder = self._by_token.get((addr, req.fixed_token))
             if holder is None:
                 return req.fixed_token
@@ -962,12 +1094,21 @@ class CoapEndpoint:
             return None
         n = self.params.token_length
         if n == 0:
-            return None if (addr, b"") in self._by_token else b""
+            free = (addr, b"") not in self._by_token and b"" not in self._group_tokens
+            if req.group_wait is not None:
+                free = free and not self._token_in_use(b"")
+            return b"" if free else None
         for _ in range(16):
             token = self.rng.getrandbits(8 * n).to_bytes(n, "big")
-            if (addr, token) not in self._by_token:
-                return token
+            if (addr, token) in self._by_token or token in self._group_tokens:
+                continue
+            if req.group_wait is not None and self._token_in_use(token):
+                continue  # a group's responses come from anywhere: unique among all
+            return token
         return None
+
+    def _token_in_use(self, token: bytes) -> bool:
+        return any(t == token for _, t in self._by_token)
 
     def _start(self, now: float, req: _Request, token: bytes, parallel: int) -> None:
         addr = req.addr
@@ -985,6 +1126,13 @@ class CoapEndpoint:
         out = _Outgoing(_REQUEST, addr, msg.message_id, encode(msg), req)
         req.out = out
         self.stats.requests_sent += 1
+        if req.group_wait is not None:
+            # RFC 7390 2.7: responses from any member, until the wait is over.
+            self._group_tokens[token] = req
+            req.group_responses = set()
+            self._send(out.data, addr)
+            req.timer = self._arm(now + req.group_wait, _T_GROUP_DONE, req)
+            return
         if msg.type == Type.CON:
             self._send_con(now, out, parallel)
         elif all_suppressed(msg):
@@ -1028,6 +1176,8 @@ class CoapEndpoint:
         key = (req.addr, req.token)
         if self._by_token.get(key) is req:
             del self._by_token[key]
+        if self._group_tokens.get(req.token) is req:
+            del self._group_tokens[req.token]
         self._requests.pop(req.id, None)
         if req.counted:
             self._release(now, req)
@@ -1063,6 +1213,11 @@ class CoapEndpoint:
     ) -> None:
         """A response in its own CON or NON: separate, NON, or a notification."""
         req = self._by_token.get((addr, msg.token))
+        if req is None or req.group_wait is not None:
+            group = self._group_tokens.get(msg.token)
+            if group is not None:
+                self._on_group_response(now, group, msg, addr, seen)
+                return
         if req is None:
             # RFC 7252 5.3.2: a response nobody waits for is rejected; for an
             # unwanted notification this is RFC 7641 3.6's reactive cancellation.
@@ -1089,6 +1244,25 @@ class CoapEndpoint:
                     # NON request/response: unambiguous, feeds the strong estimator.
                     self.rto_estimator(addr).on_exchange(now, now - req.first_sent_s, 0)
         self._on_response(now, req, msg)
+
+    def _on_group_response(
+        self, now: float, req: _Request, msg: Message, addr: Hashable, seen: list
+    ) -> None:
+        """A member's response to a group request: report it, keep waiting."""
+        if msg.type == Type.CON:
+            self._ack_empty(addr, msg.message_id, seen)
+        if self._has_bad_critical(msg.options, CLIENT_CRITICAL_OPTIONS):
+            self.stats.bad_options += 1
+            return
+        if addr in req.group_responses:
+            self.stats.duplicates += 1
+            return
+        req.group_responses.add(addr)
+        self._events.append(GroupResponse(req.id, msg, addr))
+
+    def _group_done(self, now: float, req: _Request) -> None:
+        self._events.append(GroupRequestDone(req.id, len(req.group_responses or ())))
+        self._finish(now, req)
 
     def _on_response(self, now: float, req: _Request, msg: Message) -> None:
         """Deliver a matched response or notification to the application."""
@@ -1272,8 +1446,27 @@ class CoapEndpoint:
                 return True
         return any(number & 1 for number, _ in invalid_options(options))
 
-    def _on_request(self, now: float, msg: Message, addr: Hashable, seen: list) -> None:
+    def _on_multicast(self, now: float, msg: Message, addr: Hashable) -> None:
+        """A message sent to a group: only NON requests are served (RFC 7252 8.1)."""
+        if msg.type != Type.NON or not is_request(msg.code):
+            if msg.type == Type.CON and is_request(msg.code):
+                self.stats.multicast_con_ignored += 1
+            else:
+                self.stats.format_errors += 1
+            return
+        key = (addr, msg.message_id)
+        if key in self._seen:
+            self.stats.duplicates += 1
+            return
+        self._on_request(now, msg, addr, self._remember(now, key, False), multicast=True)
+
+    def _on_request(
+        self, now: float, msg: Message, addr: Hashable, seen: list, multicast: bool = False
+    ) -> None:
         con = msg.type == Type.CON
+        if multicast and self._has_bad_critical(msg.options, self.known_options):
+            self.stats.bad_options += 1  # never an RST to a multicast request (8.2)
+            return
         if self._has_bad_critical(msg.options, self.known_options):
             self.stats.bad_options += 1
             if con:
@@ -1290,22 +1483,71 @@ class CoapEndpoint:
         if res is None:
             res = self._well_known if path == WELL_KNOWN_CORE else None
         if res is None:
-            self._respond(now, msg, addr, seen, self._response_to(msg, Code.NOT_FOUND))
+            resp = self._response_to(msg, Code.NOT_FOUND)
+            self._respond(now, msg, addr, seen, resp, multicast=multicast)
             return
         if res.methods is not None and msg.code not in res.methods:
             resp = self._response_to(msg, Code.METHOD_NOT_ALLOWED)
-            self._respond(now, msg, addr, seen, resp)
+            self._respond(now, msg, addr, seen, resp, multicast=multicast)
             return
-        whole = self._request_body(now, msg, addr, seen)
+        whole = msg if multicast else self._request_body(now, msg, addr, seen)
         if whole is None:
             return  # answered: 2.31 Continue for the next block, or why not
-        resp, delay = self._run_handler(res, whole, addr)
-        if msg.code == Code.GET:
-            self._observe_request(now, res, msg, addr, resp)
+        last_block1 = None
         if whole is not msg:
-            resp.block1 = BlockOption(msg.block1.num, False, msg.block1.szx)  # 2.5: the last
+            last_block1 = BlockOption(msg.block1.num, False, msg.block1.szx)  # 2.5: the last
+        kept = self._later_block(now, msg, addr)
+        if kept is not None:
+            # RFC 7959 2.4: later blocks come from the representation block 0 was
+            # cut from; the handler (which may answer only later) is not asked again.
+            self._respond(now, msg, addr, seen, self._response_blocks(now, msg, addr, kept))
+            return
+        outcome = self._run_handler(res, whole, addr, deferrable=True)
+        if isinstance(outcome, Deferred):
+            self._defer(now, outcome, msg, addr, seen, last_block1, multicast)
+            return
+        resp, delay = outcome
+        if msg.code == Code.GET and not multicast:
+            self._observe_request(now, res, msg, addr, resp)
+        if last_block1 is not None:
+            resp.block1 = last_block1
         resp = self._response_blocks(now, msg, addr, resp)
-        self._respond(now, msg, addr, seen, resp, delay)
+        self._respond(now, msg, addr, seen, resp, delay, multicast)
+
+    def _later_block(self, now: float, msg: Message, addr: Hashable) -> Message | None:
+        """The representation kept for a request for block 1 or later, if any."""
+        block = msg.block2
+        if block is None or block.num == 0 or msg.code not in _BLOCK2_METHODS:
+            return None
+        if msg.has_option(Opt.OBSERVE):
+            return None
+        kept = self._representations.get(now, (addr, uri_key(msg)))
+        if kept is None:
+            return None
+        resp = kept.copy()
+        resp.token = msg.token
+        return resp
+
+    def _defer(
+        self,
+        now: float,
+        deferred: Deferred,
+        msg: Message,
+        addr: Hashable,
+        seen: list,
+        block1: BlockOption | None,
+        multicast: bool,
+    ) -> None:
+        """A handler will answer later (respond()); acknowledge a CON meanwhile."""
+        reply = _Reply(addr, msg, None, seen, multicast)
+        state = _DeferredState(self, reply, block1)
+        deferred.request, deferred.addr, deferred._state = msg, addr, state
+        if msg.type == Type.CON:
+            after = self.params.separate_response_after_s
+            if after is None:
+                self._send_separate_ack(reply)
+            else:
+                state.empty_ack = self._arm(now + after, _T_EMPTY_ACK, reply)
 
     # ---- RFC 7959 block-wise transfers, server side ---------------------------------
 
@@ -1418,10 +1660,18 @@ class CoapEndpoint:
             if obs is not None:
                 self._remove_observer(obs)
 
-    def _run_handler(self, res: Resource, msg: Message, addr: Hashable) -> tuple[Message, float]:
-        """Call the handler; any failure becomes 5.00 (a handler never crashes the node)."""
+    def _run_handler(
+        self, res: Resource, msg: Message, addr: Hashable, deferrable: bool = False
+    ) -> tuple[Message, float] | Deferred:
+        """Call the handler; any failure becomes 5.00 (a handler never crashes the node).
+
+        A Deferred comes back as it is where the caller can wait (`deferrable`:
+        requests); elsewhere (notifications) it is an error."""
         try:
-            rr = to_response(res.handler(msg, addr))
+            result = res.handler(msg, addr)
+            if deferrable and isinstance(result, Deferred):
+                return result
+            rr = to_response(result)
             if not is_response(rr.code):
                 raise ValueError(f"{rr.code} is not a response code")
             resp = self._response_to(msg, rr.code, rr)
@@ -1453,8 +1703,12 @@ class CoapEndpoint:
         seen: list,
         resp: Message,
         delay: float = 0.0,
+        multicast: bool = False,
     ) -> None:
-        reply = _Reply(addr, request, resp, seen)
+        reply = _Reply(addr, request, resp, seen, multicast)
+        if multicast:
+            # RFC 7252 8.2: spread the members' responses over the leisure.
+            delay += self.rng.uniform(0.0, self.params.default_leisure_s)
         if delay <= 0:
             self._send_reply(now, reply)
             return
@@ -1471,6 +1725,11 @@ class CoapEndpoint:
     def _send_reply(self, now: float, reply: _Reply) -> None:
         resp = reply.response
         addr = reply.addr
+        if reply.multicast and not reply.request.has_option(Opt.NO_RESPONSE):
+            if resp.code >> 5 in (4, 5):
+                # RFC 7252 8.2: nothing useful to say to the group.
+                self.stats.responses_suppressed += 1
+                return
         if suppressed(reply.request, resp.code):
             # RFC 7967: the client is not interested in this class of response. A CON
             # request still needs its ACK, an empty one (unless one went already).

@@ -10,6 +10,8 @@ from .codec import Message
 __all__ = [
     "CoapEvent",
     "FailureReason",
+    "GroupRequestDone",
+    "GroupResponse",
     "NotificationReceived",
     "RequestFailed",
     "ResponseReceived",
@@ -64,4 +66,28 @@ class NotificationReceived:
     final: bool = False
 
 
-CoapEvent = ResponseReceived | RequestFailed | NotificationReceived
+@dataclass(frozen=True, slots=True)
+class GroupResponse:
+    """One member's response to the group (multicast) request `request_id`.
+
+    source: the member's address. Any number may arrive until the
+    request's wait is over (GroupRequestDone).
+    """
+
+    request_id: int
+    response: Message
+    source: object
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRequestDone:
+    """The wait for responses to group request `request_id` is over; `responses`
+    arrived (duplicates from one member counted once)."""
+
+    request_id: int
+    responses: int
+
+
+CoapEvent = (
+    ResponseReceived | RequestFailed | NotificationReceived | GroupResponse | GroupRequestDone
+)

@@ -4,7 +4,8 @@ A handler is any callable ``handler(request: Message, addr)`` returning one of:
 
 - a ResourceResponse;
 - a tuple ``(code, payload[, content_format[, options]])``;
-- bytes (a 2.05 Content payload) or str (a 2.05 text/plain payload).
+- bytes (a 2.05 Content payload) or str (a 2.05 text/plain payload);
+- a Deferred, to answer later with ``CoapEndpoint.respond(now, deferred, result)``.
 
 A handler that raises, or returns anything else, is answered with 5.00 and
 counted.
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CT_LINK_FORMAT",
+    "Deferred",
     "CT_TEXT_PLAIN",
     "WELL_KNOWN_CORE",
     "Handler",
@@ -59,7 +61,27 @@ class ResourceResponse:
     delay_s: float = 0.0
 
 
-HandlerResult = ResourceResponse | tuple | bytes | str
+class Deferred:
+    """Returned by a handler that answers later (an Entity Manager waiting for
+    its members): the endpoint keeps the request, and the application calls
+    ``CoapEndpoint.respond(now, deferred, result)`` with any handler result.
+
+    A CON request gets an empty ACK once CoapParams.separate_response_after_s
+    has passed (RFC 7252 5.2.2) and the answer as a separate response;
+    an answer ready sooner rides on the ACK. A NON request gets a NON answer.
+    Observe registrations are not taken from a deferred answer.
+    """
+
+    __slots__ = ("addr", "answered", "request", "_state")
+
+    def __init__(self) -> None:
+        self.request: Message | None = None  # set by the endpoint that took it
+        self.addr: Hashable | None = None
+        self.answered = False
+        self._state: object = None
+
+
+HandlerResult = ResourceResponse | tuple | bytes | str | Deferred
 Handler = Callable[[Message, Hashable], HandlerResult]
 
 
