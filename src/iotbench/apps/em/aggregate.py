@@ -56,7 +56,9 @@ class Outcome:
 def member_reply(member: str, code: int, payload: bytes, content_format: int | None) -> Outcome:
     """Read a member's response into values, or a failure."""
     if not 64 <= code < 96:  # 2.xx
-        return Outcome(member, error=code_name(code))
+        reason = code_name(code)
+        detail = payload[:80].decode("utf-8", "replace").strip()
+        return Outcome(member, error=f"{reason}: {detail}" if detail else reason)
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,0 +1,588 @@
+"""The Entity Manager: a sans-I/O CoAP server whose resources are groups of resources.
+
+    em = EntityManager(CoapEndpoint(rng, params), EmParams())
+    em.receive(now, data, addr); em.handle_timer(now)      # like a CoapEndpoint
+    em.datagrams_to_send(); em.next_timer(); em.events()
+
+It serves, on its endpoint (docs/coap-em.md has the whole resource model):
+
+- POST /e with a profile (profile.py): create an entity, 2.01 Created with
+  Location-Path e/<name> and the stored profile. A multicast entity first
+  gets a group address (groups.py) and every member is asked to join it
+  (POST /mc?act=add, unicast CON); 2.01 only when all joined.
+- GET /e: the entities, in link format.
+- GET /e/<name>[?emt=&enr=&eo=&delay=]: query the members and answer with
+  their combined replies (aggregate.py): unicast, one request per member,
+  `delay` ms apart, until `enr` answered or every request ended; multicast,
+  one NON request to the group, replies collected until the leisure and a
+  margin have passed or `enr` answered.
+- PUT /e/<name>: change the profile; DELETE /e/<name>: remove the entity
+  (members of a multicast entity are asked to leave).
+- GET /e/<name>/profile: the stored profile, with mcstURI for multicast.
+
+The EM answers its client when it has the replies: as a deferred response
+of its endpoint (an empty ACK first when that takes longer than
+CoapParams.separate_response_after_s). A member that is itself an entity
+of this EM (its host in EmParams.local_hosts) is queried without the
+network, and entities may not contain themselves.
+"""
+
+from __future__ import annotations
+
+import heapq
+import ipaddress
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
+
+from iotbench.apps.em.aggregate import (
+    CT_SENML_JSON,
+    CT_TEXT,
+    REPLY_FORMATS,
+    Outcome,
+    combine,
+    failed,
+    member_reply,
+    timed_out,
+)
+from iotbench.apps.em.groups import DEFAULT_POOL_SIZE, GroupPool, PoolExhausted
+from iotbench.apps.em.profile import (
+    CT_JSON,
+    Member,
+    Profile,
+    ProfileError,
+    apply_query,
+    parse_profile,
+    update_profile,
+)
+from iotbench.proto.coap.codec import Code, Message
+from iotbench.proto.coap.endpoint import (
+    CoapEndpoint,
+    Deferred,
+    GroupRequestDone,
+    GroupResponse,
+    RequestFailed,
+    ResourceResponse,
+    ResponseReceived,
+)
+from iotbench.proto.coap.options import Opt
+from iotbench.proto.coap.resources import CT_LINK_FORMAT
+from iotbench.proto.coap.uri import compose_coap_uri
+
+COLLECTION = "/e"
+MC_PATH = "mc"
+
+
+@dataclass(frozen=True)
+class EmParams:
+    """Limits and timing of an Entity Manager.
+
+    max_entities / max_members: what one EM holds (profiles beyond are
+    refused with 4.13 and 4.00). pool_size: multicast addresses ff1e::89:1..n.
+    multicast_margin_s: how long after the leisure a multicast query waits
+    for replies still on their way. local_hosts: addresses (as in a URI) that
+    name this EM, so that its own entities can be members without the
+    network.
+    """
+
+    max_entities: int = 64
+    max_members: int = 64
+    pool_size: int = DEFAULT_POOL_SIZE
+    multicast_margin_s: float = 1.0
+    local_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.max_entities < 1 or self.max_members < 1:
+            raise ValueError("EmParams.max_entities and max_members must be >= 1")
+        if not self.multicast_margin_s >= 0:
+            raise ValueError("EmParams.multicast_margin_s must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAnswered:
+    """The EM answered a query of entity `name`: how many members gave a value."""
+
+    name: str
+    code: int
+    started: float
+    answered: float
+    members: int
+    values: int
+
+
+@dataclass(slots=True)
+class Entity:
+    name: str
+    profile: Profile
+    group: str | None = None  # the multicast address
+
+
+@dataclass(eq=False, slots=True)
+class _Work:
+    """Requests to members in progress, and what to do when they are over."""
+
+    members: tuple[Member, ...]
+    on_done: Callable[[float, dict[str, Outcome]], None]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    pending: dict[int, Member] = field(default_factory=dict)  # request id -> member
+    wanted: int = 0  # successes that end the work early (0: all members)
+    finished: bool = False
+    timers: list = field(default_factory=list)
+
+
+class EntityManager:
+    def __init__(self, endpoint: CoapEndpoint, params: EmParams = EmParams()) -> None:  # noqa: B008
+        self.endpoint = endpoint
+        self.params = params
+        self.entities: dict[str, Entity] = {}
+        self.pool = GroupPool(params.pool_size)
+        self._events: list[QueryAnswered] = []
+        self._timers: list[list] = []  # heap of [time, seq, callback, args] (None: cancelled)
+        self._seq = 0
+        self._by_request: dict[int, _Work] = {}
+        self._next_name = 1
+        self._now = 0.0  # the time of the call being handled (handlers get no clock)
+        endpoint.add_resource(COLLECTION, self._on_collection, content_format=CT_LINK_FORMAT)
+
+    # =================================================================== driving
+
+    def receive(self, now: float, data: bytes, addr: Hashable) -> None:
+        self._now = now
+        self.endpoint.receive(now, data, addr)
+        self._drain(now)
+
+    def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
+        return self.endpoint.datagrams_to_send(now)
+
+    def events(self) -> list[QueryAnswered]:
+        events, self._events = self._events, []
+        return events
+
+    def next_timer(self) -> float | None:
+        while self._timers and self._timers[0][2] is None:
+            heapq.heappop(self._timers)
+        own = self._timers[0][0] if self._timers else None
+        inner = self.endpoint.next_timer()
+        if own is None or inner is None:
+            return own if inner is None else inner
+        return min(own, inner)
+
+    def handle_timer(self, now: float) -> None:
+        self._now = now
+        inner = self.endpoint.next_timer()
+        if inner is not None and inner <= now:
+            self.endpoint.handle_timer(now)
+        while self._timers and self._timers[0][0] <= now:
+            _, _, callback, args = heapq.heappop(self._timers)
+            if callback is not None:
+                callback(now, *args)
+        self._drain(now)
+
+    def _at(self, when: float, callback: Callable, *args: object) -> list:
+        self._seq += 1
+        entry = [when, self._seq, callback, args]
+        heapq.heappush(self._timers, entry)
+        return entry
+
+    def _drain(self, now: float) -> None:
+        """Hand the endpoint's client events to the work they belong to."""
+        while True:
+            events = self.endpoint.events()
+            if not events:
+                return
+            for event in events:
+                work = self._by_request.get(getattr(event, "request_id", -1))
+                if work is not None:
+                    self._on_member_event(now, work, event)
+
+    # =================================================================== resources
+
+    def _on_collection(self, request: Message, addr: Hashable):
+        now = self._now
+        if request.code == Code.GET:
+            links = ",".join(
+                f'<{COLLECTION}/{name}>;ect="{e.profile.ect}"' for name, e in self.entities.items()
+            )
+            return ResourceResponse(Code.CONTENT, links.encode(), CT_LINK_FORMAT)
+        if request.code != Code.POST:
+            return _error(
+                Code.METHOD_NOT_ALLOWED, "POST a profile to create an entity, GET lists them"
+            )
+        try:
+            name, profile = parse_profile(
+                request.payload, request.content_format, self.params.max_members
+            )
+        except ProfileError as exc:
+            return _error(exc.code, str(exc))
+        if name is None:
+            name = self._free_name()
+        elif name in self.entities:
+            return _error(Code.CONFLICT, f"an entity named {name!r} exists; PUT to change it")
+        if len(self.entities) >= self.params.max_entities:
+            return _error(
+                Code.SERVICE_UNAVAILABLE,
+                f"this EM holds at most {self.params.max_entities} entities",
+            )
+        loop = self._nesting_loop(name, profile)
+        if loop:
+            return _error(Code.BAD_REQUEST, loop)
+        if profile.ect == "unicast":
+            self._store(Entity(name, profile))
+            return _created(name, profile)
+        return self._create_multicast(now, request, addr, name, profile)
+
+    def _on_entity(self, request: Message, addr: Hashable):
+        name = request.uri_path.split("/")[2]
+        entity = self.entities.get(name)
+        if entity is None:
+            return _error(Code.NOT_FOUND, f"no entity named {name!r}")
+        if request.code == Code.GET:
+            return self._query(self._now, request, addr, entity)
+        if request.code == Code.PUT:
+            try:
+                profile = update_profile(
+                    entity.profile, request.payload, request.content_format, self.params.max_members
+                )
+            except ProfileError as exc:
+                return _error(exc.code, str(exc))
+            loop = self._nesting_loop(name, profile)
+            if loop:
+                return _error(Code.BAD_REQUEST, loop)
+            entity.profile = profile
+            return ResourceResponse(Code.CHANGED, profile.to_json(name), CT_JSON)
+        return self._delete(self._now, request, addr, entity)
+
+    def _on_profile(self, request: Message, addr: Hashable):
+        name = request.uri_path.split("/")[2]
+        entity = self.entities.get(name)
+        if entity is None:
+            return _error(Code.NOT_FOUND, f"no entity named {name!r}")
+        return ResourceResponse(Code.CONTENT, entity.profile.to_json(name), CT_JSON)
+
+    def _store(self, entity: Entity) -> None:
+        self.entities[entity.name] = entity
+        base = f"{COLLECTION}/{entity.name}"
+        self.endpoint.add_resource(base, self._on_entity, methods={Code.GET, Code.PUT, Code.DELETE})
+        self.endpoint.add_resource(
+            f"{base}/profile", self._on_profile, methods={Code.GET}, content_format=CT_JSON
+        )
+
+    def _forget(self, entity: Entity) -> None:
+        self.entities.pop(entity.name, None)
+        base = f"{COLLECTION}/{entity.name}"
+        self.endpoint.remove_resource(base)
+        self.endpoint.remove_resource(f"{base}/profile")
+        if entity.group is not None:
+            self.pool.release(entity.group)
+
+    def _free_name(self) -> str:
+        while f"e{self._next_name}" in self.entities:
+            self._next_name += 1
+        name = f"e{self._next_name}"
+        self._next_name += 1
+        return name
+
+    # =================================================================== queries
+
+    def _query(self, now: float, request: Message, addr: Hashable, entity: Entity):
+        try:
+            profile = apply_query(entity.profile, request.uri_query)
+        except ProfileError as exc:
+            return _error(exc.code, str(exc))
+        accept = request.get_option(Opt.ACCEPT)
+        fmt = CT_TEXT if accept is None else int.from_bytes(accept, "big")
+        if fmt not in REPLY_FORMATS:
+            return _error(
+                Code.NOT_ACCEPTABLE,
+                f"answers are text/plain ({CT_TEXT}) or SenML+JSON ({CT_SENML_JSON})",
+            )
+        return self._later(lambda reply: self._run_query(now, entity, profile, fmt, reply))
+
+    def _run_query(
+        self,
+        now: float,
+        entity: Entity,
+        profile: Profile,
+        fmt: int,
+        reply: Callable[[float, ResourceResponse], None],
+    ) -> None:
+        """Query the members of `entity` as `profile` says; `reply` gets the answer."""
+        started = now
+
+        def done(t: float, outcomes: dict[str, Outcome]) -> None:
+            order = [outcomes[m.uri] for m in profile.members if m.uri in outcomes]
+            answer = combine(profile.eo, order, fmt)
+            values = sum(1 for o in order if o.ok)
+            self._events.append(
+                QueryAnswered(entity.name, answer.code, started, t, len(order), values)
+            )
+            reply(t, ResourceResponse(answer.code, answer.payload, answer.content_format))
+
+        work = _Work(profile.members, done, wanted=profile.replies_wanted)
+        if profile.ect == "multicast":
+            self._multicast_query(now, work, entity, profile)
+        else:
+            self._unicast_member(now, work, profile, 0)
+
+    def _unicast_member(self, now: float, work: _Work, profile: Profile, index: int) -> None:
+        if work.finished:
+            return
+        member = profile.members[index]
+        local = self._local_entity(member)
+        if local is not None:
+            self._nested_query(now, work, member, local, profile)
+        else:
+            rid = self.endpoint.request(
+                now,
+                (member.host, member.port),
+                Code.GET,
+                list(member.path),
+                confirmable=profile.emt == "con",
+                query=list(member.query),
+            )
+            work.pending[rid] = member
+            self._by_request[rid] = work
+        if index + 1 < len(profile.members):
+            work.timers.append(
+                self._at(
+                    now + profile.delay_ms / 1000, self._unicast_member, work, profile, index + 1
+                )
+            )
+
+    def _nested_query(
+        self, now: float, work: _Work, member: Member, entity: Entity, outer: Profile
+    ) -> None:
+        def reply(t: float, rr: ResourceResponse) -> None:
+            self._member_done(
+                t, work, member, member_reply(member.uri, rr.code, rr.payload, rr.content_format)
+            )
+
+        self._run_query(now, entity, entity.profile, CT_SENML_JSON, reply)
+
+    def _multicast_query(self, now: float, work: _Work, entity: Entity, profile: Profile) -> None:
+        first = profile.members[0]
+        rid = self.endpoint.request(
+            now,
+            (entity.group, first.port),
+            Code.GET,
+            list(first.path),
+            confirmable=False,
+            query=list(first.query),
+            multicast=True,
+            wait_s=self._leisure_s() + self.params.multicast_margin_s,
+        )
+        work.pending[rid] = first
+        self._by_request[rid] = work
+
+    def _leisure_s(self) -> float:
+        return self.endpoint.params.default_leisure_s
+
+    def _on_member_event(self, now: float, work: _Work, event: object) -> None:
+        rid = event.request_id
+        if isinstance(event, GroupResponse):
+            member = self._member_at(work.members, event.source)
+            if member is not None and member.uri not in work.outcomes:
+                msg = event.response
+                self._member_done(
+                    now,
+                    work,
+                    member,
+                    member_reply(member.uri, msg.code, msg.payload, msg.content_format),
+                )
+            return
+        member = work.pending.pop(rid, None)
+        self._by_request.pop(rid, None)
+        if isinstance(event, GroupRequestDone):
+            for m in work.members:
+                if m.uri not in work.outcomes:
+                    work.outcomes[m.uri] = timed_out(m.uri)
+            self._finish(now, work)
+            return
+        if member is None:
+            return
+        if isinstance(event, ResponseReceived):
+            msg = event.response
+            outcome = member_reply(member.uri, msg.code, msg.payload, msg.content_format)
+        elif isinstance(event, RequestFailed):
+            outcome = (
+                timed_out(member.uri) if event.reason != "reset" else failed(member.uri, "reset")
+            )
+        else:
+            return
+        self._member_done(now, work, member, outcome)
+
+    def _member_done(self, now: float, work: _Work, member: Member, outcome: Outcome) -> None:
+        if work.finished:
+            return
+        work.outcomes[member.uri] = outcome
+        successes = sum(1 for o in work.outcomes.values() if o.ok)
+        if (work.wanted and successes >= work.wanted) or len(work.outcomes) == len(work.members):
+            self._finish(now, work)
+
+    def _finish(self, now: float, work: _Work) -> None:
+        if work.finished:
+            return
+        work.finished = True
+        for entry in work.timers:
+            entry[2] = None
+        for rid in list(work.pending):
+            self.endpoint.cancel(now, rid)
+            self._by_request.pop(rid, None)
+        work.pending.clear()
+        work.on_done(now, work.outcomes)
+
+    @staticmethod
+    def _member_at(members: tuple[Member, ...], source: Hashable) -> Member | None:
+        host = source[0] if isinstance(source, tuple) else source
+        try:
+            wanted = ipaddress.ip_address(host)
+        except ValueError:
+            return None
+        for m in members:
+            try:
+                if ipaddress.ip_address(m.host) == wanted:
+                    return m
+            except ValueError:
+                continue
+        return None
+
+    def _local_entity(self, member: Member) -> Entity | None:
+        if member.host not in self.params.local_hosts or len(member.path) != 2:
+            return None
+        if member.path[0] != COLLECTION.strip("/"):
+            return None
+        return self.entities.get(member.path[1])
+
+    def _nesting_loop(self, name: str, profile: Profile) -> str | None:
+        """Why `profile` would make entity `name` contain itself, or None."""
+        seen: set[str] = set()
+        stack = [(m, [name]) for m in profile.members]
+        while stack:
+            member, trail = stack.pop()
+            if member.host not in self.params.local_hosts or len(member.path) != 2:
+                continue
+            inner = member.path[1]
+            if member.path[0] != COLLECTION.strip("/"):
+                continue
+            if inner == name:
+                return f"entity {name!r} would contain itself: {' -> '.join([*trail, inner])}"
+            entity = self.entities.get(inner)
+            if entity is None or inner in seen:
+                continue
+            seen.add(inner)
+            stack.extend((m, [*trail, inner]) for m in entity.profile.members)
+        return None
+
+    def _later(self, start: Callable[[Callable[[float, ResourceResponse], None]], None]):
+        """A handler's result for work that answers through `reply`: the answer
+        itself if `start` gave it at once, else a Deferred answered later."""
+        deferred = Deferred()
+        early: list[ResourceResponse] = []
+
+        def reply(t: float, rr: ResourceResponse) -> None:
+            if deferred.request is None:  # the endpoint has not taken it yet
+                early.append(rr)
+            else:
+                self.endpoint.respond(t, deferred, rr)
+
+        start(reply)
+        return early[0] if early else deferred
+
+    # =================================================================== multicast groups
+
+    def _create_multicast(
+        self, now: float, request: Message, addr: Hashable, name: str, profile: Profile
+    ):
+        try:
+            group = self.pool.allocate()
+        except PoolExhausted as exc:
+            return _error(Code.SERVICE_UNAVAILABLE, str(exc))
+        first = profile.members[0]
+        port = f":{first.port}" if first.port != 5683 else ""
+        query = "?" + "&".join(first.query) if first.query else ""
+        mcst = f"coap://[{group}]{port}/" + "/".join(first.path) + query
+        profile = replace(profile, mcst_uri=mcst)
+        return self._later(lambda reply: self._join_all(now, name, profile, group, reply))
+
+    def _join_all(
+        self,
+        now: float,
+        name: str,
+        profile: Profile,
+        group: str,
+        reply: Callable[[float, ResourceResponse], None],
+    ) -> None:
+        def joined(t: float, outcomes: dict[str, Outcome]) -> None:
+            failures = [o for o in outcomes.values() if not o.ok]
+            if not failures:
+                self._store(Entity(name, profile, group))
+                reply(t, _created(name, profile))
+                return
+            # All or nothing: those that joined leave again.
+            ok = [m for m in profile.members if outcomes.get(m.uri, failed(m.uri, "")).ok]
+            self._membership(t, ok, group, "del", lambda t2, o: None)
+            self.pool.release(group)
+            lines = [f"{f.member} error: {f.error}" for f in failures]
+            code = Code.GATEWAY_TIMEOUT if all(f.timed_out for f in failures) else Code.BAD_GATEWAY
+            text = f"not every member joined {group}; none is in the group now\n" + "\n".join(lines)
+            reply(t, ResourceResponse(code, text.encode(), CT_TEXT))
+
+        self._membership(now, list(profile.members), group, "add", joined)
+
+    def _membership(
+        self,
+        now: float,
+        members: list[Member],
+        group: str,
+        act: str,
+        on_done: Callable[[float, dict[str, Outcome]], None],
+    ) -> None:
+        """Ask every member to join or leave `group` (POST /mc?act=..., unicast CON)."""
+        work = _Work(tuple(members), on_done)
+        if not members:
+            on_done(now, {})
+            return
+        payload = ipaddress.IPv6Address(group).packed
+        for m in members:
+            rid = self.endpoint.request(
+                now, (m.host, m.port), Code.POST, [MC_PATH], payload=payload, query=[f"act={act}"]
+            )
+            work.pending[rid] = m
+            self._by_request[rid] = work
+
+    def _delete(self, now: float, request: Message, addr: Hashable, entity: Entity):
+        if entity.group is None:
+            self._forget(entity)
+            return ResourceResponse(Code.DELETED)
+        group = entity.group
+        members = list(entity.profile.members)
+        self._forget(entity)
+
+        def leave(reply: Callable[[float, ResourceResponse], None]) -> None:
+            def left(t: float, outcomes: dict[str, Outcome]) -> None:
+                failures = [o for o in outcomes.values() if not o.ok]
+                text = "\n".join(
+                    f"{f.member} error: {f.error} (still in {group})" for f in failures
+                )
+                reply(t, ResourceResponse(Code.DELETED, text.encode(), CT_TEXT if text else None))
+
+            self._membership(now, members, group, "del", left)
+
+        return self._later(leave)
+
+
+def _error(code: int, message: str) -> ResourceResponse:
+    """A diagnostic payload (RFC 7252 5.5.2): what is wrong, as text."""
+    return ResourceResponse(code, message.encode("utf-8"), CT_TEXT)
+
+
+def _created(name: str, profile: Profile) -> ResourceResponse:
+    return ResourceResponse(
+        Code.CREATED,
+        profile.to_json(name),
+        CT_JSON,
+        options=[(Opt.LOCATION_PATH, COLLECTION.strip("/")), (Opt.LOCATION_PATH, name)],
+    )
+
+
+def member_uri(host: str, port: int, path: list[str]) -> str:
+    return compose_coap_uri(host, port, path)
