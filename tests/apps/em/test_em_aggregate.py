@@ -14,6 +14,7 @@ from iotbench.apps.em.aggregate import (
     combine,
     failed,
     member_reply,
+    reading,
     timed_out,
 )
 from iotbench.apps.em.groups import GroupPool, PoolExhausted, address, number
@@ -70,18 +71,41 @@ def test_codes_when_nothing_came_back():
 def test_nested_entity_answers_count_with_each_value():
     nested_text = f"{B} 20\n{C} 24\n{A} error: no response\n".encode()
     outcome = member_reply("coap://[fd00::1]/e/inner", Code.CONTENT, nested_text, CT_TEXT)
-    assert outcome.values == ((B, 20.0), (C, 24.0))
+    assert outcome.values == ((B, "20"), (C, "24"))
     assert (
         combine("avg", [outcome, member_reply(A, Code.CONTENT, b"25", CT_TEXT)], CT_TEXT).payload
         == b"23\n"
     )
     pack = json.dumps([{"n": B, "v": 20}, {"n": C, "v": 24}, {"n": A, "vs": "x", "err": True}])
     outcome = member_reply("coap://[fd00::1]/e/inner", Code.CONTENT, pack.encode(), CT_SENML_JSON)
-    assert outcome.values == ((B, 20.0), (C, 24.0))
+    assert outcome.values == ((B, "20"), (C, "24"))
     single = json.dumps([{"n": "avg", "v": 22}]).encode()
     assert member_reply("coap://g/e/x", Code.CONTENT, single, CT_SENML_JSON).values == (
-        ("coap://g/e/x", 22.0),
+        ("coap://g/e/x", "22"),
     )
+
+
+def test_readings_with_units():
+    volts = [member_reply(m, Code.CONTENT, v, CT_TEXT) for m, v in ((A, b"49.5 V"), (B, b"50.5 V"))]
+    assert combine("avg", volts, CT_TEXT).payload == b"50 V\n"
+    assert combine("lst", volts, CT_TEXT).payload.decode() == f"{A} 49.5 V\n{B} 50.5 V\n"
+    assert json.loads(combine("max", volts, CT_SENML_JSON).payload) == [
+        {"n": "max", "v": 50.5, "u": "V"}
+    ]
+    mixed = [*volts, member_reply(C, Code.CONTENT, b"21 Cel", CT_TEXT)]
+    answer = combine("avg", mixed, CT_TEXT)
+    assert answer.code == Code.BAD_GATEWAY
+    assert answer.payload == b"(all) error: the members use different units (Cel, V)\n"
+    pack = json.dumps([{"n": "t", "v": 21.5, "u": "Cel"}]).encode()
+    assert member_reply(A, Code.CONTENT, pack, CT_SENML_JSON).values == ((A, "21.5 Cel"),)
+    for text, expected in [("21.5", (21.5, None)), ("-3e2 dB", (-300.0, "dB")), ("nan", None),
+                           ("1 2", None), ("on", None), (".5%", (0.5, "%"))]:  # fmt: skip
+        assert reading(text) == expected
+
+
+def test_error_replies_carry_the_diagnostic_payload():
+    o = member_reply(A, Code.INTERNAL_SERVER_ERROR, b"cannot join ff1e::89:1: No such device", 0)
+    assert o.error == "5.00 Internal Server Error: cannot join ff1e::89:1: No such device"
 
 
 @pytest.mark.parametrize(
