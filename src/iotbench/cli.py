@@ -40,7 +40,7 @@ EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # What a shell reports for a Unix tool that SIGPIPE ended (128 + 13).
 EXIT_BROKEN_PIPE = 141
 # servers `serve` runs on real sockets
-SERVE_PROTOCOLS = ("coap", "http", "mqtt", "mqttsn-gateway", "ndn")
+SERVE_PROTOCOLS = ("coap", "coap-em", "http", "mqtt", "mqttsn-gateway", "ndn")
 CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
 BENCHMARKS = {  # `bench NAME` -> its module
     "ndn-api": "iotbench.bench_commands.ndn_api",
@@ -255,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
         "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
         "/.well-known/core; at most 16 observations per client and 1,000 per resource,\n"
         "every 5th notification confirmable, and an observer that is gone (no ACK, a\n"
-        "reset, or the OS's port unreachable) is dropped (RFC 7641 4.5).\n"
+        "reset, or the OS's port unreachable) is dropped (RFC 7641 4.5); /mc joins and\n"
+        "leaves IPv6 multicast groups (S6).\n"
+        "CoAP Entity Manager (coap-em): groups of CoAP resources behind one resource\n"
+        "(S6, docs/coap-em.md): POST /e with a JSON profile, then GET /e/<name>.\n"
         "HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
         "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
         "MQTT-SN gateway: a transparent MQTT-SN 1.2 gateway on UDP for an MQTT broker\n"
@@ -267,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  iotbench serve coap                                  127.0.0.1:5683\n"
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
+        "  iotbench serve coap-em --host ::1 --port 5690            members: iotbench serve coap\n"
         "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
         "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
         "  iotbench serve mqttsn-gateway --port 1884 --broker 127.0.0.1:1883\n"
@@ -282,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--port",
         type=_port,
         default=None,
-        help="port to bind (default: coap 5683, http 8080, mqtt 1883, mqttsn-gateway 1883"
+        help="port to bind (default: coap and coap-em 5683, http 8080, mqtt 1883, mqttsn-gateway 1883"
         " (UDP), ndn 6363)",
     )
     p.add_argument(
@@ -298,6 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
+    )
+    em = p.add_argument_group("coap-em")
+    em.add_argument(
+        "--member-timeout",
+        type=_positive_float,
+        metavar="S",
+        help="the longest a query waits for members before it answers with those that"
+        " did (the rest: 'no response'); default: CoAP's give-up, 93 s for CON",
     )
     gateway = p.add_argument_group("mqttsn-gateway")
     gateway.add_argument(

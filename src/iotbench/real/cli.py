@@ -24,6 +24,7 @@ from iotbench.scenarios import UserError
 EXIT_OK, EXIT_FAILED = 0, 1
 #: Options of `iotbench serve` that one server alone understands (their default is None).
 SERVE_ONLY = {
+    "member_timeout": "coap-em",
     "prefix": "ndn",
     "signer": "ndn",
     "hmac_key": "ndn",
@@ -89,6 +90,25 @@ async def _coap_server(args: argparse.Namespace) -> None:
     )
 
 
+async def _coap_em_server(args: argparse.Namespace) -> None:
+    from iotbench.apps.em.manager import EmParams
+    from iotbench.real.coap_em import serve_coap_em
+
+    def ready(driver: AsyncDatagramDriver) -> None:
+        host, port = driver.transport.get_extra_info("sockname")[:2]
+        base = f"coap://{_shown(host)}:{port}"
+        _announce(
+            [
+                f"iotbench: CoAP Entity Manager listening on {base}",
+                f"  POST {base}/e with a JSON profile creates an entity (docs/coap-em.md);",
+                f"  GET {base}/e lists them, GET/PUT/DELETE {base}/e/<name> use one",
+            ]
+        )
+
+    params = EmParams(member_timeout_s=args.member_timeout)
+    await serve_coap_em(args.host, args.port, params=params, on_ready=ready)
+
+
 async def _http_server(args: argparse.Namespace) -> None:
     def ready(listener: asyncio.AbstractServer) -> None:
         host, port = listener.sockets[0].getsockname()[:2]
@@ -117,9 +137,17 @@ async def _ndn_server(args: argparse.Namespace) -> None:
     await ndn.server(args)
 
 
-DEFAULT_PORTS = {"coap": 5683, "http": 8080, "mqtt": 1883, "mqttsn-gateway": 1883, "ndn": 6363}
+DEFAULT_PORTS = {
+    "coap": 5683,
+    "coap-em": 5683,
+    "http": 8080,
+    "mqtt": 1883,
+    "mqttsn-gateway": 1883,
+    "ndn": 6363,
+}
 SERVERS: dict[str, tuple[str, Callable[[argparse.Namespace], Awaitable[None]]]] = {
     "coap": ("CoAP", _coap_server),
+    "coap-em": ("CoAP Entity Manager", _coap_em_server),
     "http": ("HTTP", _http_server),
     "mqtt": ("MQTT", _mqtt_server),
     "mqttsn-gateway": ("MQTT-SN gateway", _mqttsn_gateway),

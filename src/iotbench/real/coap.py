@@ -21,9 +21,11 @@ from iotbench.apps.coap_resources import serve_sensor_set
 from iotbench.proto.coap.codec import Code, Message, code_name
 from iotbench.proto.coap.endpoint import CoapEndpoint
 from iotbench.proto.coap.events import NotificationReceived, RequestFailed, ResponseReceived
+from iotbench.proto.coap.group import serve_membership
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
 from iotbench.proto.coap.uri import CoapUriError, parse_coap_uri
+from iotbench.real.coap_group import GroupSockets
 from iotbench.real.driver import (
     AsyncDatagramDriver,
     open_datagram_driver,
@@ -62,9 +64,10 @@ async def serve_coap(
     params: CoapParams | None = None,
     on_ready: Callable[[AsyncDatagramDriver], None] | None = None,
 ) -> None:
-    """Serve the sensor resources (apps/coap_resources.py) until cancelled.
+    """Serve the sensor resources (apps/coap_resources.py) and /mc until cancelled.
 
-    Observers of /voltage get a notification every `observe_interval_s`.
+    Observers of /voltage get a notification every `observe_interval_s`. /mc
+    joins and leaves IPv6 groups (proto/coap/group.py, real/coap_group.py).
     """
     rng = random.SystemRandom()
     endpoint = CoapEndpoint(rng, params or SERVER_PARAMS)
@@ -75,6 +78,8 @@ async def serve_coap(
         endpoint.peer_unreachable(driver.now(), addr)
 
     driver = await open_server_driver(endpoint, host, port, on_unreachable=unreachable_peer)
+    groups = GroupSockets(driver)
+    serve_membership(endpoint, groups.join, groups.leave, groups.groups)
     try:
         if on_ready is not None:
             on_ready(driver)
@@ -84,6 +89,7 @@ async def serve_coap(
                 endpoint.notify(driver.now(), "/voltage")
                 driver.pump()
     finally:
+        groups.close()
         driver.close()
 
 

@@ -76,12 +76,16 @@ MC_PATH = "mc"
 class EmParams:
     """Limits and timing of an Entity Manager.
 
-    max_entities / max_members: what one EM holds (profiles beyond are
-    refused with 4.13 and 4.00). pool_size: multicast addresses ff1e::89:1..n.
+    max_entities / max_members: what one EM holds (beyond them, a profile is
+    refused with 5.03 and 4.00). pool_size: multicast addresses ff1e::89:1..n.
     multicast_margin_s: how long after the leisure a multicast query waits
     for replies still on their way. local_hosts: addresses (as in a URI) that
     name this EM, so that its own entities can be members without the
-    network.
+    network. multicast_unavailable: why this EM cannot serve multicast
+    entities (e.g. an IPv4 socket); creating one is then refused with 5.01.
+    member_timeout_s: the longest a query (or a join) waits for members,
+    after which those still silent are "no response"; None: CoAP's own
+    give-up (MAX_TRANSMIT_WAIT, 93 s, for CON; the NON timeout for NON).
     """
 
     max_entities: int = 64
@@ -89,12 +93,16 @@ class EmParams:
     pool_size: int = DEFAULT_POOL_SIZE
     multicast_margin_s: float = 1.0
     local_hosts: tuple[str, ...] = ()
+    multicast_unavailable: str | None = None
+    member_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_entities < 1 or self.max_members < 1:
             raise ValueError("EmParams.max_entities and max_members must be >= 1")
         if not self.multicast_margin_s >= 0:
             raise ValueError("EmParams.multicast_margin_s must be >= 0")
+        if self.member_timeout_s is not None and not self.member_timeout_s > 0:
+            raise ValueError("EmParams.member_timeout_s must be > 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +326,7 @@ class EntityManager:
             reply(t, ResourceResponse(answer.code, answer.payload, answer.content_format))
 
         work = _Work(profile.members, done, wanted=profile.replies_wanted)
+        self._time_limit(now, work)
         if profile.ect == "multicast":
             self._multicast_query(now, work, entity, profile)
         else:
@@ -403,9 +412,8 @@ class EntityManager:
             msg = event.response
             outcome = member_reply(member.uri, msg.code, msg.payload, msg.content_format)
         elif isinstance(event, RequestFailed):
-            outcome = (
-                timed_out(member.uri) if event.reason != "reset" else failed(member.uri, "reset")
-            )
+            reason = _FAILURES.get(event.reason)
+            outcome = timed_out(member.uri) if reason is None else failed(member.uri, reason)
         else:
             return
         self._member_done(now, work, member, outcome)
@@ -417,6 +425,17 @@ class EntityManager:
         successes = sum(1 for o in work.outcomes.values() if o.ok)
         if (work.wanted and successes >= work.wanted) or len(work.outcomes) == len(work.members):
             self._finish(now, work)
+
+    def _time_limit(self, now: float, work: _Work) -> None:
+        limit = self.params.member_timeout_s
+        if limit is not None:
+            work.timers.append(self._at(now + limit, self._out_of_time, work))
+
+    def _out_of_time(self, now: float, work: _Work) -> None:
+        for m in work.members:
+            if m.uri not in work.outcomes:
+                work.outcomes[m.uri] = timed_out(m.uri)
+        self._finish(now, work)
 
     def _finish(self, now: float, work: _Work) -> None:
         if work.finished:
@@ -492,6 +511,8 @@ class EntityManager:
     def _create_multicast(
         self, now: float, request: Message, addr: Hashable, name: str, profile: Profile
     ):
+        if self.params.multicast_unavailable is not None:
+            return _error(Code.NOT_IMPLEMENTED, self.params.multicast_unavailable)
         try:
             group = self.pool.allocate()
         except PoolExhausted as exc:
@@ -541,6 +562,7 @@ class EntityManager:
         if not members:
             on_done(now, {})
             return
+        self._time_limit(now, work)
         payload = ipaddress.IPv6Address(group).packed
         for m in members:
             rid = self.endpoint.request(
@@ -568,6 +590,12 @@ class EntityManager:
             self._membership(now, members, group, "del", left)
 
         return self._later(leave)
+
+
+_FAILURES = {
+    "reset": "reset (the member rejected the request)",
+    "unreachable": "unreachable (ICMP: nothing listens there)",
+}
 
 
 def _error(code: int, message: str) -> ResourceResponse:

@@ -735,12 +735,15 @@ class CoapEndpoint:
 
     def peer_unreachable(self, now: float, addr: Hashable) -> int:
         """The network said `addr` is unreachable (an ICMP port or host unreachable
-        for something we sent it): end its observations (RFC 7641 4.5). Returns
-        how many ended."""
+        for something we sent it): end its observations (RFC 7641 4.5), and fail
+        our requests to it at once ("unreachable") rather than after the
+        give-up. Returns how many observations ended."""
         gone = list(self._observers_by_peer.get(addr, ()))
         for obs in gone:
             self._remove_observer(obs)
         self.stats.observers_unreachable += len(gone)
+        for req in [r for r in self._requests.values() if r.addr == addr and r.parent is None]:
+            self._fail(now, req, "unreachable")
         return len(gone)
 
     def notify(

@@ -17,7 +17,7 @@ __all__ = [
     "ResponseReceived",
 ]
 
-FailureReason = Literal["timeout", "reset", "max-retransmit"]
+FailureReason = Literal["timeout", "reset", "max-retransmit", "unreachable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,8 @@ class RequestFailed:
     reason: "max-retransmit" (CON never acknowledged after MAX_RETRANSMIT
     retransmissions), "reset" (the peer answered with RST), "timeout" (a NON
     request got no response within the NON timeout, or a separate response
-    never followed the empty ACK).
+    never followed the empty ACK), "unreachable" (the driver heard an ICMP
+    error for the peer, CoapEndpoint.peer_unreachable).
     """
 
     request_id: int

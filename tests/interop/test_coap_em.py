@@ -1,0 +1,170 @@
+"""The Entity Manager on real sockets (`iotbench serve coap-em`) driven by clients we
+did not write, aiocoap and libcoap's coap-client, with three `iotbench serve coap`
+members: create a unicast entity, query it (lst, eo=avg, enr=1), update it, delete
+it; and the errors a client can provoke."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from aiocoap import DELETE, GET, POST, PUT, Context, Message
+from aiocoap.numbers.codes import Code as AioCode
+
+from conftest import STARTUP_TIMEOUT_S, free_udp_port, stop, wait_for_udp_listener
+
+pytestmark = pytest.mark.interop
+
+READING = r"\d{1,3}\.\d V"
+MEMBER_TIMEOUT_S = 3
+
+
+@dataclass
+class EmSetup:
+    port: int
+    members: list[str]  # member resource URIs
+    silent: str  # a member URI whose socket never answers
+
+
+def _serve(*args: str) -> tuple[subprocess.Popen, int]:
+    port = free_udp_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iotbench.cli", "serve", *args, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_for_udp_listener(port, proc, STARTUP_TIMEOUT_S)
+    return proc, port
+
+
+@pytest.fixture
+def em_setup() -> Iterator[EmSetup]:
+    procs = []
+    try:
+        members = []
+        for _ in range(3):
+            proc, port = _serve("coap")
+            procs.append(proc)
+            members.append(f"coap://127.0.0.1:{port}/voltage")
+        proc, port = _serve("coap-em", "--member-timeout", str(MEMBER_TIMEOUT_S))
+        procs.append(proc)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+            silent.bind(("127.0.0.1", 0))  # bound, never read: no ICMP, no answer
+            yield EmSetup(port, members, f"coap://127.0.0.1:{silent.getsockname()[1]}/voltage")
+    finally:
+        errors = [stop(p) for p in procs]
+    for err in errors:
+        assert "Traceback" not in err, err
+
+
+def profile(name: str, members: list[str], **fields) -> bytes:
+    return json.dumps({"name": name, "er": members, **fields}).encode()
+
+
+# ---- aiocoap ------------------------------------------------------------------------------
+
+
+async def _aiocoap_session(setup: EmSetup) -> dict:
+    base = f"coap://127.0.0.1:{setup.port}"
+    ctx = await Context.create_client_context()
+    out = {}
+
+    async def ask(code, path, payload=b"", ct=None):
+        msg = Message(code=code, uri=base + path, payload=payload)
+        if ct is not None:
+            msg.opt.content_format = ct
+        return await asyncio.wait_for(ctx.request(msg).response, 30)
+
+    try:
+        out["create"] = await ask(POST, "/e", profile("volts", setup.members), 50)
+        out["lst"] = await ask(GET, "/e/volts")
+        out["avg"] = await ask(GET, "/e/volts?eo=avg")
+        out["enr1"] = await ask(GET, "/e/volts?enr=1")
+        out["update"] = await ask(PUT, "/e/volts", b'{"eo": "max", "delay": 50}', 50)
+        out["max"] = await ask(GET, "/e/volts")
+        out["profile"] = await ask(GET, "/e/volts/profile")
+        out["delete"] = await ask(DELETE, "/e/volts")
+        out["gone"] = await ask(GET, "/e/volts")
+        out["bad"] = await ask(POST, "/e", b'{"er": "coap://x/y"}', 50)
+        out["not-json"] = await ask(POST, "/e", b"er=coap://x/y", 0)
+        out["missing"] = await ask(
+            POST, "/e", profile("partial", [setup.members[0], setup.silent]), 50
+        )
+        out["partial"] = await ask(GET, "/e/partial")
+        out["after"] = await ask(GET, "/e")  # the EM still serves
+    finally:
+        await ctx.shutdown()
+    return out
+
+
+def test_aiocoap_drives_a_unicast_entity(em_setup):
+    r = asyncio.run(_aiocoap_session(em_setup))
+    m = em_setup.members
+    assert r["create"].code == AioCode.CREATED
+    assert list(r["create"].opt.location_path) == ["e", "volts"]
+    assert json.loads(r["create"].payload)["er"] == m
+    lines = r["lst"].payload.decode().splitlines()
+    assert r["lst"].code == AioCode.CONTENT and len(lines) == 3
+    for uri, line in zip(m, lines, strict=True):
+        assert re.fullmatch(re.escape(uri) + " " + READING, line), line
+    assert re.fullmatch(r"\d{1,3}(\.\d+)? V\n", r["avg"].payload.decode())
+    (one,) = r["enr1"].payload.decode().splitlines()
+    assert one.split(" ")[0] in m
+    assert r["update"].code == AioCode.CHANGED
+    assert json.loads(r["update"].payload)["eo"] == "max"
+    assert re.fullmatch(r"\d{1,3}(\.\d+)? V\n", r["max"].payload.decode())  # 6.0 V is "6 V"
+    assert json.loads(r["profile"].payload)["delay"] == 50
+    assert r["delete"].code == AioCode.DELETED
+    assert r["gone"].code == AioCode.NOT_FOUND
+    assert r["bad"].code == AioCode.BAD_REQUEST
+    assert "er must be a non-empty list" in r["bad"].payload.decode()
+    assert r["not-json"].code == AioCode.UNSUPPORTED_CONTENT_FORMAT
+    assert r["missing"].code == AioCode.CREATED
+    partial = r["partial"].payload.decode().splitlines()
+    assert r["partial"].code == AioCode.CONTENT
+    assert re.fullmatch(re.escape(m[0]) + " " + READING, partial[0])
+    assert partial[1] == f"{em_setup.silent} error: no response"
+    assert r["after"].code == AioCode.CONTENT and b"</e/partial>" in r["after"].payload
+
+
+# ---- libcoap's coap-client ----------------------------------------------------------------
+
+
+def coap_client(require_peer, *args: str) -> str:
+    exe = require_peer("coap-client-notls")
+    done = subprocess.run(
+        [exe, "-B", "30", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_libcoap_drives_a_unicast_entity(em_setup, require_peer):
+    base = f"coap://127.0.0.1:{em_setup.port}"
+    m = em_setup.members
+    body = profile("v", m).decode()
+    out = coap_client(require_peer, "-m", "post", "-t", "50", "-e", body, f"{base}/e")
+    assert json.loads(out.strip().splitlines()[-1])["name"] == "v"
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
+    assert len([line for line in out.splitlines() if " V" in line]) == 3
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/v?eo=avg")
+    assert re.search(r"^\d{1,3}(\.\d+)? V$", out, re.M), out
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/v?enr=1")
+    assert len([line for line in out.splitlines() if " V" in line]) == 1
+    out = coap_client(require_peer, "-m", "put", "-t", "50", "-e", '{"eo": "min"}', f"{base}/e/v")
+    assert '"eo":"min"' in out
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
+    assert re.search(r"^\d{1,3}(\.\d+)? V$", out, re.M), out
+    coap_client(require_peer, "-m", "delete", f"{base}/e/v")
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
+    assert "4.04" in out
+    out = coap_client(
+        require_peer, "-m", "post", "-t", "50", "-e", '{"er": [], "x": 1}', f"{base}/e"
+    )
+    assert "4.00" in out and "unknown field 'x'" in out
