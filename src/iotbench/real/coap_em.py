@@ -20,6 +20,7 @@ from collections.abc import Callable
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.proto.coap.endpoint import CoapEndpoint
 from iotbench.real.coap import SERVER_PARAMS
+from iotbench.real.coap_group import interface_index
 from iotbench.real.driver import AsyncDatagramDriver, open_server_driver, serve_until_cancelled
 
 SEPARATE_AFTER_S = 1.0
@@ -38,14 +39,22 @@ async def serve_coap_em(
     em = EntityManager(CoapEndpoint(random.SystemRandom(), coap), params or EmParams())
     driver: AsyncDatagramDriver | None = None
 
-    def unreachable_peer(addr: tuple[str, int]) -> None:
-        em.endpoint.peer_unreachable(driver.now(), addr)
+    def unreachable_peer(addr, exc: OSError | None = None) -> None:
+        # An ICMP error, or the OS refusing to send (e.g. no multicast route).
+        em.peer_unreachable(driver.now(), addr)
+        driver.pump()
 
-    driver = await open_server_driver(em, host, port, on_unreachable=unreachable_peer)
+    driver = await open_server_driver(
+        em, host, port, on_unreachable=unreachable_peer, on_send_error=unreachable_peer
+    )
     bound = driver.transport.get_extra_info("sockname")[0]
+    sock = driver.transport.get_extra_info("socket")
+    if sock.family == socket.AF_INET6 and (ifindex := interface_index(bound)):
+        # Group requests leave by the interface the EM serves on.
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, ifindex)
     names = {host, bound, *_LOOPBACK_NAMES.get(bound, ())}
     reason = None
-    if driver.transport.get_extra_info("socket").family != socket.AF_INET6:
+    if sock.family != socket.AF_INET6:
         reason = (
             f"this Entity Manager's socket is IPv4 ({bound}); multicast entities use IPv6 "
             "groups: serve on an IPv6 address (e.g. --host ::1 or --host ::)"

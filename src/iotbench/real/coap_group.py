@@ -26,7 +26,7 @@ class GroupSockets:
         host, port = driver.transport.get_extra_info("sockname")[:2]
         self.port = port
         self.family = driver.transport.get_extra_info("socket").family
-        self.ifindex = _interface_of(host)
+        self.ifindex = interface_index(host)
 
     def groups(self) -> list[bytes]:
         return list(self._sockets)
@@ -69,12 +69,23 @@ class GroupSockets:
         driver.pump()
 
 
-def _interface_of(host: str) -> int:
-    """The interface index of a scoped address (fe80::1%eth0), else 0: the kernel's choice."""
-    _, _, zone = host.partition("%")
-    if not zone:
-        return 0
+def interface_index(host: str) -> int:
+    """The interface an IPv6 address belongs to: its zone (fe80::1%eth0), or on
+    Linux the interface that holds it (/proc/net/if_inet6); else 0, the
+    kernel's choice. Group traffic then stays on the server's own interface."""
+    address, _, zone = host.partition("%")
+    if zone:
+        try:
+            return int(zone) if zone.isdigit() else socket.if_nametoindex(zone)
+        except OSError:
+            return 0
     try:
-        return int(zone) if zone.isdigit() else socket.if_nametoindex(zone)
-    except OSError:
-        return 0
+        wanted = ipaddress.IPv6Address(address).packed.hex()
+        with open("/proc/net/if_inet6") as table:
+            for line in table:
+                fields = line.split()
+                if fields and fields[0] == wanted:
+                    return int(fields[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0

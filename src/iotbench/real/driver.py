@@ -48,8 +48,11 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         on_event: Callable[[object], None] | None = None,
         on_error: Callable[[OSError], None] | None = None,
         on_unreachable: Callable[[tuple[str, int]], None] | None = None,
+        on_send_error: Callable[[Hashable, OSError], None] | None = None,
     ) -> None:
         self.stack = stack
+        self.on_send_error = on_send_error
+        self._sending: Hashable | None = None  # the address of the sendto in progress
         self.on_event = on_event or (lambda event: None)
         self.on_error = on_error
         self.on_unreachable = on_unreachable
@@ -79,6 +82,12 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         # with remote_addr), whose `on_error` ends the exchange at once. A server
         # leaves it to the stack's own timers.
         log.debug("socket error: %s", exc)
+        if self._sending is not None and isinstance(exc, OSError):
+            # sendto itself failed (no route, an address of the other family):
+            # the OS refused this datagram, nothing will come back.
+            if self.on_send_error is not None:
+                self.on_send_error(self._sending, exc)
+            return
         if self.on_error is not None and isinstance(exc, OSError):
             self.on_error(exc)
         if self.sock is not None:
@@ -109,7 +118,11 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     def _send(self, data: bytes, addr: Hashable) -> None:
         # A connected socket (a client's) has one peer, whatever spelling of its
         # address the stack uses, and takes no address.
-        self.transport.sendto(data, None if self.peer is not None else addr)
+        self._sending = addr
+        try:
+            self.transport.sendto(data, None if self.peer is not None else addr)
+        finally:
+            self._sending = None
 
     def _deliver(self, event: object) -> None:
         try:
@@ -156,6 +169,7 @@ async def open_server_driver(
     port: int,
     on_event: Callable[[object], None] | None = None,
     on_unreachable: Callable[[tuple[str, int]], None] | None = None,
+    on_send_error: Callable[[Hashable, OSError], None] | None = None,
 ) -> AsyncDatagramDriver:
     """Bind a server's UDP socket at host:port and attach `stack` to it.
 
@@ -173,7 +187,10 @@ async def open_server_driver(
         _ask_for_icmp_errors(sock, family)
         sock.bind(sockaddr)
         _, driver = await loop.create_datagram_endpoint(
-            lambda: AsyncDatagramDriver(stack, on_event, on_unreachable=on_unreachable), sock=sock
+            lambda: AsyncDatagramDriver(
+                stack, on_event, on_unreachable=on_unreachable, on_send_error=on_send_error
+            ),
+            sock=sock,
         )
     except BaseException:
         sock.close()

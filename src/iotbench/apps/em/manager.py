@@ -133,6 +133,7 @@ class _Work:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     pending: dict[int, Member] = field(default_factory=dict)  # request id -> member
     wanted: int = 0  # successes that end the work early (0: all members)
+    group: bool = False  # one request to a multicast group
     finished: bool = False
     timers: list = field(default_factory=list)
 
@@ -183,6 +184,13 @@ class EntityManager:
             _, _, callback, args = heapq.heappop(self._timers)
             if callback is not None:
                 callback(now, *args)
+        self._drain(now)
+
+    def peer_unreachable(self, now: float, addr: Hashable) -> None:
+        """The network says `addr` (a member or a group) cannot be reached: what
+        waits for it fails at once (CoapEndpoint.peer_unreachable)."""
+        self._now = now
+        self.endpoint.peer_unreachable(now, addr)
         self._drain(now)
 
     def _at(self, when: float, callback: Callable, *args: object) -> list:
@@ -380,6 +388,7 @@ class EntityManager:
             wait_s=self._leisure_s() + self.params.multicast_margin_s,
         )
         work.pending[rid] = first
+        work.group = True
         self._by_request[rid] = work
 
     def _leisure_s(self) -> float:
@@ -400,6 +409,12 @@ class EntityManager:
             return
         member = work.pending.pop(rid, None)
         self._by_request.pop(rid, None)
+        if work.group and isinstance(event, RequestFailed):
+            for m in work.members:  # the one group request failed: every member with it
+                if m.uri not in work.outcomes:
+                    work.outcomes[m.uri] = failed(m.uri, f"the group request {_FAILURES_GROUP}")
+            self._finish(now, work)
+            return
         if isinstance(event, GroupRequestDone):
             for m in work.members:
                 if m.uri not in work.outcomes:
@@ -592,9 +607,10 @@ class EntityManager:
         return self._later(leave)
 
 
+_FAILURES_GROUP = "could not be sent (the network is unreachable: no multicast route there)"
 _FAILURES = {
     "reset": "reset (the member rejected the request)",
-    "unreachable": "unreachable (ICMP: nothing listens there)",
+    "unreachable": "unreachable (no route to it, or nothing listens on its port)",
 }
 
 
