@@ -4,14 +4,14 @@ For each codec, inputs are (a) random bytes and (b) valid encodings, as they
 are and mutated (bits flipped, bytes set, inserted or deleted, the end cut off).
 Whenever the decoder accepts an input (returns without its typed decode error),
 the encoder must accept the decoded value, and decoding what it produces must
-give an equal value; the decoder must raise nothing but its typed error. Each
-`check_*` function states the exact round-trip property of its codec: byte for
-byte where the encoding is canonical, value for value where the encoder
-normalises what the decoder tolerates (non-minimal lengths, option order,
-ignored bits).
+give an equal value; the decoder must raise nothing but its typed error. The
+`check_*` functions (iotbench.codec_agreement) state the exact round-trip
+property of each codec: byte for byte where the encoding is canonical, value
+for value where the encoder normalises what the decoder tolerates
+(non-minimal lengths, option order, ignored bits).
 
 The examples are derandomized by the profile in tests/conftest.py; open-ended
-exploration is `python bench/fuzz.py`, which checks the same properties.
+exploration is `python bench/fuzz.py`, which runs the same checks.
 The hand-written vectors at the end are the mismatches these properties found.
 """
 
@@ -23,6 +23,35 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from iotbench.codec_agreement import (
+    ICMP_DST,
+    ICMP_SRC,
+    LOWPAN_CONTEXTS,
+    V4_A,
+    V4_B,
+    V6_A,
+    V6_B,
+    check_802154,
+    check_coap,
+    check_icmpv6,
+    check_ipv4,
+    check_ipv6,
+    check_lowpan,
+    check_lowpan_fragment,
+    check_mqtt,
+    check_mqttsn,
+    check_ndn_data,
+    check_ndn_fragment,
+    check_ndn_interest,
+    check_ndn_lp,
+    check_ndn_name,
+    check_ndn_name_uri,
+    check_ndn_tlv,
+    check_rpl,
+    check_udp,
+    lowpan_macs,
+    udp_addresses,
+)
 from iotbench.net import icmpv6, ieee802154, ip
 from iotbench.net.checksum import internet_checksum
 from iotbench.net.lowpan import codec as lowpan
@@ -33,14 +62,11 @@ from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
 from iotbench.proto.ndn import tlv
-from iotbench.proto.ndn.data import Data, make_data
-from iotbench.proto.ndn.framing import TlvFramer
+from iotbench.proto.ndn.data import make_data
 from iotbench.proto.ndn.interest import Interest, make_interest
 from iotbench.proto.ndn.lp import LpPacket
 from iotbench.proto.ndn.name import Component, Name
-from iotbench.proto.ndn.siginfo import SignatureInfo
 from iotbench.proto.ndn.signing import HmacSha256Signer
-from iotbench.proto.ndn.types import TT, ComponentType
 
 AGREE = settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -104,26 +130,6 @@ def coap_messages(draw: st.DrawFn) -> bytes:
     return coap.encode(coap.Message(mtype, code, mid, token, options, payload))
 
 
-def check_coap(data: bytes) -> None:
-    """decode(b) accepted => encode(decode(b)) == b: every datagram decode() accepts has
-    exactly one encoding (the option extensions do not overlap, option order is the
-    wire's); header_length(b) == len(b) - len(payload); Block1/Block2 values that
-    BlockOption.decode accepts round-trip."""
-    try:
-        msg = coap.decode(data)
-    except coap.CoapDecodeError:
-        return
-    assert coap.encode(msg) == data
-    assert coap.header_length(data) == len(data) - len(msg.payload)
-    for number in (coap.Opt.BLOCK1, coap.Opt.BLOCK2):
-        for value in msg.get_options(number):
-            try:
-                block = coap.BlockOption.decode(value)
-            except coap.CoapDecodeError:
-                continue
-            assert coap.BlockOption.decode(block.encode()) == block
-
-
 @AGREE
 @given(inputs(coap_messages()))
 def test_coap(data):
@@ -180,24 +186,6 @@ mqtt_packets = st.one_of(
     st.builds(mqtt.UnsubAck, _pid),
     st.sampled_from([mqtt.PingReq(), mqtt.PingResp(), mqtt.Disconnect()]),
 )
-
-
-def check_mqtt(data: bytes) -> None:
-    """decode(b) accepted => encode(p) is b with its Remaining Length in the minimal
-    encoding (3.1.1 accepts a longer one, 2.2.3; the encoder never writes one), so
-    decode(encode(p)) == p; header_length(b) accepts b and is the PUBLISH payload
-    boundary."""
-    try:
-        packet = mqtt.decode(data)
-    except mqtt.MqttDecodeError:
-        return
-    length, body = mqtt.decode_remaining_length(data)
-    wire = mqtt.encode(packet)
-    assert wire == data[:1] + mqtt.encode_remaining_length(length) + data[body:]
-    assert mqtt.decode(wire) == packet
-    header = mqtt.header_length(data)
-    if type(packet) is mqtt.Publish:
-        assert len(data) - header == len(packet.payload)
 
 
 @AGREE
@@ -270,20 +258,6 @@ sn_wires = sn_wires | st.builds(
     st.binary(max_size=8),
     sn_wires | st.binary(min_size=2, max_size=12),
 )
-
-
-def check_mqttsn(data: bytes) -> None:
-    """decode(b) accepted => decode(encode(m)) == m (the encoder writes the 1-octet Length
-    whenever it fits, 5.2.1, and zeroes Flags bits the message does not use);
-    header_length(b) accepts b; an encapsulated message that decodes obeys the same."""
-    try:
-        message = sn.decode(data)
-    except sn.MqttSnDecodeError:
-        return
-    assert sn.decode(sn.encode(message)) == message
-    assert 0 <= sn.header_length(data) <= len(data)
-    if type(message) is sn.Encapsulated:
-        check_mqttsn(message.message)
 
 
 @AGREE
@@ -386,77 +360,16 @@ def tlv_runs(draw: st.DrawFn) -> bytes:
     )
 
 
-def check_ndn_tlv(data: bytes) -> None:
-    """A run of TLV elements read_tl accepts re-encodes (encode_tlv) to the same bytes: a
-    VAR-NUMBER has one accepted encoding, the shortest (packet format v0.3, "TLV
-    Encoding"); a NonNegativeInteger decode_nni accepts round-trips through
-    encode_nni (which writes the shortest of 1, 2, 4, 8 bytes); TlvFramer cuts the
-    same elements from the bytes fed in pieces, and fails only if read_tl does."""
-    elements = []
-    pos = 0
-    try:
-        while pos < len(data):
-            t, vs, ve = tlv.read_tl(data, pos, len(data))
-            elements.append((t, data[pos:ve], data[vs:ve]))
-            pos = ve
-    except tlv.NdnDecodeError:
-        elements = None
-    if elements is not None:
-        assert b"".join(tlv.encode_tlv(t, v) for t, _, v in elements) == data
-        for _, _, value in elements:
-            try:
-                n = tlv.decode_nni(value)
-            except tlv.NdnDecodeError:
-                continue
-            assert tlv.decode_nni(tlv.encode_nni(n)) == n
-    framer = TlvFramer(max_packet_bytes=1 << 20)
-    got = []
-    try:
-        for i in range(0, len(data), 5):
-            got += framer.feed(data[i : i + 5])
-    except tlv.NdnDecodeError:
-        assert elements is None
-        return
-    if elements is not None:
-        assert got == [whole for _, whole, _ in elements] and framer.buffered == 0
-
-
 @AGREE
 @given(inputs(tlv_runs() | ndn_packets))
 def test_ndn_tlv(data):
     check_ndn_tlv(data)
 
 
-def check_ndn_name(data: bytes) -> None:
-    """Name.from_wire(b) accepted => name.wire == b (canonical); its URI parses back to it;
-    each component round-trips through Component.from_wire and Component.from_uri."""
-    try:
-        name = Name.from_wire(data)
-        components = list(name)
-    except tlv.NdnDecodeError:
-        return
-    assert name.wire == data
-    assert Name.from_uri(name.to_uri()) == name
-    for c in components:
-        assert Component.from_wire(c.wire) == c
-        assert Component.from_uri(c.to_uri()) == c
-
-
 @AGREE
 @given(inputs(names.map(lambda n: n.wire)))
 def test_ndn_name(data):
     check_ndn_name(data)
-
-
-def check_ndn_name_uri(uri: str) -> None:
-    """Name(uri) accepted => Name(name.to_uri()) == name, and its wire decodes to it; any
-    other text, lone surrogates included, raises NdnDecodeError only."""
-    try:
-        name = Name(uri)
-    except tlv.NdnDecodeError:
-        return
-    assert Name(name.to_uri()) == name
-    assert Name.from_wire(name.wire) == name
 
 
 _uris = names.map(lambda n: n.to_uri().encode("utf-8"))
@@ -468,79 +381,10 @@ def test_ndn_name_uri(uri):
     check_ndn_name_uri(uri)
 
 
-def _without_digest_value(name: Name) -> list:
-    return [(c.type,) if c.type == ComponentType.PARAMETERS_SHA256_DIGEST else c for c in name]
-
-
-def check_ndn_interest(data: bytes) -> None:
-    """Interest(b).validate() accepted => make_interest() of its fields gives an Interest
-    that validates to the same fields (ParametersSha256Digest recomputed, unknown
-    non-critical elements dropped, no signature); its InterestSignatureInfo
-    round-trips; with_nonce/with_hop_limit/with_lifetime_ms change only their field."""
-    try:
-        interest = Interest(data).validate()
-        name = interest.name
-    except tlv.NdnDecodeError:
-        return
-
-    def fields(i: Interest) -> tuple:
-        return (
-            _without_digest_value(i.name),
-            i.can_be_prefix,
-            i.must_be_fresh,
-            i.forwarding_hint,
-            i.nonce,
-            i.lifetime_ms,
-            i.hop_limit,
-            i.app_parameters,
-        )
-
-    rebuilt = make_interest(
-        name,
-        can_be_prefix=interest.can_be_prefix,
-        must_be_fresh=interest.must_be_fresh,
-        forwarding_hint=interest.forwarding_hint,
-        nonce=interest.nonce,
-        lifetime_ms=interest.lifetime_ms if interest.has_lifetime else None,
-        hop_limit=interest.hop_limit,
-        app_parameters=interest.app_parameters,
-    )
-    back = Interest(rebuilt.wire).validate()
-    assert fields(back) == fields(interest)
-    assert back.parameters_digest_valid()
-    info = interest.signature_info
-    if info is not None:
-        assert SignatureInfo.from_wire(info.encode(TT.INTEREST_SIGNATURE_INFO)) == info
-    edited = Interest(interest.with_nonce(7).with_hop_limit(3).with_lifetime_ms(9).wire)
-    assert (edited.validate().nonce, edited.hop_limit, edited.lifetime_ms) == (7, 3, 9)
-    assert edited.name == name and edited.app_parameters == interest.app_parameters
-
-
 @AGREE
 @given(inputs(interests(), 96))
 def test_ndn_interest(data):
     check_ndn_interest(data)
-
-
-def check_ndn_data(data: bytes) -> None:
-    """Data(b).validate() accepted => make_data() of its name, content and MetaInfo gives a
-    Data that validates to the same three (the signature is not redone); its
-    SignatureInfo round-trips."""
-    try:
-        packet = Data(data).validate()
-    except tlv.NdnDecodeError:
-        return
-    meta = packet.meta_info
-    rebuilt = make_data(
-        packet.name,
-        packet.content,
-        content_type=meta.content_type,
-        freshness_period_ms=meta.freshness_period_ms,
-        final_block_id=meta.final_block_id,
-    )
-    back = Data(rebuilt.wire).validate()
-    assert (back.name, back.content, back.meta_info) == (packet.name, packet.content, meta)
-    assert SignatureInfo.from_wire(packet.signature_info.encode()) == packet.signature_info
 
 
 @AGREE
@@ -549,32 +393,10 @@ def test_ndn_data(data):
     check_ndn_data(data)
 
 
-def check_ndn_lp(data: bytes) -> None:
-    """LpPacket.decode(b) accepted => LpPacket.decode(p.encode()) == p (the encoder writes
-    Sequence, Ack and TxSequence in 8 bytes and NonNegativeIntegers in the shortest
-    form, and drops the header fields NDNLPv2 lets a receiver ignore)."""
-    try:
-        packet = LpPacket.decode(data)
-    except tlv.NdnDecodeError:
-        return
-    assert LpPacket.decode(packet.encode()) == packet
-
-
 @AGREE
 @given(inputs(lp_packets, 96))
 def test_ndn_lp(data):
     check_ndn_lp(data)
-
-
-def check_ndn_fragment(data: bytes) -> None:
-    """FragmentHeader.decode(b) accepted => header.encode() == b[:3] (one encoding: the
-    reserved bit is 0) and it decodes back to the same header."""
-    try:
-        header = ndn_frag.FragmentHeader.decode(data)
-    except ndn_frag.FragmentError:
-        return
-    assert header.encode() == data[:3]
-    assert ndn_frag.FragmentHeader.decode(header.encode() + data[3:]) == header
 
 
 _fragments = st.builds(
@@ -621,25 +443,6 @@ def fix_fcs(data: bytes) -> bytes:
 
 #: Frame control bits a decoded data frame does not keep: Frame Pending, the reserved
 #: bits 7-9 and the frame version (2003 or 2006; 7.2.1.1).
-_FC_NOT_KEPT = 0x0010 | 0x0380 | 0x3000
-
-
-def check_802154(data: bytes) -> None:
-    """decode(b) accepted => for a data frame, encode(f) is b but for the frame control
-    bits f does not keep (Frame Pending, reserved bits, version 2003/2006) and the FCS,
-    so decode(encode(f)) == f; for an acknowledgment, decode(encode_ack(...)) == ack."""
-    try:
-        frame = ieee802154.decode(data)
-    except ieee802154.MacDecodeError:
-        return
-    if type(frame) is ieee802154.Ack:
-        assert ieee802154.decode(ieee802154.encode_ack(frame.seq, frame.frame_pending)) == frame
-        return
-    wire = ieee802154.encode(frame)
-    fc, fc2 = struct.unpack_from("<H", data)[0], struct.unpack_from("<H", wire)[0]
-    assert fc & ~_FC_NOT_KEPT == fc2 & ~_FC_NOT_KEPT
-    assert wire[2:-2] == data[2:-2]
-    assert ieee802154.decode(wire) == frame
 
 
 @AGREE
@@ -674,13 +477,6 @@ def test_ieee802154_what_encodes_decodes_to_itself(frame):
 # 6LoWPAN (RFC 4944, RFC 6282)
 # =====================================================================
 
-LOWPAN_MACS = [bytes.fromhex(h) for h in ("0200000000000001", "0001", "1122334455667788", "fffe")]
-LOWPAN_CONTEXTS = {0: bytes.fromhex("fd00000000000000"), 5: bytes.fromhex("20010db800010000")}
-
-
-def _lowpan_macs(selector: int) -> tuple[bytes, bytes]:
-    return LOWPAN_MACS[selector & 3], LOWPAN_MACS[(selector >> 2) & 3]
-
 
 @st.composite
 def _lowpan_address(draw: st.DrawFn, mac: bytes, source: bool) -> bytes:
@@ -713,7 +509,7 @@ def _lowpan_address(draw: st.DrawFn, mac: bytes, source: bool) -> bytes:
 def lowpan_packets(draw: st.DrawFn) -> bytes:
     """A selector byte for the link-layer addresses, then a compressed IPv6 packet."""
     selector = draw(st.integers(0, 15))
-    src_mac, dst_mac = _lowpan_macs(selector)
+    src_mac, dst_mac = lowpan_macs(selector)
     src, dst = draw(_lowpan_address(src_mac, True)), draw(_lowpan_address(dst_mac, False))
     payload = draw(st.binary(max_size=24))
     if draw(st.booleans()):
@@ -736,43 +532,10 @@ def lowpan_packets(draw: st.DrawFn) -> bytes:
     return bytes((selector,)) + c.header + c.payload
 
 
-def check_lowpan(data: bytes) -> None:
-    """Input: a byte choosing the link-layer addresses, then a 6LoWPAN packet.
-    decompress(b) accepted => for both modes (IPHC and uncompressed),
-    decompress(compress(packet)) == packet (several encodings of one header exist,
-    RFC 6282 3.1.1: the values, not the bytes, must agree)."""
-    if not data:
-        return
-    src_mac, dst_mac = _lowpan_macs(data[0])
-    try:
-        packet = lowpan.decompress(data[1:], src_mac, dst_mac, contexts=LOWPAN_CONTEXTS)
-    except lowpan.LowpanDecodeError:
-        return
-    for mode in ("iphc", "none"):
-        c = lowpan.compress(packet, src_mac, dst_mac, mode=mode, contexts=LOWPAN_CONTEXTS)
-        again = lowpan.decompress(c.header + c.payload, src_mac, dst_mac, contexts=LOWPAN_CONTEXTS)
-        assert again == packet
-
-
 @AGREE
 @given(inputs(lowpan_packets()))
 def test_lowpan_iphc(data):
     check_lowpan(data)
-
-
-def check_lowpan_fragment(data: bytes) -> None:
-    """parse_fragment_header(b) accepted => frag1_header/fragn_header of its fields is
-    b[:header length] (RFC 4944 5.3: one encoding per header) and parses back equal."""
-    try:
-        h = lowpan_frag.parse_fragment_header(data)
-    except lowpan.LowpanDecodeError:
-        return
-    if h.first:
-        wire = lowpan_frag.frag1_header(h.size, h.tag)
-    else:
-        wire = lowpan_frag.fragn_header(h.size, h.tag, h.offset)
-    assert wire == data[: h.length]
-    assert lowpan_frag.parse_fragment_header(wire) == h
 
 
 _lowpan_fragments = st.one_of(
@@ -870,21 +633,6 @@ rpl_messages = st.one_of(
 )
 
 
-def check_rpl(data: bytes) -> None:
-    """Input: the ICMPv6 code, then the body. decode(code, body) accepted => encode(m)
-    gives that code and decode(*encode(m)) == m (padding and the options 6.7.1 lets a
-    node skip are dropped; DIO options come out in one order)."""
-    if not data:
-        return
-    try:
-        message = rpl.decode(data[0], data[1:])
-    except rpl.RplDecodeError:
-        return
-    code, body = rpl.encode(message)
-    assert code == data[0]
-    assert rpl.decode(code, body) == message
-
-
 @AGREE
 @given(inputs(rpl_messages.map(lambda m: bytes((rpl.encode(m)[0],)) + rpl.encode(m)[1])))
 def test_rpl(data):
@@ -946,27 +694,11 @@ def test_rpl_what_encodes_decodes_to_itself(message):
     assert rpl.decode(code, body) == message
 
 
-ICMP_SRC, ICMP_DST = ip.address_bytes("fe80::1"), ip.address_bytes("ff02::1a")
-
-
 def fix_icmpv6(data: bytes) -> bytes:
     return (
         icmpv6.build_icmpv6(ICMP_SRC, ICMP_DST, data[0], data[1], data[4:])
         if len(data) >= 4
         else data
-    )
-
-
-def check_icmpv6(data: bytes) -> None:
-    """parse_icmpv6(m) accepted => parse_icmpv6(build_icmpv6(type, code, body)) is the same
-    (type, code, body) (the bytes may differ: checksums 0x0000 and 0xFFFF both verify)."""
-    try:
-        parsed = icmpv6.parse_icmpv6(data, ICMP_SRC, ICMP_DST)
-    except icmpv6.Icmpv6DecodeError:
-        return
-    assert (
-        icmpv6.parse_icmpv6(icmpv6.build_icmpv6(ICMP_SRC, ICMP_DST, *parsed), ICMP_SRC, ICMP_DST)
-        == parsed
     )
 
 
@@ -987,9 +719,6 @@ def test_icmpv6(data):
 # =====================================================================
 # IPv4 (RFC 791), IPv6 (RFC 8200), UDP (RFC 768)
 # =====================================================================
-
-V4_A, V4_B = ip.address_bytes("10.0.0.1"), ip.address_bytes("192.168.1.2")
-V6_A, V6_B = ip.address_bytes("fd00::1"), ip.address_bytes("2001:db8::2")
 
 
 @st.composite
@@ -1015,32 +744,6 @@ def fix_ipv4(data: bytes) -> bytes:
     header = bytearray(data[:header_len])
     header[10:12] = internet_checksum(bytes(header[:10] + b"\0\0" + header[12:])).to_bytes(2, "big")
     return bytes(header) + data[header_len:]
-
-
-def check_ipv4(data: bytes) -> None:
-    """parse_ipv4(b) accepted => build_ipv4() of its fields, TOS and payload parses, with
-    the checksum verified, to the same fields but the header length (options are not
-    rebuilt) and the total length that follows from it."""
-    try:
-        h = ip.parse_ipv4(data)
-    except ip.IpDecodeError:
-        return
-    payload = data[h.header_len : h.total_len]
-    wire = ip.build_ipv4(
-        h.src,
-        h.dst,
-        h.proto,
-        payload,
-        h.ident,
-        ttl=h.ttl,
-        tos=data[1],
-        dont_fragment=h.dont_fragment,
-        more_fragments=h.more_fragments,
-        frag_offset=h.frag_offset,
-    )
-    assert ip.parse_ipv4(wire, verify=True) == h._replace(
-        header_len=20, total_len=20 + len(payload)
-    )
 
 
 @AGREE
@@ -1069,48 +772,17 @@ def ipv6_packets(draw: st.DrawFn) -> bytes:
     return packet
 
 
-def check_ipv6(data: bytes) -> None:
-    """parse_ipv6(b) accepted => the same header rebuilt with build_ipv6 (with the RFC 8200
-    4.5 Fragment header, reserved fields zero, before the payload when b had one)
-    parses to the same fields, with the same version, traffic class and flow label."""
-    try:
-        h = ip.parse_ipv6(data)
-    except ip.IpDecodeError:
-        return
-    first = struct.unpack_from("!I", data)[0]
-    payload = data[h.header_len : h.header_len + h.payload_len]
-    if h.fragmented:
-        payload = (
-            struct.pack("!BBHI", h.next_header, 0, h.frag_offset | h.more_fragments, h.ident)
-            + payload
-        )
-    wire = ip.build_ipv6(
-        h.src,
-        h.dst,
-        ip.IPPROTO_IPV6_FRAGMENT if h.fragmented else h.next_header,
-        payload,
-        hop_limit=h.hop_limit,
-        traffic_class=(first >> 20) & 0xFF,
-        flow_label=first & 0xFFFFF,
-    )
-    assert ip.parse_ipv6(wire) == h and wire[:4] == data[:4]
-
-
 @AGREE
 @given(inputs(ipv6_packets(), 64))
 def test_ipv6(data):
     check_ipv6(data)
 
 
-def _udp_addresses(selector: int) -> tuple[bytes, bytes]:
-    return (V4_A, V4_B) if selector & 1 else (V6_A, V6_B)
-
-
 @st.composite
 def udp_datagrams(draw: st.DrawFn) -> bytes:
     """A selector byte for IPv4 or IPv6 addresses, then the datagram."""
     selector = draw(u8)
-    src, dst = _udp_addresses(selector)
+    src, dst = udp_addresses(selector)
     return bytes((selector,)) + ip.build_udp(
         src, dst, draw(u16), draw(u16), draw(st.binary(max_size=30))
     )
@@ -1122,24 +794,10 @@ def fix_udp(data: bytes) -> bytes:
     sport, dport, length, _ = struct.unpack_from("!HHHH", data, 1)
     if not 8 <= length <= len(data) - 1:
         return data
-    src, dst = _udp_addresses(data[0])
+    src, dst = udp_addresses(data[0])
     return (
         data[:1] + ip.build_udp(src, dst, sport, dport, data[9 : 1 + length]) + data[1 + length :]
     )
-
-
-def check_udp(data: bytes) -> None:
-    """parse_udp(b) accepted, checksum verified or not => parse_udp(build_udp(ports,
-    payload), verify=True) gives the same ports and payload."""
-    if not data:
-        return
-    src, dst = _udp_addresses(data[0])
-    for verify in (False, True):
-        try:
-            parsed = ip.parse_udp(data[1:], src, dst, verify=verify)
-        except ip.IpDecodeError:
-            continue
-        assert ip.parse_udp(ip.build_udp(src, dst, *parsed), src, dst, verify=True) == parsed
 
 
 @AGREE
