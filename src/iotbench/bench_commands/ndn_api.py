@@ -12,8 +12,9 @@ Data, the 8-byte HMAC key "dummykey" and S5's secp256r1 private key.
 S5 (like ndn-riot) reads names in wire form: "name size" and "get name
 component" take a Name TLV, "append" turns a Name TLV into a new one. Three
 more rows give the same operations on a name each library has already
-decoded into its own object (ours: wire bytes plus lazily kept offsets and
-components; python-ndn: a list of component TLVs).
+decoded into its own object (ours: a tuple of component offsets over the
+wire bytes, components built when indexed; python-ndn: a list of component
+TLVs).
 
 A fair pair: both libraries get the same input and must produce the same
 output, which `operations()` checks before anything is timed: the same wire

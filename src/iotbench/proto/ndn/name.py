@@ -304,72 +304,59 @@ def _valid_component(c: Component | bytes | str) -> Component:
     return comp
 
 
-class Name:
+class Name(tuple):
     """An immutable NDN name.
 
     ``Name("/a/seg=3")`` parses a URI; ``Name([b"a", Component.segment(3)])``
     takes components (bytes are generic values, str are URI components).
 
-    The wire form (`value`) is the name; everything else is derived from it on
-    first use and kept: the component offsets (computed while a decoded name
-    is validated, or on first need for a name built by `append`) and each
-    `Component` object (on first indexing), so looking at the same component
-    twice decodes it once, and a name that is only compared, hashed or
-    prefix-tested never builds any.
+    The wire form (`value`) is the name. A Name is a tuple of its
+    components' start offsets within it (found while a decoded name is
+    validated), so `len(name)` is the tuple's own length, computed in C like
+    a list's; indexing, iteration, equality and hashing are the name's, not
+    the tuple's. Each `Component` object is built on first indexing and
+    kept, so looking at the same component twice decodes it once, and a name
+    that is only compared, hashed or prefix-tested never builds any.
     """
 
-    __slots__ = ("_components", "_hash", "_offsets", "_value")
-
+    # A tuple subclass cannot have __slots__; the instance dict holds _value and,
+    # once a component was looked at, _components (until then the class's None).
     _value: bytes
-    _offsets: tuple[int, ...] | None
-    _components: list[Component | None] | None
+    _components: list[Component | None] | None = None
 
-    def __init__(self, components: str | Name | Iterable[Component | bytes | str] = ()) -> None:
+    def __new__(cls, components: str | Name | Iterable[Component | bytes | str] = ()) -> Name:
         if isinstance(components, Name):
-            self._value = components._value
-            self._offsets = components._offsets
-        elif isinstance(components, str):
-            other = Name.from_uri(components)
-            self._value = other._value
-            self._offsets = other._offsets
-        else:
-            parts = []
-            offsets = []
-            size = 0
-            for c in components:
-                w = _valid_component(c).wire
-                offsets.append(size)
-                size += len(w)
-                parts.append(w)
-            self._value = b"".join(parts)
-            self._offsets = tuple(offsets)
-        self._hash = None
-        self._components = None
+            return (
+                components
+                if type(components) is cls
+                else _new_name(components._value, components.offsets)
+            )
+        if isinstance(components, str):
+            return cls.from_uri(components)
+        parts = []
+        offsets = []
+        size = 0
+        for c in components:
+            w = _valid_component(c).wire
+            offsets.append(size)
+            size += len(w)
+            parts.append(w)
+        return _new_name(b"".join(parts), tuple(offsets))
+
+    def __getnewargs__(self) -> tuple:
+        return (self.components,)  # pickling rebuilds the name from its components
 
     # ---- alternative constructors --------------------------------------------------
-
-    @classmethod
-    def _from_parts(cls, value: bytes, offsets: tuple[int, ...] | None) -> Name:
-        name = object.__new__(cls)
-        name._value = value
-        name._offsets = offsets
-        name._hash = None
-        name._components = None
-        return name
 
     @classmethod
     def from_value(cls, buf: bytes, start: int = 0, end: int | None = None) -> Name:
         """Decode a Name TLV-VALUE (the component TLVs) in buf[start:end]."""
         if end is None:
             end = len(buf)
-        offsets = _component_offsets(buf, start, end)
-        # Built here rather than through _from_parts: every received packet's name comes
+        # Inlined rather than through _new_name: every received packet's name comes
         # this way, and the saved call is a measurable part of decoding it.
-        name = object.__new__(cls)
+        name = _tuple_new(Name, _component_offsets(buf, start, end))
         name._value = bytes(buf[start:end])
-        name._offsets = offsets
-        name._hash = None
-        name._components = None
         return name
 
     @classmethod
@@ -404,7 +391,7 @@ class Name:
         # One trailing slash ends the name; "a//b" and "a//" still hold an empty component.
         text = text.removesuffix("/")
         if not text:
-            return cls._from_parts(b"", ())
+            return _new_name(b"", ())
         return cls(Component.from_uri(part) for part in text.split("/"))
 
     # ---- wire views ------------------------------------------------------------------
@@ -426,11 +413,8 @@ class Name:
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        """Start offsets of the components within `value`."""
-        offsets = self._offsets
-        if offsets is None:
-            offsets = self._offsets = _component_offsets(self._value, 0, len(self._value))
-        return offsets
+        """Start offsets of the components within `value` (a plain tuple)."""
+        return _tuple_getitem(self, _ALL)
 
     def prefix_values(self) -> Iterator[bytes]:
         """TLV-VALUEs of every prefix, longest first (the name itself, ..., the empty name)."""
@@ -439,11 +423,7 @@ class Name:
         for off in reversed(self.offsets):
             yield value[:off]
 
-    # ---- sequence protocol -------------------------------------------------------------
-
-    def __len__(self) -> int:
-        offsets = self._offsets
-        return len(offsets if offsets is not None else self.offsets)
+    # ---- sequence protocol (len() is the tuple's) -----------------------------------------
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> Component: ...
@@ -455,10 +435,11 @@ class Name:
             return self._slice(index)
         components = self._components
         if components is None:
-            components = self._components = [None] * len(self)
+            components = self._components = [None] * _tuple_len(self)
         component = components[index]
         if component is None:
-            component = components[index] = self._decode_component(self._offsets[index])
+            start = _tuple_getitem(self, index)
+            component = components[index] = self._decode_component(start)
         return component
 
     def _slice(self, index: slice) -> Name:
@@ -467,12 +448,10 @@ class Name:
         if step != 1:
             return Name(self.components[index])
         if stop <= first:
-            return Name._from_parts(b"", ())
+            return _new_name(b"", ())
         begin = offsets[first]
         end = offsets[stop] if stop < len(offsets) else len(self._value)
-        return Name._from_parts(
-            self._value[begin:end], tuple(o - begin for o in offsets[first:stop])
-        )
+        return _new_name(self._value[begin:end], tuple(o - begin for o in offsets[first:stop]))
 
     def _decode_component(self, start: int) -> Component:
         value = self._value
@@ -485,7 +464,21 @@ class Name:
 
     def __iter__(self) -> Iterator[Component]:
         get = self.__getitem__
-        return (get(i) for i in range(len(self)))
+        return (get(i) for i in range(_tuple_len(self)))
+
+    def __contains__(self, component: object) -> bool:
+        return any(c == component for c in self)
+
+    def index(self, component: object, *args: SupportsIndex) -> int:  # type: ignore[override]
+        return self.components.index(component, *args)
+
+    def count(self, component: object) -> int:  # type: ignore[override]
+        return self.components.count(component)
+
+    def __mul__(self, n: SupportsIndex) -> Name:  # type: ignore[override]
+        return Name(self.components * n)
+
+    __rmul__ = __mul__
 
     @property
     def components(self) -> tuple[Component, ...]:
@@ -499,18 +492,20 @@ class Name:
         """A new name with one more component (bytes: a generic component's value).
 
         Built on the wire form: the new name is this name's bytes plus the
-        component's TLV; its offsets are computed when first needed.
+        component's TLV, and its offsets one more than this name's.
         """
+        value = self._value
+        offsets = _tuple_getitem(self, _ALL) + (len(value),)
         if type(component) is bytes and (size := len(component)) < 253:
             # The common case, a short generic value: no Component object at all.
-            return Name._from_parts(self._value + _GENERIC_TL[size] + component, None)
-        return Name._from_parts(self._value + _valid_component(component).wire, None)
+            return _new_name(value + _GENERIC_TL[size] + component, offsets)
+        return _new_name(value + _valid_component(component).wire, offsets)
 
-    def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
+    def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:  # type: ignore[override]
         other = other if isinstance(other, Name) else Name(other)
         shift = len(self._value)
         offsets = (*self.offsets, *(o + shift for o in other.offsets))
-        return Name._from_parts(self._value + other._value, offsets)
+        return _new_name(self._value + other._value, offsets)
 
     # ---- relations -------------------------------------------------------------------
 
@@ -523,23 +518,33 @@ class Name:
             return self._value == other._value
         return NotImplemented
 
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, Name):
+            return self._value != other._value
+        return NotImplemented
+
     def __hash__(self) -> int:
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self._value)
-        return h
+        return hash(self._value)  # bytes cache their hash
 
     # Canonical order (spec "Canonical Order"): memcmp of TLV-VALUEs, shorter first.
-    def __lt__(self, other: Name) -> bool:
+    def __lt__(self, other: Name) -> bool:  # type: ignore[override]
+        if not isinstance(other, Name):
+            return NotImplemented
         return self._value < other._value
 
-    def __le__(self, other: Name) -> bool:
+    def __le__(self, other: Name) -> bool:  # type: ignore[override]
+        if not isinstance(other, Name):
+            return NotImplemented
         return self._value <= other._value
 
-    def __gt__(self, other: Name) -> bool:
+    def __gt__(self, other: Name) -> bool:  # type: ignore[override]
+        if not isinstance(other, Name):
+            return NotImplemented
         return self._value > other._value
 
-    def __ge__(self, other: Name) -> bool:
+    def __ge__(self, other: Name) -> bool:  # type: ignore[override]
+        if not isinstance(other, Name):
+            return NotImplemented
         return self._value >= other._value
 
     # ---- text ---------------------------------------------------------------------------
@@ -554,6 +559,18 @@ class Name:
 
     def __repr__(self) -> str:
         return f"Name({self.to_uri()!r})"
+
+
+_tuple_new = tuple.__new__
+_tuple_len = tuple.__len__
+_tuple_getitem = tuple.__getitem__
+_ALL = slice(None)
+
+
+def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:
+    name = _tuple_new(Name, offsets)
+    name._value = value
+    return name
 
 
 NameLike = Name | str | Iterable[Component | bytes | str]
