@@ -28,7 +28,7 @@ What is checked, for every input:
 - a stack never raises out of its receive call, never counts an internal
   error, stays within its limits, and only ever emits bytes its own codec
   decodes (the NDN forwarder decodes lazily and passes on what it does not
-  read: for it, the packet structure and the name).
+  read: for it, the packet structure, the name and a Data's SignatureInfo).
 
 Inputs are generated in cases: case K of target T uses its own generator,
 `random.Random(f"{seed}:{T}:{K}")`, so a failure is reproduced by running that
@@ -1270,7 +1270,8 @@ def run_ndn_forwarder_case(case: StackCase, count: int, stats: dict) -> None:
             fw.handle_timer(now)
         for wire in sent:
             # Fields are decoded lazily (interest.py, data.py): a forwarder vets the
-            # structure and what it reads (the name), and passes the rest on as it came.
+            # structure and what it reads (the name; for a Data also its SignatureInfo,
+            # as NFD does), and passes the rest on as it came.
             if ndn_frag.is_fragment(wire):
                 ndn_frag.FragmentHeader.decode(wire)
             else:
@@ -1279,6 +1280,8 @@ def run_ndn_forwarder_case(case: StackCase, count: int, stats: dict) -> None:
                     packet = Interest(packet.fragment)
                 if not isinstance(packet, LpPacket):
                     assert packet.name is not None
+                if isinstance(packet, Data):
+                    assert packet.signature_info is not None
         sent.clear()
         assert fw.counters.internal_errors == 0, f"internal error: {fw.last_internal_error!r}"
         stats["inputs"] += 1

@@ -460,3 +460,24 @@ def test_receive_never_raises(wires):
     assert fw.counters.internal_errors == 0, fw.last_internal_error
     fw.handle_timer(1e30)  # beyond any InterestLifetime (at most 2**64 ms)
     assert len(fw.pit) == 0 and fw.next_timer() is None
+
+
+def test_a_data_whose_signature_info_does_not_decode_is_dropped_not_forwarded():
+    # NFD decodes a Data whole at the face (Data::wireDecode); a forwarder that
+    # only read the name passed on Data its consumers' decoders refuse.
+    fw = _fw()
+    (down, up), (rd, ru) = _faces(fw, 2)
+    fw.add_route("/p", up.face_id)
+    fw.receive(0.0, down.face_id, make_interest("/p/1", nonce=1).wire)
+    name = Name("/p/1").wire
+    content = bytes([0x15, 0x01]) + b"v"
+    broken_info = bytes([0x16, 0x03, 0x1B, 0x02, 0x00])  # SignatureType length 2, 1 byte follows
+    value = bytes([0x17, 0x20]) + bytes(32)
+    body = name + content + broken_info + value
+    wire = bytes([0x06, len(body)]) + body
+    fw.receive(0.1, up.face_id, wire)
+    assert rd.sent == [] and fw.cs_bytes == 0 and len(fw.pit) == 1
+    assert fw.counters.decode_errors == 1 and fw.counters.internal_errors == 0
+    good = make_data("/p/1", b"v")
+    fw.receive(0.2, up.face_id, good.wire)
+    assert rd.sent == [good.wire]

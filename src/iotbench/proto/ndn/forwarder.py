@@ -670,7 +670,10 @@ class Forwarder:
     def _on_data(self, now: float, face: Face, data: Data) -> None:
         c = self.counters
         c.data_in += 1
-        _ = data.name  # validate
+        # Validate what the Data carries for its consumers, as NFD's Data::wireDecode
+        # does at the face: the name, and the SignatureInfo (a Data whose SignatureInfo
+        # does not decode is dropped as malformed, never forwarded or cached).
+        _ = data.name, data.signature_info
         matches = self.pit.find_all_matches(data)
         if not matches:
             c.unsolicited_data += 1
