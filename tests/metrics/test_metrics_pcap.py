@@ -147,7 +147,7 @@ def test_the_streaming_writer_gives_the_same_bytes_as_a_whole_capture(tmp_path):
         observers=Observers(PacketRecorder(log), writer),
     )
     server.udp_bind(
-        40000, lambda payload, src, sport, dport: server.udp_send(40000, src, sport, payload)
+        40000, lambda payload, src, sport, dport, dst: server.udp_send(40000, src, sport, payload)
     )
     for t in (0.0, 0.001, 0.002):  # echoes cross requests still queued on the other side
         sim.at(t, client.udp_send, 49152, server.address, 40000, bytes(300))

@@ -51,7 +51,9 @@ def run_topology(seed: int, version: int) -> tuple[list[tuple], bytes, int]:
         observers=Observers(PacketRecorder(log)),
     )
     received = []
-    server.udp_bind(7, lambda payload, src, sport, dport: server.udp_send(7, src, sport, payload))
+    server.udp_bind(
+        7, lambda payload, src, sport, dport, dst: server.udp_send(7, src, sport, payload)
+    )
     port = client.udp_bind_ephemeral(lambda payload, *rest: received.append(payload))
     rng = sim.rng("workload")
     for i in range(60):

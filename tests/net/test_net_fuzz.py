@@ -106,7 +106,7 @@ def _fuzz_node() -> tuple[Simulator, Node, list]:
     node = Node(sim, "fuzz")
     node.add_interface("10.0.0.2", 1500)
     got: list = []
-    node.udp_bind(5683, lambda payload, src, sport, dport: got.append(payload))
+    node.udp_bind(5683, lambda payload, src, sport, dport, dst: got.append(payload))
     return sim, node, got
 
 

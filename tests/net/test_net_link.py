@@ -442,8 +442,8 @@ def test_link_wires_two_channels_to_the_right_receivers():
     assert a.interfaces[0].channel is link.a_to_b
     assert b.interfaces[0].channel is link.b_to_a
     got = []
-    b.udp_bind(7, lambda payload, src, sport, dport: got.append(("b", sim.now, payload)))
-    a.udp_bind(7, lambda payload, src, sport, dport: got.append(("a", sim.now, payload)))
+    b.udp_bind(7, lambda payload, src, sport, dport, dst: got.append(("b", sim.now, payload)))
+    a.udp_bind(7, lambda payload, src, sport, dport, dst: got.append(("a", sim.now, payload)))
     a.udp_send(7, b.address, 7, bytes(72))  # 100 bytes on the wire: 0.1 s
     b.udp_send(7, a.address, 7, bytes(172))  # 200 bytes: 0.2 s, its own transmitter
     sim.run()

@@ -35,7 +35,7 @@ class Pair:
     def listen(self, node: Node, port: int) -> None:
         node.udp_bind(
             port,
-            lambda payload, src, sport, dport: self.got.append(
+            lambda payload, src, sport, dport, dst: self.got.append(
                 (self.sim.now, payload, src, sport, dport)
             ),
         )
@@ -221,11 +221,13 @@ def test_reply_to_ephemeral_source_port():
     net = Pair(6)
     replies = []
     port = net.client.udp_bind_ephemeral(
-        lambda payload, src, sport, dport: replies.append((payload, src, sport, dport))
+        lambda payload, src, sport, dport, dst: replies.append((payload, src, sport, dport))
     )
     net.server.udp_bind(
         5683,
-        lambda payload, src, sport, dport: net.server.udp_send(dport, src, sport, payload[::-1]),
+        lambda payload, src, sport, dport, dst: net.server.udp_send(
+            dport, src, sport, payload[::-1]
+        ),
     )
     net.client.udp_send(port, net.server.address, 5683, b"ping")
     net.sim.run()
@@ -247,8 +249,8 @@ def test_routes_choose_the_interface():
     )
     hub.add_route("10.0.2.2", h1)
     got = []
-    right.udp_bind(7, lambda payload, src, sport, dport: got.append(("right", src)))
-    left.udp_bind(7, lambda payload, src, sport, dport: got.append(("left", src)))
+    right.udp_bind(7, lambda payload, src, sport, dport, dst: got.append(("right", src)))
+    left.udp_bind(7, lambda payload, src, sport, dport, dst: got.append(("left", src)))
     hub.udp_send(7, ip.address_bytes("10.0.2.2"), 7, b"r")
     hub.udp_send(7, ip.address_bytes("10.0.1.2"), 7, b"l")  # default interface
     sim.run()

@@ -9,7 +9,7 @@ from iotbench.net.node import EPHEMERAL_PORTS, Node
 from iotbench.sim import Simulator
 
 
-def handler(payload, src, sport, dport):
+def handler(payload, src, sport, dport, dst):
     pass
 
 

@@ -117,7 +117,8 @@ def test_smrf_carries_a_group_down_to_its_members_only():
     got: dict[str, list[bytes]] = {}
     for name, host in net.hosts.items():
         host.udp_bind(
-            5683, lambda payload, src, sp, dp, name=name: got.setdefault(name, []).append(payload)
+            5683,
+            lambda payload, src, sp, dp, dst, name=name: got.setdefault(name, []).append(payload),
         )
     net.hosts["n4"].join(group)
     gateway = net.hosts["n0"]

@@ -43,11 +43,15 @@ class DatagramDriver:
         self._text: dict[bytes, str] = {}
         self._raw: dict[str, bytes] = {}
 
-    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         host = self._text.get(src)
         if host is None:
             host = self._text[src] = address_text(src)
-        self.stack.receive(self.sim.now, payload, (host, sport))
+        if dst[0] == 0xFF:
+            # Sent to a group this node joined (a CoAP member, RFC 7252 8).
+            self.stack.receive(self.sim.now, payload, (host, sport), multicast=True)
+        else:
+            self.stack.receive(self.sim.now, payload, (host, sport))
         self.pump()
 
     def _flush(self) -> None:

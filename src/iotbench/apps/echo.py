@@ -18,7 +18,7 @@ class UdpEchoServer:
         self.echoed = 0
         node.udp_bind(port, self._on_datagram)
 
-    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         self.echoed += 1
         self.node.udp_send(self.port, src, sport, payload)
 
@@ -58,5 +58,5 @@ class UdpEchoClient:
         if self.sent < self.count:
             self.sim.schedule(self.interval_s, self._send)
 
-    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         self.received += 1

@@ -26,7 +26,7 @@ from iotbench.proto.errors import DecodeError
 from iotbench.sim import Simulator
 
 # handler(payload, src_address_bytes, src_port, dst_port)
-UdpHandler = Callable[[bytes, bytes, int, int], None]
+UdpHandler = Callable[[bytes, bytes, int, int, bytes], None]  # payload, src, sport, dport, dst
 # handler(segment, src_address_bytes, dst_address_bytes)
 ProtocolHandler = Callable[[bytes, bytes, bytes], None]
 # forwarder(packet, link-layer sender, destination group, hop limit) -> accepted:
@@ -352,4 +352,4 @@ class Node:
         if handler is None:
             self.udp_no_listener += 1  # a real host would answer ICMP port unreachable
             return
-        handler(payload, src, sport, dport)
+        handler(payload, src, sport, dport, dst)

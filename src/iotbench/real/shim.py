@@ -242,7 +242,7 @@ class ImpairmentShim:
             transport.sendto(data)
         client.waiting.clear()
 
-    def _at_server(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+    def _at_server(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         """A datagram crossed the simulated link to the server node: on to the server."""
         client = self._by_port.get(sport)
         if client is None:
@@ -265,7 +265,7 @@ class ImpairmentShim:
             return
         self.server_node.udp_send(self._server_port, self._sim_client, client.sim_port, data)
 
-    def _at_client(self, payload: bytes, src: bytes, sport: int, dport: int) -> None:
+    def _at_client(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         """A datagram crossed the simulated link to the client node: on to the client."""
         client = self._by_port.get(dport)
         if client is None or self.listener is None:
