@@ -105,7 +105,7 @@ def test_missing_required_key() -> None:
     msg = error_of(BASE.replace('kind = "sequential"\n', ""))
     assert msg == (
         "s3.toml: workload.kind: missing required key: one of object-download, periodic, "
-        "sequential, publish"
+        "sequential, publish, group-query"
     )
     msg = error_of(BASE.replace('kind = "sequential"', 'kind = "periodic"'))
     assert "workload.interval_s: missing required key for kind = periodic" in msg

@@ -95,6 +95,9 @@ class Node:
         # Told of every join and leave (routing announces memberships).
         self.group_listeners: list[Callable[[bytes, bool], None]] = []
         self.multicast_forwarder: MulticastForwarder | None = None
+        # Where groups beyond the link are sent when that is not the default route's
+        # interface: a border router's radio (its default route leads to the uplink).
+        self.group_interface = None
         self._local: set[bytes] = set()
         self._udp: dict[int, UdpHandler] = {}
         self.protocols: dict[int, ProtocolHandler] = {ip.IPPROTO_UDP: self._receive_udp}
@@ -184,6 +187,8 @@ class Node:
             return route
         if is_multicast(dst) or is_link_local(dst):
             # On the link itself: the destination is its own next hop.
+            if self.group_interface is not None and dst[0] == 0xFF:
+                return self.group_interface, dst
             if self.default_route is not None:
                 return self.default_route[0], dst
             return (self.interfaces[0], dst) if self.interfaces else None

@@ -260,6 +260,8 @@ NETWORK = Section(
 
 def _check_workload(workload: dict) -> None:
     kind = workload["kind"]
+    if kind == "group-query" and workload["path"] == "/":
+        raise Invalid(("path",), "group-query: the members' resource path, e.g. '/s/t'")
     if kind in ("periodic", "publish") and "interval_s" not in workload:
         raise Invalid(("interval_s",), f"missing required key for kind = {kind}: a number > 0")
 
@@ -272,15 +274,22 @@ WORKLOAD = Section(
             "object-download: fetch one object; periodic: a request every interval_s whether "
             "or not the last was answered; sequential: each item starts when the previous ended; "
             "publish: every producer sends a reading to the client node (the gateway) every "
-            "interval_s, from a random phase.",
-            choices=("object-download", "periodic", "sequential", "publish"),
+            "interval_s, from a random phase; group-query: the client creates one entity of "
+            "all producers on the gateway's Entity Manager (protocol.coap.em) and queries it "
+            "`queries` times, each interval_s after the previous answer (S6).",
+            choices=("object-download", "periodic", "sequential", "publish", "group-query"),
         ),
         "items": Field(
             "int", "Number of data items (requests; publish: readings per producer).", 1, ge=1
         ),
         "interval_s": Field(
-            "float", "Request interval (periodic), reading interval (publish).", OPTIONAL, gt=0
+            "float",
+            "Request interval (periodic), reading interval (publish), pause after an answer "
+            "(group-query, default 1 s).",
+            OPTIONAL,
+            gt=0,
         ),
+        "queries": Field("int", "group-query: queries of the entity.", 50, ge=1),
         "drain_s": Field(
             "float",
             "publish: how long the run goes on after the last reading was taken, for the "
@@ -306,6 +315,30 @@ WORKLOAD = Section(
 
 # --- protocols ----------------------------------------------------------------
 
+
+COAP_EM = Section(
+    doc="The Entity Manager of a group-query workload (S6, docs/coap-em.md).",
+    fields={
+        "mode": Field(
+            "str",
+            "unicast: one request per member; multicast: one NON to a group (RFC 7390).",
+            "unicast",
+            choices=("unicast", "multicast"),
+        ),
+        "delay_ms": Field("float", "Unicast: time between requests to members.", 0.0, ge=0),
+        "emt": Field("str", "Unicast: message type to members.", "con", choices=("con", "non")),
+        "leisure_s": Field(
+            "float", "Multicast: the members' leisure (RFC 7252 8.2) and the EM's wait.", 5.0, ge=0
+        ),
+        "multicast_margin_s": Field(
+            "float", "Multicast: how long the EM waits after the leisure.", 1.0, ge=0
+        ),
+        "separate_response_after_s": Field(
+            "float", "The EM's answers slower than this go after an empty ACK.", 1.0, gt=0
+        ),
+    },
+    optional=True,
+)
 
 COAP = Section(
     doc="CoAP (RFC 7252) client and server.",
@@ -344,6 +377,7 @@ COAP = Section(
             OPTIONAL,
             choices=(16, 32, 64, 128, 256, 512, 1024),
         ),
+        "em": COAP_EM,
     },
     optional=True,
 )
@@ -691,6 +725,15 @@ RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
 
 def _check_publish(document: dict) -> None:
     name = document["protocol"]["name"]
+    kind = document["workload"]["kind"]
+    if kind == "group-query":
+        if name != "coap":
+            raise Invalid(("workload", "kind"), "group-query is a workload of coap")
+        if document["network"].get("roles", {}).get("client") != "uplink":
+            raise Invalid(
+                ("network", "roles", "client"),
+                "group-query: the client is the host behind the gateway's uplink ('uplink')",
+            )
     if document["workload"]["kind"] == "publish" and name not in PUBLISH_PROTOCOLS:
         raise Invalid(
             ("workload", "kind"),

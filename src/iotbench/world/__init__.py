@@ -25,6 +25,7 @@ from iotbench.metrics.radio import radio_metrics
 from iotbench.metrics.series import NodeSeries
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
+from iotbench.world.group_query import GroupQueryWorkload
 from iotbench.world.network import Network, build_network
 from iotbench.world.protocols import build_client
 from iotbench.world.publish import PublishWorkload
@@ -42,6 +43,8 @@ def run_one(
     workload = config["workload"]
     downloads = workload["kind"] == "object-download"
     count = 1 if downloads else workload["items"]
+    if workload["kind"] == "group-query":
+        count = workload["queries"]
     traffic = TrafficMeter(sim, windowed=downloads)
     observers = Observers(traffic)
     protocol = config["protocol"]["name"]
@@ -65,8 +68,9 @@ def run_one(
             config["network"]["radio"]["series_interval_s"],
         )
     outputs = [o for o in (pcap, series) if o is not None]
+    group: list[GroupQueryWorkload] = []
     try:
-        download = _run(sim, config, net, items, count, traffic)
+        download = _run(sim, config, net, items, count, traffic, group)
     except BaseException:
         for output in outputs:
             output.abort()
@@ -88,6 +92,8 @@ def run_one(
     if "radios" in net.parts:
         metrics.update(traffic.kind_metrics())
         metrics.update(radio_metrics(net.parts, sim.now))
+    for workload_ in group:
+        metrics.update(workload_.metrics())
     metrics["sim_time_s"] = sim.now
     # A time series only reads the run: the same run with or without one has the
     # same metrics, its sampling events not counted.
@@ -131,7 +137,13 @@ def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
 
 
 def _run(
-    sim: Simulator, config: dict, net: Network, items: ItemLog, count: int, traffic: TrafficMeter
+    sim: Simulator,
+    config: dict,
+    net: Network,
+    items: ItemLog,
+    count: int,
+    traffic: TrafficMeter,
+    group: list,
 ) -> Item | None:
     """Run the simulation; the object-download item, if that is the workload."""
     workload = config["workload"]
@@ -149,6 +161,13 @@ def _run(
         )
     if workload["kind"] == "publish":
         PublishWorkload(sim, net, config, items).start()
+        sim.run(until=config["max_sim_time_s"])
+        items.close_undelivered()
+        return None
+    if workload["kind"] == "group-query":
+        queries = GroupQueryWorkload(sim, net, config, items, traffic)
+        group.append(queries)
+        queries.start()
         sim.run(until=config["max_sim_time_s"])
         items.close_undelivered()
         return None

@@ -428,7 +428,9 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
         observers=observers,
     )
     hosts["uplink"], interfaces["uplink"] = host, host_if
-    # The border router's default route leads out of the radio network, to the uplink.
+    # The border router's default route leads out of the radio network, to the uplink;
+    # groups (multicast) it sends go down the DODAG, into the radio.
+    gateway.group_interface = gateway.interfaces[0]
     gateway.set_default_route(gw_if, None)
     host.set_default_route(host_if, None)
     host.app_layers = gateway.app_layers

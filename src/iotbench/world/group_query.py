@@ -1,0 +1,250 @@
+"""The group-query workload (S6): a client queries a group of CoAP members through
+the Entity Manager on the gateway.
+
+`workload.kind = "group-query"`:
+
+- the Entity Manager (apps/em) serves on the gateway's CoAP port; every
+  `producer` node is a member: a CoAP server with a reading at
+  `workload.path` ("21.7 Cel", a new one per request) and the /mc resource
+  (proto/coap/group.py), whose joins make the node a member of the group
+  (RPL announces it; SMRF carries group requests down to it);
+- at `workload.start_s` the client (`network.roles.client`, the host behind
+  the gateway's uplink, as the study's client sat on the Ethernet side)
+  creates one entity of all members with the settings of `protocol.coap.em`
+  (mode unicast or multicast, delay, message type); a multicast entity is
+  ready when every member joined;
+- then `workload.queries` GETs of the entity, one after the other, the next
+  `workload.interval_s` after the previous answer. Each query is an item:
+  delivered when the EM answers 2.05, given up otherwise.
+
+Per-query measurements (metrics below): the members whose value the answer
+holds, whether all did, and the response time from the client's request to
+the EM's answer. Messages and bytes in the radio network count every
+802.15.4 frame sent (data, MAC ACKs, routing) from the first query to the
+last answer, per query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+from iotbench.apps.driver import DatagramDriver
+from iotbench.apps.em.manager import EmParams, EntityManager
+from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
+from iotbench.net.ip import address_text
+from iotbench.proto.coap import codec
+from iotbench.proto.coap.endpoint import (
+    CoapEndpoint,
+    ResourceResponse,
+    ResponseReceived,
+)
+from iotbench.proto.coap.group import serve_membership
+from iotbench.sim import Simulator
+from iotbench.world.coap import COAP_PORT, coap_params
+from iotbench.world.network import Network
+
+ENTITY = "group"
+CT_JSON = 50
+
+#: protocol.coap.em defaults (the scenario schema documents each).
+EM_DEFAULTS = {
+    "mode": "unicast",
+    "delay_ms": 0.0,
+    "emt": "con",
+    "leisure_s": 5.0,
+    "multicast_margin_s": 1.0,
+    "separate_response_after_s": 1.0,
+}
+
+
+def em_settings(coap: dict) -> dict:
+    return {**EM_DEFAULTS, **coap.get("em", {})}
+
+
+class Member:
+    """One member node: its reading at `path`, and /mc."""
+
+    def __init__(self, sim: Simulator, node, cfg: dict, path: str, leisure_s: float) -> None:
+        self.node = node
+        self.rng = sim.rng(f"member/{node.name}")
+        params = replace(coap_params(cfg), default_leisure_s=leisure_s)
+        self.endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), params)
+        self.endpoint.add_resource(path, self._reading, methods={codec.Code.GET})
+        self.driver = DatagramDriver(
+            sim, node, self.endpoint, _ignore, codec.header_length, COAP_PORT
+        )
+        serve_membership(self.endpoint, self._join, self._leave, lambda: sorted(node.groups))
+
+    def _reading(self, request, addr) -> ResourceResponse:
+        return ResourceResponse(
+            codec.Code.CONTENT, f"{self.rng.uniform(18, 26):.1f} Cel".encode(), 0
+        )
+
+    def _join(self, group: bytes) -> None:
+        self.node.join(group)
+        # Forwarders on the way split the group's CoAP datagrams into layers too.
+        self.node.app_layers[(group, COAP_PORT)] = codec.header_length
+
+    def _leave(self, group: bytes) -> None:
+        self.node.leave(group)
+
+
+class GroupQueryWorkload:
+    def __init__(self, sim: Simulator, net: Network, config: dict, items: ItemLog, traffic) -> None:
+        workload = config["workload"]
+        self.traffic = traffic
+        cfg = config["protocol"]["coap"]
+        em = em_settings(cfg)
+        self.sim = sim
+        self.items = items
+        self.queries = workload["queries"]
+        self.gap_s = workload.get("interval_s", 1.0)
+        self.start_s = workload["start_s"]
+        path = workload["path"]
+        gateway = net.node("gateway")
+        self.gateway_host = address_text(net.address(gateway))
+        em_params = replace(
+            coap_params(cfg),
+            default_leisure_s=em["leisure_s"],
+            separate_response_after_s=em["separate_response_after_s"],
+        )
+        self.em = EntityManager(
+            CoapEndpoint(sim.rng("coap/em"), em_params),
+            EmParams(
+                max_members=max(64, len(net.ids("producer"))),
+                multicast_margin_s=em["multicast_margin_s"],
+                local_hosts=tuple(address_text(i.address) for i in gateway.interfaces),
+            ),
+        )
+        self.em_driver = DatagramDriver(
+            sim, gateway, self.em, _ignore, codec.header_length, COAP_PORT
+        )
+        self.members = [
+            Member(sim, node, cfg, path, em["leisure_s"]) for node in net.nodes("producer")
+        ]
+        self.member_uris = [
+            f"coap://[{address_text(net.address(m.node))}]{path}" for m in self.members
+        ]
+        self.profile = {
+            "name": ENTITY,
+            "er": self.member_uris,
+            "ect": em["mode"],
+            "delay": em["delay_ms"],
+        }
+        if em["mode"] == "unicast":
+            self.profile["emt"] = em["emt"]
+        self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
+        self.client_driver = DatagramDriver(
+            sim, net.node("client"), self.client, self._on_event, codec.header_length
+        )
+        # The EM as the client sees it: the gateway's address on the client's link
+        # (its uplink), which is also where its answers come from.
+        client_prefix = net.address(net.node("client"))[:8]
+        facing = [i.address for i in gateway.interfaces if i.address[:8] == client_prefix]
+        em_host = address_text(facing[0]) if facing else self.gateway_host
+        self.em_addr = (em_host, COAP_PORT)
+        self._pending: dict[int, Item] = {}
+        self._create_request: int | None = None
+        self.created = False
+        self.values: list[int] = []  # member values per answered query
+        self.response_times: list[float] = []
+        self._start_counts = (0, 0)
+        self._end_counts: tuple[int, int] | None = None
+
+    def start(self) -> None:
+        self.sim.at(self.start_s, self._create)
+
+    # ---- the entity, then the queries ---------------------------------------------------
+
+    def _create(self) -> None:
+        payload = json.dumps(self.profile, separators=(",", ":")).encode()
+        self._create_request = self.client.request(
+            self.sim.now, self.em_addr, codec.Code.POST, "/e", payload=payload,
+            options=[(codec.Opt.CONTENT_FORMAT, CT_JSON)],
+        )  # fmt: skip
+        self.client_driver.pump()
+
+    def _query(self, index: int) -> None:
+        if index == 0:
+            self._start_counts = self._radio_counts()
+        item = self.items.start(self.sim.now)
+        rid = self.client.request(self.sim.now, self.em_addr, codec.Code.GET, f"/e/{ENTITY}")
+        self._pending[rid] = item
+        self.client_driver.pump()
+
+    def _on_event(self, event: object) -> None:
+        rid = getattr(event, "request_id", None)
+        if rid == self._create_request:
+            self._created(event)
+            return
+        item = self._pending.pop(rid, None)
+        if item is None:
+            return
+        now = self.sim.now
+        if isinstance(event, ResponseReceived) and event.response.code == codec.Code.CONTENT:
+            text = event.response.payload.decode("utf-8", "replace")
+            values = sum(1 for line in text.splitlines() if line and " error: " not in line)
+            self.values.append(values)
+            self.response_times.append(now - item.t_start)
+            self.items.finish(item, now, DELIVERED, len(event.response.payload))
+        else:
+            self.values.append(0)
+            self.items.finish(item, now, GIVEN_UP)
+        if item.index + 1 < self.queries:
+            self.sim.schedule(self.gap_s, self._query, item.index + 1)
+        else:
+            self._end_counts = self._radio_counts()
+            self.sim.stop()
+
+    def _created(self, event: object) -> None:
+        ok = isinstance(event, ResponseReceived) and event.response.code == codec.Code.CREATED
+        if not ok:
+            why = (
+                event.response.payload.decode("utf-8", "replace")
+                if isinstance(event, ResponseReceived)
+                else event.reason
+            )
+            raise RuntimeError(f"the Entity Manager did not create the group: {why}")
+        self.created = True
+        self._query(0)
+
+    # ---- measurements ---------------------------------------------------------------------
+
+    def _radio_counts(self) -> tuple[int, int]:
+        wire = self.traffic.wire
+        return wire.packets, wire.total
+
+    def metrics(self) -> dict[str, float | int]:
+        g = len(self.members)
+        answered = self.values
+        n = len(answered)
+        out: dict[str, float | int] = {
+            "group_size": g,
+            "queries": n,
+            "member_reliability": sum(answered) / (n * g) if n and g else math.nan,
+            "group_reliability": sum(1 for v in answered if v == g) / n if n else math.nan,
+        }
+        if self._end_counts is not None and n:
+            out["radio_messages_per_query"] = (self._end_counts[0] - self._start_counts[0]) / n
+            out["radio_bytes_per_query"] = (self._end_counts[1] - self._start_counts[1]) / n
+        times = sorted(self.response_times)
+        out["response_time_mean_s"] = sum(times) / len(times) if times else math.nan
+        for label, q in (("min", 0.0), ("p25", 0.25), ("median", 0.5), ("p75", 0.75), ("max", 1.0)):
+            out[f"response_time_{label}_s"] = _quantile(times, q)
+        return out
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    if not values:
+        return math.nan
+    pos = q * (len(values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+def _ignore(event: object) -> None:
+    pass
