@@ -128,6 +128,47 @@ def test_a_deferred_observe_registration_takes_no_observer():
     assert server.observers("/o") == 0
 
 
+def test_a_deferred_answer_after_the_deadline_is_a_retransmitted_separate_con():
+    server, pending, calls = deferring_server(separate_response_after_s=1.0)
+    request = Message.request(Type.CON, Code.GET, 7, b"tk", "/e/x")
+    server.receive(0.0, encode(request), CLIENT)
+    assert drain(server) == []
+    ((t_ack, ack),) = run_timers(server, 1.5)
+    assert t_ack == pytest.approx(1.0) and ack.type == Type.ACK and ack.code == 0
+    server.respond(3.0, pending[0], ResourceResponse(Code.CONTENT, b"late"))
+    ((resp, addr),) = drain(server)
+    assert resp.type == Type.CON and resp.token == b"tk" and addr == CLIENT
+    # Nobody acknowledges it: RFC 7252 4.2 retransmissions of the same message.
+    retx = run_timers(server, 100.0)
+    assert len(retx) == 4 and all(m == resp for _, m in retx)
+    server.receive(100.0, encode(request), CLIENT)  # a late duplicate: the empty ACK again
+    ((again, _),) = drain(server)
+    assert again == ack and calls == [7]
+
+
+def test_a_deferred_answer_may_carry_a_processing_delay():
+    server, pending, _ = deferring_server(separate_response_after_s=1.0)
+    server.receive(0.0, encode(Message.request(Type.CON, Code.GET, 7, b"tk", "/e/x")), CLIENT)
+    server.respond(0.2, pending[0], ResourceResponse(Code.CONTENT, b"slow", delay_s=0.3))
+    assert drain(server) == []
+    ((t, resp),) = run_timers(server, 10.0)  # at 0.5, before the deadline: piggybacked
+    assert t == pytest.approx(0.5) and resp.type == Type.ACK and resp.payload == b"slow"
+
+
+def test_a_deferred_handed_back_twice_is_a_handler_error():
+    server = endpoint(2)
+    shared = Deferred()
+    server.add_resource("/e/x", lambda req, addr: shared)
+    server.receive(0.0, encode(Message.request(Type.NON, Code.GET, 1, b"a", "/e/x")), CLIENT)
+    server.receive(0.0, encode(Message.request(Type.NON, Code.GET, 2, b"b", "/e/x")), CLIENT)
+    ((resp, _),) = drain(server)
+    assert resp.code == Code.INTERNAL_SERVER_ERROR and resp.token == b"b"
+    assert server.stats.handler_errors == 1
+    server.respond(1.0, shared, "first")
+    ((resp, _),) = drain(server)
+    assert resp.token == b"a" and resp.payload == b"first"
+
+
 # ---- group requests: the server side ----------------------------------------------------
 
 
@@ -185,6 +226,56 @@ def test_a_duplicate_multicast_request_is_answered_once():
     assert len(run_timers(m, 10.0)) == 1
 
 
+def test_a_multicast_request_with_nothing_useful_to_say_is_not_answered():
+    m = member()
+    m.add_resource("/empty", lambda req, addr: ResourceResponse(Code.CHANGED))
+    m.add_resource("/valid", lambda req, addr: ResourceResponse(Code.VALID))
+    proxy = Message.request(Type.NON, Code.GET, 3, b"p", "/s/t")
+    proxy.add_option(Opt.PROXY_URI, "coap://elsewhere/x")  # 5.05
+    filtered = Message.request(Type.NON, Code.GET, 4, b"f", "/.well-known/core")
+    filtered.add_option(Opt.URI_QUERY, "rt=nothing-matches")  # RFC 6690 4.1
+    for msg in (
+        Message.request(Type.NON, Code.PUT, 1, b"e", "/empty"),  # 2.04, empty
+        proxy,
+        filtered,
+        Message.request(Type.NON, Code.GET, 5, b"v", "/valid"),  # 2.03: its code is news
+    ):
+        m.receive(0.0, encode(msg), CLIENT, multicast=True)
+    ((_, resp),) = run_timers(m, 10.0)
+    assert resp.code == Code.VALID and m.stats.responses_suppressed == 3
+    # No-Response 0: the client wants everything, the empty 2.04 too (RFC 7967).
+    wants_all = Message.request(Type.NON, Code.PUT, 6, b"w", "/empty")
+    wants_all.add_option(Opt.NO_RESPONSE, b"")
+    m.receive(0.0, encode(wants_all), CLIENT, multicast=True)
+    ((_, resp),) = run_timers(m, 10.0)
+    assert resp.code == Code.CHANGED and resp.type == Type.NON
+    # No-Response 2 (not interested in 2.xx): a success is left out, by the client's choice.
+    no_success = Message.request(Type.NON, Code.GET, 7, b"n", "/s/t")
+    no_success.add_option(Opt.NO_RESPONSE, 0x02)
+    m.receive(0.0, encode(no_success), CLIENT, multicast=True)
+    assert run_timers(m, 10.0) == []
+
+
+def test_a_deferred_answer_to_a_multicast_request_waits_a_leisure_too():
+    def serve(seed):
+        m = endpoint(seed, default_leisure_s=5.0)
+        pending = []
+        m.add_resource("/e/x", lambda req, addr: pending.append(Deferred()) or pending[-1])
+        for mid, token in ((1, b"g"), (2, b"h")):
+            req = Message.request(Type.NON, Code.GET, mid, token, "/e/x")
+            m.receive(0.0, encode(req), CLIENT, multicast=True)
+        return m, pending
+
+    m, pending = serve(2)
+    assert drain(m) == []
+    m.respond(10.0, pending[0], "21.5")
+    m.respond(10.0, pending[1], (Code.NOT_FOUND, b""))  # an error: suppressed
+    assert drain(m) == []
+    ((t, resp),) = run_timers(m, 20.0)
+    assert 10.0 <= t <= 15.0 and resp.type == Type.NON and resp.payload == b"21.5"
+    assert m.stats.responses_suppressed == 1
+
+
 # ---- group requests: the client side -----------------------------------------------------
 
 
@@ -198,22 +289,47 @@ def test_a_group_request_collects_every_members_response_until_the_wait_is_over(
         resp = Message(Type.NON, Code.CONTENT, 100 + i, req.token, payload=b"%d" % i)
         client.receive(1.0 + i, encode(resp), addr)
     dup = Message(Type.NON, Code.CONTENT, 100, req.token, payload=b"0")
-    client.receive(4.5, encode(dup), members[0])  # the same member again: ignored
+    client.receive(4.5, encode(dup), members[0])  # repeated by the network: dropped
+    again = Message(Type.NON, Code.CONTENT, 150, req.token, payload=b"0+")
+    client.receive(4.55, encode(again), members[0])  # a second response: reported
     con = Message(Type.CON, Code.CONTENT, 200, req.token, payload=b"x")
     client.receive(4.6, encode(con), ("fd00::9", 5683))  # a CON response is acknowledged
     ((ack, _),) = drain(client)
     assert ack.type == Type.ACK and ack.message_id == 200
     events = client.events()
     assert [(type(e), e.source) for e in events] == [
-        (GroupResponse, a) for a in [*members, ("fd00::9", 5683)]
+        (GroupResponse, a) for a in [*members, members[0], ("fd00::9", 5683)]
     ]
+    assert [e.response.payload for e in events] == [b"0", b"1", b"2", b"0+", b"x"]
     assert all(e.request_id == rid for e in events)
+    assert client.stats.duplicates == 1
     run_timers(client, 6.0)
-    assert client.events() == [GroupRequestDone(rid, 4)]
+    assert client.events() == [GroupRequestDone(rid, 5, 4)]
     late = Message(Type.NON, Code.CONTENT, 300, req.token, payload=b"late")
     client.receive(7.0, encode(late), members[1])
     ((rst, _),) = drain(client)
     assert rst.type == Type.RST and client.events() == []
+
+
+def test_a_group_response_with_an_unknown_critical_option_is_rejected():
+    client = endpoint(1)
+    rid = client.request(0.0, GROUP, Code.GET, "/s/t", multicast=True, wait_s=2.0)
+    ((req, _),) = drain(client)
+    bad = Message(Type.NON, Code.CONTENT, 7, req.token, payload=b"1")
+    bad.add_option(9, b"x")  # option 9: critical and unknown
+    client.receive(1.0, encode(bad), ("fd00::2", 5683))
+    ((rst, _),) = drain(client)
+    assert rst.type == Type.RST and rst.message_id == 7 and client.events() == []
+    run_timers(client, 2.0)
+    assert client.events() == [GroupRequestDone(rid, 0, 0)]
+
+
+def test_a_group_request_is_sent_once_and_never_retransmitted():
+    client = endpoint(1)
+    client.request(0.0, GROUP, Code.POST, "/s/t", multicast=True, payload=b"on")
+    ((req, _),) = drain(client)
+    assert req.type == Type.NON and req.payload == b"on"
+    assert run_timers(client, 100.0) == [] and client.stats.retransmissions == 0
 
 
 def test_group_request_defaults_and_misuse():
@@ -235,23 +351,26 @@ def test_a_group_token_is_unique_among_all_open_requests():
     rid = client.request(0.0, GROUP, Code.GET, "/s/t", multicast=True, wait_s=1.0)
     sent = drain(client)
     assert [dst for _, dst in sent] == [SERVER]  # the group request waits for the token
-    run_timers(client, 200.0)  # the unicast request times out, the group one goes
-    assert any(isinstance(e, RequestFailed) for e in client.events())
-    assert any(
-        isinstance(e, GroupRequestDone) and e.request_id == rid
-        for e in client.events() + [GroupRequestDone(rid, 0)]
-    )
+    run_timers(client, 200.0)  # the unicast request gives up, then the group one goes
+    events = client.events()
+    assert isinstance(events[0], RequestFailed)
+    assert events[1:] == [GroupRequestDone(rid, 0, 0)]
 
 
 # ---- leisure and /mc --------------------------------------------------------------------
 
 
 def test_leisure_lower_bound_by_hand():
-    # RFC 7252 8.2: S x G / R. 100-byte responses, 40 members, 250 kbit/s: 0.128 s.
+    # lb_Leisure = S x G / R. DEFAULT_LEISURE's own numbers: 100-byte responses
+    # from 50 members at 1 kB/s = 8 kbit/s: 100 * 50 / 1000 = 5 s.
+    assert leisure_lower_bound_s(100, 50, 8_000) == pytest.approx(5.0)
+    # 100 bytes, 40 members, 250 kbit/s (802.15.4's raw rate): 800 * 40 / 250000 = 0.128 s.
     assert leisure_lower_bound_s(100, 40, 250_000) == pytest.approx(0.128)
+    # 64 bytes, 5 members, 8 kbit/s: 512 * 5 / 8000 = 0.32 s.
     assert leisure_lower_bound_s(64, 5, 8_000) == pytest.approx(0.32)
-    with pytest.raises(ValueError):
-        leisure_lower_bound_s(100, 0, 1000)
+    for bad in ((100, 0, 1000), (-1, 5, 1000), (100, 5, 0), (100, 5, float("nan"))):
+        with pytest.raises(ValueError):
+            leisure_lower_bound_s(*bad)
 
 
 def membership():
@@ -263,7 +382,12 @@ def membership():
             raise OSError(19, "No such device")
         joined.append(g)
 
-    serve_membership(ep, join, joined.remove, lambda: list(joined))
+    def leave(g: bytes) -> None:
+        if g == ipaddress.IPv6Address("ff1e::beef").packed:
+            raise OSError(99, "Cannot assign requested address")
+        joined.remove(g)
+
+    serve_membership(ep, join, leave, lambda: list(joined))
     return ep, joined
 
 
@@ -311,3 +435,15 @@ def test_mc_resource_reports_the_operating_systems_refusal():
     ep, _ = membership()
     code, text = ask(ep, Code.POST, ["act=add"], ipaddress.IPv6Address("ff1e::dead").packed)
     assert code == Code.INTERNAL_SERVER_ERROR and text == "cannot join ff1e::dead: No such device"
+
+
+def test_mc_resource_reports_a_refused_leave_and_serves_only_get_and_post():
+    ep, joined = membership()
+    stuck = ipaddress.IPv6Address("ff1e::beef").packed
+    assert ask(ep, Code.POST, ["act=add"], stuck)[0] == Code.CHANGED
+    code, text = ask(ep, Code.POST, ["act=del"], stuck)
+    assert code == Code.INTERNAL_SERVER_ERROR
+    assert text == "cannot leave ff1e::beef: Cannot assign requested address"
+    assert joined == [stuck]
+    assert ask(ep, Code.PUT, ["act=add"], stuck)[0] == Code.METHOD_NOT_ALLOWED
+    assert ask(ep, Code.GET) == (Code.CONTENT, "ff1e::beef")

@@ -88,20 +88,29 @@ Choices the RFCs leave open, and what this endpoint does:
 - Deferred answers: a handler that returns a Deferred answers later with
   respond(). A CON request gets its empty ACK at once, or after
   separate_response_after_s when that is set (so that an answer ready by
-  then rides on the ACK); a duplicate of the request is answered with what
-  was sent for it, never handed to the handler again.
-- Group communication (RFC 7252 8, RFC 7390 2.7): receive(...,
+  then rides on the ACK; the same timer as for a slow handler's delay_s),
+  and a later answer goes as a separate CON; a duplicate of the request is
+  answered with what was sent for it (the empty ACK, or nothing yet), never
+  handed to the handler again. The answer may carry delay_s like any
+  handler's, is cut into Block2 blocks when large, and registers no
+  observer.
+- Group communication (RFC 7252 8, RFC 7390 2.7-2.8): receive(...,
   multicast=True) marks a datagram sent to a group address. A CON request
   by multicast is ignored (8.1 makes multicast requests NON) and nothing
-  to a multicast request is ever answered with RST or ACK. The response is
-  a NON sent after a leisure drawn uniformly from [0, default_leisure_s]
-  (8.2), and error responses are suppressed (8.2 allows ignoring a
-  multicast request with nothing useful to say) unless the request carries
-  No-Response, which then decides (RFC 7967). request(..., multicast=True)
-  sends a NON to a group and reports every member's response
-  (GroupResponse, matched by token alone, from any source) until `wait_s`
-  has passed (default: default_leisure_s + ack_timeout_s), then
-  GroupRequestDone. Its token is unique among all open requests.
+  sent to a group is ever answered with RST or ACK. The response is a
+  unicast NON sent after a leisure drawn uniformly from [0,
+  default_leisure_s] (8.2) from the endpoint's rng, after the handler's
+  delay_s or respond(). Responses with nothing useful to say, errors (4.xx,
+  5.xx) and empty payloads other than 2.03, are not sent (8.2, RFC 7390
+  2.7) unless the request carries No-Response, which then decides (RFC
+  7967: 0 asks for everything). A multicast request is not assembled from
+  Block1 blocks and registers no observer. request(..., multicast=True)
+  sends one NON to a group, never retransmitted, and reports every
+  response (GroupResponse, matched by token alone, from any source) until
+  `wait_s` has passed (default: default_leisure_s + ack_timeout_s), then
+  GroupRequestDone with the counts. Its token is unique among all open
+  requests; the group request counts against NSTART towards the group
+  address until then (the group is the "given server" of 4.7).
 """
 
 from __future__ import annotations
@@ -339,9 +348,10 @@ class _Request:
         self.first: Message | None = None
         self.body: bytearray | None = None
         self.notification: int | None = None
-        # A group (multicast) request: how long it collects responses, and from whom.
+        # A group (multicast) request: how long it collects responses, and how
+        # many came from each source.
         self.group_wait: float | None = None
-        self.group_responses: set | None = None
+        self.group_responses: dict[Hashable, int] | None = None
 
     @property
     def observe(self) -> bool:
@@ -349,9 +359,12 @@ class _Request:
 
 
 class _Reply:
-    """A server response that leaves later than the request arrived."""
+    """A server response that leaves later than the request arrived.
 
-    __slots__ = ("acked", "addr", "multicast", "request", "response", "seen")
+    ack_timer: the pending empty ACK (RFC 7252 5.2.2), disarmed when the
+    response goes first and rides on the ACK instead."""
+
+    __slots__ = ("ack_timer", "acked", "addr", "multicast", "request", "response", "seen")
 
     def __init__(
         self,
@@ -367,18 +380,18 @@ class _Reply:
         self.seen = seen
         self.acked = False
         self.multicast = multicast
+        self.ack_timer: list | None = None
 
 
 class _DeferredState:
     """What the endpoint keeps for a Deferred until respond()."""
 
-    __slots__ = ("block1", "empty_ack", "endpoint", "reply")
+    __slots__ = ("block1", "endpoint", "reply")
 
     def __init__(self, endpoint: CoapEndpoint, reply: _Reply, block1: BlockOption | None) -> None:
         self.endpoint = endpoint
         self.reply = reply
         self.block1 = block1
-        self.empty_ack: list | None = None
 
 
 class CoapEndpoint:
@@ -438,6 +451,8 @@ class CoapEndpoint:
         self._outstanding: dict[Hashable, int] = {}
         self._queues: dict[Hashable, deque[_Request]] = {}
         self._pumping: set[Hashable] = set()
+        # Peers whose next request waits for a token in use (ordered: determinism).
+        self._token_blocked: dict[Hashable, None] = {}
         self._estimators: dict[Hashable, CocoaEstimator] = {}
 
         # messages we sent, for ACK/RST matching; NON ones expire after NON_LIFETIME
@@ -612,8 +627,11 @@ class CoapEndpoint:
         """Answer a request whose handler returned `deferred`; `result` is anything
         a handler may return (ResourceResponse, (code, payload...), bytes, str).
 
+        The answer leaves now, or ResourceResponse.delay_s later, as a
+        handler's would; to a multicast request, after a leisure drawn now.
         ValueError for a Deferred this endpoint did not take, one already
-        answered, or a result that is not a response."""
+        answered, or a result that is not a response (the Deferred can then
+        still be answered)."""
         state = deferred._state
         if not isinstance(state, _DeferredState) or state.endpoint is not self:
             raise ValueError("this Deferred was not returned by a handler of this endpoint")
@@ -634,8 +652,8 @@ class CoapEndpoint:
         if state.block1 is not None:
             resp.block1 = state.block1
         reply.response = self._response_blocks(now, request, reply.addr, resp)
-        self._disarm(state.empty_ack)
-        self._send_reply(now, reply)
+        delay = float(rr.delay_s)
+        self._schedule_reply(now, reply, delay if delay > 0 else 0.0)
 
     def cancel(self, now: float, request_id: int) -> bool:
         """Forget a request or observation without telling the peer; no event follows.
@@ -1073,6 +1091,7 @@ class CoapEndpoint:
                 req = queue[0]
                 token = self._pick_token(now, req)
                 if token is None:
+                    self._token_blocked[addr] = None
                     break  # its token is still in use; keep FIFO order
                 queue.popleft()
                 self._start(now, req, token, running)
@@ -1132,7 +1151,7 @@ class CoapEndpoint:
         if req.group_wait is not None:
             # RFC 7390 2.7: responses from any member, until the wait is over.
             self._group_tokens[token] = req
-            req.group_responses = set()
+            req.group_responses = {}
             self._send(out.data, addr)
             req.timer = self._arm(now + req.group_wait, _T_GROUP_DONE, req)
             return
@@ -1186,6 +1205,13 @@ class CoapEndpoint:
             self._release(now, req)
         else:
             self._pump(now, req.addr)  # a freed token may unblock the queue
+        blocked = self._token_blocked
+        if blocked:
+            # A group request's token is unique among all peers, so a token freed
+            # here may be the one another peer's queue waits for.
+            self._token_blocked = {}
+            for addr in blocked:
+                self._pump(now, addr)
 
     def _fail(self, now: float, req: _Request, reason: str) -> None:
         if req.state == _DONE:
@@ -1251,20 +1277,26 @@ class CoapEndpoint:
     def _on_group_response(
         self, now: float, req: _Request, msg: Message, addr: Hashable, seen: list
     ) -> None:
-        """A member's response to a group request: report it, keep waiting."""
-        if msg.type == Type.CON:
-            self._ack_empty(addr, msg.message_id, seen)
+        """A member's response to a group request: report it, keep waiting.
+
+        Every response is reported, a member's second one too (a message
+        repeated by the network was already dropped by Message ID): which to
+        use is the application's choice, as RFC 7390's successor
+        draft-ietf-core-groupcomm-bis puts it."""
         if self._has_bad_critical(msg.options, CLIENT_CRITICAL_OPTIONS):
             self.stats.bad_options += 1
+            self._reset(addr, msg.message_id, seen)  # RFC 7252 5.4.1: rejected
             return
-        if addr in req.group_responses:
-            self.stats.duplicates += 1
-            return
-        req.group_responses.add(addr)
+        if msg.type == Type.CON:
+            self._ack_empty(addr, msg.message_id, seen)
+        sources = req.group_responses
+        assert sources is not None
+        sources[addr] = sources.get(addr, 0) + 1
         self._events.append(GroupResponse(req.id, msg, addr))
 
     def _group_done(self, now: float, req: _Request) -> None:
-        self._events.append(GroupRequestDone(req.id, len(req.group_responses or ())))
+        sources = req.group_responses or {}
+        self._events.append(GroupRequestDone(req.id, sum(sources.values()), len(sources)))
         self._finish(now, req)
 
     def _on_response(self, now: float, req: _Request, msg: Message) -> None:
@@ -1479,7 +1511,7 @@ class CoapEndpoint:
             return
         if msg.has_option(Opt.PROXY_URI) or msg.has_option(Opt.PROXY_SCHEME):
             resp = self._response_to(msg, Code.PROXYING_NOT_SUPPORTED)
-            self._respond(now, msg, addr, seen, resp)
+            self._respond(now, msg, addr, seen, resp, multicast=multicast)
             return
         path = msg.uri_path
         res = self._resources.get(path)
@@ -1503,7 +1535,8 @@ class CoapEndpoint:
         if kept is not None:
             # RFC 7959 2.4: later blocks come from the representation block 0 was
             # cut from; the handler (which may answer only later) is not asked again.
-            self._respond(now, msg, addr, seen, self._response_blocks(now, msg, addr, kept))
+            resp = self._response_blocks(now, msg, addr, kept)
+            self._respond(now, msg, addr, seen, resp, multicast=multicast)
             return
         outcome = self._run_handler(res, whole, addr, deferrable=True)
         if isinstance(outcome, Deferred):
@@ -1550,7 +1583,7 @@ class CoapEndpoint:
             if after is None:
                 self._send_separate_ack(reply)
             else:
-                state.empty_ack = self._arm(now + after, _T_EMPTY_ACK, reply)
+                reply.ack_timer = self._arm(now + after, _T_EMPTY_ACK, reply)
 
     # ---- RFC 7959 block-wise transfers, server side ---------------------------------
 
@@ -1673,6 +1706,8 @@ class CoapEndpoint:
         try:
             result = res.handler(msg, addr)
             if deferrable and isinstance(result, Deferred):
+                if result._state is not None:
+                    raise ValueError("a Deferred answers one request; this one is taken")
                 return result
             rr = to_response(result)
             if not is_response(rr.code):
@@ -1708,31 +1743,44 @@ class CoapEndpoint:
         delay: float = 0.0,
         multicast: bool = False,
     ) -> None:
-        reply = _Reply(addr, request, resp, seen, multicast)
-        if multicast:
+        self._schedule_reply(now, _Reply(addr, request, resp, seen, multicast), delay)
+
+    def _schedule_reply(self, now: float, reply: _Reply, delay: float) -> None:
+        """Send `reply` after `delay` (plus a leisure for a multicast request), with
+        an empty ACK first when a CON request would wait longer than
+        separate_response_after_s (unless one is already sent or due)."""
+        if reply.multicast:
+            request, code = reply.request, reply.response.code
+            if _useless_to_group(request, reply.response) or suppressed(request, code):
+                self.stats.responses_suppressed += 1  # and no leisure drawn for it
+                return
             # RFC 7252 8.2: spread the members' responses over the leisure.
             delay += self.rng.uniform(0.0, self.params.default_leisure_s)
         if delay <= 0:
             self._send_reply(now, reply)
             return
         after = self.params.separate_response_after_s
-        if request.type == Type.CON and after is not None and delay > after:
-            self._arm(now + after, _T_EMPTY_ACK, reply)
+        if (
+            reply.request.type == Type.CON
+            and after is not None
+            and delay > after
+            and not reply.acked
+            and reply.ack_timer is None
+        ):
+            reply.ack_timer = self._arm(now + after, _T_EMPTY_ACK, reply)
         self._arm(now + delay, _T_REPLY, reply)
 
     def _send_separate_ack(self, reply: _Reply) -> None:
         """RFC 7252 5.2.2: acknowledge now, respond later."""
+        reply.ack_timer = None
         reply.acked = True
         self._ack_empty(reply.addr, reply.request.message_id, reply.seen)
 
     def _send_reply(self, now: float, reply: _Reply) -> None:
         resp = reply.response
         addr = reply.addr
-        if reply.multicast and not reply.request.has_option(Opt.NO_RESPONSE):
-            if resp.code >> 5 in (4, 5):
-                # RFC 7252 8.2: nothing useful to say to the group.
-                self.stats.responses_suppressed += 1
-                return
+        self._disarm(reply.ack_timer)  # the response goes first: it is the ACK
+        reply.ack_timer = None
         if suppressed(reply.request, resp.code):
             # RFC 7967: the client is not interested in this class of response. A CON
             # request still needs its ACK, an empty one (unless one went already).
@@ -1842,6 +1890,19 @@ class CoapEndpoint:
             self._forget_out(inflight)
         obs.inflight = None
         obs.pending = None
+
+
+def _useless_to_group(request: Message, resp: Message) -> bool:
+    """RFC 7252 8.2, RFC 7390 2.7: a multicast request is not answered by default
+    when there is nothing useful to say: an error (4.xx, 5.xx) or an empty
+    payload (which includes RFC 6690 4.1's /.well-known/core filter that
+    matched nothing), except 2.03 Valid, whose news is its code. A request
+    with No-Response has said what it wants instead (RFC 7967: 0 asks for
+    every response), and suppressed() then decides."""
+    if request.has_option(Opt.NO_RESPONSE):
+        return False
+    code = resp.code
+    return code >> 5 in (4, 5) or (not resp.payload and code != Code.VALID)
 
 
 def _check_encodable(msg: Message) -> None:

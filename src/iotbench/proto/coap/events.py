@@ -69,10 +69,11 @@ class NotificationReceived:
 
 @dataclass(frozen=True, slots=True)
 class GroupResponse:
-    """One member's response to the group (multicast) request `request_id`.
+    """A member's response to the group (multicast) request `request_id`.
 
     source: the member's address. Any number may arrive until the
-    request's wait is over (GroupRequestDone).
+    request's wait is over (GroupRequestDone), a member's second response
+    too (only a message the network repeated is dropped, by Message ID).
     """
 
     request_id: int
@@ -82,11 +83,12 @@ class GroupResponse:
 
 @dataclass(frozen=True, slots=True)
 class GroupRequestDone:
-    """The wait for responses to group request `request_id` is over; `responses`
-    arrived (duplicates from one member counted once)."""
+    """The wait for responses to group request `request_id` is over: `responses`
+    GroupResponse events were reported, from `members` distinct sources."""
 
     request_id: int
     responses: int
+    members: int
 
 
 CoapEvent = (

@@ -29,6 +29,9 @@ class CoapParams:
     RFC 7252 4.8 base values: ack_timeout_s, ack_random_factor, max_retransmit,
     nstart, default_leisure_s, probing_rate_bps, max_latency_s, and
     processing_delay_s (None: ACK_TIMEOUT, as 4.8.2 assumes).
+    default_leisure_s is the Leisure a group member waits at most before
+    answering a multicast request (RFC 7252 8.2); an application that knows
+    its group may set it from group.leisure_lower_bound_s.
 
     iotbench additions:
     - non_timeout_s: how long a NON request waits for a response before it is
@@ -42,7 +45,8 @@ class CoapParams:
     - separate_response_after_s: a server whose handler needs longer than
       this for a CON request sends an empty ACK after this long and the
       response later as a separate CON; None never does (the response is
-      piggybacked whenever it is ready).
+      piggybacked whenever it is ready), except for a handler that returns
+      Deferred, whose request is acknowledged at once.
     - separate_response_timeout_s: how long a client waits for a separate
       response after the empty ACK; None: EXCHANGE_LIFETIME.
     - token_length: bytes of random token per request, 0..8. Default 4:

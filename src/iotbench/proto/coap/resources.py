@@ -67,9 +67,12 @@ class Deferred:
     ``CoapEndpoint.respond(now, deferred, result)`` with any handler result.
 
     A CON request gets an empty ACK once CoapParams.separate_response_after_s
-    has passed (RFC 7252 5.2.2) and the answer as a separate response;
-    an answer ready sooner rides on the ACK. A NON request gets a NON answer.
-    Observe registrations are not taken from a deferred answer.
+    has passed (at once when that is None; RFC 7252 5.2.2) and the answer as
+    a separate CON response; an answer ready sooner rides on the ACK. A NON
+    request gets a NON answer, a multicast one after a leisure. A
+    retransmitted request never reaches the handler again. Observe
+    registrations are not taken from a deferred answer. A Deferred answers
+    one request: return a new one each time.
     """
 
     __slots__ = ("addr", "answered", "request", "_state")
