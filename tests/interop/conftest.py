@@ -44,6 +44,33 @@ def wait_for_udp_listener(port: int, proc: subprocess.Popen, timeout_s: float) -
     raise RuntimeError(f"nothing listened on UDP port {port} within {timeout_s} s")
 
 
+#: Attempts to start a server before giving up; see `launch`.
+LAUNCH_ATTEMPTS = 5
+
+
+def launch(
+    pick_port: Callable[[], int],
+    argv_for: Callable[[int], list[str]],
+    wait: Callable[[int, subprocess.Popen, float], None],
+) -> tuple[int, subprocess.Popen]:
+    """Start a server on a port picked free, retrying with another port when it lost
+    the race for it: between our probe and the server's bind another process (often a
+    client's ephemeral port in a parallel test) can take the port."""
+    for attempt in range(LAUNCH_ATTEMPTS):
+        port = pick_port()
+        proc = subprocess.Popen(
+            argv_for(port), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait(port, proc, STARTUP_TIMEOUT_S)
+        except RuntimeError as error:
+            if "in use" in str(error) and attempt + 1 < LAUNCH_ATTEMPTS:
+                continue
+            raise
+        return port, proc
+    raise AssertionError("unreachable")
+
+
 def stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     try:
@@ -55,9 +82,9 @@ def stop(proc: subprocess.Popen) -> str:
 
 
 def _serve_coap(object_size: int) -> Iterator[int]:
-    port = free_udp_port()
-    proc = subprocess.Popen(
-        [
+    port, proc = launch(
+        free_udp_port,
+        lambda port: [
             sys.executable,
             "-m",
             "iotbench.cli",
@@ -70,11 +97,8 @@ def _serve_coap(object_size: int) -> Iterator[int]:
             "--observe-interval",
             "0.2",
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        wait_for_udp_listener,
     )
-    wait_for_udp_listener(port, proc, STARTUP_TIMEOUT_S)
     yield port
     err = stop(proc)
     assert "Traceback" not in err, err
@@ -100,14 +124,11 @@ def iotbench_coap_big_server() -> Iterator[int]:
 def libcoap_server(require_peer) -> Iterator[int]:
     """libcoap's example `coap-server` on a free port; yields the port."""
     exe = require_peer("coap-server-notls")
-    port = free_udp_port()
-    proc = subprocess.Popen(
-        [exe, "-A", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    port, proc = launch(
+        free_udp_port,
+        lambda port: [exe, "-A", "127.0.0.1", "-p", str(port)],
+        wait_for_udp_listener,
     )
-    wait_for_udp_listener(port, proc, STARTUP_TIMEOUT_S)
     yield port
     stop(proc)
 
@@ -146,14 +167,11 @@ def find_daemon(name: str, require_peer: Callable[[str], str]) -> str:
 @pytest.fixture
 def iotbench_mqtt_server() -> Iterator[int]:
     """`iotbench serve mqtt` on a free port; yields the port."""
-    port = free_tcp_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "iotbench.cli", "serve", "mqtt", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    port, proc = launch(
+        free_tcp_port,
+        lambda port: [sys.executable, "-m", "iotbench.cli", "serve", "mqtt", "--port", str(port)],
+        wait_for_tcp_listener,
     )
-    wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
     yield port
     err = stop(proc)
     assert "Traceback" not in err, err
@@ -163,20 +181,20 @@ def iotbench_mqtt_server() -> Iterator[int]:
 def mosquitto_broker(require_peer, tmp_path: Path) -> Iterator[int]:
     """Eclipse mosquitto on a free loopback port with a config of our own; yields the port."""
     exe = find_daemon("mosquitto", require_peer)
-    port = free_tcp_port()
     config = tmp_path / "mosquitto.conf"
-    config.write_text(
-        f"listener {port} 127.0.0.1\n"
-        "allow_anonymous true\n"
-        "persistence false\n"
-        "log_dest stderr\n"
-        "log_type error\n"
-        "log_type warning\n"
-    )
-    proc = subprocess.Popen(
-        [exe, "-c", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
+
+    def argv_for(port: int) -> list[str]:
+        config.write_text(
+            f"listener {port} 127.0.0.1\n"
+            "allow_anonymous true\n"
+            "persistence false\n"
+            "log_dest stderr\n"
+            "log_type error\n"
+            "log_type warning\n"
+        )
+        return [exe, "-c", str(config)]
+
+    port, proc = launch(free_tcp_port, argv_for, wait_for_tcp_listener)
     yield port
     stop(proc)
 
@@ -218,15 +236,21 @@ def iotbench_ndn_server() -> Iterator[Callable[..., NdnServer]]:
     started: list[NdnServer] = []
 
     def start(*args: str) -> NdnServer:
-        port = free_port_for_tcp_and_udp()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "iotbench.cli", "serve", "ndn", "--port", str(port), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        port, proc = launch(
+            free_port_for_tcp_and_udp,
+            lambda port: [
+                sys.executable,
+                "-m",
+                "iotbench.cli",
+                "serve",
+                "ndn",
+                "--port",
+                str(port),
+                *args,
+            ],
+            wait_for_tcp_listener,
         )
         started.append(NdnServer(port, proc, []))
-        wait_for_tcp_listener(port, proc, STARTUP_TIMEOUT_S)
         while line := proc.stderr.readline():  # printed once both sockets are bound
             started[-1].banner.append(line.rstrip("\n"))
             if line.startswith("  signed with"):

@@ -89,7 +89,7 @@ def test_well_known_core_lists_resources(iotbench_coap_server):
     resp = run(iotbench_coap_server, body)
     assert resp.code == AioCode.CONTENT and resp.opt.content_format == 40
     links = {link.href: link for link in linkformat.parse(resp.payload.decode()).links}
-    assert set(links) == {"/voltage", "/json", "/o", "/store"}
+    assert set(links) == {"/voltage", "/json", "/o", "/store", "/mc"}
     assert links["/voltage"].rt == ["voltage"] and links["/voltage"].ct == ["0"]
     assert '</voltage>;ct=0;rt="voltage";obs' in resp.payload.decode()
 
