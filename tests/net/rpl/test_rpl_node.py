@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from iotbench.net.rpl.codec import DIO, DIS, INFINITE_RANK, Dio, decode, encode
+from iotbench.net.rpl.codec import DIO, DIS, INFINITE_RANK, Dao, Dio, decode, encode
 from iotbench.net.rpl.node import (
     ALL_RPL_NODES,
     JoinedDodag,
@@ -110,6 +110,7 @@ class Net:
         self.queue: list = []
         self.seq = 0
         self.sent: list[tuple[float, int, int]] = []  # (time, sender, code)
+        self.messages: list[tuple[int, object]] = []  # (sender, decoded message)
         self.events: list[tuple[int, object]] = []
         for node in self.nodes:
             node.start(0.0)
@@ -121,6 +122,7 @@ class Net:
         node = self.nodes[i]
         for dst, code, body in node.messages_to_send():
             self.sent.append((self.now, i, code))
+            self.messages.append((i, decode(code, body)))
             if dst == ALL_RPL_NODES:
                 targets = [j for j in range(len(self.nodes)) if j != i and self.linked(i, j)]
             else:
@@ -234,6 +236,60 @@ def test_multicast_targets_travel_up_as_routes():
     net.nodes[2].remove_target(net.now, group)
     net.run(net.now + 30.0)
     assert net.nodes[0].next_hop(group) is None
+
+
+GROUP = bytes.fromhex("ff1e0000000000000000000000890001")
+#: n0 - n1, with n2 and n3 both children of n1, and n4 below n2.
+TREE = {(0, 1), (1, 2), (1, 3), (2, 4)}
+
+
+def test_a_member_with_members_below_keeps_forwarding_for_the_group():
+    """n2 is a member and so is n4 below it: n2 stores n4's announcement (SMRF
+    must forward to n4) but does not pass it on, its own DAO carries the group."""
+    net = Net(5, TREE)
+    net.run(60.0)
+    net.nodes[2].add_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    before = len(net.messages)
+    net.nodes[4].add_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    assert net.nodes[2].next_hop(GROUP) == ll(4)
+    assert net.nodes[1].next_hop(GROUP) == ll(2)
+    # n2 passes on n4's own address (refreshed with the join), never the group.
+    passed = [m for i, m in net.messages[before:] if i == 2 and isinstance(m, Dao)]
+    assert passed and all(t.prefix != GROUP for m in passed for t, _ in m.targets)
+    net.nodes[2].remove_target(net.now, GROUP)  # n2 leaves; n4 is still below it
+    net.run(net.now + 10.0)
+    assert net.nodes[1].next_hop(GROUP) == ll(2) and net.nodes[2].next_hop(GROUP) == ll(4)
+
+
+def test_one_childs_no_path_leaves_the_group_to_the_other_children():
+    net = Net(5, TREE)
+    net.run(60.0)
+    net.nodes[3].add_target(net.now, GROUP)
+    net.nodes[4].add_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    net.nodes[4].remove_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    assert net.nodes[2].next_hop(GROUP) is None  # n4 was n2's only member
+    assert net.nodes[1].next_hop(GROUP) is not None  # n3 is still a member
+    assert net.nodes[0].next_hop(GROUP) == ll(1)
+    net.nodes[3].remove_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    assert all(node.next_hop(GROUP) is None for node in net.nodes)
+
+
+def test_joining_a_group_announces_the_group_not_the_whole_sub_dodag():
+    """A new target is announced on its own: resending every route below on each
+    join made DAOs multiply up the tree (a storm when 30 members join at once)."""
+    net = Net(5, TREE)
+    net.run(60.0)
+    before = len(net.sent)
+    net.nodes[1].add_target(net.now, GROUP)
+    net.run(net.now + 10.0)
+    daos = [(i, m) for i, m in net.messages[before:] if isinstance(m, Dao)]
+    assert [i for i, _ in daos] == [1]  # one DAO, from n1, with n1's own targets only
+    assert {t.prefix for t, _ in daos[0][1].targets} == {gl(1), GROUP}
 
 
 def test_bad_messages_are_counted_never_raised():

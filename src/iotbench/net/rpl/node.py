@@ -20,12 +20,19 @@ What it does:
   hysteresis; a node never advertises a Rank above the lowest it had in
   this version plus MaxRankIncrease (8.2.2.4); it detaches and poisons its
   sub-DODAG (a DIO with infinite Rank) when no parent is left;
-- storing mode (MOP 3, with multicast): each node sends its own targets in
-  DAOs to its parent `dao_delay_s` after joining, after a parent change and
-  every half path lifetime, and passes on the targets its children send; a
-  DAO with lifetime 0 (No-Path) removes routes; a parent change sends the
-  old parent a No-Path DAO for everything below; DAOs are acknowledged hop by
-  hop (K flag) and resent up to `dao_retries` times;
+- storing mode (MOP 3, with multicast): each node sends its own targets and
+  its routes in DAOs to its parent `dao_delay_s` after joining and after a
+  parent change, its own targets every half path lifetime and a new one
+  (a group joined) `dao_delay_s` after it was added, and passes on the
+  targets its children send; a DAO with lifetime 0 (No-Path) removes routes;
+  a parent change sends the old parent a No-Path DAO for everything below;
+  DAOs are acknowledged hop by hop (K flag) and resent up to `dao_retries`
+  times;
+- a group's route remembers every child below which a member announced it
+  (with each one's lifetime), so one child's No-Path or expiry leaves the
+  group to the others; a node that is itself a member keeps its children's
+  announcements of the group but does not pass them on (its own DAOs already
+  carry the group);
 - link ETX from the MAC's results: an exponentially weighted moving average
   of the transmissions each frame took, a frame never acknowledged counting
   `etx_noack_penalty`;
@@ -118,12 +125,18 @@ class _Neighbour:
 
 
 class _Route:
-    __slots__ = ("expires", "next_hop", "sequence")
+    __slots__ = ("children", "expires", "next_hop", "sequence")
 
     def __init__(self, next_hop: bytes, expires: float, sequence: int) -> None:
         self.next_hop = next_hop
         self.expires = expires
         self.sequence = sequence
+        #: A group's route: each child that announced it -> when that expires.
+        self.children: dict[bytes, float] | None = None
+
+
+def _is_group(address: bytes) -> bool:
+    return address[0] == 0xFF
 
 
 class RplNode:
@@ -172,6 +185,9 @@ class RplNode:
         self._dao_seq = SEQUENCE_INIT
         self._awaiting_ack: dict[int, list] = {}  # seq -> [deadline, dst, message, tries]
         self._dao_at: float | None = None
+        #: Whether the scheduled DAO carries the routes below too (after a join or a
+        #: parent change, or when the parent asks) or only this node's own targets.
+        self._dao_all = False
         self._dis_at: float | None = None
         self._refresh_at: float | None = None
         self._now = 0.0
@@ -215,10 +231,14 @@ class RplNode:
         """An address or group of this node, to announce in DAOs."""
         if target not in self.targets:
             self.targets[target] = SEQUENCE_INIT
-            self._schedule_dao(now)
+            self._schedule_dao(now, everything=False)
 
     def remove_target(self, now: float, target: bytes) -> None:
-        if self.targets.pop(target, None) is not None and self.joined and not self.root:
+        if self.targets.pop(target, None) is None or not self.joined or self.root:
+            return
+        if target in self._routes:  # a group with members below: it must stay announced
+            self._send_dao(self.preferred_parent, [target], self.config.default_lifetime)
+        else:
             self._send_dao(self.preferred_parent, [target], lifetime=0)
 
     def receive(self, now: float, src: bytes, dst: bytes, code: int, body: bytes) -> None:
@@ -269,7 +289,10 @@ class RplNode:
                 self._dis_at = now + self.params.dis_interval_s
         if self._dao_at is not None and now >= self._dao_at:
             self._dao_at = None
-            self._advertise_all(now)
+            if self._dao_all:
+                self._advertise_all(now)
+            else:
+                self._advertise_own(now)
         if self._refresh_at is not None and now >= self._refresh_at:
             self._refresh_at = None
             self._advertise_own(now)
@@ -428,7 +451,7 @@ class RplNode:
         self._trickle.inconsistent(now)
         if old is not None and old in self._neighbours:
             # The old parent must forget the routes through us.
-            everything = list(self.targets) + list(self._routes)
+            everything = list(dict.fromkeys([*self.targets, *self._routes]))
             self._send_dao(old, everything, lifetime=0)
         self._schedule_dao(now)
 
@@ -449,9 +472,10 @@ class RplNode:
 
     # ------------------------------------------------------------------ DAO
 
-    def _schedule_dao(self, now: float) -> None:
+    def _schedule_dao(self, now: float, everything: bool = True) -> None:
         if self.root or not self.joined:
             return
+        self._dao_all = self._dao_all or everything
         delay = self.params.dao_delay_s * (0.5 + 0.5 * self.rng.random())
         if self._dao_at is None or now + delay < self._dao_at:
             self._dao_at = now + delay
@@ -468,10 +492,12 @@ class RplNode:
 
     def _advertise_all(self, now: float) -> None:
         """Own targets, and everything below (after joining or a parent change)."""
+        self._dao_all = False
         self._advertise_own(now)
-        if self.joined and self._routes:
+        below = [t for t in self._routes if t not in self.targets]
+        if self.joined and below:
             lifetime = self.config.default_lifetime
-            self._send_dao(self.preferred_parent, list(self._routes), lifetime)
+            self._send_dao(self.preferred_parent, below, lifetime)
 
     def _send_dao(self, dst: bytes | None, targets: list[bytes], lifetime: int) -> None:
         if dst is None:
@@ -512,8 +538,12 @@ class RplNode:
         passing: list[tuple[Target, Transit]] = []
         for target, transit in dao.targets:
             address = target.prefix
-            if address in self.targets:
+            if _is_group(address):
+                if self._on_group_target(now, src, address, transit):
+                    passing.append((target, transit))
                 continue
+            if address in self.targets:
+                continue  # our own address
             route = self._routes.get(address)
             if transit.path_lifetime == 0:  # No-Path
                 if route is not None and route.next_hop == src:
@@ -521,19 +551,9 @@ class RplNode:
                     self._events.append(RouteRemoved(address))
                     passing.append((target, transit))
                 continue
-            expires = now + self._lifetime_s(transit.path_lifetime)
-            if route is None:
-                if len(self._routes) >= self.params.max_routes:
-                    self._count("routes_refused")
-                    continue
-                self._routes[address] = _Route(src, expires, transit.path_sequence)
-                self._events.append(RouteAdded(address, src))
-            else:
-                if route.next_hop != src:
-                    route.next_hop = src
-                    self._events.append(RouteAdded(address, src))
-                route.expires, route.sequence = expires, transit.path_sequence
-            passing.append((target, transit))
+            route = self._store_route(now, address, src, transit)
+            if route is not None:
+                passing.append((target, transit))
         if passing and not self.root and self.preferred_parent is not None:
             for i in range(0, len(passing), TARGETS_PER_DAO):
                 self._dao_seq = sequence_increment(self._dao_seq)
@@ -544,11 +564,62 @@ class RplNode:
                     deadline = now + self.params.dao_ack_timeout_s
                     self._awaiting_ack[self._dao_seq] = [deadline, self.preferred_parent, up, 0]
 
+    def _store_route(
+        self, now: float, address: bytes, src: bytes, transit: Transit
+    ) -> _Route | None:
+        """Add or refresh the route to `address` through `src`; None when the table is full."""
+        expires = now + self._lifetime_s(transit.path_lifetime)
+        route = self._routes.get(address)
+        if route is None:
+            if len(self._routes) >= self.params.max_routes:
+                self._count("routes_refused")
+                return None
+            route = self._routes[address] = _Route(src, expires, transit.path_sequence)
+            self._events.append(RouteAdded(address, src))
+            return route
+        if route.next_hop != src:
+            route.next_hop = src
+            self._events.append(RouteAdded(address, src))
+        route.expires, route.sequence = expires, transit.path_sequence
+        return route
+
+    def _on_group_target(self, now: float, src: bytes, group: bytes, transit: Transit) -> bool:
+        """A child announced (or, with a No-Path, withdrew) members of `group` below it.
+        True when the DAO must go on up: not when this node is a member itself (its
+        own DAOs carry the group), nor for a No-Path while other children remain."""
+        route = self._routes.get(group)
+        if transit.path_lifetime == 0:
+            if route is None or route.children is None or src not in route.children:
+                return False
+            del route.children[src]
+            if route.children:
+                route.expires = max(route.children.values())
+                return False
+            del self._routes[group]
+            self._events.append(RouteRemoved(group))
+            return group not in self.targets
+        route = self._store_route(now, group, src, transit)
+        if route is None:
+            return False
+        if route.children is None:
+            route.children = {}
+        route.children[src] = route.expires
+        route.expires = max(route.children.values())
+        return group not in self.targets
+
     def _expire_routes(self, now: float) -> None:
         for address, route in list(self._routes.items()):
-            if route.expires <= now:
-                del self._routes[address]
-                self._events.append(RouteRemoved(address))
+            if route.expires > now:
+                continue
+            if route.children:  # a group: some children's announcements may live on
+                for child, expires in list(route.children.items()):
+                    if expires <= now:
+                        del route.children[child]
+                if route.children:
+                    route.expires = max(route.children.values())
+                    continue
+            del self._routes[address]
+            self._events.append(RouteRemoved(address))
 
     # ------------------------------------------------------------------ helpers
 
