@@ -124,6 +124,7 @@ def build_radio_network(
             "tree": tree,
             "tree_path": tree_path,
             "interferers": interferers,
+            "streams": streams,  # the network's own random streams (network.seed)
             "uplink": uplink,
             "rpl": [d.rpl for d in rpl_drivers],
         },
@@ -457,7 +458,7 @@ def _interferers(sim: Simulator, cfg: Settings, medium: RadioMedium, streams) ->
             if mw >= floor_mw:
                 targets.append((radio, mw))
         traffic = WifiTraffic(spec.rate_bps, spec.frame_bytes, spec.phy_rate_bps, spec.start_s)
-        interferer = WifiInterferer(sim, f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
+        interferer = WifiInterferer(f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
         interferer.start()
         out.append(interferer)
     return out

@@ -178,7 +178,7 @@ def test_csma_gives_up_after_macmaxcsmabackoffs_under_a_saturating_interferer():
     # A Wi-Fi transmitter 5 m away sending one endless burst: every CCA is busy.
     jam = WifiTraffic(rate_bps=54e6, frame_bytes=10**8)
     targets = [(r, phy.dbm_to_mw(-50.0)) for r in net.radios]
-    WifiInterferer(net.sim, "wifi", jam, targets, net.sim.rng("wifi")).start()
+    WifiInterferer("wifi", jam, targets, net.sim.rng("wifi")).start()
     for i in range(10):
         net.send_at(0.5 + i * 0.1, 0, 1)
     net.sim.run(until=2.0)
@@ -195,7 +195,7 @@ def test_interference_below_the_cca_threshold_still_corrupts_frames():
     net = RadioNet([(0, 0, 0), (75, 0, 0)])  # about -96.5 dBm at n1
     jam = WifiTraffic(rate_bps=54e6, frame_bytes=10**8)
     WifiInterferer(
-        net.sim, "wifi", jam, [(net.radios[1], phy.dbm_to_mw(-95.0))], net.sim.rng("wifi")
+        "wifi", jam, [(net.radios[1], phy.dbm_to_mw(-95.0))], net.sim.rng("wifi")
     ).start()
     for i in range(20):
         net.send_at(0.5 + i * 0.05, 0, 1)

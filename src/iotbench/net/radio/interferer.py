@@ -1,7 +1,7 @@
 """An external interferer: a Wi-Fi-like transmitter that never defers to 802.15.4.
 
 It sends bursts (one 802.11 frame each) that add power at every 802.15.4
-radio within reach; 802.15.4 receivers treat that power as noise (it lowers
+radio within reach while they last; 802.15.4 receivers treat that power as noise (it lowers
 the SINR of frames they receive) and their CCA senses it, but nothing
 decodes it and it never waits for a clear channel.
 
@@ -23,13 +23,13 @@ channel, far less beside it.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass
 
 from iotbench.net.radio import phy
-from iotbench.net.radio.medium import Radio, Transmission
-from iotbench.sim import Simulator
+from iotbench.net.radio.medium import Radio
 
 PLCP_S = 20e-6  # OFDM preamble (16 us) and SIGNAL field (4 us)
 DIFS_S = 34e-6  # 802.11 OFDM at 2.4 GHz with short slots: SIFS 16 + 2 x 9 us
@@ -82,51 +82,106 @@ class WifiTraffic:
         return PLCP_S + self.frame_bytes * 8 / self.phy_rate_bps
 
 
+#: How far back a radio may ask about bursts: longer than any 802.15.4 frame
+#: (133 bytes, 4.3 ms) and any CCA window, so a reception's oldest stretch is kept.
+HISTORY_S = 0.05
+
+
 class WifiInterferer:
-    """Bursts on `targets` (radio, power in mW within its channel) at the traffic's load."""
+    """The bursts of one Wi-Fi transmitter, received by `targets` (radio, power in mW
+    within its 802.15.4 channel).
+
+    A burst costs no kernel events: a radio that needs the interference over an
+    interval (a stretch of a reception at constant SINR, a CCA window) asks
+    `overlaps(a, b)`. Bursts are drawn in order from the interferer's own random
+    stream up to the latest time asked, so a seed gives the same bursts whoever
+    asks, and when; those that ended more than HISTORY_S before the latest time
+    asked are forgotten, so memory stays flat however long the run (at a
+    saturating load a burst every ~0.25 ms would otherwise cost two events and a
+    call on every radio within reach).
+    """
 
     def __init__(
         self,
-        sim: Simulator,
         name: str,
         traffic: WifiTraffic,
         targets: list[tuple[Radio, float]],
         rng: random.Random,
     ) -> None:
-        self.sim = sim
         self.name = name
         self.traffic = traffic
         self.targets = targets
         self.rng = rng
-        self.bursts = 0
-        self.busy_s = 0.0
+        self._burst_s = traffic.burst_s
         frames_per_s = traffic.rate_bps / (8 * traffic.frame_bytes)
         self._mean_gap_s = (
-            1.0 / frames_per_s - traffic.burst_s - DIFS_S if frames_per_s > 0 else math.inf
+            1.0 / frames_per_s - self._burst_s - DIFS_S if frames_per_s > 0 else math.inf
         )
+        # The bursts drawn and not yet forgotten, from index `_head`: start and end
+        # times, both increasing (one transmitter: bursts never overlap).
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._head = 0
+        self._next_start = (
+            traffic.start_s + self._gap() if traffic.rate_bps > 0 and targets else math.inf
+        )
+        self._drawn = 0
+        self._forgotten_busy_s = 0.0
 
     def start(self) -> None:
-        if self.traffic.rate_bps > 0 and self.targets:
-            self.sim.at(self.traffic.start_s + self._gap(), self._burst)
+        """Make the targets hear the bursts."""
+        for radio, mw in self.targets:
+            radio.interferers.append((self, mw))
 
     def _gap(self) -> float:
         if self._mean_gap_s > 0:
             return DIFS_S + self.rng.expovariate(1.0 / self._mean_gap_s)
         return DIFS_S + self.rng.randint(0, CW_MIN) * SLOT_S  # saturated
 
-    def _burst(self) -> None:
-        now = self.sim.now
-        duration = self.traffic.burst_s
-        tx = Transmission(self, None, None, now, now + duration)
-        for radio, mw in self.targets:
-            radio.signal_starts(tx, mw, now)
-        tx.affected = self.targets
-        self.bursts += 1
-        self.busy_s += duration
-        self.sim.post(tx.end, self._burst_end, tx)
+    def _draw_until(self, t: float) -> None:
+        starts, ends, burst = self._starts, self._ends, self._burst_s
+        while self._next_start <= t:
+            start = self._next_start
+            starts.append(start)
+            ends.append(start + burst)
+            self._drawn += 1
+            self._next_start = start + burst + self._gap()
+        # Forget what no one can ask about any more; compact now and then.
+        horizon = t - HISTORY_S
+        head = bisect.bisect_left(ends, horizon, self._head)
+        self._forgotten_busy_s += (head - self._head) * burst
+        self._head = head
+        if head > 4096:
+            del starts[:head], ends[:head]
+            self._head = 0
 
-    def _burst_end(self, tx: Transmission) -> None:
-        now = self.sim.now
-        for radio, mw in tx.affected:
-            radio.signal_ends(tx, mw, now)
-        self.sim.post(now + self._gap(), self._burst)
+    def overlaps(self, a: float, b: float) -> list[tuple[float, float]]:
+        """The parts of [a, b] during which a burst was on the air, in order."""
+        if self._next_start > b and self._head == len(self._ends):
+            return []
+        self._draw_until(b)
+        ends, starts = self._ends, self._starts
+        out = []
+        for k in range(bisect.bisect_right(ends, a, self._head), len(ends)):
+            start = starts[k]
+            if start >= b:
+                break
+            end = ends[k]
+            out.append((start if start > a else a, end if end < b else b))
+        return out
+
+    def on_air(self, t: float) -> bool:
+        """Whether a burst is on the air at `t`."""
+        return bool(self.overlaps(t, t))
+
+    def stats(self, now: float) -> tuple[int, float]:
+        """Bursts begun by `now`, and the time they were on the air."""
+        self._draw_until(now)
+        starts, ends = self._starts, self._ends
+        later = len(starts) - bisect.bisect_right(starts, now, self._head)
+        busy = self._forgotten_busy_s + sum(
+            min(e, now) - s
+            for s, e in zip(starts[self._head :], ends[self._head :], strict=True)
+            if s <= now
+        )
+        return self._drawn - later, busy

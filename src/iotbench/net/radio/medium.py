@@ -8,12 +8,15 @@ its start and its end. A radio whose power from a transmission would stay
 below the interference floor is not in the list and costs nothing.
 
 At a receiver a transmission's power adds to the power of everything else on
-the air there (other frames, interferer bursts). The radio locks onto a frame
+the air there (other frames, interferer bursts). Frames are events; an
+interferer's bursts are not: a radio asks each interferer it hears which
+bursts overlapped a stretch of time when it needs to (interferer.py). The radio locks onto a frame
 whose power reaches its sensitivity if it is listening (not transmitting,
 not turning around, not already receiving); it then decodes it against
 noise plus all other power: the frame's PSDU is cut into stretches of
 constant SINR wherever another signal starts or ends, and it survives with
-the product of the stretches' success probabilities (phy.py, Annex E). So
+the product of the stretches' success probabilities (phy.py, Annex E); a
+stretch is cut further wherever an interferer's burst began or ended. So
 collisions, capture of the stronger frame and hidden terminals arise from
 the geometry; nothing about them is special-cased.
 
@@ -84,12 +87,11 @@ class Reception:
 
 
 class Transmission:
-    """One signal on the air: a frame (decodable) or an interferer's burst."""
+    """One frame on the air."""
 
     __slots__ = ("affected", "decodable", "dst", "end", "pkt", "radio", "start")
 
     def __init__(self, radio, pkt: Packet | None, dst: Radio | None, start: float, end: float):
-        # `radio`: the sending Radio, or the interferer of a burst
         self.radio = radio
         self.pkt = pkt
         self.dst = dst  # the addressee's radio; None for a broadcast or a burst
@@ -111,6 +113,7 @@ class Radio:
         "energy_t",
         "incoming",
         "index",
+        "interferers",
         "locked",
         "mac",
         "medium",
@@ -150,6 +153,8 @@ class Radio:
         self.cca_threshold_mw = phy.dbm_to_mw(cca_threshold_dbm)
         # (receiver, mean received power in mW, pair id), filled by neighbours.py
         self.neighbours: list[tuple[Radio, float, int]] = []
+        # (interferer, power in mW here while it bursts), filled by WifiInterferer.start
+        self.interferers: list[tuple[object, float]] = []
         self.power_mw = 0.0  # from every signal on the air here, noise excluded
         self.incoming = 0  # how many signals that is
         self.energy = 0.0  # integral of power_mw over time (mW s), for CCA
@@ -177,9 +182,38 @@ class Radio:
         """The SINR is about to change: account for the PSDU bits at the old one."""
         start = rec.seg_start if rec.seg_start > rec.psdu_start else rec.psdu_start
         if now > start:
-            sinr = rec.mw / (self.noise_mw + self.power_mw - rec.mw)
-            rec.log_success += (now - start) * phy.RATE_BPS * phy.log_success_per_bit(sinr)
+            other = self.noise_mw + self.power_mw - rec.mw
+            if self.interferers:
+                rec.log_success += self._log_success_with_bursts(rec, start, now, other)
+            else:
+                sinr = rec.mw / other
+                rec.log_success += (now - start) * phy.RATE_BPS * phy.log_success_per_bit(sinr)
         rec.seg_start = now
+
+    def _log_success_with_bursts(
+        self, rec: Reception, start: float, now: float, other: float
+    ) -> float:
+        """ln P(the PSDU bits in [start, now] survive), with the SINR changing wherever
+        an interferer's burst began or ended; `other` is noise plus frames."""
+        changes: list[tuple[float, float]] = []
+        for interferer, mw in self.interferers:
+            for a, b in interferer.overlaps(start, now):
+                changes.append((a, mw))
+                changes.append((b, -mw))
+        if changes:
+            rec.interfered = True
+            changes.sort()
+        log_success = 0.0
+        t, extra = start, 0.0
+        for when, delta in changes:
+            if when > t:
+                log_success += (when - t) * phy.log_success_per_bit(rec.mw / (other + extra))
+                t = when
+            extra += delta
+            if extra < _POWER_RESIDUE_MW:
+                extra = 0.0
+        log_success += (now - t) * phy.log_success_per_bit(rec.mw / (other + extra))
+        return log_success * phy.RATE_BPS
 
     # signal_starts and signal_ends run for every receiver within reach of every
     # frame: the most frequent code of a radio network, so written out in full.
@@ -244,6 +278,12 @@ class Radio:
             return False
         self._integrate(now)
         average = (self.energy - energy_at_start) / (now - start) if now > start else self.power_mw
+        for interferer, mw in self.interferers:
+            if now > start:
+                on_air = sum(b - a for a, b in interferer.overlaps(start, now))
+                average += mw * on_air / (now - start)
+            elif interferer.on_air(now):
+                average += mw
         return average + self.noise_mw < self.cca_threshold_mw
 
     def prepare_tx(self, now: float) -> None:
