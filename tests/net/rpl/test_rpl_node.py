@@ -292,6 +292,21 @@ def test_joining_a_group_announces_the_group_not_the_whole_sub_dodag():
     assert {t.prefix for t, _ in daos[0][1].targets} == {gl(1), GROUP}
 
 
+def test_children_news_is_gathered_into_few_daos_on_the_way_up():
+    """n2 and n3 join groups at the same moment: n1 passes both on in one DAO."""
+    net = Net(5, TREE)
+    net.run(60.0)
+    before = len(net.messages)
+    other = bytes.fromhex("ff1e0000000000000000000000890002")
+    net.nodes[2].add_target(net.now, GROUP)
+    net.nodes[3].add_target(net.now, other)
+    net.run(net.now + 10.0)
+    up = [m for i, m in net.messages[before:] if i == 1 and isinstance(m, Dao)]
+    assert len(up) == 1
+    assert {GROUP, other} <= {t.prefix for t, _ in up[0].targets}
+    assert net.nodes[0].next_hop(GROUP) == net.nodes[0].next_hop(other) == ll(1)
+
+
 def test_bad_messages_are_counted_never_raised():
     node = RplNode(random.Random(1), RplParams(), ll(1), gl(1))
     node.start(0.0)

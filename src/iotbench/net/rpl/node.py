@@ -24,7 +24,9 @@ What it does:
   its routes in DAOs to its parent `dao_delay_s` after joining and after a
   parent change, its own targets every half path lifetime and a new one
   (a group joined) `dao_delay_s` after it was added, and passes on the
-  targets its children send; a DAO with lifetime 0 (No-Path) removes routes;
+  targets its children send (gathered for `dao_forward_delay_s`, so that
+  many children's news go up in few DAOs); a DAO with lifetime 0 (No-Path)
+  removes routes;
   a parent change sends the old parent a No-Path DAO for everything below;
   DAOs are acknowledged hop by hop (K flag) and resent up to `dao_retries`
   times;
@@ -79,6 +81,9 @@ class RplParams:
     lifetime_unit: int = 60  # seconds
     dao_ack: bool = True
     dao_delay_s: float = 1.0
+    #: How long the targets children send are gathered before they go up in as few
+    #: DAOs as they fit (RFC 6550 9.5 lets a node delay DAOs to aggregate them).
+    dao_forward_delay_s: float = 0.5
     dao_ack_timeout_s: float = 5.0
     dao_retries: int = 4
     dis_start_delay_s: float = 5.0
@@ -188,6 +193,9 @@ class RplNode:
         #: Whether the scheduled DAO carries the routes below too (after a join or a
         #: parent change, or when the parent asks) or only this node's own targets.
         self._dao_all = False
+        # Children's targets waiting to go up (the latest news of each), and when.
+        self._forward: dict[bytes, tuple[Target, Transit]] = {}
+        self._forward_at: float | None = None
         self._dis_at: float | None = None
         self._refresh_at: float | None = None
         self._now = 0.0
@@ -272,6 +280,7 @@ class RplNode:
 
     def next_timer(self) -> float | None:
         times = [self._trickle.next_timer(), self._dao_at, self._dis_at, self._refresh_at]
+        times.append(self._forward_at)
         times += [entry[0] for entry in self._awaiting_ack.values()]
         if self._routes:
             times.append(min(r.expires for r in self._routes.values()))
@@ -293,6 +302,11 @@ class RplNode:
                 self._advertise_all(now)
             else:
                 self._advertise_own(now)
+        if self._forward_at is not None and now >= self._forward_at:
+            self._forward_at = None
+            pairs, self._forward = list(self._forward.values()), {}
+            if self.joined and not self.root:
+                self._send_pairs(self.preferred_parent, pairs)
         if self._refresh_at is not None and now >= self._refresh_at:
             self._refresh_at = None
             self._advertise_own(now)
@@ -500,13 +514,17 @@ class RplNode:
             self._send_dao(self.preferred_parent, below, lifetime)
 
     def _send_dao(self, dst: bytes | None, targets: list[bytes], lifetime: int) -> None:
+        pairs = [(_target(t), Transit(lifetime, self._path_sequence(t))) for t in targets]
+        self._send_pairs(dst, pairs)
+
+    def _send_pairs(self, dst: bytes | None, pairs: list[tuple[Target, Transit]]) -> None:
+        """DAOs to `dst` with these targets, TARGETS_PER_DAO in each, acknowledged."""
         if dst is None:
             return
-        for i in range(0, len(targets), TARGETS_PER_DAO):
-            chunk = targets[i : i + TARGETS_PER_DAO]
-            pairs = tuple((_target(t), Transit(lifetime, self._path_sequence(t))) for t in chunk)
+        for i in range(0, len(pairs), TARGETS_PER_DAO):
+            chunk = tuple(pairs[i : i + TARGETS_PER_DAO])
             self._dao_seq = sequence_increment(self._dao_seq)
-            dao = Dao(self.instance_id, self._dao_seq, pairs, ack_request=self.params.dao_ack)
+            dao = Dao(self.instance_id, self._dao_seq, chunk, ack_request=self.params.dao_ack)
             self._send(dst, dao)
             if self.params.dao_ack:
                 deadline = self._now + self.params.dao_ack_timeout_s
@@ -554,15 +572,11 @@ class RplNode:
             route = self._store_route(now, address, src, transit)
             if route is not None:
                 passing.append((target, transit))
-        if passing and not self.root and self.preferred_parent is not None:
-            for i in range(0, len(passing), TARGETS_PER_DAO):
-                self._dao_seq = sequence_increment(self._dao_seq)
-                chunk = tuple(passing[i : i + TARGETS_PER_DAO])
-                up = Dao(self.instance_id, self._dao_seq, chunk, ack_request=self.params.dao_ack)
-                self._send(self.preferred_parent, up)
-                if self.params.dao_ack:
-                    deadline = now + self.params.dao_ack_timeout_s
-                    self._awaiting_ack[self._dao_seq] = [deadline, self.preferred_parent, up, 0]
+        if passing and not self.root:
+            for target, transit in passing:
+                self._forward[target.prefix] = (target, transit)
+            if self._forward_at is None:
+                self._forward_at = now + self.params.dao_forward_delay_s
 
     def _store_route(
         self, now: float, address: bytes, src: bytes, transit: Transit
