@@ -84,3 +84,32 @@ def test_group_query_needs_coap_and_the_uplink_client():
     )
     with pytest.raises(ScenarioError, match="group-query: the client is the host behind"):
         expand(parse_scenario(text, "s6.toml"), {}, {})
+
+
+def test_members_picked_by_hop_count_average_the_asked_hops():
+    weak = {"network.radio.tx_power_dbm": -25.0}  # four hops deep
+    near = run("unicast", **weak, **{"workload.member_hops_mean": 1.0})
+    far = run("unicast", **weak, **{"workload.member_hops_mean": 2.0})
+    assert near["group_size"] == far["group_size"] == 6
+    assert near["member_hops_mean"] == pytest.approx(1.0)
+    assert far["member_hops_mean"] == pytest.approx(2.0)
+    assert far["member_reliability"] == 1.0
+
+
+def test_an_entity_the_em_refuses_is_asked_for_again_then_the_run_says_it_failed():
+    # A Wi-Fi transmitter on the gateway's channel, on without a pause from just before
+    # the client asks: no member hears the EM's request to join, so the EM refuses;
+    # the client (on the Ethernet side) asks five times, a minute apart, then stops.
+    jam = (
+        "[{ position = [0.0, 0.0], rate_bps = 54e6, frame_bytes = 100000000, "
+        "channel = 6, start_s = 110.0 }]"
+    )
+    text = (
+        SCENARIO.format(mode="multicast", delay=0)
+        .replace('topology = "grid"', f'topology = "grid"\ninterferers = {jam}')
+        .replace("[network.roles]", "[network.radio]\nchannel = 17\n\n[network.roles]")
+    )
+    (r,) = expand(parse_scenario(text, "s6.toml"), {}, {})
+    m = run_one(r.config, r.seed)
+    assert (m["entity_created"], m["entity_create_attempts"], m["queries"]) == (0, 5, 0)
+    assert m["member_reliability"] == 0.0 and m["group_reliability"] == 0.0

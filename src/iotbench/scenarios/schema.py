@@ -290,6 +290,20 @@ WORKLOAD = Section(
             gt=0,
         ),
         "queries": Field("int", "group-query: queries of the entity.", 50, ge=1),
+        "query_start_s": Field(
+            "float",
+            "group-query: when the first query goes (the entity is created at start_s); "
+            "absent: as soon as the entity exists.",
+            OPTIONAL,
+            ge=0,
+        ),
+        "member_hops_mean": Field(
+            "float",
+            "group-query: pick the producer_count members by hop count so that their mean "
+            "is this (S6's averages per group size); absent: the producers as drawn.",
+            OPTIONAL,
+            ge=1,
+        ),
         "drain_s": Field(
             "float",
             "publish: how long the run goes on after the last reading was taken, for the "

@@ -3,8 +3,10 @@ the Entity Manager on the gateway.
 
 `workload.kind = "group-query"`:
 
-- the Entity Manager (apps/em) serves on the gateway's CoAP port; every
-  `producer` node is a member: a CoAP server with a reading at
+- the Entity Manager (apps/em) serves on the gateway's CoAP port; the
+  `producer` nodes are the members (with `workload.member_hops_mean`, as
+  many nodes picked by their hop count instead, see `pick_members`): each a
+  CoAP server with a reading at
   `workload.path` ("21.7 Cel", a new one per request) and the /mc resource
   (proto/coap/group.py), whose joins make the node a member of the group
   (RPL announces it; SMRF carries group requests down to it);
@@ -12,9 +14,15 @@ the Entity Manager on the gateway.
   the gateway's uplink, as the study's client sat on the Ethernet side)
   creates one entity of all members with the settings of `protocol.coap.em`
   (mode unicast or multicast, delay, message type); a multicast entity is
-  ready when every member joined;
-- then `workload.queries` GETs of the entity, one after the other, the next
-  `workload.interval_s` after the previous answer. Each query is an item:
+  ready when every member joined. When the EM refuses (a member that could
+  not be reached to join), the client tries again a minute later, five
+  times in all; a run whose entity never exists has no queries, and says
+  so (`entity_created` 0, reliabilities 0);
+- then `workload.queries` GETs of the entity, the first at
+  `workload.query_start_s` (absent: as soon as the entity exists; a
+  scenario that turns interference on for the measurement creates the
+  entity before), one after the other, the next `workload.interval_s` after
+  the previous answer. Each query is an item:
   delivered when the EM answers 2.05, given up otherwise.
 
 Per-query measurements (metrics below): the members whose value the answer
@@ -47,6 +55,10 @@ from iotbench.world.network import Network
 
 ENTITY = "group"
 CT_JSON = 50
+#: A client whose entity could not be created (a multicast member that did not
+#: join: every one must) tries again after CREATE_RETRY_S, CREATE_ATTEMPTS in all.
+CREATE_RETRY_S = 60.0
+CREATE_ATTEMPTS = 5
 
 #: protocol.coap.em defaults (the scenario schema documents each).
 EM_DEFAULTS = {
@@ -102,6 +114,7 @@ class GroupQueryWorkload:
         self.queries = workload["queries"]
         self.gap_s = workload.get("interval_s", 1.0)
         self.start_s = workload["start_s"]
+        self.query_start_s = workload.get("query_start_s")
         path = workload["path"]
         gateway = net.node("gateway")
         self.gateway_host = address_text(net.address(gateway))
@@ -121,9 +134,17 @@ class GroupQueryWorkload:
         self.em_driver = DatagramDriver(
             sim, gateway, self.em, _ignore, codec.header_length, COAP_PORT
         )
-        self.members = [
-            Member(sim, node, cfg, path, em["leisure_s"]) for node in net.nodes("producer")
-        ]
+        chosen = net.nodes("producer")
+        target = workload.get("member_hops_mean")
+        if target is not None:
+            # The network's stream: every run of a scenario (whatever its
+            # axes) has the same members, as it has the same nodes and tree.
+            members_rng = net.parts["streams"]("workload/members")
+            chosen = pick_members(net, len(chosen), target, members_rng)
+        self.members = [Member(sim, node, cfg, path, em["leisure_s"]) for node in chosen]
+        tree = net.parts.get("tree")
+        ids = list(net.hosts)
+        self.member_hops = [tree.hops[ids.index(m.node.name)] for m in self.members] if tree else []
         self.member_uris = [
             f"coap://[{address_text(net.address(m.node))}]{path}" for m in self.members
         ]
@@ -148,6 +169,7 @@ class GroupQueryWorkload:
         self._pending: dict[int, Item] = {}
         self._create_request: int | None = None
         self.created = False
+        self.create_attempts = 0
         self.values: list[int] = []  # member values per answered query
         self.response_times: list[float] = []
         self._start_counts = (0, 0)
@@ -159,6 +181,7 @@ class GroupQueryWorkload:
     # ---- the entity, then the queries ---------------------------------------------------
 
     def _create(self) -> None:
+        self.create_attempts += 1
         payload = json.dumps(self.profile, separators=(",", ":")).encode()
         self._create_request = self.client.request(
             self.sim.now, self.em_addr, codec.Code.POST, "/e", payload=payload,
@@ -200,15 +223,16 @@ class GroupQueryWorkload:
 
     def _created(self, event: object) -> None:
         ok = isinstance(event, ResponseReceived) and event.response.code == codec.Code.CREATED
-        if not ok:
-            why = (
-                event.response.payload.decode("utf-8", "replace")
-                if isinstance(event, ResponseReceived)
-                else event.reason
-            )
-            raise RuntimeError(f"the Entity Manager did not create the group: {why}")
-        self.created = True
-        self._query(0)
+        if ok:
+            self.created = True
+            if self.query_start_s is not None and self.sim.now < self.query_start_s:
+                self.sim.at(self.query_start_s, self._query, 0)
+            else:
+                self._query(0)
+        elif self.create_attempts < CREATE_ATTEMPTS:
+            self.sim.schedule(CREATE_RETRY_S, self._create)
+        else:
+            self.sim.stop()  # no entity, no queries: the metrics say so
 
     # ---- measurements ---------------------------------------------------------------------
 
@@ -220,11 +244,15 @@ class GroupQueryWorkload:
         g = len(self.members)
         answered = self.values
         n = len(answered)
+        hops = self.member_hops
         out: dict[str, float | int] = {
             "group_size": g,
+            "entity_created": int(self.created),
+            "entity_create_attempts": self.create_attempts,
+            "member_hops_mean": sum(hops) / len(hops) if hops else math.nan,
             "queries": n,
-            "member_reliability": sum(answered) / (n * g) if n and g else math.nan,
-            "group_reliability": sum(1 for v in answered if v == g) / n if n else math.nan,
+            "member_reliability": sum(answered) / (n * g) if n and g else 0.0,
+            "group_reliability": sum(1 for v in answered if v == g) / n if n else 0.0,
         }
         if self._end_counts is not None and n:
             out["radio_messages_per_query"] = (self._end_counts[0] - self._start_counts[0]) / n
@@ -234,6 +262,49 @@ class GroupQueryWorkload:
         for label, q in (("min", 0.0), ("p25", 0.25), ("median", 0.5), ("p75", 0.75), ("max", 1.0)):
             out[f"response_time_{label}_s"] = _quantile(times, q)
         return out
+
+
+def pick_members(net: Network, count: int, hops_mean: float, rng) -> list:
+    """`count` members whose hop counts (in the least-ETX tree from the link model,
+    which RPL's routes follow on stable links) average `hops_mean` as closely as
+    the network allows: the fewest hops first, then members moved one level out
+    at a time, as far as keeps the sum at or below the target's; within a level
+    the nodes are drawn by `rng`. S6 gives the study's averages per group size
+    (EXPERIMENTS.md); the gateway and the uplink host are never members."""
+    tree = net.parts["tree"]
+    ids = list(net.hosts)
+    gateway = net.ids("gateway")[0]
+    levels: dict[int, list[str]] = {}
+    for i, name in enumerate(ids):
+        if name in (gateway, "uplink") or i >= len(tree.hops) or tree.hops[i] < 1:
+            continue
+        levels.setdefault(tree.hops[i], []).append(name)
+    if sum(len(v) for v in levels.values()) < count:
+        raise ValueError(f"group-query: {count} members wanted, the network has fewer nodes")
+    order = sorted(levels)
+    taken = dict.fromkeys(order, 0)
+    left = count
+    for h in order:  # the fewest hops first
+        taken[h] = min(left, len(levels[h]))
+        left -= taken[h]
+    goal = round(hops_mean * count)
+    total = sum(h * n for h, n in taken.items())
+    while total < goal:
+        low = next(h for h in order if taken[h] > 0)
+        step = goal - total
+        higher = [h for h in order if h > low and taken[h] < len(levels[h]) and h - low <= step]
+        if not higher:
+            break
+        up = max(higher)
+        taken[low] -= 1
+        taken[up] += 1
+        total += up - low
+    chosen = []
+    for h in order:
+        names = sorted(levels[h])
+        rng.shuffle(names)
+        chosen.extend(sorted(names[: taken[h]]))
+    return [net.hosts[name] for name in chosen]
 
 
 def _quantile(values: list[float], q: float) -> float:
