@@ -26,6 +26,7 @@ conditions; the MACs' backoffs belong to the run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -49,7 +50,7 @@ from iotbench.net.radio.propagation import (
 )
 from iotbench.net.routing.smrf import Smrf
 from iotbench.net.routing.tree import Tree, least_etx_tree
-from iotbench.net.rpl.driver import RplDriver
+from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.scenarios.fields import Settings, typed
 from iotbench.sim import RngStreams, Simulator
@@ -396,6 +397,7 @@ def start_rpl(sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, in
         max_routes=routing.max_routes,
     )
     gateway = topology.ids("gateway")[0]
+    params = replace(params, targets_per_dao=dao_targets_per_frame(interfaces[gateway]))
     drivers = []
     for node in topology.nodes:
         iface = interfaces[node.id]

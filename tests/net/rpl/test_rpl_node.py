@@ -207,6 +207,27 @@ def test_a_node_that_loses_its_parent_finds_another_and_stale_routes_go():
     assert any(isinstance(e, RouteRemoved) for i, e in net.events if i == via)
 
 
+def test_a_stale_route_announced_again_does_not_take_the_target_back():
+    """n3 moves from n1 to n2; its No-Path cannot reach n1, which keeps the old
+    route. When n1 then announces everything below it again (as after a parent
+    change), its copy carries n3's old Path Sequence: the root keeps the new path."""
+    net = Net(4, {(0, 1), (0, 2), (1, 3), (2, 3)})
+    net.run(120.0)
+    n3 = net.nodes[3]
+    via = 1 if n3.preferred_parent == ll(1) else 2
+    other = 3 - via
+    net.links.discard(frozenset((via, 3)))
+    for _ in range(20):
+        n3.link_result(net.now, ll(via), False, 4)
+    net.run(net.now + 60.0)
+    assert net.nodes[0].routes[gl(3)] == ll(other)
+    assert net.nodes[via].routes.get(gl(3)) == ll(3)  # stale, until its lifetime ends
+    net.nodes[via]._schedule_dao(net.now)  # re-announce every route below
+    net.run(net.now + 10.0)
+    assert net.nodes[0].routes[gl(3)] == ll(other)
+    assert net.nodes[0].counters.get("stale_daos", 0) >= 1
+
+
 def test_a_node_alone_keeps_soliciting_and_never_joins():
     net = Net(2, set())
     net.run(200.0)

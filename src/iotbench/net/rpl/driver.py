@@ -12,6 +12,7 @@ where SMRF looks them up).
 
 from __future__ import annotations
 
+from iotbench.net import ieee802154 as mac
 from iotbench.net.icmpv6 import (
     ICMPV6_HEADER_LEN,
     ICMPV6_RPL,
@@ -20,11 +21,38 @@ from iotbench.net.icmpv6 import (
     build_icmpv6,
     parse_icmpv6,
 )
+from iotbench.net.ip import build_ipv6
+from iotbench.net.lowpan.codec import compress
 from iotbench.net.lowpan.interface import LowpanInterface, address_of, mac_of
-from iotbench.net.node import LINK_LOCAL_PREFIX, Node, is_multicast
-from iotbench.net.rpl.node import ParentChanged, RouteAdded, RouteRemoved, RplNode
+from iotbench.net.node import HOP_LIMIT, LINK_LOCAL_PREFIX, Node, is_multicast
+from iotbench.net.rpl.node import (
+    DAO_BASE_BYTES,
+    DAO_TARGET_BYTES,
+    ParentChanged,
+    RouteAdded,
+    RouteRemoved,
+    RplNode,
+)
 from iotbench.sim import Simulator
 from iotbench.sim.deadline import DeadlineTimer
+
+
+def dao_targets_per_frame(iface: LowpanInterface) -> int:
+    """How many DAO targets fit one 802.15.4 frame from `iface` to a neighbour: the
+    MAC header and FCS, the (compressed) IPv6 header between link-local addresses,
+    ICMPv6's header and the DAO's own bytes come first."""
+    address = iface.mac.address
+    empty = build_ipv6(iface.link_local, iface.link_local, IPPROTO_ICMPV6, b"", hop_limit=HOP_LIMIT)
+    ip_header = len(compress(empty, address, address, mode=iface.compression).header)
+    room = (
+        mac.MAX_FRAME_BYTES
+        - mac.header_length(address, len(address))
+        - mac.FCS_BYTES
+        - ip_header
+        - ICMPV6_HEADER_LEN
+        - DAO_BASE_BYTES
+    )
+    return max(1, room // DAO_TARGET_BYTES)
 
 
 class RplDriver:

@@ -68,7 +68,11 @@ from iotbench.net.rpl.sequence import SEQUENCE_INIT, sequence_compare, sequence_
 from iotbench.net.rpl.trickle import Trickle
 
 ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
-TARGETS_PER_DAO = 4  # keeps a DAO within one 802.15.4 frame
+#: Bytes a DAO takes besides its targets (RPLInstanceID, flags, reserved,
+#: sequence), and per target: a Target option for a /128 (20) and its Transit
+#: Information option (6).
+DAO_BASE_BYTES = 4
+DAO_TARGET_BYTES = 26
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ class RplParams:
     etx_noack_penalty: float = 8.0
     max_neighbours: int = 32
     max_routes: int = 1024
+    #: Targets per DAO; the driver sets as many as fit one link frame (a fragmented
+    #: DAO is lost whenever one of its fragments is).
+    targets_per_dao: int = 4
 
 
 @dataclass(frozen=True)
@@ -518,11 +525,12 @@ class RplNode:
         self._send_pairs(dst, pairs)
 
     def _send_pairs(self, dst: bytes | None, pairs: list[tuple[Target, Transit]]) -> None:
-        """DAOs to `dst` with these targets, TARGETS_PER_DAO in each, acknowledged."""
+        """DAOs to `dst` with these targets, `targets_per_dao` in each, acknowledged."""
         if dst is None:
             return
-        for i in range(0, len(pairs), TARGETS_PER_DAO):
-            chunk = tuple(pairs[i : i + TARGETS_PER_DAO])
+        per = self.params.targets_per_dao
+        for i in range(0, len(pairs), per):
+            chunk = tuple(pairs[i : i + per])
             self._dao_seq = sequence_increment(self._dao_seq)
             dao = Dao(self.instance_id, self._dao_seq, chunk, ack_request=self.params.dao_ack)
             self._send(dst, dao)
@@ -563,6 +571,8 @@ class RplNode:
             if address in self.targets:
                 continue  # our own address
             route = self._routes.get(address)
+            if route is not None and self._stale(route, transit):
+                continue
             if transit.path_lifetime == 0:  # No-Path
                 if route is not None and route.next_hop == src:
                     del self._routes[address]
@@ -577,6 +587,16 @@ class RplNode:
                 self._forward[target.prefix] = (target, transit)
             if self._forward_at is None:
                 self._forward_at = now + self.params.dao_forward_delay_s
+
+    def _stale(self, route: _Route, transit: Transit) -> bool:
+        """A DAO about a target with an older Path Sequence than the route's: news of a
+        path the target has since left (RFC 6550 7.2, 9.2.2), such as the copy of a
+        route an old ancestor still held and re-announced after a parent change.
+        It must neither move nor remove the route."""
+        if sequence_compare(transit.path_sequence, route.sequence) != -1:
+            return False
+        self._count("stale_daos")
+        return True
 
     def _store_route(
         self, now: float, address: bytes, src: bytes, transit: Transit
