@@ -328,6 +328,26 @@ def test_children_news_is_gathered_into_few_daos_on_the_way_up():
     assert net.nodes[0].next_hop(GROUP) == net.nodes[0].next_hop(other) == ll(1)
 
 
+def test_a_dao_awaiting_its_ack_never_repeats_news_that_newer_news_replaced():
+    """A No-Path whose DAO-ACK was lost must not be sent again once a DAO for the
+    same target went to the same parent: arriving after it, the No-Path would take
+    the new route away."""
+    net = Net(2, {(0, 1)})
+    net.run(30.0)
+    node = net.nodes[1]
+    node.add_target(net.now, GROUP)
+    net.run(net.now + 5.0)
+    net.links.clear()  # nothing reaches the root any more: no DAO-ACKs
+    node.remove_target(net.now, GROUP)  # a No-Path for the group...
+    node.add_target(net.now, GROUP)  # ...then, soon after, a DAO for it again
+    before = len(net.messages)
+    net.run(net.now + 30.0)  # the DAO goes, then retries of what awaits an ACK
+    sent = [m for i, m in net.messages[before:] if i == 1 and isinstance(m, Dao)]
+    about_group = [tr.path_lifetime for m in sent for t, tr in m.targets if t.prefix == GROUP]
+    assert about_group[0] == 0  # the No-Path itself, once
+    assert len(about_group) > 2 and 0 not in about_group[1:]  # the DAO, and its retries
+
+
 def test_bad_messages_are_counted_never_raised():
     node = RplNode(random.Random(1), RplParams(), ll(1), gl(1))
     node.start(0.0)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iotbench.net.rpl import codec
 from iotbench.net.rpl.codec import (
@@ -528,6 +528,7 @@ class RplNode:
         """DAOs to `dst` with these targets, `targets_per_dao` in each, acknowledged."""
         if dst is None:
             return
+        self._supersede(dst, {target.prefix for target, _ in pairs})
         per = self.params.targets_per_dao
         for i in range(0, len(pairs), per):
             chunk = tuple(pairs[i : i + per])
@@ -537,6 +538,20 @@ class RplNode:
             if self.params.dao_ack:
                 deadline = self._now + self.params.dao_ack_timeout_s
                 self._awaiting_ack[self._dao_seq] = [deadline, dst, dao, 0]
+
+    def _supersede(self, dst: bytes, news: set[bytes]) -> None:
+        """Newer news of these targets goes to `dst`: DAOs to it still awaiting an ACK
+        must not repeat the old (a retried No-Path arriving after the DAO that
+        followed it would remove a good route), so they keep only the other targets."""
+        for seq, entry in list(self._awaiting_ack.items()):
+            if entry[1] != dst:
+                continue
+            dao: Dao = entry[2]
+            rest = tuple((t, tr) for t, tr in dao.targets if t.prefix not in news)
+            if not rest:
+                del self._awaiting_ack[seq]
+            elif len(rest) < len(dao.targets):
+                entry[2] = replace(dao, targets=rest)
 
     def _path_sequence(self, target: bytes) -> int:
         if target in self.targets:
