@@ -33,6 +33,28 @@ def test_builtin_loads_and_expands(name: str) -> None:
     assert expand(scenario)
 
 
+def test_quick_versions_are_a_subset_of_the_full_runs() -> None:
+    from iotbench.runner.reproduce import study_plan
+
+    full = {step.scenario.name: step.runs for step in study_plan()}
+    for step in study_plan(quick=True):
+        params = {tuple(sorted(r.params.items())) for r in full[step.scenario.name]}
+        assert step.runs and len(step.runs) <= len(full[step.scenario.name])
+        assert {tuple(sorted(r.params.items())) for r in step.runs} <= params
+    quick = {step.scenario.name: step.runs for step in study_plan(["S6"], quick=True)}
+    # [quick] filter: s6-interference keeps 3 of 7 loads, 2 of 3 group sizes.
+    assert {r.params["wifi_mbps"] for r in quick["s6-interference"]} == {"0", "10", "28.5"}
+    assert len(quick["s6-interference"]) == 3 * 2 * 2
+
+
+def test_a_quick_filter_naming_no_axis_is_a_clear_error() -> None:
+    text = load_scenario("s1-object-download").text
+    text = text.replace("[quick]", "[quick]\nfilter = { nope = [1] }", 1)
+    scenario = parse_scenario(text, "q.toml")
+    with pytest.raises(ScenarioError, match="nope: no such axis"):
+        expand(scenario, filters=scenario.quick["filter"])
+
+
 def test_unknown_name_lists_builtins() -> None:
     with pytest.raises(ScenarioError) as info:
         load_scenario("s3-robustnes")

@@ -28,14 +28,18 @@ from pathlib import Path
 
 HERE = Path(__file__).parent / "baseline"
 
-# (scenario, overrides) at reduced size: every variant and condition, fewer items.
-CASES: list[tuple[str, dict]] = [
-    ("s1-object-download", {}),
-    ("s2-coap-vs-http", {"workload.items": 1000}),
-    ("s3-robustness", {"workload.items": 150}),
-    ("s5-ndn-rtt", {"workload.items": 30}),
+# (scenario, overrides, filters) at reduced size: every variant and condition, fewer
+# items; S6's radio sweeps at some of their points (each runs an 81-node network).
+CASES: list[tuple[str, dict, dict]] = [
+    ("s1-object-download", {}, {}),
+    ("s2-coap-vs-http", {"workload.items": 1000}, {}),
+    ("s3-robustness", {"workload.items": 150}, {}),
+    ("s5-ndn-rtt", {"workload.items": 30}, {}),
+    ("s6-delay-sweep", {"workload.queries": 5}, {"delay_ms": [0, 300]}),
+    ("s6-interference", {"workload.queries": 5}, {"wifi_mbps": ["0", "10"]}),
+    ("s6-ack-timeout", {"workload.queries": 3}, {"wifi_mbps": ["0", "10"]}),
 ]
-FULL_CASES: list[tuple[str, dict]] = [(name, {}) for name, _ in CASES]
+FULL_CASES: list[tuple[str, dict, dict]] = [(name, {}, {}) for name, _, _ in CASES]
 
 # QUIC's TLS draws randomness aioquic does not let us seed (docs/quic.md):
 # its metrics are deterministic, its pcap bytes are not.
@@ -56,13 +60,13 @@ def _run(args: tuple[str, dict, str, dict, int]) -> tuple[str, dict]:
     return label, out
 
 
-def collect(cases: list[tuple[str, dict]], jobs: int = 1) -> dict[str, dict]:
+def collect(cases: list[tuple[str, dict, dict]], jobs: int = 1) -> dict[str, dict]:
     """{"scenario | run label": {metric: value, ..., "pcap_sha256": ...}} for every run."""
     from iotbench.scenarios import expand, load_scenario
 
     tasks = []
-    for name, overrides in cases:
-        for run in expand(load_scenario(name), {}, overrides):
+    for name, overrides, filters in cases:
+        for run in expand(load_scenario(name), filters, overrides):
             tasks.append((f"{name} | {run.label()}", run.params, name, run.config, run.seed))
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:

@@ -27,6 +27,9 @@ def test_every_builtin_is_covered_here() -> None:
         "s2-coap-vs-http",
         "s3-robustness",
         "s5-ndn-rtt",
+        "s6-ack-timeout",
+        "s6-delay-sweep",
+        "s6-interference",
     }
 
 
@@ -490,3 +493,60 @@ def test_s3_mqttsn_as_studied_abandons_a_session_at_the_first_loss():
     assert m["packets_total"] <= 8 * 100  # at most the eight datagrams of a whole session
     # ...and each abandoned session waits out the 60 s keep-alive first.
     assert m["task_completion_time_s"] >= 60.0 * m["items_given_up"]
+
+
+# ---- S6 -----------------------------------------------------------------------------
+
+
+def test_s6_members_sit_at_the_studys_hop_counts_and_the_delay_spaces_the_requests():
+    got = {}
+    for run in runs(
+        "s6-delay-sweep",
+        {"group_size": ["5", "10", "40"], "delay_ms": [300]},
+        {"workload.queries": 5},
+    ):
+        got[run.params["group_size"]] = run_one(run.config, run.seed)
+    # As close to the set-up's averages as the tree allows: 5 one-hop nodes exist,
+    # so ten members average 1.5 hops (five at one hop, five at two), not 1.4.
+    assert [got[g]["member_hops_mean"] for g in ("5", "10", "40")] == pytest.approx([1.0, 1.5, 2.4])
+    for g, m in got.items():
+        assert m["member_reliability"] == 1.0 and m["queries"] == 5
+        # The last member's request leaves (G - 1) x 300 ms after the first; its
+        # answer comes back within a few hops' time.
+        spacing = (int(g) - 1) * 0.3
+        assert spacing < m["response_time_median_s"] < spacing + 0.5
+
+
+def test_s6_multicast_answers_within_the_leisure_and_interference_costs_members():
+    got = {}
+    for run in runs(
+        "s6-interference",
+        {"group_size": ["10"], "wifi_mbps": ["0", "28.5"]},
+        {"workload.queries": 5},
+    ):
+        got[(run.params["mode"], run.params["wifi_mbps"])] = run_one(run.config, run.seed)
+    clean_uni, clean_multi = got[("unicast", "0")], got[("multicast", "0")]
+    assert clean_uni["member_reliability"] == 1.0
+    assert clean_multi["member_reliability"] >= 0.8  # NON replies: a collision loses one
+    # The EM answers a multicast query when the leisure (5 s) and its margin (1 s)
+    # are over, unless every member answered before.
+    assert clean_multi["response_time_max_s"] <= 5.0 + 1.0 + 0.01
+    # One NON down the tree instead of ten CONs with their ACKs.
+    assert clean_multi["radio_messages_per_query"] < clean_uni["radio_messages_per_query"]
+    # At 28.5 Mbit/s a burst starts every 0.42 ms: a 2 ms frame almost never
+    # finds a gap (P = exp(-2375/s x 2.2 ms) < 1 %).
+    for mode in ("unicast", "multicast"):
+        assert got[(mode, "28.5")]["member_reliability"] < 0.1
+
+
+def test_s6_a_shorter_ack_timeout_gives_up_on_a_member_sooner():
+    got = {}
+    for run in runs("s6-ack-timeout", {"wifi_mbps": ["10"]}, {"workload.queries": 3}):
+        got[run.params["ack_timeout_s"]] = run_one(run.config, run.seed)
+    # A member that never answers costs the EM MAX_TRANSMIT_WAIT, which scales
+    # with ACK_TIMEOUT: ACK_TIMEOUT x (2^(MAX_RETRANSMIT + 1) - 1) x ACK_RANDOM_FACTOR.
+    for ack, m in got.items():
+        wait = ack * 31 * 1.5
+        assert m["response_time_max_s"] <= wait + 0.9 + 1.0  # + 9 x 100 ms, + a hop or two
+    slowest = [got[ack]["response_time_max_s"] for ack in (0.5, 1.0, 2.0)]
+    assert slowest == sorted(slowest) and slowest[2] > 31 * 1.0 * 1.5  # past 1 s's wait

@@ -57,6 +57,7 @@ def study_plan(studies: Sequence[str] | None = None, quick: bool = False) -> lis
             if quick:
                 runs = expand(
                     scenario,
+                    filters=scenario.quick["filter"],
                     overrides=scenario.quick["set"],
                     reps=scenario.quick["repetitions"],
                 )

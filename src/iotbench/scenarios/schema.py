@@ -727,6 +727,12 @@ QUICK = Section(
             {},
         ),
         "repetitions": Field("int", "Runs per combination of axis values.", 1, ge=1),
+        "filter": Field(
+            "table",
+            "Only these values of some axes, as `--filter` takes them "
+            "(e.g. `filter = { wifi_mbps = [0, 10, 28.5] }`); absent: every value.",
+            {},
+        ),
     },
 )
 
