@@ -113,8 +113,8 @@ def mosquitto_pid(config: Path) -> int:
     raise AssertionError("mosquitto's process not found")
 
 
-def captured(tmp_path: Path, tshark: str, port: int, qos: int) -> list[Segment]:
-    pcap = tmp_path / "real.pcap"
+def captured(tmp_path: Path, tshark: str, port: int, qos: int, attempt: int) -> list[Segment]:
+    pcap = tmp_path / f"real-{attempt}.pcap"
     capture = subprocess.Popen(
         [tshark, "-i", "lo", "-f", f"tcp port {port}", "-w", str(pcap)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -149,9 +149,6 @@ def until_client_fin(segments: list[Segment]) -> list[Segment]:
 @pytest.mark.parametrize("qos", [0, 1])
 def test_one_mqtt_item_has_linuxs_segments(tmp_path, require_peer, mosquitto_broker, qos):
     tshark = require_peer("tshark")
-    real = captured(tmp_path, tshark, mosquitto_broker, qos)
-    sim = simulated(tmp_path, tshark, f"mqtt-qos{qos}")
-    assert until_client_fin(sim) == until_client_fin(real)
     data = [("C", "AP", True)]  # CONNECT
     expected = [
         ("C", "S", False), ("B", "AS", False), ("C", "A", False),
@@ -166,12 +163,19 @@ def test_one_mqtt_item_has_linuxs_segments(tmp_path, require_peer, mosquitto_bro
         # PUBLISH, PUBACK with the ACK (interactive now), DISCONNECT with the
         # ACK of PUBACK, the FIN alone (DISCONNECT had left at once).
         expected += [("C", "AP", True), ("B", "AP", True), ("C", "AP", True), ("C", "AF", False)]
-    assert real[: len(expected)] == expected
-    # The end: the broker's one FIN, and the client's last ACK.
-    for segments in (real, sim):
-        rest = segments[len(until_client_fin(segments)) :]
-        assert [s for s in rest if s[0] == "B" and "F" in s[1]] == [("B", "AF", False)]
-        assert segments[-1] == ("C", "A", False)
+    # After the client's FIN: Linux's client acknowledges the broker's FIN; the
+    # simulated broker's FIN crosses the client's in QoS 1 (see the docstring).
     crossing = [("B", "AF", False), ("B", "A", False), ("C", "A", False)]
-    assert real[len(expected) :] == ([("C", "A", False)] if qos == 0 else crossing[::2])
-    assert sim[len(expected) :] == ([("C", "A", False)] if qos == 0 else crossing)
+    real_end = [("C", "A", False)] if qos == 0 else crossing[::2]
+    sim_end = [("C", "A", False)] if qos == 0 else crossing
+    # A loaded host can still wake the broker, or tshark, at the wrong moment
+    # (CI once saw it); Linux's rules are what is compared, so a capture that
+    # a scheduling accident disturbed is taken again, up to three times.
+    for attempt in range(3):
+        real = captured(tmp_path, tshark, mosquitto_broker, qos, attempt)
+        if real == expected + real_end:
+            break
+    assert real == expected + real_end
+    sim = simulated(tmp_path, tshark, f"mqtt-qos{qos}")
+    assert until_client_fin(sim) == until_client_fin(real)
+    assert sim == expected + sim_end
