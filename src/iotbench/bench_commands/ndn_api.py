@@ -25,25 +25,21 @@ python-ndn's signers always write a KeyLocator Name, so ours are given the
 same one. The Interest nonce is fixed on both sides so the two Interests are
 byte-identical.
 
-Timing: each side runs its operation in batches of about BATCH_S seconds,
-the two sides alternating batch by batch so both meet the same machine
-conditions, for `seconds` per operation; the rate reported is the best
-batch's (the least disturbed one). The garbage collector is off during a
-batch, as in timeit. Both sides pay the same per-call overhead of the loop.
+Timing as bench_commands/timing.py says: the two sides alternate batch by
+batch for `seconds` per operation, and the best batch's rate is reported.
+Both sides pay the same per-call overhead of the loop.
 """
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from itertools import repeat
-from time import perf_counter
 
 from cryptography.hazmat.primitives import serialization
 
+from iotbench.bench_commands.timing import BATCH_S, best_rates
 from iotbench.proto.ndn import Data, Interest, Name, make_data, make_interest, verify
 from iotbench.proto.ndn.signing import (
     EcdsaSha256Signer,
@@ -71,9 +67,6 @@ ECDSA_PRIVATE_KEY = bytes.fromhex(
 #: Fixed on both sides (S5 draws one per Interest), so the two Interests are byte-identical.
 NONCE = 0x5A5A5A5A
 KEY_NAME = "/a/KEY/1"
-
-#: Seconds one timed batch of calls takes, about.
-BATCH_S = 0.02
 
 INSTALL_HINT = "pip install 'iotbench[test]'"
 
@@ -296,42 +289,10 @@ def operations() -> list[Operation]:
 # ---- timing -------------------------------------------------------------------------
 
 
-def _timed(fn: Callable[[], object], calls: int) -> float:
-    """Seconds `calls` calls of fn take, with the garbage collector off (as timeit does)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        start = perf_counter()
-        for _ in repeat(None, calls):
-            fn()
-        return perf_counter() - start
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _batch_size(fn: Callable[[], object]) -> int:
-    """Calls per batch so that a batch takes about BATCH_S."""
-    calls = 1
-    while True:
-        elapsed = _timed(fn, calls)
-        if elapsed >= BATCH_S / 4:
-            return max(1, round(calls * BATCH_S / elapsed))
-        calls *= 4
-
-
 def measure(op: Operation, seconds: float) -> Result:
     """Best batch rate of each side, batches alternating, for about `seconds` in all."""
-    sides = (op.ours, op.theirs)
-    sizes = [_batch_size(fn) for fn in sides]
-    best = [0.0, 0.0]
-    deadline = perf_counter() + seconds
-    while True:
-        for i, fn in enumerate(sides):
-            best[i] = max(best[i], sizes[i] / _timed(fn, sizes[i]))
-        if perf_counter() >= deadline:
-            break
-    return Result(op.name, op.work, op.s5, best[0], best[1])
+    ours, theirs = best_rates((op.ours, op.theirs), seconds)
+    return Result(op.name, op.work, op.s5, ours, theirs)
 
 
 def run(seconds: float, on_start: Callable[[Operation], None] | None = None) -> list[Result]:
