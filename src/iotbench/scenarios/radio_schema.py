@@ -334,6 +334,17 @@ INTERFERER = Section(
         "frame_bytes": Field("int", "Bytes per burst (one 802.11 frame).", 1500, ge=1),
         "phy_rate_bps": Field("float", "802.11 PHY rate.", 54e6, gt=0),
         "start_s": Field("float", "When it starts.", 0.0, ge=0),
+        "pattern": Field(
+            "str",
+            "How its frames come: `poisson` (a steady stream, gaps exponential) or "
+            "`trains` (back-to-back trains of `train_frames` frames on average, idle "
+            "between them: bursty traffic like an office's).",
+            "poisson",
+            choices=("poisson", "trains"),
+        ),
+        "train_frames": Field(
+            "float", "Mean frames per train (pattern `trains`; geometric).", 20.0, ge=1
+        ),
     },
 )
 

@@ -459,7 +459,14 @@ def _interferers(sim: Simulator, cfg: Settings, medium: RadioMedium, streams) ->
             floor_mw = radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
             if mw >= floor_mw:
                 targets.append((radio, mw))
-        traffic = WifiTraffic(spec.rate_bps, spec.frame_bytes, spec.phy_rate_bps, spec.start_s)
+        traffic = WifiTraffic(
+            spec.rate_bps,
+            spec.frame_bytes,
+            spec.phy_rate_bps,
+            spec.start_s,
+            spec.pattern,
+            spec.train_frames,
+        )
         interferer = WifiInterferer(f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
         interferer.start()
         out.append(interferer)

@@ -3,6 +3,7 @@ as radios ask about them."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -22,9 +23,12 @@ class _Radio:
         self.interferers: list = []
 
 
-def wifi(rate_bps: float, seed: int = 1, start_s: float = 0.0) -> WifiInterferer:
+def wifi(rate_bps: float, seed: int = 1, start_s: float = 0.0, **traffic) -> WifiInterferer:
     return WifiInterferer(
-        "wifi", WifiTraffic(rate_bps, start_s=start_s), [(_Radio(), 1.0)], random.Random(seed)
+        "wifi",
+        WifiTraffic(rate_bps, start_s=start_s, **traffic),
+        [(_Radio(), 1.0)],
+        random.Random(seed),
     )
 
 
@@ -84,3 +88,39 @@ def test_start_makes_the_targets_hear_it():
     itf = WifiInterferer("wifi", WifiTraffic(1e6), [(radio, 2.0)], random.Random(1))
     itf.start()
     assert radio.interferers == [(itf, 2.0)]
+
+
+def test_trains_carry_the_same_load_in_bursts_of_back_to_back_frames():
+    trains = wifi(3e6, seed=7, pattern="trains", train_frames=20)
+    bursts, busy = trains.stats(60.0)
+    assert bursts == pytest.approx(60.0 * 3e6 / (8 * 1500), rel=0.08)
+    assert busy == pytest.approx(bursts * WifiTraffic(3e6).burst_s, rel=1e-6)
+    pieces = trains.overlaps(60.0 - HISTORY_S, 60.0) + trains.overlaps(60.0, 80.0)
+    gaps = [b - a for (_, a), (b, _) in zip(pieces, pieces[1:])]
+    back_to_back = [g for g in gaps if g <= DIFS_S + 15 * SLOT_S + 1e-12]
+    # One gap in 20 ends a train; the others are DIFS plus a backoff.
+    assert len(back_to_back) / len(gaps) == pytest.approx(19 / 20, abs=0.02)
+
+
+def test_at_one_load_trains_leave_an_802154_frame_more_clear_gaps():
+    """The chance that a 2.2 ms frame meets no burst at 3 Mbit/s: exp(-rate x (T +
+    burst)) = 0.54 for a steady stream; for trains of 20 frames (6.9 ms, one every
+    80 ms), the share of start times that miss a train and the 2.2 ms before it, 0.89."""
+    frame_s, rate = 2.2e-3, 3e6
+
+    def clear(pattern: str) -> float:
+        itf = wifi(rate, seed=11, pattern=pattern)
+        starts = [k * 0.01 for k in range(1, 20001)]
+        return sum(not itf.overlaps(t, t + frame_s) for t in starts) / len(starts)
+
+    lam = rate / (8 * 1500)
+    steady = math.exp(-lam * (frame_s + WifiTraffic(rate).burst_s))
+    assert clear("poisson") == pytest.approx(steady, abs=0.02)
+    assert clear("trains") == pytest.approx(0.89, abs=0.02)
+
+
+def test_traffic_rejects_an_unknown_pattern():
+    with pytest.raises(ValueError, match="pattern 'bursty' is not one of"):
+        WifiTraffic(1e6, pattern="bursty")
+    with pytest.raises(ValueError, match="train_frames"):
+        WifiTraffic(1e6, pattern="trains", train_frames=0.5)

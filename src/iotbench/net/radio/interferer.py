@@ -7,10 +7,21 @@ decodes it and it never waits for a clear channel.
 
 Traffic: `rate_bps` of offered load in `frame_bytes` frames sent at
 `phy_rate_bps` (802.11g OFDM by default: 54 Mbit/s, a 20 us PLCP preamble
-and header). One transmitter: a burst never overlaps the previous one. The
-gap between bursts is at least DIFS (34 us) and otherwise exponential, with
-the mean that gives the offered load; a load the air cannot carry becomes
-back-to-back bursts (DIFS plus a random backoff of 0..15 slots of 9 us).
+and header). One transmitter: a burst never overlaps the previous one. Two
+patterns of the same offered load:
+
+- `poisson`: the gap between bursts is at least DIFS (34 us) and otherwise
+  exponential, with the mean that gives the load (a steady stream, the
+  S6 interference sweep's model of an interferer of a given rate);
+- `trains`: frames come in trains, as a TCP transfer or a video segment
+  sends them: back to back within a train (DIFS plus a random backoff of
+  0..15 slots of 9 us), a geometric number of frames per train with mean
+  `train_frames`, and exponential idle gaps between trains with the mean
+  that gives the load. Real Wi-Fi traffic is bursty at every time scale;
+  at the same load, trains leave longer clear gaps than a steady stream,
+  and an 802.15.4 frame (about 2 ms) fits in them far more often.
+
+A load the air cannot carry becomes back-to-back bursts in either pattern.
 
 How much of the burst's power falls into an 802.15.4 channel follows the
 transmit spectrum mask of 802.11 OFDM (IEEE 802.11-2016 17.3.9.3): 0 dBr up
@@ -70,12 +81,23 @@ def in_band_fraction(wifi_channel: int, channel_802154: int, step_mhz: float = 0
     return integral(zigbee - 1.0, zigbee + 1.0) / total
 
 
+PATTERNS = ("poisson", "trains")
+
+
 @dataclass(frozen=True)
 class WifiTraffic:
     rate_bps: float
     frame_bytes: int = 1500
     phy_rate_bps: float = 54e6
     start_s: float = 0.0
+    pattern: str = "poisson"
+    train_frames: float = 20.0  # mean frames per train (pattern "trains")
+
+    def __post_init__(self) -> None:
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"traffic pattern {self.pattern!r} is not one of {PATTERNS}")
+        if self.train_frames < 1:
+            raise ValueError(f"train_frames must be at least 1, got {self.train_frames}")
 
     @property
     def burst_s(self) -> float:
@@ -114,9 +136,15 @@ class WifiInterferer:
         self.rng = rng
         self._burst_s = traffic.burst_s
         frames_per_s = traffic.rate_bps / (8 * traffic.frame_bytes)
-        self._mean_gap_s = (
-            1.0 / frames_per_s - self._burst_s - DIFS_S if frames_per_s > 0 else math.inf
-        )
+        if traffic.pattern == "trains":
+            # A train of n frames and the idle gap after it last n / frames_per_s
+            # on average: n bursts, n - 1 back-to-back gaps and one DIFS, the rest idle.
+            n = traffic.train_frames
+            busy = n * self._burst_s + (n - 1) * (DIFS_S + CW_MIN / 2 * SLOT_S) + DIFS_S
+            self._train_p = 1.0 / n  # a frame is the train's last with this chance
+        else:
+            n, busy, self._train_p = 1.0, self._burst_s + DIFS_S, 1.0
+        self._mean_gap_s = n / frames_per_s - busy if frames_per_s > 0 else math.inf
         # The bursts drawn and not yet forgotten, from index `_head`: start and end
         # times, both increasing (one transmitter: bursts never overlap).
         self._starts: list[float] = []
@@ -134,9 +162,12 @@ class WifiInterferer:
             radio.interferers.append((self, mw))
 
     def _gap(self) -> float:
-        if self._mean_gap_s > 0:
-            return DIFS_S + self.rng.expovariate(1.0 / self._mean_gap_s)
-        return DIFS_S + self.rng.randint(0, CW_MIN) * SLOT_S  # saturated
+        """The time from a burst's end to the next one's start."""
+        if self._mean_gap_s <= 0:
+            return DIFS_S + self.rng.randint(0, CW_MIN) * SLOT_S  # saturated
+        if self._train_p < 1.0 and self.rng.random() >= self._train_p:
+            return DIFS_S + self.rng.randint(0, CW_MIN) * SLOT_S  # within a train
+        return DIFS_S + self.rng.expovariate(1.0 / self._mean_gap_s)
 
     def _draw_until(self, t: float) -> None:
         starts, ends, burst = self._starts, self._ends, self._burst_s
