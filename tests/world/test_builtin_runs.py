@@ -30,6 +30,7 @@ def test_every_builtin_is_covered_here() -> None:
         "s6-ack-timeout",
         "s6-delay-sweep",
         "s6-interference",
+        "s6-office",
     }
 
 
@@ -550,3 +551,24 @@ def test_s6_a_shorter_ack_timeout_gives_up_on_a_member_sooner():
         assert m["response_time_max_s"] <= wait + 0.9 + 1.0  # + 9 x 100 ms, + a hop or two
     slowest = [got[ack]["response_time_max_s"] for ack in (0.5, 1.0, 2.0)]
     assert slowest == sorted(slowest) and slowest[2] > 31 * 1.0 * 1.5  # past 1 s's wait
+
+
+def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies():
+    got = {}
+    for run in runs("s6-office", None, {"workload.queries": 5}):
+        got[(run.params["mode"], run.params["usage"])] = run_one(run.config, run.seed)
+        (itf,) = {i["pattern"] for i in run.config["network"]["interferers"]}
+        assert itf == "trains"
+    for usage in ("low", "normal"):
+        # CON with retransmissions rides out the trains; NON replies do not.
+        assert got[("unicast", usage)]["member_reliability"] == 1.0
+        assert got[("multicast", usage)]["member_reliability"] < 1.0
+    # A frame a train hit is sent again by the MAC, then by CoAP (after 2-3 s).
+    assert (
+        got[("unicast", "normal")]["response_time_mean_s"]
+        > got[("unicast", "low")]["response_time_mean_s"]
+    )
+    assert (
+        got[("multicast", "normal")]["member_reliability"]
+        < got[("multicast", "low")]["member_reliability"]
+    )
