@@ -198,3 +198,53 @@ def test_rpl_control_messages_decode(tmp_path, require_peer):
     assert sum(1 for row in rows if row[3] == "1") >= 6  # and the GETs got through
     config = tshark(exe, pcap, "-Y", "icmpv6.rpl.opt.config.min_hop_rank_inc", "-V")
     assert "MinHopRankInc: 128" in config  # MRHOF's, from the root's DIO
+
+
+NESTED = """
+name = "nested-capture"
+description = "two radio networks, an entity on each gateway, nested"
+seed = 1
+max_sim_time_s = 2000.0
+[network]
+topology = "grid"
+seed = 3
+[network.nodes]
+count = 9
+spacing_m = 12.0
+[network.roles]
+gateway = "n0"
+producer_count = 3
+client = "uplink"
+[network.uplink]
+[network.second]
+channel = 20
+[workload]
+kind = "group-query"
+entity = "nested"
+queries = 3
+start_s = 120.0
+path = "/s/t"
+[protocol]
+name = "coap"
+"""
+
+
+def test_two_radio_networks_and_their_gateways_link_in_one_pcapng(tmp_path, require_peer):
+    """Each medium is an interface of its own: both 802.15.4 channels, the uplink and
+    the Ethernet link on which the first gateway's EM asks the second's."""
+    exe = require_peer("tshark")
+    (run,) = expand(parse_scenario(NESTED), {}, {"network.lowpan.compression": "none"})
+    pcap = tmp_path / "nested.pcap"
+    m = run_one(run.config, run.seed, pcap_path=str(pcap))
+    assert m["member_reliability"] == 1.0 and m["group_size"] == 6
+    assert_clean(exe, pcap)
+    rows = fields(exe, pcap, "frame.interface_name", "ipv6.src", "ipv6.dst", "coap.code")
+    interfaces = {row[0] for row in rows}
+    assert interfaces == {"802.15.4 channel 26", "802.15.4 channel 20", "uplink", "gateways link"}
+    second = [row for row in rows if row[0] == "802.15.4 channel 20" and row[1]]
+    assert second and all(row[1].startswith(("fd02::", "fe80::")) for row in second)
+    # On the gateways' link: the client creates the second entity (a POST routed through
+    # the first gateway), then the first gateway's EM asks it (a GET) in every query.
+    link = [(row[1], row[3]) for row in rows if row[0] == "gateways link"]
+    assert link.count(("fd01::2", "2")) == 1
+    assert link.count(("fd03::1", "1")) == 3

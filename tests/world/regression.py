@@ -39,6 +39,7 @@ CASES: list[tuple[str, dict, dict]] = [
     ("s6-interference", {"workload.queries": 5}, {"wifi_mbps": ["0", "10"]}),
     ("s6-ack-timeout", {"workload.queries": 3}, {"wifi_mbps": ["0", "10"]}),
     ("s6-office", {"workload.queries": 5}, {}),
+    ("s6-nested", {"workload.queries": 5}, {"delay_ms": [100]}),
 ]
 FULL_CASES: list[tuple[str, dict, dict]] = [(name, {}, {}) for name, _, _ in CASES]
 

@@ -30,6 +30,7 @@ def test_every_builtin_is_covered_here() -> None:
         "s6-ack-timeout",
         "s6-delay-sweep",
         "s6-interference",
+        "s6-nested",
         "s6-office",
     }
 
@@ -572,3 +573,17 @@ def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies(
         got[("multicast", "normal")]["member_reliability"]
         < got[("multicast", "low")]["member_reliability"]
     )
+
+
+def test_s6_nested_entities_gather_two_networks_at_once():
+    got = {}
+    for run in runs("s6-nested", {"delay_ms": [100]}, {"workload.queries": 5}):
+        got[run.params["structure"]] = run_one(run.config, run.seed)
+    flat, nested = got["flat"], got["nested"]
+    assert flat["group_size"] == nested["group_size"] == 20
+    assert flat["member_reliability"] == nested["member_reliability"] == 1.0
+    # 20 members 100 ms apart on one gateway; 10 on each, the two asked at once.
+    assert 1.9 < flat["response_time_median_s"] < 1.9 + 0.1
+    assert 0.9 < nested["response_time_median_s"] < 0.9 + 0.1
+    # Ten members per network are nearer their gateways than twenty on one.
+    assert nested["member_hops_mean"] < flat["member_hops_mean"]

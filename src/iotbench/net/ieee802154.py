@@ -164,9 +164,10 @@ def decode(data: bytes) -> Frame | Ack:
     return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
 
 
-def extended_address(index: int) -> bytes:
-    """A node's EUI-64, locally administered (so it names no real vendor)."""
-    return bytes((0x02, 0x00, 0x00, 0xFF, 0xFE, 0x00)) + index.to_bytes(2, "big")
+def extended_address(index: int, network: int = 0) -> bytes:
+    """A node's EUI-64, locally administered (so it names no real vendor); `network`
+    tells the radio networks of one run apart (their nodes' addresses never repeat)."""
+    return bytes((0x02, 0x00, 0x00, 0xFF, 0xFE, network)) + index.to_bytes(2, "big")
 
 
 def short_address(index: int) -> bytes:

@@ -360,6 +360,23 @@ UPLINK = Section(
 )
 
 
+SECOND = Section(
+    doc="A second radio network: the first one again (same layout, link draws and "
+    "roles; node ids `b.<id>`) on its own 802.15.4 channel and prefix fd02::/64, its "
+    "gateway joined to the first's by an Ethernet link (fd03::/64).",
+    fields={
+        "channel": Field("int", "Its 802.15.4 channel (not the first network's).", ge=11, le=26),
+        "rate_bps": Field(
+            "int", "The gateways' link rate; 0 = no serialisation delay.", 100_000_000, ge=0
+        ),
+        "delay_s": Field("float", "The gateways' link propagation delay.", 0.0005, ge=0),
+        "mtu_bytes": Field("int", "IPv6 MTU of the gateways' link.", 1500, ge=1280, le=65535),
+        "queue_packets": Field("int", "Drop-tail queue of each direction.", 100, ge=1),
+    },
+    optional=True,
+)
+
+
 def is_radio(network: dict) -> bool:
     return network.get("topology", "pair") != "pair"
 
@@ -386,7 +403,7 @@ def fill_radio_sections(network: dict) -> dict:
 
 def check_radio_network(network: dict) -> None:
     topology = network.get("topology", "pair")
-    radio_keys = [k for k in (*RADIO_SECTIONS, "interferers", "uplink") if k in network]
+    radio_keys = [k for k in (*RADIO_SECTIONS, "interferers", "uplink", "second") if k in network]
     if topology == "pair":
         if radio_keys:
             raise Invalid(
@@ -409,3 +426,10 @@ def check_radio_network(network: dict) -> None:
     client = network["roles"]["client"]
     if client == "uplink" and "uplink" not in network:
         raise Invalid(("roles", "client"), "uplink needs a network.uplink section")
+    second = network.get("second")
+    if second is not None and second["channel"] == network["radio"]["channel"]:
+        raise Invalid(
+            ("second", "channel"),
+            f"{second['channel']} is the first network's channel (network.radio.channel); "
+            "the second network needs its own",
+        )

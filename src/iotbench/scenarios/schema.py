@@ -31,6 +31,7 @@ from iotbench.scenarios.radio_schema import (  # noqa: E402
     RADIO,
     ROLES,
     ROUTING,
+    SECOND,
     TOPOLOGIES,
     UPLINK,
     check_radio_network,
@@ -220,7 +221,7 @@ NETWORK = Section(
             "str",
             "pair: a client and a server on one point-to-point link (link, impair); line, star, "
             "grid, random, building, file: 802.15.4 nodes on a shared radio (nodes, roles, "
-            "radio, mac, lowpan, routing, interferers, uplink). Absent: pair.",
+            "radio, mac, lowpan, routing, interferers, uplink, second). Absent: pair.",
             OPTIONAL,
             choices=TOPOLOGIES,
         ),
@@ -250,6 +251,7 @@ NETWORK = Section(
             item=INTERFERER,
         ),
         "uplink": UPLINK,
+        "second": SECOND,
     },
     prepare=fill_radio_sections,
     checks=(_check_mtu, check_radio_network),
@@ -296,6 +298,15 @@ WORKLOAD = Section(
             "absent: as soon as the entity exists.",
             OPTIONAL,
             ge=0,
+        ),
+        "entity": Field(
+            "str",
+            "group-query: flat, one entity of every member on the gateway's EM; nested "
+            "(with network.second), one entity of each network's members on its own "
+            "gateway's EM, both members of the entity the client queries on the first "
+            "gateway's EM, which asks them at once.",
+            "flat",
+            choices=("flat", "nested"),
         ),
         "member_hops_mean": Field(
             "float",
@@ -753,6 +764,12 @@ def _check_publish(document: dict) -> None:
             raise Invalid(
                 ("network", "roles", "client"),
                 "group-query: the client is the host behind the gateway's uplink ('uplink')",
+            )
+        if document["workload"]["entity"] == "nested" and not document["network"].get("second"):
+            raise Invalid(
+                ("workload", "entity"),
+                "nested needs a second radio network (a [network.second] section): one "
+                "entity per gateway",
             )
     if document["workload"]["kind"] == "publish" and name not in PUBLISH_PROTOCOLS:
         raise Invalid(

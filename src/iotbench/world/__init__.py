@@ -63,14 +63,14 @@ def run_one(
         series = NodeSeries(
             sim,
             series_path,
-            list(net.parts["radios"].values()),
-            list(net.parts["macs"].values()),
+            list(radio_parts(net)["radios"].values()),
+            list(radio_parts(net)["macs"].values()),
             config["network"]["radio"]["series_interval_s"],
         )
     outputs = [o for o in (pcap, series) if o is not None]
     group: list[GroupQueryWorkload] = []
     try:
-        download = _run(sim, config, net, items, count, traffic, group)
+        download = _run(sim, config, net, items, count, traffic, observers, group)
     except BaseException:
         for output in outputs:
             output.abort()
@@ -91,7 +91,7 @@ def run_one(
         metrics.update(frames.metrics())
     if "radios" in net.parts:
         metrics.update(traffic.kind_metrics())
-        metrics.update(radio_metrics(net.parts, sim.now))
+        metrics.update(radio_metrics(radio_parts(net), sim.now))
     for workload_ in group:
         metrics.update(workload_.metrics())
     metrics["sim_time_s"] = sim.now
@@ -100,6 +100,19 @@ def run_one(
     metrics["sim_events"] = sim.events_processed - (series.events if series else 0)
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
     return metrics
+
+
+def radio_parts(net: Network) -> dict:
+    """The radio network's parts, with a second network's radios, MACs and RPL
+    nodes added (its metrics count with the first's; the tree is the first's)."""
+    second = net.parts.get("second")
+    if second is None:
+        return net.parts
+    both = dict(net.parts)
+    for key in ("radios", "macs"):
+        both[key] = {**net.parts[key], **second.parts[key]}
+    both["rpl"] = [*net.parts["rpl"], *second.parts["rpl"]]
+    return both
 
 
 def check_networks(configs, label: str = "") -> None:
@@ -129,10 +142,16 @@ def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
     if medium is None:
         return PcapWriter(sim, path, LINKTYPES[network["link"]["layer"]])
     media = [((medium,), LINKTYPE_IEEE802_15_4_WITHFCS, medium.name)]
-    uplink = net.parts.get("uplink")
-    if uplink is None:
+    second = net.parts.get("second")
+    if second is not None:
+        other = second.parts["medium"]
+        media.append(((other,), LINKTYPE_IEEE802_15_4_WITHFCS, other.name))
+    for name in ("uplink", "gateways_link"):
+        link = net.parts.get(name)
+        if link is not None:
+            media.append(((link.a_to_b, link.b_to_a), LINKTYPE_RAW, name.replace("_", " ")))
+    if len(media) == 1:
         return PcapWriter(sim, path, LINKTYPE_IEEE802_15_4_WITHFCS)
-    media.append(((uplink.a_to_b, uplink.b_to_a), LINKTYPE_RAW, "uplink"))
     return PcapNgWriter(sim, path, media)
 
 
@@ -143,6 +162,7 @@ def _run(
     items: ItemLog,
     count: int,
     traffic: TrafficMeter,
+    observers: Observers,
     group: list,
 ) -> Item | None:
     """Run the simulation; the object-download item, if that is the workload."""
@@ -165,7 +185,7 @@ def _run(
         items.close_undelivered()
         return None
     if workload["kind"] == "group-query":
-        queries = GroupQueryWorkload(sim, net, config, items, traffic)
+        queries = GroupQueryWorkload(sim, net, config, items, observers)
         group.append(queries)
         queries.start()
         sim.run(until=config["max_sim_time_s"])

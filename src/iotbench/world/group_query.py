@@ -25,11 +25,21 @@ the Entity Manager on the gateway.
   the previous answer. Each query is an item:
   delivered when the EM answers 2.05, given up otherwise.
 
+`workload.entity = "nested"` (with `network.second`, a second radio network
+whose gateway is joined to the first's by Ethernet): an EM on each gateway;
+the client creates on the second gateway's EM an entity of that network's
+members, on the first's an entity of its own members, then the entity it
+queries there, whose two members are those entities (the local one is asked
+directly, the other over Ethernet). The top entity asks both at once (delay
+0): that is what nesting buys, the two radio networks gathering their
+members in parallel, each with the configured delay. Each network has
+`producer_count` members, picked alike (the second network is a twin).
+
 Per-query measurements (metrics below): the members whose value the answer
 holds, whether all did, and the response time from the client's request to
 the EM's answer. Messages and bytes in the radio network count every
-802.15.4 frame sent (data, MAC ACKs, routing) from the first query to the
-last answer, per query.
+802.15.4 frame sent (data, MAC ACKs, routing; on both radio networks, not
+the Ethernet links) from the first query to the last answer, per query.
 """
 
 from __future__ import annotations
@@ -41,7 +51,10 @@ from dataclasses import replace
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
+from iotbench.metrics.observers import Observer, Observers
 from iotbench.net.ip import address_text
+from iotbench.net.packet import Packet
+from iotbench.net.radio.medium import RadioMedium
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
     CoapEndpoint,
@@ -54,6 +67,8 @@ from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.network import Network
 
 ENTITY = "group"
+#: A nested query's entities: each network's members, on its own gateway.
+FIRST_ENTITY, SECOND_ENTITY = "first", "second"
 CT_JSON = 50
 #: A client whose entity could not be created (a multicast member that did not
 #: join: every one must) tries again after CREATE_RETRY_S, CREATE_ATTEMPTS in all.
@@ -103,10 +118,26 @@ class Member:
         self.node.leave(group)
 
 
+class RadioFrames(Observer):
+    """Frames sent on the radio (every 802.15.4 medium; not the Ethernet links)."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.bytes = 0
+
+    def transmitted(self, pkt: Packet) -> None:
+        if isinstance(pkt.medium, RadioMedium):
+            self.frames += 1
+            self.bytes += len(pkt.data)
+
+
 class GroupQueryWorkload:
-    def __init__(self, sim: Simulator, net: Network, config: dict, items: ItemLog, traffic) -> None:
+    def __init__(
+        self, sim: Simulator, net: Network, config: dict, items: ItemLog, observers: Observers
+    ) -> None:
         workload = config["workload"]
-        self.traffic = traffic
+        self.radio = RadioFrames()
+        observers.add(self.radio)
         cfg = config["protocol"]["coap"]
         em = em_settings(cfg)
         self.sim = sim
@@ -116,58 +147,68 @@ class GroupQueryWorkload:
         self.start_s = workload["start_s"]
         self.query_start_s = workload.get("query_start_s")
         path = workload["path"]
-        gateway = net.node("gateway")
-        self.gateway_host = address_text(net.address(gateway))
-        em_params = replace(
+        self.em_params = replace(
             coap_params(cfg),
             default_leisure_s=em["leisure_s"],
             separate_response_after_s=em["separate_response_after_s"],
         )
-        self.em = EntityManager(
-            CoapEndpoint(sim.rng("coap/em"), em_params),
-            EmParams(
-                max_members=max(64, len(net.ids("producer"))),
-                multicast_margin_s=em["multicast_margin_s"],
-                local_hosts=tuple(address_text(i.address) for i in gateway.interfaces),
-            ),
-        )
-        self.em_driver = DatagramDriver(
-            sim, gateway, self.em, _ignore, codec.header_length, COAP_PORT
-        )
-        chosen = net.nodes("producer")
-        target = workload.get("member_hops_mean")
-        if target is not None:
-            # The network's stream: every run of a scenario (whatever its
-            # axes) has the same members, as it has the same nodes and tree.
-            members_rng = net.parts["streams"]("workload/members")
-            chosen = pick_members(net, len(chosen), target, members_rng)
-        self.members = [Member(sim, node, cfg, path, em["leisure_s"]) for node in chosen]
-        tree = net.parts.get("tree")
-        ids = list(net.hosts)
-        self.member_hops = [tree.hops[ids.index(m.node.name)] for m in self.members] if tree else []
-        self.member_uris = [
-            f"coap://[{address_text(net.address(m.node))}]{path}" for m in self.members
-        ]
-        self.profile = {
-            "name": ENTITY,
-            "er": self.member_uris,
-            "ect": em["mode"],
-            "delay": em["delay_ms"],
-        }
-        if em["mode"] == "unicast":
-            self.profile["emt"] = em["emt"]
-        self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
-        self.client_driver = DatagramDriver(
-            sim, net.node("client"), self.client, self._on_event, codec.header_length
-        )
+        self.em_settings = em
+        gateway = net.node("gateway")
+        self.gateway_host = address_text(net.address(gateway))
+        self.em, self.em_driver = self._entity_manager(net, "coap/em")
+        networks = [net]
+        second = net.parts.get("second")
+        nested = workload["entity"] == "nested"
+        if nested:
+            networks.append(second)
+        self.members: list[Member] = []
+        self.member_hops: list[int] = []
+        member_uris: list[list[str]] = []
+        for network in networks:
+            chosen = network.nodes("producer")
+            target = workload.get("member_hops_mean")
+            if target is not None:
+                # The network's stream: every run of a scenario (whatever its
+                # axes) has the same members, as it has the same nodes and tree.
+                members_rng = network.parts["streams"]("workload/members")
+                chosen = pick_members(network, len(chosen), target, members_rng)
+            tree = network.parts["tree"]
+            ids = list(network.hosts)
+            self.member_hops += [tree.hops[ids.index(node.name)] for node in chosen]
+            self.members += [Member(sim, node, cfg, path, em["leisure_s"]) for node in chosen]
+            member_uris.append(
+                [f"coap://[{address_text(network.address(node))}]{path}" for node in chosen]
+            )
         # The EM as the client sees it: the gateway's address on the client's link
         # (its uplink), which is also where its answers come from.
         client_prefix = net.address(net.node("client"))[:8]
         facing = [i.address for i in gateway.interfaces if i.address[:8] == client_prefix]
         em_host = address_text(facing[0]) if facing else self.gateway_host
         self.em_addr = (em_host, COAP_PORT)
+        # The entities to create, in order: (EM address, profile).
+        if not nested:
+            self.to_create = [(self.em_addr, self._profile(ENTITY, member_uris[0]))]
+        else:
+            self.second_em, self.second_em_driver = self._entity_manager(second, "coap/em2")
+            # The second EM as the first reaches it: its end of the gateways' link.
+            link = net.parts["gateways_link"]
+            second_host = address_text(link.b.address)
+            top = [
+                f"coap://[{self.gateway_host}]/e/{FIRST_ENTITY}",
+                f"coap://[{second_host}]/e/{SECOND_ENTITY}",
+            ]
+            self.to_create = [
+                ((second_host, COAP_PORT), self._profile(SECOND_ENTITY, member_uris[1])),
+                (self.em_addr, self._profile(FIRST_ENTITY, member_uris[0])),
+                (self.em_addr, {**self._profile(ENTITY, top, mode="unicast"), "delay": 0}),
+            ]
+        self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
+        self.client_driver = DatagramDriver(
+            sim, net.node("client"), self.client, self._on_event, codec.header_length
+        )
         self._pending: dict[int, Item] = {}
         self._create_request: int | None = None
+        self._created_count = 0  # of to_create
         self.created = False
         self.create_attempts = 0
         self.values: list[int] = []  # member values per answered query
@@ -175,16 +216,39 @@ class GroupQueryWorkload:
         self._start_counts = (0, 0)
         self._end_counts: tuple[int, int] | None = None
 
+    def _entity_manager(self, net: Network, stream: str) -> tuple[EntityManager, DatagramDriver]:
+        """An EM on `net`'s gateway, on the CoAP port."""
+        gateway = net.node("gateway")
+        em = EntityManager(
+            CoapEndpoint(self.sim.rng(stream), self.em_params),
+            EmParams(
+                max_members=max(64, len(net.ids("producer"))),
+                multicast_margin_s=self.em_settings["multicast_margin_s"],
+                local_hosts=tuple(address_text(i.address) for i in gateway.interfaces),
+            ),
+        )
+        driver = DatagramDriver(self.sim, gateway, em, _ignore, codec.header_length, COAP_PORT)
+        return em, driver
+
+    def _profile(self, name: str, uris: list[str], mode: str | None = None) -> dict:
+        em = self.em_settings
+        profile = {"name": name, "er": uris, "ect": mode or em["mode"], "delay": em["delay_ms"]}
+        if profile["ect"] == "unicast":
+            profile["emt"] = em["emt"]
+        return profile
+
     def start(self) -> None:
         self.sim.at(self.start_s, self._create)
 
     # ---- the entity, then the queries ---------------------------------------------------
 
-    def _create(self) -> None:
-        self.create_attempts += 1
-        payload = json.dumps(self.profile, separators=(",", ":")).encode()
+    def _create(self, attempt: bool = True) -> None:
+        """Ask for the next entity of `to_create` (a new attempt, or its next step)."""
+        self.create_attempts += attempt
+        em_addr, profile = self.to_create[self._created_count]
+        payload = json.dumps(profile, separators=(",", ":")).encode()
         self._create_request = self.client.request(
-            self.sim.now, self.em_addr, codec.Code.POST, "/e", payload=payload,
+            self.sim.now, em_addr, codec.Code.POST, "/e", payload=payload,
             options=[(codec.Opt.CONTENT_FORMAT, CT_JSON)],
         )  # fmt: skip
         self.client_driver.pump()
@@ -224,6 +288,10 @@ class GroupQueryWorkload:
     def _created(self, event: object) -> None:
         ok = isinstance(event, ResponseReceived) and event.response.code == codec.Code.CREATED
         if ok:
+            self._created_count += 1
+            if self._created_count < len(self.to_create):
+                self._create(attempt=False)  # the next entity of a nested query
+                return
             self.created = True
             if self.query_start_s is not None and self.sim.now < self.query_start_s:
                 self.sim.at(self.query_start_s, self._query, 0)
@@ -237,8 +305,7 @@ class GroupQueryWorkload:
     # ---- measurements ---------------------------------------------------------------------
 
     def _radio_counts(self) -> tuple[int, int]:
-        wire = self.traffic.wire
-        return wire.packets, wire.total
+        return self.radio.frames, self.radio.bytes
 
     def metrics(self) -> dict[str, float | int]:
         g = len(self.members)

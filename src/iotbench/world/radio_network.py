@@ -15,7 +15,15 @@ Bottom to top, for every node of the topology (world/topology.py):
    least ETX (net/routing/tree.py) with its routes installed; SMRF for
    multicast; NDN always uses the static tree (world/ndn.py);
 5. the interferers, and the gateway's uplink (a point-to-point link to the
-   host `uplink`, prefix fd01::/64) when the scenario has one.
+   host `uplink`, prefix fd01::/64) when the scenario has one;
+6. `network.second`: a second radio network, the first one again (the same
+   positions, link draws and members' hop counts: a twin) on its own
+   802.15.4 channel, under the prefix fd02::/64, its nodes named `b.<id>`,
+   its gateway the root of its own DODAG and joined to the first gateway by
+   an Ethernet link (fd03::/64). The two channels do not disturb each other
+   (the model has no adjacent-channel leakage between 802.15.4 channels, 5
+   MHz apart, where receivers reject 30 dB and more). S6 nests entities on
+   two gateways this way.
 
 The network's randomness (shadowing, fading, reception draws, interferers,
 the node draws of random and building topologies) comes from streams of the
@@ -26,7 +34,7 @@ conditions; the MACs' backoffs belong to the run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -63,10 +71,65 @@ ALL_NODES = bytes.fromhex("ff020000000000000000000000000001")
 ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
 
 
+@dataclass(frozen=True)
+class Subnet:
+    """Which radio network of a run: how its nodes are named and addressed."""
+
+    index: int  # 0: the network; 1: network.second
+    prefix: bytes
+    id_prefix: str  # put before the topology's node ids
+
+
+FIRST = Subnet(0, PREFIX, "")
+SECOND = Subnet(1, bytes.fromhex("fd02000000000000"), "b.")
+GATEWAYS_LINK = ("fd03::1", "fd03::2")  # the first gateway's end, the second's
+
+
 def build_radio_network(
     sim: Simulator, network: dict, protocol: str, observers: Observers, l2_mtu: int | None = None
 ) -> Network:
-    cfg, streams, topology, medium, radios, tree = radio_layout(sim, network, protocol, observers)
+    net, cfg = _one_network(sim, network, protocol, observers, l2_mtu, FIRST)
+    hosts, interfaces = net.hosts, net.interfaces
+    if cfg.second is not None:
+        if protocol == "ndn":
+            raise TopologyError("network.second: NDN nodes have no IP link between gateways")
+        second, _ = _one_network(sim, second_network(network), protocol, observers, l2_mtu, SECOND)
+        net.parts["second"] = second
+        net.parts["gateways_link"] = _join_gateways(sim, cfg.second, net, second, observers)
+        hosts.update(second.hosts)
+        interfaces.update(second.interfaces)
+    if cfg.uplink is not None:
+        if protocol == "ndn":
+            raise TopologyError("network.uplink: NDN nodes have no IP uplink")
+        net.parts["uplink"] = _uplink(
+            sim, cfg.uplink, hosts, interfaces, net.parts["topology"], observers
+        )
+    return net
+
+
+def second_network(network: dict) -> dict:
+    """The `network` section of the second radio network: the first's on its own channel."""
+    radio = dict(network.get("radio", {}))
+    radio["channel"] = network["second"]["channel"]
+    if radio.get("nodes"):
+        radio["nodes"] = {SECOND.id_prefix + k: v for k, v in radio["nodes"].items()}
+    # Its clients are the first network's: the uplink host stays where it is.
+    roles = {**network["roles"], "client": "gateway"}
+    rest = {k: v for k, v in network.items() if k not in ("second", "uplink")}
+    return {**rest, "radio": radio, "roles": roles}
+
+
+def _one_network(
+    sim: Simulator,
+    network: dict,
+    protocol: str,
+    observers: Observers,
+    l2_mtu: int | None,
+    subnet: Subnet,
+) -> tuple[Network, Settings]:
+    cfg, streams, topology, medium, radios, tree = radio_layout(
+        sim, network, protocol, observers, subnet
+    )
     params = MacParams(
         min_be=cfg.mac.min_be,
         max_be=cfg.mac.max_be,
@@ -81,14 +144,14 @@ def build_radio_network(
         address = (
             mac.short_address(i + 1)
             if cfg.mac.address_mode == "short"
-            else mac.extended_address(i + 1)
+            else mac.extended_address(i + 1, subnet.index)
         )
         macs.append(CsmaMac(sim, radio, address, sim.rng(f"mac/{radio.name}"), params, observers))
     rpl_drivers: list[RplDriver] = []
     if protocol == "ndn":
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
-        hosts, interfaces = _ip_hosts(sim, cfg, topology, macs)
+        hosts, interfaces = _ip_hosts(sim, cfg, topology, macs, subnet.prefix)
         if cfg.routing.protocol == "static":
             install_static_routes(topology, tree, hosts, interfaces)
             multicast = static_multicast(topology, tree, hosts, interfaces)
@@ -100,22 +163,15 @@ def build_radio_network(
                 host.multicast_forwarder = Smrf(
                     sim, interfaces[name], sim.rng(f"smrf/{name}"), parent, below
                 )
-    roles = dict(topology.roles)
-    if cfg.uplink is not None:
-        if protocol == "ndn":
-            raise TopologyError("network.uplink: NDN nodes have no IP uplink")
-        uplink = _uplink(sim, cfg.uplink, hosts, interfaces, topology, observers)
-    else:
-        uplink = None
     interferers = _interferers(sim, cfg, medium, streams)
     ids = [n.id for n in topology.nodes]
 
     def tree_path(a: str, b: str) -> list[str]:
         return [ids[i] for i in path_between(tree, ids.index(a), ids.index(b))]
 
-    return Network(
+    net = Network(
         hosts=hosts,
-        roles=roles,
+        roles=dict(topology.roles),
         interfaces=interfaces,
         parts={
             "topology": topology,
@@ -126,13 +182,20 @@ def build_radio_network(
             "tree_path": tree_path,
             "interferers": interferers,
             "streams": streams,  # the network's own random streams (network.seed)
-            "uplink": uplink,
+            "uplink": None,
             "rpl": [d.rpl for d in rpl_drivers],
         },
     )
+    return net, cfg
 
 
-def radio_layout(sim: Simulator, network: dict, protocol: str, observers: Observers):
+def radio_layout(
+    sim: Simulator,
+    network: dict,
+    protocol: str,
+    observers: Observers,
+    subnet: Subnet = FIRST,
+):
     """What decides whether a radio network can work: its topology, radios with
     their neighbour lists, and routing tree, checked (a TopologyError says why
     not). (typed settings, streams, topology, medium, radios, tree)"""
@@ -141,6 +204,8 @@ def radio_layout(sim: Simulator, network: dict, protocol: str, observers: Observ
     cfg = typed(NETWORK, network)
     streams = RngStreams(network["seed"]).stream
     topology = build_topology(network, streams("topology"))
+    if subnet.id_prefix:
+        topology = topology.renamed(subnet.id_prefix)
     medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
@@ -155,6 +220,8 @@ def radio_layout(sim: Simulator, network: dict, protocol: str, observers: Observ
 def check_network(network: dict, protocol: str) -> None:
     """Check a radio network without simulating it (see radio_layout)."""
     radio_layout(Simulator(0), network, protocol, Observers())
+    if network.get("second"):
+        radio_layout(Simulator(0), second_network(network), protocol, Observers(), SECOND)
 
 
 # --------------------------------------------------------------------- radio
@@ -308,7 +375,9 @@ def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int 
     return hosts, interfaces
 
 
-def _ip_hosts(sim: Simulator, cfg: Settings, topology: Topology, macs: list[CsmaMac]):
+def _ip_hosts(
+    sim: Simulator, cfg: Settings, topology: Topology, macs: list[CsmaMac], prefix: bytes
+):
     hosts, interfaces = {}, {}
     app_layers: dict = {}  # shared: how forwarders split datagrams into layers
     low = cfg.lowpan
@@ -320,12 +389,12 @@ def _ip_hosts(sim: Simulator, cfg: Settings, topology: Topology, macs: list[Csma
             timeout_s=low.reassembly_timeout_s,
             max_datagrams=low.reassembly_datagrams,
             max_bytes=low.reassembly_bytes,
-            contexts={0: PREFIX} if low.compression == "iphc" else None,
+            contexts={0: prefix} if low.compression == "iphc" else None,
         )
         iface = LowpanInterface(
             host,
             m,
-            PREFIX,
+            prefix,
             sim.rng(f"lowpan/{node.id}"),
             compression=low.compression,
             reassembler=reassembler,
@@ -437,6 +506,32 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
     gateway.set_default_route(gw_if, None)
     host.set_default_route(host_if, None)
     host.app_layers = gateway.app_layers
+    return link
+
+
+def _join_gateways(
+    sim: Simulator, cfg: Settings, first: Network, second: Network, observers: Observers
+) -> PointToPointLink:
+    """An Ethernet link between the two gateways. The second gateway's default route
+    leads to the first; the first reaches the second network's nodes through it
+    (a route per node: the first gateway's own default route leads to its uplink)."""
+    a, b = first.node("gateway"), second.node("gateway")
+    a_if = a.add_interface(GATEWAYS_LINK[0], cfg.mtu_bytes)
+    b_if = b.add_interface(GATEWAYS_LINK[1], cfg.mtu_bytes)
+    link = PointToPointLink(
+        sim,
+        a_if,
+        b_if,
+        rate_bps=cfg.rate_bps,
+        delay_s=cfg.delay_s,
+        queue_packets=cfg.queue_packets,
+        observers=observers,
+    )
+    b.group_interface = b.interfaces[0]  # its groups go down its own DODAG
+    b.set_default_route(b_if, None)
+    a.add_route(b_if.address, a_if)
+    for iface in second.interfaces.values():
+        a.add_route(iface.address, a_if)
     return link
 
 

@@ -61,6 +61,19 @@ class Topology:
                 return i
         raise KeyError(node_id)
 
+    def renamed(self, prefix: str) -> Topology:
+        """The same topology with `prefix` before every node id (a second network's)."""
+
+        def name(node_id: str) -> str:
+            return node_id if node_id == "uplink" else prefix + node_id
+
+        return Topology(
+            self.kind,
+            tuple(NodeSpec(name(n.id), n.position, n.floor) for n in self.nodes),
+            {role: tuple(name(i) for i in ids) for role, ids in self.roles.items()},
+            {(name(a), name(b)): prr for (a, b), prr in self.link_prr.items()},
+        )
+
     def ids(self, role: str) -> tuple[str, ...]:
         return self.roles.get(role, ())
 

@@ -7,7 +7,17 @@ import random
 
 import pytest
 
-from iotbench.net.rpl.codec import DIO, DIS, INFINITE_RANK, Dao, Dio, decode, encode
+from iotbench.net.rpl.codec import (
+    DIO,
+    DIS,
+    INFINITE_RANK,
+    Dao,
+    Dio,
+    Target,
+    Transit,
+    decode,
+    encode,
+)
 from iotbench.net.rpl.node import (
     ALL_RPL_NODES,
     JoinedDodag,
@@ -226,6 +236,25 @@ def test_a_stale_route_announced_again_does_not_take_the_target_back():
     net.run(net.now + 10.0)
     assert net.nodes[0].routes[gl(3)] == ll(other)
     assert net.nodes[0].counters.get("stale_daos", 0) >= 1
+
+
+def test_a_targets_own_dao_coming_back_round_does_not_move_its_route():
+    """n1 told the root its Path Sequence directly. The same DAO relayed back by
+    another child (it went up while parents changed, and came round) is not news:
+    the route keeps leading to n1, not into a loop."""
+    net = Net(3, {(0, 1), (0, 2), (1, 2)})
+    net.run(120.0)
+    root, n1 = net.nodes[0], net.nodes[1]
+    assert n1.preferred_parent == ll(0) and root.routes[gl(1)] == ll(1)
+    sequence = n1.targets[gl(1)]
+    looped = Dao(root.instance_id, 7, ((Target(gl(1)), Transit(30, sequence)),))
+    root.receive(net.now, ll(2), ll(0), *encode(looped))
+    assert root.routes[gl(1)] == ll(1)
+    assert root.counters.get("stale_daos", 0) == 1
+    # A newer Path Sequence from elsewhere is news: n1 moved below n2.
+    moved = Dao(root.instance_id, 8, ((Target(gl(1)), Transit(30, sequence + 1)),))
+    root.receive(net.now, ll(2), ll(0), *encode(moved))
+    assert root.routes[gl(1)] == ll(2)
 
 
 def test_a_node_alone_keeps_soliciting_and_never_joins():

@@ -586,7 +586,7 @@ class RplNode:
             if address in self.targets:
                 continue  # our own address
             route = self._routes.get(address)
-            if route is not None and self._stale(route, transit):
+            if route is not None and self._stale(route, transit, address, src):
                 continue
             if transit.path_lifetime == 0:  # No-Path
                 if route is not None and route.next_hop == src:
@@ -603,12 +603,23 @@ class RplNode:
             if self._forward_at is None:
                 self._forward_at = now + self.params.dao_forward_delay_s
 
-    def _stale(self, route: _Route, transit: Transit) -> bool:
-        """A DAO about a target with an older Path Sequence than the route's: news of a
-        path the target has since left (RFC 6550 7.2, 9.2.2), such as the copy of a
-        route an old ancestor still held and re-announced after a parent change.
-        It must neither move nor remove the route."""
-        if sequence_compare(transit.path_sequence, route.sequence) != -1:
+    def _stale(self, route: _Route, transit: Transit, address: bytes, src: bytes) -> bool:
+        """A DAO that must neither move nor remove the route to `address`:
+
+        - an older Path Sequence than the route's: news of a path the target has
+          since left (RFC 6550 7.2, 9.2.2), such as the copy of a route an old
+          ancestor still held and re-announced after a parent change;
+        - the route's own Path Sequence from another neighbour while the route
+          leads to the target itself: the target told us that sequence directly,
+          so the same from elsewhere is a relay of that DAO that came back round
+          (parents changed while it went up: this node, then its parent, then a
+          node that has since chosen this one as parent). Taking it would point
+          the route into a loop until the target's next refresh. (A target that
+          moves increments its Path Sequence, so its news is never equal.)
+        """
+        order = sequence_compare(transit.path_sequence, route.sequence)
+        looped = order == 0 and src != route.next_hop and route.next_hop[8:] == address[8:]
+        if order != -1 and not looped:
             return False
         self._count("stale_daos")
         return True
