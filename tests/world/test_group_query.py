@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from iotbench.proto.coap.group import leisure_lower_bound_s
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.world import run_one
+from iotbench.world.group_query import member_response_bytes
 
 SCENARIO = """
 name = "s6-test"
@@ -151,3 +153,16 @@ def test_nested_needs_a_second_network_on_its_own_channel():
         run("unicast", **{"workload.entity": "nested"})
     with pytest.raises(ScenarioError, match=r"network\.second\.channel.*first network's channel"):
         run("unicast", **{"network.second": {"channel": 26}})
+
+
+def test_the_leisure_can_be_the_rfcs_lower_bound_for_the_group():
+    """S x G / R: six members' 18-byte answers at 1 kbit/s is 0.86 s, not 2 s."""
+    size = member_response_bytes(4)
+    assert size == 4 + 4 + 1 + 1 + len("21.7 Cel")  # header, token, Content-Format, marker
+    bound = leisure_lower_bound_s(size, 6, 1000.0)
+    assert bound == pytest.approx(0.864)
+    m = run("multicast", **{"protocol.coap.em.leisure_rate_bps": 1000.0})
+    assert m["member_reliability"] == 1.0
+    # The EM waits the bound (plus its margin) instead of the 2 s leisure_s.
+    assert m["response_time_max_s"] <= bound + 1.0 + 0.05
+    assert m["response_time_max_s"] < 2.0

@@ -355,6 +355,13 @@ COAP_EM = Section(
         "leisure_s": Field(
             "float", "Multicast: the members' leisure (RFC 7252 8.2) and the EM's wait.", 5.0, ge=0
         ),
+        "leisure_rate_bps": Field(
+            "float",
+            "Multicast: when set, the leisure is RFC 7252 8.2's lower bound S x G / R for "
+            "this target rate R (S a member's CoAP answer, G the group size), not leisure_s.",
+            OPTIONAL,
+            gt=0,
+        ),
         "multicast_margin_s": Field(
             "float", "Multicast: how long the EM waits after the leisure.", 1.0, ge=0
         ),

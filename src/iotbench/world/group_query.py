@@ -61,7 +61,7 @@ from iotbench.proto.coap.endpoint import (
     ResourceResponse,
     ResponseReceived,
 )
-from iotbench.proto.coap.group import serve_membership
+from iotbench.proto.coap.group import leisure_lower_bound_s, serve_membership
 from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.network import Network
@@ -88,6 +88,20 @@ EM_DEFAULTS = {
 
 def em_settings(coap: dict) -> dict:
     return {**EM_DEFAULTS, **coap.get("em", {})}
+
+
+def member_response_bytes(token_length: int) -> int:
+    """S of RFC 7252 8.2: the CoAP size of a member's answer (a 2.05 with a
+    text/plain reading such as "21.7 Cel")."""
+    answer = codec.Message(
+        codec.Type.NON,
+        codec.Code.CONTENT,
+        0,
+        bytes(token_length),
+        [(codec.Opt.CONTENT_FORMAT, b"")],
+        b"21.7 Cel",
+    )
+    return len(codec.encode(answer))
 
 
 class Member:
@@ -147,35 +161,45 @@ class GroupQueryWorkload:
         self.start_s = workload["start_s"]
         self.query_start_s = workload.get("query_start_s")
         path = workload["path"]
-        self.em_params = replace(
-            coap_params(cfg),
-            default_leisure_s=em["leisure_s"],
-            separate_response_after_s=em["separate_response_after_s"],
-        )
         self.em_settings = em
         gateway = net.node("gateway")
         self.gateway_host = address_text(net.address(gateway))
-        self.em, self.em_driver = self._entity_manager(net, "coap/em")
         networks = [net]
         second = net.parts.get("second")
         nested = workload["entity"] == "nested"
         if nested:
             networks.append(second)
-        self.members: list[Member] = []
-        self.member_hops: list[int] = []
-        member_uris: list[list[str]] = []
+        target = workload.get("member_hops_mean")
+        chosen_per_network = []
         for network in networks:
             chosen = network.nodes("producer")
-            target = workload.get("member_hops_mean")
             if target is not None:
                 # The network's stream: every run of a scenario (whatever its
                 # axes) has the same members, as it has the same nodes and tree.
                 members_rng = network.parts["streams"]("workload/members")
                 chosen = pick_members(network, len(chosen), target, members_rng)
+            chosen_per_network.append(chosen)
+        leisure = em["leisure_s"]
+        if em.get("leisure_rate_bps") is not None:
+            # RFC 7252 8.2's lower bound for the group each EM addresses.
+            size = member_response_bytes(coap_params(cfg).token_length)
+            group = len(chosen_per_network[0])
+            leisure = leisure_lower_bound_s(size, group, em["leisure_rate_bps"])
+        self.leisure_s = leisure
+        self.em_params = replace(
+            coap_params(cfg),
+            default_leisure_s=leisure,
+            separate_response_after_s=em["separate_response_after_s"],
+        )
+        self.em, self.em_driver = self._entity_manager(net, "coap/em")
+        self.members: list[Member] = []
+        self.member_hops: list[int] = []
+        member_uris: list[list[str]] = []
+        for network, chosen in zip(networks, chosen_per_network, strict=True):
             tree = network.parts["tree"]
             ids = list(network.hosts)
             self.member_hops += [tree.hops[ids.index(node.name)] for node in chosen]
-            self.members += [Member(sim, node, cfg, path, em["leisure_s"]) for node in chosen]
+            self.members += [Member(sim, node, cfg, path, leisure) for node in chosen]
             member_uris.append(
                 [f"coap://[{address_text(network.address(node))}]{path}" for node in chosen]
             )
