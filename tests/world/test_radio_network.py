@@ -219,6 +219,49 @@ def test_publish_workload_counts_every_reading_once():
     assert math.isfinite(m["latency_p99_s"]) and m["latency_min_s"] > 0
 
 
+@pytest.mark.parametrize("qos", [0, 1])
+def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeypatch):
+    """S4's MQTT-SN: one session per producer, the topic registered once, then
+    every reading published under its topic id to the gateway beside the broker."""
+    from iotbench.proto.mqttsn.client import MqttSnClient
+
+    registers: list[str] = []
+    register = MqttSnClient.register
+
+    def counted(self, now, topic):
+        registers.append(topic)
+        return register(self, now, topic)
+
+    monkeypatch.setattr(MqttSnClient, "register", counted)
+    cfg, seed = config(
+        "mqttsn",
+        **{
+            "network.nodes.count": 6,
+            "network.roles.producers": [],
+            "workload.kind": "publish",
+            "workload.interval_s": 5.0,
+            "workload.items": 8,
+            "protocol.mqttsn.qos": qos,
+            "protocol.mqttsn.retry_interval_s": 2.0,
+            "protocol.mqttsn.max_retries": 4,
+        },
+    )
+    m = run_one(cfg, seed)
+    assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
+    assert m["items_delivered"] >= 38
+    assert registers == ["sensor/reading"] * 5  # once per producer, no session lost
+    assert m["latency_p50_s"] < 0.05  # a reading is a PUBLISH, not a session
+
+
+def test_publish_is_a_workload_of_coap_and_mqttsn_only():
+    from iotbench.scenarios import ScenarioError
+
+    with pytest.raises(
+        ScenarioError, match="publish is a workload of coap, mqttsn; protocol 'ndn'"
+    ):
+        config("ndn", **{"workload.kind": "publish", "workload.interval_s": 5.0})
+
+
 # ---------------------------------------------------------------- RPL
 
 

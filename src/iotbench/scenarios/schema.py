@@ -21,7 +21,7 @@ from iotbench.scenarios.fields import (
 )
 
 # The protocols the publish workload runs (world/publish.py).
-PUBLISH_PROTOCOLS = ("coap",)
+PUBLISH_PROTOCOLS = ("coap", "mqttsn")
 
 from iotbench.scenarios.radio_schema import (  # noqa: E402
     INTERFERER,
@@ -276,7 +276,8 @@ WORKLOAD = Section(
             "object-download: fetch one object; periodic: a request every interval_s whether "
             "or not the last was answered; sequential: each item starts when the previous ended; "
             "publish: every producer sends a reading to the client node (the gateway) every "
-            "interval_s, from a random phase; group-query: the client creates one entity of "
+            "interval_s, from a random phase (coap: a PUT each; mqttsn: one session each, "
+            "the topic registered once, a PUBLISH each); group-query: the client creates one entity of "
             "all producers on the gateway's Entity Manager (protocol.coap.em) and queries it "
             "`queries` times, each interval_s after the previous answer (S6).",
             choices=("object-download", "periodic", "sequential", "publish", "group-query"),

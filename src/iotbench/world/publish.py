@@ -9,27 +9,44 @@ arrived. An item is delivered when its reading first reaches the client
 node's application (the gateway, or the host behind its uplink); that is
 its time to content arrival.
 
-With CoAP (the protocol this workload has so far), the producer PUTs the
-reading to the gateway's server at `workload.path`, confirmable or not as
-`protocol.coap.type` says. A CON item is given up when the producer's
-endpoint gives up (MAX_RETRANSMIT). A NON reading carries No-Response 26
-(RFC 7967): the producer wants nothing back, so the gateway sends nothing and
-the producer's next reading never waits for a response (NSTART); the item is
-handed over when it is sent, and one that has not arrived `drain_s` later is
-given up (as of its hand-over), so the readings the run keeps track of are
-those of the last `drain_s` only, however long it runs. The run ends
-`drain_s` after the last reading was taken, or sooner when every item has
-ended.
+How a reading travels is the protocol's (a `Sender` per protocol):
+
+- CoAP: the producer PUTs the reading to the gateway's server at
+  `workload.path`, confirmable or not as `protocol.coap.type` says. A CON
+  item is given up when the producer's endpoint gives up (MAX_RETRANSMIT).
+  A NON reading carries No-Response 26 (RFC 7967): the producer wants
+  nothing back, so the gateway sends nothing and the producer's next
+  reading never waits for a response (NSTART).
+- MQTT-SN: each producer keeps one session with the gateway beside the
+  broker on the client node (S4's set-up): it connects and registers
+  `protocol.mqttsn.topic` once, then publishes every reading under the
+  topic id with `protocol.mqttsn.qos`; a subscriber on the broker's host
+  receives them. Readings taken before the registration is done wait for
+  it (in the client's queue, `max_queued`). A QoS 1 item is given up when
+  the client gives the PUBLISH up (Nretry retransmissions, Tretry apart);
+  a session the gateway loses is started again. Client ids are the node
+  names.
+
+A reading that nothing acknowledges end to end (CoAP NON, MQTT-SN QoS 0)
+is handed over when it is sent, and one that has not arrived `drain_s`
+later is given up (as of its hand-over), so the readings the run keeps
+track of are those of the last `drain_s` only, however long it runs. The
+run ends `drain_s` after the last reading was taken, or sooner when every
+item has ended.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 
 from iotbench.apps.driver import DatagramDriver
+from iotbench.apps.mqtt import BrokerApp, LocalClient
+from iotbench.apps.mqttsn import GatewayDriver
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.net.ip import address_text
+from iotbench.net.tcp import TcpStack
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
     NO_RESPONSE_ALL,
@@ -38,11 +55,21 @@ from iotbench.proto.coap.endpoint import (
     ResourceResponse,
 )
 from iotbench.proto.coap.options import Opt
+from iotbench.proto.mqtt import events as mqtt_ev
+from iotbench.proto.mqtt.broker import MqttBroker
+from iotbench.proto.mqtt.client import MqttClient
+from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
+from iotbench.proto.mqttsn import events as sn_ev
+from iotbench.proto.mqttsn.client import DISCONNECTED, MqttSnClient, QueueFull
+from iotbench.proto.mqttsn.codec import header_length as sn_header_length
+from iotbench.proto.mqttsn.gateway import MqttSnGateway
+from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
 from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.network import Network
 
 _COUNTER_BITS = 24
+BROKER_PORT = 1883  # the broker takes MQTT over TCP on the client node too
 
 
 def reading_id(producer: int, counter: int) -> int:
@@ -55,43 +82,37 @@ def reading(producer: int, counter: int, value: int) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+def read_id(payload: bytes) -> int | None:
+    """The reading id in a reading's payload; None if it is not one."""
+    try:
+        return int(json.loads(payload)["id"], 16)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 class PublishWorkload:
+    """The readings' schedule and their items; a Sender carries them."""
+
     def __init__(self, sim: Simulator, net: Network, config: dict, items: ItemLog) -> None:
         workload = config["workload"]
-        cfg = config["protocol"]["coap"]
         self.sim = sim
         self.items = items
         self.per_producer = workload["items"]
         self.interval_s = workload["interval_s"]
         self.start_s = workload["start_s"]
         self.drain_s = workload["drain_s"]
-        self.path = workload["path"]
-        self.confirmable = cfg["type"] == "con"
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
         self._handed: deque[tuple[float, int]] = deque()  # (hand-over time, reading id)
-        self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading id
-        self._total = self.per_producer * len(net.ids("producer"))
+        producers = net.nodes("producer")
+        self._total = self.per_producer * len(producers)
         self._values = sim.rng("sensor")
-        sink = net.node("client")
-        self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
-        self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
-        DatagramDriver(sim, sink, self._server, _ignore, codec.header_length, COAP_PORT)
-        self._sink = (address_text(net.address(sink)), COAP_PORT)
-        self._producers = []
-        for index, node in enumerate(net.nodes("producer")):
-            endpoint = CoapEndpoint(
-                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
-            )
-            driver = DatagramDriver(sim, node, endpoint, self._on_event(index), codec.header_length)
-            self._producers.append((endpoint, driver))
-        self._options = [(codec.Opt.CONTENT_FORMAT, 50)]  # application/json
-        if not self.confirmable:
-            self._options.append((Opt.NO_RESPONSE, NO_RESPONSE_ALL))
         self._phases = sim.rng("workload/phases")
         self._last_publish = self.start_s
+        build = SENDERS[config["protocol"]["name"]]
+        self.sender = build(self, sim, net, config)
 
     def start(self) -> None:
-        for index in range(len(self._producers)):
+        for index in range(len(self.sender.producers)):
             first = self.start_s + self._phases.uniform(0.0, self.interval_s)
             self._last_publish = max(
                 self._last_publish, first + (self.per_producer - 1) * self.interval_s
@@ -101,28 +122,42 @@ class PublishWorkload:
 
     def _publish(self, producer: int, counter: int) -> None:
         sim = self.sim
-        item = self.items.start(sim.now)
         rid = reading_id(producer, counter)
-        self._open[rid] = item
-        endpoint, driver = self._producers[producer]
-        request = endpoint.request(
-            sim.now,
-            self._sink,
-            codec.Code.PUT,
-            self.path,
-            confirmable=self.confirmable,
-            payload=reading(producer, counter, self._values.randrange(10000)),
-            options=self._options,
-        )
-        driver.pump()
-        if self.confirmable:
-            self._requests[(producer, request)] = rid
-        else:
-            item.t_handed_over = sim.now
-            self._handed.append((sim.now, rid))
-            self._expire(sim.now)
+        self._open[rid] = self.items.start(sim.now)
+        payload = reading(producer, counter, self._values.randrange(10000))
+        self.sender.send(producer, rid, payload)
         if counter + 1 < self.per_producer:
             sim.schedule(self.interval_s, self._publish, producer, counter + 1)
+
+    # ---- what the senders report -----------------------------------------------------
+
+    def handed_over(self, rid: int) -> None:
+        """The reading left its producer with no end-to-end acknowledgement to come."""
+        item = self._open.get(rid)
+        if item is None:
+            return
+        now = self.sim.now
+        item.t_handed_over = now
+        self._handed.append((now, rid))
+        self._expire(now)
+
+    def arrived(self, payload: bytes) -> bool:
+        """A reading reached the gateway's application; False if it is not one."""
+        rid = read_id(payload)
+        if rid is None:
+            return False
+        item = self._open.pop(rid, None)
+        if item is not None:
+            self.items.finish(item, self.sim.now, DELIVERED, len(payload))
+            self._check_all_done()
+        return True
+
+    def failed(self, rid: int) -> None:
+        """The producer gave the reading up."""
+        item = self._open.pop(rid, None)
+        if item is not None:
+            self.items.finish(item, self.sim.now, GIVEN_UP)
+            self._check_all_done()
 
     def _expire(self, now: float) -> None:
         """Give up the handed-over readings that have had `drain_s` to arrive."""
@@ -133,34 +168,179 @@ class PublishWorkload:
             if item is not None:
                 self.items.finish(item, t, GIVEN_UP)
 
-    def _arrived(self, request, addr) -> ResourceResponse:
-        try:
-            rid = int(json.loads(request.payload)["id"], 16)
-        except (ValueError, KeyError, TypeError):
-            return ResourceResponse(codec.Code.BAD_REQUEST)
-        item = self._open.pop(rid, None)
-        if item is not None:
-            self.items.finish(item, self.sim.now, DELIVERED, len(request.payload))
-            self._check_all_done()
-        return ResourceResponse(codec.Code.CHANGED)
-
-    def _on_event(self, producer: int):
-        def on_event(event: object) -> None:
-            if isinstance(event, RequestFailed):
-                rid = self._requests.pop((producer, event.request_id), None)
-                item = self._open.pop(rid, None) if rid is not None else None
-                if item is not None:
-                    self.items.finish(item, self.sim.now, GIVEN_UP)
-                    self._check_all_done()
-            else:
-                self._requests.pop((producer, getattr(event, "request_id", None)), None)
-
-        return on_event
-
     def _check_all_done(self) -> None:
         stats = self.items.stats
         if stats.delivered + stats.given_up == self._total:
             self.sim.stop()
+
+
+class CoapPut:
+    """CoAP: each reading a PUT to the gateway's server (CON, or NON with No-Response)."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["coap"]
+        self.work = work
+        self.sim = sim
+        self.path = config["workload"]["path"]
+        self.confirmable = cfg["type"] == "con"
+        self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading id
+        sink = net.node("client")
+        self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
+        self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
+        DatagramDriver(sim, sink, self._server, _ignore, codec.header_length, COAP_PORT)
+        self._sink = (address_text(net.address(sink)), COAP_PORT)
+        self.producers = []
+        for index, node in enumerate(net.nodes("producer")):
+            endpoint = CoapEndpoint(
+                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
+            )
+            driver = DatagramDriver(sim, node, endpoint, self._on_event(index), codec.header_length)
+            self.producers.append((endpoint, driver))
+        self._options = [(codec.Opt.CONTENT_FORMAT, 50)]  # application/json
+        if not self.confirmable:
+            self._options.append((Opt.NO_RESPONSE, NO_RESPONSE_ALL))
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        endpoint, driver = self.producers[producer]
+        request = endpoint.request(
+            self.sim.now,
+            self._sink,
+            codec.Code.PUT,
+            self.path,
+            confirmable=self.confirmable,
+            payload=payload,
+            options=self._options,
+        )
+        driver.pump()
+        if self.confirmable:
+            self._requests[(producer, request)] = rid
+        else:
+            self.work.handed_over(rid)
+
+    def _arrived(self, request, addr) -> ResourceResponse:
+        if not self.work.arrived(request.payload):
+            return ResourceResponse(codec.Code.BAD_REQUEST)
+        return ResourceResponse(codec.Code.CHANGED)
+
+    def _on_event(self, producer: int) -> Callable[[object], None]:
+        def on_event(event: object) -> None:
+            rid = self._requests.pop((producer, getattr(event, "request_id", None)), None)
+            if rid is not None and isinstance(event, RequestFailed):
+                self.work.failed(rid)
+
+        return on_event
+
+
+class MqttSnPublish:
+    """MQTT-SN: one session per producer to the gateway beside the broker; every
+    reading a PUBLISH under the registered topic id."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["mqttsn"]
+        self.work = work
+        self.sim = sim
+        self.topic = cfg["topic"]
+        self.qos = cfg["qos"]
+        retry = {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+        sink = net.node("client")
+        broker = BrokerApp(
+            sim,
+            TcpStack(sim, sink),
+            BROKER_PORT,
+            MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
+        )
+        gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
+        GatewayDriver(sim, sink, gateway, cfg["port"], broker)
+        subscriber = MqttClient(
+            sim.rng("mqtt/subscriber"), MqttClientParams(client_id="gateway-app", keep_alive_s=0)
+        )
+        subscriber.subscribe(sim.now, [(self.topic, self.qos)])
+        LocalClient(sim, broker, subscriber, self._received, name="subscriber")
+        self._gateway = (address_text(net.address(sink)), cfg["port"])
+        self.producers = [
+            _SnProducer(self, sim, node, cfg, retry) for node in net.nodes("producer")
+        ]
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        self.producers[producer].send(rid, payload)
+
+    def _received(self, event: object) -> None:
+        if isinstance(event, mqtt_ev.MessageReceived):
+            self.work.arrived(event.payload)
+
+
+class _SnProducer:
+    """One producer's MQTT-SN client and session."""
+
+    def __init__(self, owner: MqttSnPublish, sim: Simulator, node, cfg: dict, retry: dict):
+        self.owner = owner
+        self.sim = sim
+        self.client = MqttSnClient(
+            sim.rng(f"mqttsn/{node.name}"),
+            MqttSnClientParams(client_id=node.name, keep_alive_s=cfg["keep_alive_s"], **retry),
+        )
+        self.driver = DatagramDriver(sim, node, self.client, self._on_event, sn_header_length)
+        self.topic_id: int | None = None
+        self.waiting: deque[tuple[int, bytes]] = deque()  # readings before the registration
+        self.in_flight: dict[int, int] = {}  # QoS 1 MsgId -> reading id
+        self.sent_qos0: deque[int] = deque()  # QoS 0 readings queued in the client, in order
+
+    def send(self, rid: int, payload: bytes) -> None:
+        if self.topic_id is None:
+            self.waiting.append((rid, payload))
+            if self.client.state == DISCONNECTED:
+                self.client.connect(self.sim.now, self.owner._gateway)
+                self.driver.pump()
+            return
+        self._publish(rid, payload)
+
+    def _publish(self, rid: int, payload: bytes) -> None:
+        try:
+            msg_id = self.client.publish(self.sim.now, self.topic_id, payload, qos=self.owner.qos)
+        except (QueueFull, RuntimeError):
+            self.owner.work.failed(rid)  # the client cannot take it: lost at the producer
+            return
+        if msg_id is None:
+            self.sent_qos0.append(rid)
+        else:
+            self.in_flight[msg_id] = rid
+        self.driver.pump()
+
+    def _on_event(self, event: object) -> None:
+        now, work = self.sim.now, self.owner.work
+        if isinstance(event, sn_ev.Connected):
+            self.client.register(now, self.owner.topic)
+        elif isinstance(event, sn_ev.Registered):
+            self.topic_id = event.topic_id
+            while self.waiting:
+                self._publish(*self.waiting.popleft())
+        elif isinstance(event, sn_ev.Published):
+            if event.msg_id is None:
+                if self.sent_qos0:
+                    work.handed_over(self.sent_qos0.popleft())
+            else:
+                self.in_flight.pop(event.msg_id, None)
+        elif isinstance(event, sn_ev.RequestFailed):
+            rid = self.in_flight.pop(getattr(event, "msg_id", None), None)
+            if rid is not None:
+                work.failed(rid)
+        elif isinstance(event, (sn_ev.Disconnected, sn_ev.ConnectionRefused)):
+            # The session is gone (the gateway lost us, or refused): what the client
+            # still held is lost; the next reading connects again.
+            for rid in [*self.in_flight.values(), *self.sent_qos0]:
+                work.failed(rid)
+            self.in_flight.clear()
+            self.sent_qos0.clear()
+            self.topic_id = None
+            if self.waiting:
+                self.client.connect(now, self.owner._gateway)
+                self.driver.pump()
+
+
+SENDERS: dict[str, Callable[..., CoapPut | MqttSnPublish]] = {
+    "coap": CoapPut,
+    "mqttsn": MqttSnPublish,
+}
 
 
 def _ignore(event: object) -> None:
