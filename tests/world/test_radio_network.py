@@ -219,6 +219,20 @@ def test_publish_workload_counts_every_reading_once():
     assert math.isfinite(m["latency_p99_s"]) and m["latency_min_s"] > 0
 
 
+def publish_config(protocol: str = "coap", **sets):
+    return config(
+        protocol,
+        **{
+            "network.nodes.count": 6,
+            "network.roles.producers": [],
+            "workload.kind": "publish",
+            "workload.interval_s": 5.0,
+            "workload.items": 8,
+            **sets,
+        },
+    )
+
+
 @pytest.mark.parametrize("qos", [0, 1])
 def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeypatch):
     """S4's MQTT-SN: one session per producer, the topic registered once, then
@@ -233,14 +247,9 @@ def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeyp
         return register(self, now, topic)
 
     monkeypatch.setattr(MqttSnClient, "register", counted)
-    cfg, seed = config(
+    cfg, seed = publish_config(
         "mqttsn",
         **{
-            "network.nodes.count": 6,
-            "network.roles.producers": [],
-            "workload.kind": "publish",
-            "workload.interval_s": 5.0,
-            "workload.items": 8,
             "protocol.mqttsn.qos": qos,
             "protocol.mqttsn.retry_interval_s": 2.0,
             "protocol.mqttsn.max_retries": 4,
@@ -251,6 +260,32 @@ def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeyp
     assert m["items_delivered"] >= 38
     assert registers == ["sensor/reading"] * 5  # once per producer, no session lost
     assert m["latency_p50_s"] < 0.05  # a reading is a PUBLISH, not a session
+
+
+def test_coap_get_polling_waits_half_a_poll_and_loses_what_a_newer_reading_replaced():
+    every = {}
+    for poll in (1.0, 5.0, 10.0):
+        cfg, seed = publish_config(
+            **{"workload.coap_exchange": "get", "workload.poll_interval_s": poll}
+        )
+        every[poll] = m = run_one(cfg, seed)
+        assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
+    # A reading waits for the next poll: uniform over the poll interval.
+    assert 0.3 < every[1.0]["latency_mean_s"] < 0.7
+    assert 0.3 * 5 < every[5.0]["latency_mean_s"] < 0.7 * 5
+    assert every[1.0]["items_delivered"] == every[5.0]["items_delivered"] == 40
+    # Polling every 10 s while readings come every 5 s: about every other one is
+    # replaced before a poll fetches it.
+    assert 12 <= every[10.0]["items_given_up"] <= 28
+    # More polls, more packets: most of them fetch nothing new.
+    assert every[1.0]["packets"] > 3 * every[5.0]["packets"]
+
+
+def test_coap_observe_notifies_every_reading_at_once():
+    cfg, seed = publish_config(**{"workload.coap_exchange": "observe"})
+    m = run_one(cfg, seed)
+    assert m["items_delivered"] == 40
+    assert m["latency_max_s"] < 0.05  # a NON notification per reading, no poll to wait for
 
 
 def test_publish_is_a_workload_of_coap_and_mqttsn_only():

@@ -316,6 +316,21 @@ WORKLOAD = Section(
             OPTIONAL,
             ge=1,
         ),
+        "coap_exchange": Field(
+            "str",
+            "publish with coap: put, the producer PUTs each reading to the gateway; get, the "
+            "gateway polls each producer's latest reading every poll_interval_s; observe, the "
+            "gateway observes each producer's resource (RFC 7641), NON notifications.",
+            "put",
+            choices=("put", "get", "observe"),
+        ),
+        "poll_interval_s": Field(
+            "float",
+            "publish, coap_exchange = get: how often the gateway polls each producer; "
+            "absent: interval_s.",
+            OPTIONAL,
+            gt=0,
+        ),
         "drain_s": Field(
             "float",
             "publish: how long the run goes on after the last reading was taken, for the "

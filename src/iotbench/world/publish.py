@@ -17,6 +17,16 @@ How a reading travels is the protocol's (a `Sender` per protocol):
   A NON reading carries No-Response 26 (RFC 7967): the producer wants
   nothing back, so the gateway sends nothing and the producer's next
   reading never waits for a response (NSTART).
+- CoAP with `workload.coap_exchange = "get"`: each producer serves its
+  latest reading at `workload.path`; the gateway GETs it from every
+  producer every `workload.poll_interval_s` (default: interval_s), each
+  producer at its own random phase, CON or NON as `protocol.coap.type`
+  says. A reading a newer one replaced before any poll fetched it is lost
+  then (the producer keeps only its latest). With `"observe"`, the gateway
+  registers an observation (RFC 7641, a CON GET with Observe 0) on every
+  producer at start_s, and each reading goes out as a NON notification
+  (`protocol.coap.notify_confirmable` is not consulted: S4's coap-obs).
+  Time to content arrival starts when the reading is taken, for both.
 - MQTT-SN: each producer keeps one session with the gateway beside the
   broker on the client node (S4's set-up): it connects and registers
   `protocol.mqttsn.topic` once, then publishes every reading under the
@@ -51,8 +61,10 @@ from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
     NO_RESPONSE_ALL,
     CoapEndpoint,
+    NotificationReceived,
     RequestFailed,
     ResourceResponse,
+    ResponseReceived,
 )
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.mqtt import events as mqtt_ev
@@ -108,10 +120,12 @@ class PublishWorkload:
         self._values = sim.rng("sensor")
         self._phases = sim.rng("workload/phases")
         self._last_publish = self.start_s
-        build = SENDERS[config["protocol"]["name"]]
+        name = config["protocol"]["name"]
+        build = SENDERS[workload["coap_exchange"]] if name == "coap" else SENDERS[name]
         self.sender = build(self, sim, net, config)
 
     def start(self) -> None:
+        self.sender.start()
         for index in range(len(self.sender.producers)):
             first = self.start_s + self._phases.uniform(0.0, self.interval_s)
             self._last_publish = max(
@@ -200,6 +214,9 @@ class CoapPut:
         if not self.confirmable:
             self._options.append((Opt.NO_RESPONSE, NO_RESPONSE_ALL))
 
+    def start(self) -> None:
+        pass
+
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         endpoint, driver = self.producers[producer]
         request = endpoint.request(
@@ -231,6 +248,94 @@ class CoapPut:
         return on_event
 
 
+class CoapPull:
+    """CoAP: the producers serve their latest reading; the gateway polls it with GET
+    (exchange "get") or observes it (exchange "observe", NON notifications)."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["coap"]
+        workload = config["workload"]
+        self.work = work
+        self.sim = sim
+        self.path = workload["path"]
+        self.observe = workload["coap_exchange"] == "observe"
+        self.confirmable = cfg["type"] == "con"
+        self.poll_s = workload.get("poll_interval_s") or workload["interval_s"]
+        self.start_s = workload["start_s"]
+        sink = net.node("client")
+        self.gateway = CoapEndpoint(
+            sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg["token_length"]
+        )
+        self.gateway_driver = DatagramDriver(
+            sim, sink, self.gateway, self._on_event, codec.header_length
+        )
+        self.latest: list[tuple[int, bytes] | None] = []
+        self.producers = []
+        self.addresses = []
+        for index, node in enumerate(net.nodes("producer")):
+            endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), coap_params(cfg))
+            endpoint.add_resource(
+                self.path,
+                lambda request, addr, i=index: self._serve(i),
+                observable=self.observe,
+                methods={codec.Code.GET},
+                content_format=50,
+            )
+            driver = DatagramDriver(sim, node, endpoint, _ignore, codec.header_length, COAP_PORT)
+            self.producers.append((endpoint, driver))
+            self.addresses.append((address_text(net.address(node)), COAP_PORT))
+            self.latest.append(None)
+        self._polls = sim.rng("workload/polls")
+
+    def start(self) -> None:
+        for index in range(len(self.producers)):
+            if self.observe:
+                self.sim.at(self.start_s, self._register, index)
+            else:
+                first = self.start_s + self._polls.uniform(0.0, self.poll_s)
+                self.sim.at(first, self._poll, index)
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        previous = self.latest[producer]
+        self.latest[producer] = (rid, payload)
+        if self.observe:
+            endpoint, driver = self.producers[producer]
+            endpoint.notify(self.sim.now, self.path, confirmable=False)
+            driver.pump()
+            self.work.handed_over(rid)
+        elif previous is not None:
+            self.work.failed(previous[0])  # replaced: no poll can fetch it any more
+
+    def _serve(self, producer: int) -> ResourceResponse:
+        latest = self.latest[producer]
+        # Before the first reading: an empty representation (an observation starts).
+        payload = latest[1] if latest is not None else b""
+        return ResourceResponse(codec.Code.CONTENT, payload, 50)
+
+    def _poll(self, producer: int) -> None:
+        self.gateway.request(
+            self.sim.now,
+            self.addresses[producer],
+            codec.Code.GET,
+            self.path,
+            confirmable=self.confirmable,
+        )
+        self.gateway_driver.pump()
+        self.sim.schedule(self.poll_s, self._poll, producer)
+
+    def _register(self, producer: int) -> None:
+        self.gateway.request(
+            self.sim.now, self.addresses[producer], codec.Code.GET, self.path, observe=True
+        )
+        self.gateway_driver.pump()
+
+    def _on_event(self, event: object) -> None:
+        if isinstance(event, ResponseReceived):
+            self.work.arrived(event.response.payload)
+        elif isinstance(event, NotificationReceived):
+            self.work.arrived(event.message.payload)
+
+
 class MqttSnPublish:
     """MQTT-SN: one session per producer to the gateway beside the broker; every
     reading a PUBLISH under the registered topic id."""
@@ -260,6 +365,9 @@ class MqttSnPublish:
         self.producers = [
             _SnProducer(self, sim, node, cfg, retry) for node in net.nodes("producer")
         ]
+
+    def start(self) -> None:
+        pass
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         self.producers[producer].send(rid, payload)
@@ -337,8 +445,11 @@ class _SnProducer:
                 self.driver.pump()
 
 
-SENDERS: dict[str, Callable[..., CoapPut | MqttSnPublish]] = {
-    "coap": CoapPut,
+#: By protocol name, and for CoAP by workload.coap_exchange.
+SENDERS: dict[str, Callable[..., CoapPut | CoapPull | MqttSnPublish]] = {
+    "put": CoapPut,
+    "get": CoapPull,
+    "observe": CoapPull,
     "mqttsn": MqttSnPublish,
 }
 
