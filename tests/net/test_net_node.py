@@ -271,3 +271,29 @@ def test_other_protocols_can_register():
     net.client.send_ip(net.client_if, net.server.address, 253, b"experimental", 0, 0)
     net.sim.run()
     assert seen == [(b"experimental", net.client.address, net.server.address)]
+
+
+def test_a_packet_going_up_is_dropped_when_routing_calls_it_a_loop():
+    """A forwarder asks routing about each packet it sends up its default route; one
+    that routing calls a loop (it came back from where it would go) is dropped."""
+    sim = Simulator(0)
+    node = Node(sim, "relay")
+    up = node.add_interface("fd00::1", 1280)
+    node.forwarding = True
+    sent: list[bytes] = []
+    up.send = lambda data, *layers: sent.append(data)
+    node.set_default_route(up, b"parent")
+    asked: list[tuple] = []
+
+    def loop_check(link_src, next_hop):
+        asked.append((link_src, next_hop))
+        return link_src == b"parent-mac"
+
+    node.loop_check = loop_check
+    packet = ip.build_ipv6(
+        ip.address_bytes("fd00::9"), ip.address_bytes("fd01::2"), ip.IPPROTO_UDP, bytes(8)
+    )
+    node.receive_ip(packet, b"child-mac")
+    node.receive_ip(packet, b"parent-mac")
+    assert len(sent) == 1 and node.looped == 1 and node.forwarded == 1
+    assert asked == [(b"child-mac", b"parent"), (b"parent-mac", b"parent")]

@@ -587,3 +587,14 @@ def test_s6_nested_entities_gather_two_networks_at_once():
     assert 0.9 < nested["response_time_median_s"] < 0.9 + 0.1
     # Ten members per network are nearer their gateways than twenty on one.
     assert nested["member_hops_mean"] < flat["member_hops_mean"]
+
+
+def test_s6_a_routing_loop_from_a_stale_rank_does_not_cut_members_off():
+    """Twenty requests at once shake this network's links: at 638 s n5 took its own
+    child n15 as parent (n15 still advertised the Rank it had before n5's grew),
+    and n25 and n17 behind them were cut off for the rest of the run. Forwarding
+    now reports the packets that come back (a loop), the DIOs go out at once, the
+    loop's Ranks count up and it breaks: every member answers."""
+    (run,) = runs("s6-nested", {"structure": ["flat"], "delay_ms": [0]}, {"workload.queries": 12})
+    m = run_one(run.config, run.seed)
+    assert m["member_reliability"] == 1.0

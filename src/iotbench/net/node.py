@@ -95,6 +95,9 @@ class Node:
         # Told of every join and leave (routing announces memberships).
         self.group_listeners: list[Callable[[bytes, bool], None]] = []
         self.multicast_forwarder: MulticastForwarder | None = None
+        # Routing's loop check: told (link source, next hop) of each packet going up
+        # the default route; True drops it (it came back from where it would go).
+        self.loop_check: Callable[[bytes | None, bytes | None], bool] | None = None
         # Where groups beyond the link are sent when that is not the default route's
         # interface: a border router's radio (its default route leads to the uplink).
         self.group_interface = None
@@ -110,6 +113,7 @@ class Node:
         self.no_route = 0
         self.forwarded = 0
         self.hop_limit_exceeded = 0
+        self.looped = 0
 
     # ------------------------------------------------------------ configuration
 
@@ -328,6 +332,10 @@ class Node:
         if route is None:
             self.no_route += 1
             return True
+        if route is self.default_route and self.loop_check is not None:
+            if self.loop_check(link_src, route[1]):
+                self.looped += 1
+                return True
         self.forwarded += 1
         iface, next_hop = route
         forwarded = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]

@@ -257,6 +257,48 @@ def test_a_targets_own_dao_coming_back_round_does_not_move_its_route():
     assert root.routes[gl(1)] == ll(2)
 
 
+def dios_from(net: Net, i: int, since: float) -> list[float]:
+    return [t for t, j, code in net.sent if j == i and code == DIO and t >= since]
+
+
+def test_a_loop_that_forwarding_reports_resets_trickle():
+    """Forwarding saw a packet come back from the parent it was going up to: the
+    node's DIOs go out again at Imin, so the loop's Ranks count up at once."""
+    net = Net(3, {(0, 1), (1, 2)})
+    net.run(600.0)
+    n1 = net.nodes[1]
+    assert not dios_from(net, 1, 500.0)  # Trickle has grown past 100 s
+    n1.loop_detected(net.now)
+    start = net.now
+    net.run(start + 10.0)
+    assert dios_from(net, 1, start)
+    assert n1.counters["loops_detected"] == 1
+
+
+def test_a_rank_that_grew_a_lot_is_advertised_at_once():
+    """n2's parent n1 now advertises a Rank 600 higher: n2's own grows by more than
+    four MinHopRankIncrease, and n2 tells its neighbours now (Contiki-NG's
+    significant change), not when Trickle's interval ends; a small change waits."""
+    net = Net(4, {(0, 1), (1, 2), (2, 3)})
+    net.run(600.0)
+    n2 = net.nodes[2]
+    assert n2.preferred_parent == ll(1) and not dios_from(net, 2, 500.0)
+    n1 = net.nodes[1]
+
+    def parent_advertises(rank: int) -> float:
+        _, body = encode(Dio(n1.instance_id, n1.version, rank, gl(0)))
+        n2.receive(net.now, ll(1), ALL_RPL_NODES, DIO, body)
+        start = net.now
+        net.run(start + 10.0)
+        return start
+
+    before = n2.rank
+    assert not dios_from(net, 2, parent_advertises(n1.rank + 100))  # small: waits
+    start = parent_advertises(n1.rank + 600)
+    assert n2.rank > before + 4 * 128 and n2.joined
+    assert dios_from(net, 2, start) and n2.advertised_rank == n2.rank
+
+
 def test_a_node_alone_keeps_soliciting_and_never_joins():
     net = Net(2, set())
     net.run(200.0)

@@ -66,6 +66,7 @@ class RplDriver:
         node.protocols[IPPROTO_ICMPV6] = self._on_icmpv6
         iface.mac.on_sent = self._on_sent
         node.group_listeners.append(self._on_group)
+        node.loop_check = self._loop_check
 
     def start(self) -> None:
         self.rpl.start(self.sim.now)
@@ -95,6 +96,16 @@ class RplDriver:
         neighbour = address_of(LINK_LOCAL_PREFIX, dst)
         self.rpl.link_result(self.sim.now, neighbour, acked, transmissions)
         self.pump()
+
+    def _loop_check(self, link_src: bytes | None, next_hop: bytes | None) -> bool:
+        """A packet going up that came from the parent it would go back to: a loop."""
+        if link_src is None or next_hop is None or next_hop != self.rpl.preferred_parent:
+            return False
+        if address_of(LINK_LOCAL_PREFIX, link_src) != next_hop:
+            return False
+        self.rpl.loop_detected(self.sim.now)
+        self.pump()
+        return True
 
     def _on_group(self, group: bytes, joined: bool) -> None:
         if joined:

@@ -75,6 +75,11 @@ DAO_BASE_BYTES = 4
 DAO_TARGET_BYTES = 26
 
 
+#: A Rank that moved by more than this many MinHopRankIncrease since the last DIO
+#: resets Trickle (Contiki-NG's RPL_SIGNIFICANT_CHANGE_THRESHOLD, 4).
+SIGNIFICANT_RANK_CHANGE = 4
+
+
 @dataclass(frozen=True)
 class RplParams:
     objective: str = "mrhof"
@@ -185,6 +190,8 @@ class RplNode:
         self.dtsn = SEQUENCE_INIT
         self.rank = INFINITE_RANK
         self.lowest_rank = INFINITE_RANK
+        #: The Rank our last DIO carried (children compute theirs from it).
+        self.advertised_rank = INFINITE_RANK
         self.joined = False
         self.preferred_parent: bytes | None = None
         self.targets: dict[bytes, int] = {global_address: SEQUENCE_INIT}  # own -> path seq
@@ -285,6 +292,15 @@ class RplNode:
 
     # ------------------------------------------------------------------ timers
 
+    def loop_detected(self, now: float) -> None:
+        """Our forwarding saw a packet come back from the parent it was going up to
+        (RFC 6550 11.2.2.2, a Rank error without the RPL option): a loop. Reset
+        Trickle, so the DIOs that make the loop count its Ranks up (until a node
+        leaves it or detaches) go out now, not at Imax."""
+        self._count("loops_detected")
+        if self.joined:
+            self._trickle.inconsistent(now)
+
     def next_timer(self) -> float | None:
         times = [self._trickle.next_timer(), self._dao_at, self._dis_at, self._refresh_at]
         times.append(self._forward_at)
@@ -339,6 +355,7 @@ class RplNode:
             mop=MOP_STORING_MULTICAST,
             configuration=self.config,
         )
+        self.advertised_rank = dio.rank
         self._send(dst, dio)
 
     def _on_dis(self, now: float, src: bytes, dst: bytes) -> None:
@@ -454,6 +471,16 @@ class RplNode:
         was_joined = self.joined
         self.rank = rank
         self.lowest_rank = min(self.lowest_rank, rank)
+        if (
+            self.advertised_rank != INFINITE_RANK
+            and abs(rank - self.advertised_rank)
+            > SIGNIFICANT_RANK_CHANGE * self.config.min_hop_rank_increase
+        ):
+            # Children compute their Ranks from the one we last advertised; one that
+            # grew a lot makes us look nearer the root than we are, and a child of
+            # ours could look like a fine parent to us: tell them now, not at Imax.
+            self.advertised_rank = rank
+            self._trickle.inconsistent(now)
         if not was_joined:
             self.joined = True
             self._dis_at = None
