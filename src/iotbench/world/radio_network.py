@@ -96,6 +96,12 @@ def build_radio_network(
         second, _ = _one_network(sim, second_network(network), protocol, observers, l2_mtu, SECOND)
         net.parts["second"] = second
         net.parts["gateways_link"] = _join_gateways(sim, cfg.second, net, second, observers)
+        # One table of how datagrams split into layers for both networks: the second
+        # network's forwarders carry datagrams to the first one's hosts too.
+        layers = next(iter(hosts.values())).app_layers
+        for host in second.hosts.values():
+            layers.update(host.app_layers)
+            host.app_layers = layers
         hosts.update(second.hosts)
         interfaces.update(second.interfaces)
     if cfg.uplink is not None:
