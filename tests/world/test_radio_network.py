@@ -270,6 +270,7 @@ def test_coap_get_polling_waits_half_a_poll_and_loses_what_a_newer_reading_repla
         )
         every[poll] = m = run_one(cfg, seed)
         assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
+        assert m["items_unfinished"] == 0 and m["hit_time_limit"] == 0
     # A reading waits for the next poll: uniform over the poll interval.
     assert 0.3 < every[1.0]["latency_mean_s"] < 0.7
     assert 0.3 * 5 < every[5.0]["latency_mean_s"] < 0.7 * 5

@@ -268,7 +268,8 @@ class GroupQueryWorkload:
 
     def _create(self, attempt: bool = True) -> None:
         """Ask for the next entity of `to_create` (a new attempt, or its next step)."""
-        self.create_attempts += attempt
+        if attempt:
+            self.create_attempts += 1
         em_addr, profile = self.to_create[self._created_count]
         payload = json.dumps(profile, separators=(",", ":")).encode()
         self._create_request = self.client.request(

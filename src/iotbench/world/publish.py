@@ -42,7 +42,7 @@ is handed over when it is sent, and one that has not arrived `drain_s`
 later is given up (as of its hand-over), so the readings the run keeps
 track of are those of the last `drain_s` only, however long it runs. The
 run ends `drain_s` after the last reading was taken, or sooner when every
-item has ended.
+item has ended; a reading that has not arrived by then is given up.
 """
 
 from __future__ import annotations
@@ -132,7 +132,16 @@ class PublishWorkload:
                 self._last_publish, first + (self.per_producer - 1) * self.interval_s
             )
             self.sim.at(first, self._publish, index, 0)
-        self.sim.at(self._last_publish + self.drain_s, self.sim.stop)
+        self.sim.at(self._last_publish + self.drain_s, self._end)
+
+    def _end(self) -> None:
+        """The last reading has had drain_s: what has not arrived is lost (a polled
+        reading no poll fetched, a message still on its way)."""
+        now = self.sim.now
+        for item in self._open.values():
+            self.items.finish(item, now, GIVEN_UP)
+        self._open.clear()
+        self.sim.stop()
 
     def _publish(self, producer: int, counter: int) -> None:
         sim = self.sim
