@@ -22,19 +22,31 @@ from iotbench.world.network import Network
 BROKER_PORT = 1883  # the broker also takes MQTT over TCP on the sink
 
 
-def build_mqttsn(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["mqttsn"]
-    workload = config["workload"]
-    sink, sensor_node = net.node("client"), net.node("producer")
-    retry = {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+def retry_settings(cfg: dict) -> dict:
+    """Tretry and Nretry (spec 6.13) from protocol.mqttsn."""
+    return {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+
+
+def sink_broker(sim: Simulator, sink, cfg: dict) -> BrokerApp:
+    """The MQTT broker on the sink (MQTT over TCP on BROKER_PORT) and the transparent
+    MQTT-SN gateway beside it on protocol.mqttsn.port."""
     broker = BrokerApp(
         sim,
         TcpStack(sim, sink),
         BROKER_PORT,
         MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
     )
-    gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
+    gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry_settings(cfg)))
     GatewayDriver(sim, sink, gateway, cfg["port"], broker)
+    return broker
+
+
+def build_mqttsn(sim: Simulator, net: Network, config: dict) -> ItemClient:
+    cfg = config["protocol"]["mqttsn"]
+    workload = config["workload"]
+    sink, sensor_node = net.node("client"), net.node("producer")
+    retry = retry_settings(cfg)
+    broker = sink_broker(sim, sink, cfg)
     if not cfg["retransmit"]:
         # S3's studied client: one transmission each; a reply that does not come
         # within its wait timer (the keep-alive) abandons the session.

@@ -52,11 +52,9 @@ from collections import deque
 from collections.abc import Callable
 
 from iotbench.apps.driver import DatagramDriver
-from iotbench.apps.mqtt import BrokerApp, LocalClient
-from iotbench.apps.mqttsn import GatewayDriver
+from iotbench.apps.mqtt import LocalClient
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.net.ip import address_text
-from iotbench.net.tcp import TcpStack
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
     NO_RESPONSE_ALL,
@@ -68,20 +66,18 @@ from iotbench.proto.coap.endpoint import (
 )
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.mqtt import events as mqtt_ev
-from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
-from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
+from iotbench.proto.mqtt.params import MqttClientParams
 from iotbench.proto.mqttsn import events as sn_ev
 from iotbench.proto.mqttsn.client import DISCONNECTED, MqttSnClient, QueueFull
 from iotbench.proto.mqttsn.codec import header_length as sn_header_length
-from iotbench.proto.mqttsn.gateway import MqttSnGateway
-from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
+from iotbench.proto.mqttsn.params import MqttSnClientParams
 from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
+from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
 
 _COUNTER_BITS = 24
-BROKER_PORT = 1883  # the broker takes MQTT over TCP on the client node too
 
 
 def reading_id(producer: int, counter: int) -> int:
@@ -355,16 +351,9 @@ class MqttSnPublish:
         self.sim = sim
         self.topic = cfg["topic"]
         self.qos = cfg["qos"]
-        retry = {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+        retry = retry_settings(cfg)
         sink = net.node("client")
-        broker = BrokerApp(
-            sim,
-            TcpStack(sim, sink),
-            BROKER_PORT,
-            MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
-        )
-        gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry))
-        GatewayDriver(sim, sink, gateway, cfg["port"], broker)
+        broker = sink_broker(sim, sink, cfg)
         subscriber = MqttClient(
             sim.rng("mqtt/subscriber"), MqttClientParams(client_id="gateway-app", keep_alive_s=0)
         )

@@ -494,17 +494,7 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
     gateway_id = topology.ids("gateway")[0]
     gateway = hosts[gateway_id]
     host = Node(sim, "uplink")
-    host_if = host.add_interface("fd01::2", cfg.mtu_bytes)
-    gw_if = gateway.add_interface("fd01::1", cfg.mtu_bytes)
-    link = PointToPointLink(
-        sim,
-        gw_if,
-        host_if,
-        rate_bps=cfg.rate_bps,
-        delay_s=cfg.delay_s,
-        queue_packets=cfg.queue_packets,
-        observers=observers,
-    )
+    gw_if, host_if, link = _ethernet(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
     hosts["uplink"], interfaces["uplink"] = host, host_if
     # The border router's default route leads out of the radio network, to the uplink;
     # groups (multicast) it sends go down the DODAG, into the radio.
@@ -515,15 +505,11 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
     return link
 
 
-def _join_gateways(
-    sim: Simulator, cfg: Settings, first: Network, second: Network, observers: Observers
-) -> PointToPointLink:
-    """An Ethernet link between the two gateways. The second gateway's default route
-    leads to the first; the first reaches the second network's nodes through it
-    (a route per node: the first gateway's own default route leads to its uplink)."""
-    a, b = first.node("gateway"), second.node("gateway")
-    a_if = a.add_interface(GATEWAYS_LINK[0], cfg.mtu_bytes)
-    b_if = b.add_interface(GATEWAYS_LINK[1], cfg.mtu_bytes)
+def _ethernet(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str, observers):
+    """A point-to-point Ethernet link between hosts a and b, with a new interface on
+    each at the given address. (a's interface, b's interface, the link)"""
+    a_if = a.add_interface(a_address, cfg.mtu_bytes)
+    b_if = b.add_interface(b_address, cfg.mtu_bytes)
     link = PointToPointLink(
         sim,
         a_if,
@@ -533,6 +519,17 @@ def _join_gateways(
         queue_packets=cfg.queue_packets,
         observers=observers,
     )
+    return a_if, b_if, link
+
+
+def _join_gateways(
+    sim: Simulator, cfg: Settings, first: Network, second: Network, observers: Observers
+) -> PointToPointLink:
+    """An Ethernet link between the two gateways. The second gateway's default route
+    leads to the first; the first reaches the second network's nodes through it
+    (a route per node: the first gateway's own default route leads to its uplink)."""
+    a, b = first.node("gateway"), second.node("gateway")
+    a_if, b_if, link = _ethernet(sim, cfg, a, GATEWAYS_LINK[0], b, GATEWAYS_LINK[1], observers)
     b.group_interface = b.interfaces[0]  # its groups go down its own DODAG
     b.set_default_route(b_if, None)
     a.add_route(b_if.address, a_if)
