@@ -289,13 +289,13 @@ def test_coap_observe_notifies_every_reading_at_once():
     assert m["latency_max_s"] < 0.05  # a NON notification per reading, no poll to wait for
 
 
-def test_publish_is_a_workload_of_coap_and_mqttsn_only():
+def test_publish_is_a_workload_of_coap_mqttsn_and_ndn_only():
     from iotbench.scenarios import ScenarioError
 
     with pytest.raises(
-        ScenarioError, match="publish is a workload of coap, mqttsn; protocol 'ndn'"
+        ScenarioError, match="publish is a workload of coap, mqttsn, ndn; protocol 'http'"
     ):
-        config("ndn", **{"workload.kind": "publish", "workload.interval_s": 5.0})
+        config("http", **{"workload.kind": "publish", "workload.interval_s": 5.0})
 
 
 # ---------------------------------------------------------------- RPL

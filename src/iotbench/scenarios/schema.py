@@ -21,7 +21,7 @@ from iotbench.scenarios.fields import (
 )
 
 # The protocols the publish workload runs (world/publish.py).
-PUBLISH_PROTOCOLS = ("coap", "mqttsn")
+PUBLISH_PROTOCOLS = ("coap", "mqttsn", "ndn")
 
 from iotbench.scenarios.radio_schema import (  # noqa: E402
     INTERFERER,
@@ -324,10 +324,19 @@ WORKLOAD = Section(
             "put",
             choices=("put", "get", "observe"),
         ),
+        "ndn_exchange": Field(
+            "str",
+            "publish with ndn: pull, the gateway asks each producer for its readings by name "
+            "(/<prefix>/<counter>) every poll_interval_s; inot, Interest Notification: the "
+            "producer sends each reading inside an Interest to the gateway, which answers "
+            "with an empty Data (docs/ndn.md).",
+            "pull",
+            choices=("pull", "inot"),
+        ),
         "poll_interval_s": Field(
             "float",
-            "publish, coap_exchange = get: how often the gateway polls each producer; "
-            "absent: interval_s.",
+            "publish, coap_exchange = get or ndn_exchange = pull: how often the gateway "
+            "polls each producer; absent: interval_s.",
             OPTIONAL,
             gt=0,
         ),
@@ -683,6 +692,47 @@ NDN = Section(
             "m3",
             choices=("m3", "samr21", "host"),
         ),
+        "pit_max_entries": Field(
+            "int",
+            "PIT entries per node; absent: what the device profile's RAM budget holds.",
+            OPTIONAL,
+            ge=1,
+        ),
+        "pit_overflow": Field(
+            "str",
+            "What a full PIT does with a new Interest: drop it, or overwrite the oldest entry.",
+            "drop-new",
+            choices=("drop-new", "replace-oldest"),
+        ),
+        "cs_max_bytes": Field(
+            "int",
+            "Content Store capacity per node in Data bytes (0: no caching); absent: the "
+            "device profile's.",
+            OPTIONAL,
+            ge=0,
+        ),
+        "fib_max_entries": Field(
+            "int", "FIB prefixes per node; absent: the device profile's budget.", OPTIONAL, ge=1
+        ),
+        "retx_max": Field(
+            "int",
+            "Hop-by-hop Interest retransmissions by each forwarder (S4: 4); 0 leaves "
+            "retransmission to the consumer.",
+            0,
+            ge=0,
+            le=100,
+        ),
+        "retx_interval_s": Field(
+            "float", "Wait before a hop-by-hop retransmission (S4: 2 s).", 2.0, gt=0
+        ),
+        "prefix_bytes": Field(
+            "int",
+            "publish: the length of each producer's prefix, one name component of this many "
+            "bytes (S4: 24): 'p' and the producer's number.",
+            24,
+            ge=8,
+            le=200,
+        ),
     },
     optional=True,
 )
@@ -799,6 +849,12 @@ def _check_publish(document: dict) -> None:
             ("workload", "kind"),
             f"publish is a workload of {', '.join(PUBLISH_PROTOCOLS)}; protocol {name!r} "
             "runs object-download, periodic and sequential workloads",
+        )
+    if kind == "publish" and name == "ndn" and not is_radio(document["network"]):
+        raise Invalid(
+            ("network", "topology"),
+            "publish with ndn runs on a radio network (a forwarder on every node of the "
+            "routing tree), not on a pair",
         )
 
 

@@ -29,6 +29,7 @@ from iotbench.apps.sensors import make_resource
 from iotbench.metrics.items import Item
 from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.forwarder import ForwarderConfig
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.signing import (
@@ -110,8 +111,9 @@ class NdnConsumer:
             done(item, False, 0)
 
         def express() -> None:
+            # Its lifetime counts from now, not from the forwarder's last event.
             self.app.express_interest(
-                self.name_of(item.index), self.lifetime_ms, on_data, on_timeout
+                self.name_of(item.index), self.lifetime_ms, on_data, on_timeout, now=node.sim.now
             )
             node.pump()
 
@@ -122,8 +124,7 @@ def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
     cfg = config["protocol"]["ndn"]
     workload = config["workload"]
     profile = get_profile(cfg["profile"])
-    # The constrained stacks S4 and S5 describe send no Nacks.
-    forwarder_config = profile.forwarder_config(send_nacks=False)
+    forwarder_config = scenario_forwarder_config(cfg)
     prefix = Name(cfg["prefix"])
     consumer_host, producer_host = net.node("client"), net.node("producer")
     if net.link is not None:  # a pair: one link, one face each way
@@ -169,6 +170,23 @@ def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
     for node in (consumer, producer, *others):
         node.pump()
     return item_client
+
+
+def scenario_forwarder_config(cfg: dict, **overrides) -> ForwarderConfig:
+    """`protocol.ndn`'s tables and timers; what it leaves out, the device profile's."""
+    tables = {
+        key: cfg[key]
+        for key in ("pit_max_entries", "cs_max_bytes", "fib_max_entries")
+        if cfg.get(key) is not None
+    }
+    return get_profile(cfg["profile"]).forwarder_config(
+        # The constrained stacks S4 and S5 describe send no Nacks.
+        send_nacks=False,
+        pit_overflow=cfg.get("pit_overflow", "drop-new"),
+        retx_max=cfg.get("retx_max", 0),
+        retx_interval_s=cfg.get("retx_interval_s", 2.0),
+        **{**tables, **overrides},
+    )
 
 
 def tree_forwarders(sim: Simulator, net: Network, profile, forwarder_config) -> dict[str, NdnNode]:

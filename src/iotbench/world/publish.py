@@ -37,6 +37,10 @@ How a reading travels is the protocol's (a `Sender` per protocol):
   a session the gateway loses is started again. Client ids are the node
   names.
 
+- NDN (`workload.ndn_exchange`): the gateway pulls /<prefix>/<n> from each
+  producer, or each reading rides an Interest to the gateway (Interest
+  Notification); world/publish_ndn.py.
+
 A reading that nothing acknowledges end to end (CoAP NON, MQTT-SN QoS 0)
 is handed over when it is sent, and one that has not arrived `drain_s`
 later is given up (as of its hand-over), so the readings the run keeps
@@ -47,7 +51,6 @@ item has ended; a reading that has not arrived by then is given up.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable
 
@@ -76,26 +79,8 @@ from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
-
-_COUNTER_BITS = 24
-
-
-def reading_id(producer: int, counter: int) -> int:
-    return (producer << _COUNTER_BITS) | counter
-
-
-def reading(producer: int, counter: int, value: int) -> bytes:
-    """S4's reading: a 32-byte JSON object with a unique id and a value."""
-    body = {"id": f"0x{reading_id(producer, counter):010x}", "val": value}
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def read_id(payload: bytes) -> int | None:
-    """The reading id in a reading's payload; None if it is not one."""
-    try:
-        return int(json.loads(payload)["id"], 16)
-    except (ValueError, KeyError, TypeError):
-        return None
+from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
+from iotbench.world.readings import read_id, reading, reading_id
 
 
 class PublishWorkload:
@@ -117,7 +102,12 @@ class PublishWorkload:
         self._phases = sim.rng("workload/phases")
         self._last_publish = self.start_s
         name = config["protocol"]["name"]
-        build = SENDERS[workload["coap_exchange"]] if name == "coap" else SENDERS[name]
+        if name == "coap":
+            build = SENDERS[workload["coap_exchange"]]
+        elif name == "ndn":
+            build = SENDERS[workload["ndn_exchange"]]
+        else:
+            build = SENDERS[name]
         self.sender = build(self, sim, net, config)
 
     def start(self) -> None:
@@ -443,12 +433,14 @@ class _SnProducer:
                 self.driver.pump()
 
 
-#: By protocol name, and for CoAP by workload.coap_exchange.
-SENDERS: dict[str, Callable[..., CoapPut | CoapPull | MqttSnPublish]] = {
+#: By protocol name; for CoAP by workload.coap_exchange, for NDN by workload.ndn_exchange.
+SENDERS: dict[str, Callable[..., object]] = {
     "put": CoapPut,
     "get": CoapPull,
     "observe": CoapPull,
     "mqttsn": MqttSnPublish,
+    "pull": NdnPull,
+    "inot": NdnInterestNotification,
 }
 
 

@@ -1,0 +1,269 @@
+"""The publish workload over NDN (S4's `ndn` and `ndn-inot`): senders for world/publish.py.
+
+Every node of the radio network runs a forwarder with a face to each of its
+neighbours in the routing tree (world/ndn.py), so packets travel the tree
+hop by hop, and each forwarder retransmits an Interest that got no Data as
+`protocol.ndn.retx_max` and `retx_interval_s` say (S4: 4 times, 2 s apart).
+Producer i owns the prefix /p0…0i, one name component of
+`protocol.ndn.prefix_bytes` bytes (S4: 24), and its reading n is named
+/<prefix>/<n>.
+
+- `pull` (S4's `ndn`): a producer turns each reading into a Data and keeps it
+  in its own Content Store. The gateway asks each producer for the oldest
+  reading it has not had, one Interest at a time, at the polls of
+  `workload.poll_interval_s` (default interval_s; each producer at its own
+  random phase, the draws CoAP GET's polls make). An Interest for a reading
+  that does not exist yet waits in the producer's PIT and is answered the
+  moment the reading is taken (NDN's pending Interest, for at most its
+  lifetime). A poll that finds the previous Interest still waiting is owed:
+  when that Interest's Data comes, the gateway asks for the next reading at
+  once, so a gateway that fell behind catches up instead of staying a poll
+  late for ever. An Interest for a reading the producer no longer holds (its
+  Content Store dropped it) gets an application-level Nack (a Data of
+  ContentType NACK): the reading is lost and the gateway moves on.
+- `inot` (S4's `ndn-inot`, Interest Notification): the producer sends each
+  reading as the ApplicationParameters of an Interest named /<prefix>/<n>
+  (with its ParametersSha256DigestComponent) up the tree on a default route;
+  the gateway's application takes every such Interest and answers with an
+  empty Data, the acknowledgement. Nothing is cached (Content Stores of 0
+  bytes), as I-Not asks. A reading whose Interest expires unanswered at its
+  producer is given up (unless it reached the gateway and only the
+  acknowledgement was lost).
+
+Creating an Interest or a Data costs the CPU time of the node's device
+profile (`protocol.ndn.profile`, with the signature of
+`protocol.ndn.signature`), and so does every forwarding decision.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from iotbench.proto.ndn.app import NdnApp
+from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.interest import Interest
+from iotbench.proto.ndn.name import Name
+from iotbench.proto.ndn.profiles import get_profile
+from iotbench.proto.ndn.types import ContentType
+from iotbench.sim import Simulator
+from iotbench.world.ndn import (
+    CREATE_OPERATION,
+    make_signer,
+    route_prefix,
+    scenario_forwarder_config,
+    tree_forwarders,
+)
+from iotbench.world.network import Network
+from iotbench.world.readings import reading_counter, reading_id
+
+if TYPE_CHECKING:
+    from iotbench.world.publish import PublishWorkload
+
+
+def producer_prefix(index: int, size: int) -> Name:
+    """Producer `index`'s prefix: one component of `size` bytes, 'p' and the number."""
+    digits = str(index)
+    if len(digits) + 1 > size:
+        raise ValueError(f"a {size}-byte prefix cannot name producer {index}")
+    return Name("/p" + digits.zfill(size - 1))
+
+
+class _NdnTree:
+    """What both exchanges share: a forwarder on every node, the producers' prefixes,
+    signers, and the CPU cost of creating packets."""
+
+    def __init__(self, sim: Simulator, net: Network, config: dict, **overrides) -> None:
+        cfg = config["protocol"]["ndn"]
+        self.sim = sim
+        self.net = net
+        self.lifetime_ms = cfg["interest_lifetime_ms"]
+        profile = get_profile(cfg["profile"])
+        self.nodes = tree_forwarders(sim, net, profile, scenario_forwarder_config(cfg, **overrides))
+        self.gateway_name = net.node("client").name
+        self.gateway = self.nodes[self.gateway_name]
+        self.gateway_app = NdnApp.create(self.gateway.forwarder)
+        self.producer_names = [host.name for host in net.nodes("producer")]
+        self.producers = [self.nodes[name] for name in self.producer_names]
+        self.apps = [NdnApp.create(node.forwarder) for node in self.producers]
+        self.prefixes = [
+            producer_prefix(i, cfg["prefix_bytes"]) for i in range(len(self.producers))
+        ]
+        self.signers = [make_signer(cfg["signature"], sim, p) for p in self.prefixes]
+        self.create_data_s = profile.cost_s(CREATE_OPERATION[cfg["signature"]])
+        self.create_interest_s = profile.cost_s("interest_create") + profile.cost_s(
+            "forward_packet"
+        )
+
+    def pump_all(self) -> None:
+        for node in self.nodes.values():
+            node.pump()
+
+    @staticmethod
+    def counter_of(name: Name) -> int | None:
+        """The reading number in /<prefix>/<n>[/digest]; None if there is none."""
+        try:
+            return int(name[1].value)
+        except (IndexError, ValueError):
+            return None
+
+
+class NdnPull:
+    """ndn: the gateway fetches /<prefix>/<n> from each producer, one Interest at a time."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        workload = config["workload"]
+        self.work = work
+        self.sim = sim
+        self.tree = tree = _NdnTree(sim, net, config)
+        self.poll_s = workload.get("poll_interval_s") or workload["interval_s"]
+        self.start_s = workload["start_s"]
+        self.producers = tree.producers
+        count = len(self.producers)
+        self.taken = [0] * count  # readings each producer has taken so far
+        self.wanted = [0] * count  # the oldest reading the gateway has not had
+        self.waiting = [False] * count  # an Interest of the gateway's is out
+        self.owed = [False] * count  # a poll came while it was out
+        for index, (name, app, prefix) in enumerate(
+            zip(tree.producer_names, tree.apps, tree.prefixes, strict=True)
+        ):
+            route_prefix(net, tree.nodes, prefix, tree.gateway_name, name)
+            app.register_prefix(prefix, lambda interest, i=index: self._on_interest(i, interest))
+        tree.pump_all()
+        self._polls = sim.rng("workload/polls")
+
+    def start(self) -> None:
+        for index in range(len(self.producers)):
+            first = self.start_s + self._polls.uniform(0.0, self.poll_s)
+            self.sim.at(first, self._poll, index)
+
+    # ---- the producer -----------------------------------------------------------------
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        tree = self.tree
+        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        data = make_data(name, payload, signer=tree.signers[producer])
+        node, app = tree.producers[producer], tree.apps[producer]
+
+        def put() -> None:
+            # Into the Content Store, and to an Interest waiting for it.
+            app.put_data(data, now=self.sim.now)
+            self.taken[producer] = reading_counter(rid) + 1
+            node.pump()
+
+        node.cpu.run(tree.create_data_s, put)
+
+    def _on_interest(self, producer: int, interest: Interest) -> None:
+        """An Interest the Content Store could not answer: a reading not taken yet waits
+        in the PIT; one taken and dropped from the store gets an application Nack."""
+        counter = self.tree.counter_of(interest.name)
+        if counter is None or counter >= self.taken[producer]:
+            return
+        tree = self.tree
+        node, app = tree.producers[producer], tree.apps[producer]
+        nack = make_data(
+            interest.name, b"", signer=tree.signers[producer], content_type=ContentType.NACK
+        )
+
+        def put() -> None:
+            app.put_data(nack, now=self.sim.now)
+            node.pump()
+
+        node.cpu.run(tree.create_data_s, put)
+
+    # ---- the gateway ------------------------------------------------------------------
+
+    def _poll(self, producer: int) -> None:
+        if self.wanted[producer] >= self.work.per_producer:
+            return  # it has had every reading: no more polls
+        if self.waiting[producer]:
+            self.owed[producer] = True
+        else:
+            self._ask(producer)
+        self.sim.schedule(self.poll_s, self._poll, producer)
+
+    def _ask(self, producer: int) -> None:
+        tree = self.tree
+        counter = self.wanted[producer]
+        name = tree.prefixes[producer].append(str(counter))
+        self.waiting[producer] = True
+
+        def on_data(interest: Interest, data: Data) -> None:
+            self.waiting[producer] = False
+            rid = reading_id(producer, counter)
+            if data.content_type == ContentType.NACK:
+                self.work.failed(rid)
+            else:
+                self.work.arrived(data.content)
+            self.wanted[producer] = counter + 1
+            if self.owed[producer] and counter + 1 < self.work.per_producer:
+                self.owed[producer] = False
+                self._ask(producer)
+
+        def on_timeout(interest: Interest) -> None:
+            self.waiting[producer] = False  # the next poll asks again
+
+        def express() -> None:
+            tree.gateway_app.express_interest(
+                name, tree.lifetime_ms, on_data, on_timeout, now=self.sim.now
+            )
+            tree.gateway.pump()
+
+        tree.gateway.cpu.run(tree.create_interest_s, express)
+
+
+class NdnInterestNotification:
+    """ndn-inot: each reading rides an Interest to the gateway; an empty Data acknowledges it."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        self.work = work
+        self.sim = sim
+        # I-Not caches nothing: the acknowledgements are of no use to anyone else.
+        self.tree = tree = _NdnTree(sim, net, config, cs_max_bytes=0)
+        self.producers = tree.producers
+        everything = Name("/")
+        # Every Interest goes up the tree on a default route; the gateway's
+        # application takes them all.
+        for name in tree.producer_names:
+            route_prefix(net, tree.nodes, everything, name, tree.gateway_name)
+        tree.gateway_app.register_prefix(everything, self._on_interest)
+        tree.pump_all()
+        self._acks = make_signer(config["protocol"]["ndn"]["signature"], sim, Name("/gateway"))
+
+    def start(self) -> None:
+        pass
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        tree = self.tree
+        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        node, app = tree.producers[producer], tree.apps[producer]
+
+        def on_timeout(interest: Interest) -> None:
+            self.work.failed(rid)  # no-op when it arrived and only the ack was lost
+
+        def express() -> None:
+            app.express_interest(
+                name,
+                tree.lifetime_ms,
+                _acknowledged,
+                on_timeout,
+                app_parameters=payload,
+                now=self.sim.now,
+            )
+            node.pump()
+
+        node.cpu.run(tree.create_interest_s, express)
+
+    def _on_interest(self, interest: Interest) -> None:
+        tree = self.tree
+        self.work.arrived(interest.app_parameters or b"")
+        ack = make_data(interest.name, b"", signer=self._acks)
+
+        def put() -> None:
+            tree.gateway_app.put_data(ack, now=self.sim.now)
+            tree.gateway.pump()
+
+        tree.gateway.cpu.run(tree.create_data_s, put)
+
+
+def _acknowledged(interest: Interest, data: Data) -> None:
+    pass  # the reading counted when it reached the gateway

@@ -1,0 +1,35 @@
+"""S4's readings: a 32-byte JSON object whose id names the producer and the reading.
+
+The id is the producer's index and the reading's number (its counter), so the
+gateway knows which item arrived whatever carried it.
+"""
+
+from __future__ import annotations
+
+import json
+
+_COUNTER_BITS = 24
+_COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+
+
+def reading_id(producer: int, counter: int) -> int:
+    return (producer << _COUNTER_BITS) | counter
+
+
+def reading_counter(rid: int) -> int:
+    """The reading's number at its producer."""
+    return rid & _COUNTER_MASK
+
+
+def reading(producer: int, counter: int, value: int) -> bytes:
+    """S4's reading: a 32-byte JSON object with a unique id and a value."""
+    body = {"id": f"0x{reading_id(producer, counter):010x}", "val": value}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def read_id(payload: bytes) -> int | None:
+    """The reading id in a reading's payload; None if it is not one."""
+    try:
+        return int(json.loads(payload)["id"], 16)
+    except (ValueError, KeyError, TypeError):
+        return None
