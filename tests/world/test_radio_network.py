@@ -417,3 +417,19 @@ def test_per_node_radio_settings_are_validated():
         config(extra="\n[network.radio.nodes.n1]\ntx_power = 3.0\n")
     with pytest.raises(Exception, match="out of range"):
         config(extra="\n[network.radio.nodes.n1]\ntx_power_dbm = 99.0\n")
+
+
+def test_fewest_hops_are_breadth_first_over_the_trees_links():
+    """S4's yardstick for link stress: the fewest hops to the gateway over the links
+    the tree may use; never more than the tree's own hops, and 1 for a neighbour."""
+    cfg, _ = config()
+    sim, net = network(cfg)
+    tree = net.parts["tree"]
+    hops = net.parts["fewest_hops"]()
+    assert hops[tree.root] == 0
+    assert all(0 < h <= t for i, (h, t) in enumerate(zip(hops, tree.hops)) if i != tree.root)
+    for i, parent in enumerate(tree.parent):
+        if parent == tree.root:
+            assert hops[i] == 1
+    # n4 at 160 m: too far for one hop (the tree needs at least two), so at least 2.
+    assert hops[4] >= 2

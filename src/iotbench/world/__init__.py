@@ -69,8 +69,9 @@ def run_one(
         )
     outputs = [o for o in (pcap, series) if o is not None]
     group: list[GroupQueryWorkload] = []
+    published: list[PublishWorkload] = []
     try:
-        download = _run(sim, config, net, items, count, traffic, observers, group)
+        download = _run(sim, config, net, items, count, traffic, observers, group, published)
     except BaseException:
         for output in outputs:
             output.abort()
@@ -94,6 +95,8 @@ def run_one(
         metrics.update(radio_metrics(radio_parts(net), sim.now))
     for workload_ in group:
         metrics.update(workload_.metrics())
+    for publish in published:
+        metrics.update(publish.metrics(metrics))
     metrics["sim_time_s"] = sim.now
     # A time series only reads the run: the same run with or without one has the
     # same metrics, its sampling events not counted.
@@ -164,6 +167,7 @@ def _run(
     traffic: TrafficMeter,
     observers: Observers,
     group: list,
+    published: list,
 ) -> Item | None:
     """Run the simulation; the object-download item, if that is the workload."""
     workload = config["workload"]
@@ -180,7 +184,9 @@ def _run(
             lambda item: traffic.close_window(sim.now) if item.status == DELIVERED else None
         )
     if workload["kind"] == "publish":
-        PublishWorkload(sim, net, config, items).start()
+        publish = PublishWorkload(sim, net, config, items, observers)
+        published.append(publish)
+        publish.start()
         sim.run(until=config["max_sim_time_s"])
         items.close_undelivered()
         return None

@@ -57,6 +57,8 @@ from collections.abc import Callable
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.mqtt import LocalClient
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.publish import LinkStress, publish_metrics
 from iotbench.net.ip import address_text
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
@@ -80,13 +82,21 @@ from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
 from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
-from iotbench.world.readings import read_id, reading, reading_id
+from iotbench.world.readings import read_id, reading, reading_id, reading_producer
 
 
 class PublishWorkload:
     """The readings' schedule and their items; a Sender carries them."""
 
-    def __init__(self, sim: Simulator, net: Network, config: dict, items: ItemLog) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        net: Network,
+        config: dict,
+        items: ItemLog,
+        observers: Observers | None = None,
+    ) -> None:
+        """With `observers`, the run also measures S4's link stress (metrics())."""
         workload = config["workload"]
         self.sim = sim
         self.items = items
@@ -109,6 +119,14 @@ class PublishWorkload:
         else:
             build = SENDERS[name]
         self.sender = build(self, sim, net, config)
+        self.net = net
+        self.stress: LinkStress | None = None
+        if observers is not None and "fewest_hops" in net.parts:
+            hops = net.parts["fewest_hops"]()
+            index = {name: i for i, name in enumerate(net.hosts)}
+            hops_of = {p: hops[index[host.name]] for p, host in enumerate(producers)}
+            self.stress = LinkStress(hops_of, settle_s=self.drain_s)
+            observers.add(self.stress)
 
     def start(self) -> None:
         self.sender.start()
@@ -124,8 +142,9 @@ class PublishWorkload:
         """The last reading has had drain_s: what has not arrived is lost (a polled
         reading no poll fetched, a message still on its way)."""
         now = self.sim.now
-        for item in self._open.values():
+        for rid, item in self._open.items():
             self.items.finish(item, now, GIVEN_UP)
+            self._forget(rid)
         self._open.clear()
         self.sim.stop()
 
@@ -157,7 +176,10 @@ class PublishWorkload:
             return False
         item = self._open.pop(rid, None)
         if item is not None:
-            self.items.finish(item, self.sim.now, DELIVERED, len(payload))
+            now = self.sim.now
+            self.items.finish(item, now, DELIVERED, len(payload))
+            if self.stress is not None:
+                self.stress.delivered(rid, reading_producer(rid), now)
             self._check_all_done()
         return True
 
@@ -166,6 +188,7 @@ class PublishWorkload:
         item = self._open.pop(rid, None)
         if item is not None:
             self.items.finish(item, self.sim.now, GIVEN_UP)
+            self._forget(rid)
             self._check_all_done()
 
     def _expire(self, now: float) -> None:
@@ -176,6 +199,40 @@ class PublishWorkload:
             item = self._open.pop(rid, None)
             if item is not None:
                 self.items.finish(item, t, GIVEN_UP)
+                self._forget(rid)
+
+    def _forget(self, rid: int) -> None:
+        if self.stress is not None:
+            self.stress.forget(rid)
+
+    def metrics(self, base: dict[str, float | int]) -> dict[str, float]:
+        """S4's metrics (metrics/publish.py), from the run's metrics so far."""
+        sender, parts = self.sender, self.net.parts
+        stress = self.stress or LinkStress({}, 0.0)
+        stress.settle(float("inf"))
+        radios = parts.get("radios")
+        tree = parts.get("tree")
+        root_j, leaves_j = float("nan"), []
+        if radios and tree is not None:
+            now = self.sim.now
+            energy = [radio.power.joules(now) for radio in radios.values()]
+            root_j = energy[tree.root]
+            children = tree.children()
+            leaves_j = [
+                joules
+                for i, joules in enumerate(energy)
+                if i != tree.root and tree.reached(i) and not children[i]
+            ]
+        return publish_metrics(
+            base,
+            self._total,
+            sender.requests,
+            sender.app_retransmissions(),
+            stress,
+            root_j,
+            leaves_j,
+            sender.ndn_tables(),
+        )
 
     def _check_all_done(self) -> None:
         stats = self.items.stats
@@ -209,8 +266,16 @@ class CoapPut:
         if not self.confirmable:
             self._options.append((Opt.NO_RESPONSE, NO_RESPONSE_ALL))
 
+    requests = None  # a push: the gateway asks for nothing
+
     def start(self) -> None:
         pass
+
+    def app_retransmissions(self) -> int:
+        return sum(endpoint.stats.retransmissions for endpoint, _ in self.producers)
+
+    def ndn_tables(self) -> None:
+        return None
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         endpoint, driver = self.producers[producer]
@@ -281,6 +346,15 @@ class CoapPull:
             self.addresses.append((address_text(net.address(node)), COAP_PORT))
             self.latest.append(None)
         self._polls = sim.rng("workload/polls")
+        # GETs the gateway sent (observe: none, a registration is not a poll).
+        self.requests: int | None = None if self.observe else 0
+
+    def app_retransmissions(self) -> int:
+        endpoints = [self.gateway, *(endpoint for endpoint, _ in self.producers)]
+        return sum(endpoint.stats.retransmissions for endpoint in endpoints)
+
+    def ndn_tables(self) -> None:
+        return None
 
     def start(self) -> None:
         for index in range(len(self.producers)):
@@ -308,6 +382,7 @@ class CoapPull:
         return ResourceResponse(codec.Code.CONTENT, payload, 50)
 
     def _poll(self, producer: int) -> None:
+        self.requests += 1
         self.gateway.request(
             self.sim.now,
             self.addresses[producer],
@@ -354,8 +429,16 @@ class MqttSnPublish:
             _SnProducer(self, sim, node, cfg, retry) for node in net.nodes("producer")
         ]
 
+    requests = None  # a push
+
     def start(self) -> None:
         pass
+
+    def app_retransmissions(self) -> int:
+        return sum(producer.client.stats.retransmissions for producer in self.producers)
+
+    def ndn_tables(self) -> None:
+        return None
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         self.producers[producer].send(rid, payload)

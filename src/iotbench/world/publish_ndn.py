@@ -94,6 +94,15 @@ class _NdnTree:
             "forward_packet"
         )
 
+    def app_retransmissions(self) -> int:
+        """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
+        return sum(node.forwarder.counters.retransmissions for node in self.nodes.values())
+
+    def ndn_tables(self) -> tuple[int, int]:
+        """The most PIT entries and Content Store bytes any node held."""
+        forwarders = [node.forwarder for node in self.nodes.values()]
+        return max(f.pit.peak for f in forwarders), max(f.cs.peak_bytes for f in forwarders)
+
     def pump_all(self) -> None:
         for node in self.nodes.values():
             node.pump()
@@ -130,6 +139,9 @@ class NdnPull:
             app.register_prefix(prefix, lambda interest, i=index: self._on_interest(i, interest))
         tree.pump_all()
         self._polls = sim.rng("workload/polls")
+        self.requests = 0  # Interests the gateway expressed
+        self.app_retransmissions = tree.app_retransmissions
+        self.ndn_tables = tree.ndn_tables
 
     def start(self) -> None:
         for index in range(len(self.producers)):
@@ -186,6 +198,7 @@ class NdnPull:
         counter = self.wanted[producer]
         name = tree.prefixes[producer].append(str(counter))
         self.waiting[producer] = True
+        self.requests += 1
 
         def on_data(interest: Interest, data: Data) -> None:
             self.waiting[producer] = False
@@ -228,6 +241,9 @@ class NdnInterestNotification:
         tree.gateway_app.register_prefix(everything, self._on_interest)
         tree.pump_all()
         self._acks = make_signer(config["protocol"]["ndn"]["signature"], sim, Name("/gateway"))
+        self.requests = None  # a push
+        self.app_retransmissions = tree.app_retransmissions
+        self.ndn_tables = tree.ndn_tables
 
     def start(self) -> None:
         pass

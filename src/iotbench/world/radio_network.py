@@ -57,7 +57,7 @@ from iotbench.net.radio.propagation import (
     RayleighFading,
 )
 from iotbench.net.routing.smrf import Smrf
-from iotbench.net.routing.tree import Tree, least_etx_tree
+from iotbench.net.routing.tree import Tree, fewest_hops, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.scenarios.fields import Settings, typed
@@ -186,6 +186,10 @@ def _one_network(
             "macs": {m.name: m for m in macs},
             "tree": tree,
             "tree_path": tree_path,
+            # Shortest paths to the gateway, computed when asked (S4's link stress).
+            "fewest_hops": lambda: fewest_hops(
+                radios, tree.root, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr
+            ),
             "interferers": interferers,
             "streams": streams,  # the network's own random streams (network.seed)
             "uplink": None,

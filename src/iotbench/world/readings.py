@@ -21,6 +21,11 @@ def reading_counter(rid: int) -> int:
     return rid & _COUNTER_MASK
 
 
+def reading_producer(rid: int) -> int:
+    """The index of the producer that took the reading."""
+    return rid >> _COUNTER_BITS
+
+
 def reading(producer: int, counter: int, value: int) -> bytes:
     """S4's reading: a 32-byte JSON object with a unique id and a value."""
     body = {"id": f"0x{reading_id(producer, counter):010x}", "val": value}

@@ -75,6 +75,30 @@ def link_etx(radios: Sequence[Radio], frame_bytes: int, min_prr: float) -> list[
     return out
 
 
+def fewest_hops(
+    radios: Sequence[Radio], root: int, frame_bytes: int = 50, min_prr: float = 0.5
+) -> list[int]:
+    """Each node's shortest path to `root` in hops over the links least_etx_tree may
+    use (breadth first; -1 when there is none): the yardstick of S4's link stress."""
+    etx_links = link_etx(radios, frame_bytes, min_prr)
+    hops = [-1] * len(radios)
+    hops[root] = 0
+    frontier = [root]
+    incoming: list[list[int]] = [[] for _ in radios]
+    for child, links in enumerate(etx_links):
+        for node in links:
+            incoming[node].append(child)
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in incoming[node]:
+                if hops[child] < 0:
+                    hops[child] = hops[node] + 1
+                    following.append(child)
+        frontier = following
+    return hops
+
+
 def least_etx_tree(
     radios: Sequence[Radio], root: int, frame_bytes: int = 50, min_prr: float = 0.5
 ) -> Tree:

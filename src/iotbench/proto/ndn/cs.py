@@ -52,6 +52,7 @@ class ContentStore:
         self.max_bytes = max_bytes
         self.policy = policy
         self.bytes_used = 0
+        self.peak_bytes = 0  # the most bytes it ever held
         self.evictions = 0
         # Eviction order: first = next victim.
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
@@ -77,6 +78,8 @@ class ContentStore:
         self._entries[key] = _Entry(data, now)
         insort(self._sorted, key)
         self.bytes_used += size
+        if self.bytes_used > self.peak_bytes:
+            self.peak_bytes = self.bytes_used  # S4's CS occupancy
         return True
 
     def _erase(self, key: bytes) -> None:

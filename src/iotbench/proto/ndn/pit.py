@@ -139,6 +139,7 @@ class Pit:
         self._by_name: dict[bytes, list[PitEntry]] = {}
         # Entries whose name ends in an implicit digest: only then is a Data's digest needed.
         self._digest_named = 0
+        self.peak = 0  # the most entries it ever held
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -176,6 +177,8 @@ class Pit:
             self.erase(evicted)
         entry = PitEntry(interest, now)
         self._entries[key] = entry
+        if len(self._entries) > self.peak:
+            self.peak = len(self._entries)  # S4's PIT occupancy
         self._by_name.setdefault(key[0], []).append(entry)
         if len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
             self._digest_named += 1

@@ -1,0 +1,116 @@
+"""S4's metrics of a publish run: delivery, time to content arrival, effort per item,
+link stress, energy by place in the tree, and the NDN tables' occupancy.
+
+docs/metrics.md defines every name. What the run's other meters already
+counted (items, MAC retries, control and data bytes, energy) is read from
+them here, so each number is counted once.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, deque
+
+from iotbench.metrics.observers import Observer
+from iotbench.net.packet import BROADCAST, DELIVERED, Packet
+
+#: How a reading begins on the wire (world/readings.py): its id follows.
+_MARKER = b'{"id":"0x'
+_ID_DIGITS = 10
+
+
+class LinkStress(Observer):
+    """How many times a frame carried each reading across a link, against its shortest path.
+
+    A frame counts when it arrived (a unicast frame at its addressee, a
+    broadcast at anyone) and its bytes hold a reading's id, so a reading
+    crossing four hops once counts 4; a MAC retry that failed does not count,
+    a duplicate the link delivered twice counts twice, and so does an
+    application's retransmission. A reading is settled `settle_s` after its
+    item ended (late duplicates still count), into a histogram of
+    (traversals, shortest path) pairs: memory stays bounded however long the
+    run.
+    """
+
+    def __init__(self, hops_of: dict[int, int], settle_s: float) -> None:
+        self.hops_of = hops_of  # producer index -> fewest hops to the gateway
+        self.settle_s = settle_s
+        self._counts: dict[int, int] = {}  # reading id -> traversals so far
+        self._ended: deque[tuple[float, int, int]] = deque()  # (end, rid, producer)
+        self.histogram: Counter[tuple[int, int]] = Counter()
+
+    def finished(self, pkt: Packet) -> None:
+        if pkt.fate is not DELIVERED and pkt.fate is not BROADCAST:
+            return
+        data = pkt.data
+        at = data.find(_MARKER)
+        if at < 0:
+            return
+        start = at + len(_MARKER)
+        try:
+            rid = int(data[start : start + _ID_DIGITS], 16)
+        except ValueError:
+            return
+        counts = self._counts
+        counts[rid] = counts.get(rid, 0) + 1
+
+    def delivered(self, rid: int, producer: int, now: float) -> None:
+        """The reading arrived: settle it once late duplicates have had their time."""
+        self._ended.append((now, rid, producer))
+        self.settle(now - self.settle_s)
+
+    def forget(self, rid: int) -> None:
+        """A reading that never arrived has no link stress."""
+        self._counts.pop(rid, None)
+
+    def settle(self, until: float) -> None:
+        ended, counts, hops_of = self._ended, self._counts, self.hops_of
+        while ended and ended[0][0] <= until:
+            _, rid, producer = ended.popleft()
+            hops = hops_of.get(producer, -1)
+            if hops > 0:
+                self.histogram[(counts.get(rid, 0), hops)] += 1
+            counts.pop(rid, None)
+
+    def mean(self) -> float:
+        total = sum(self.histogram.values())
+        if not total:
+            return math.nan
+        return sum(n * t / h for (t, h), n in self.histogram.items()) / total
+
+
+def publish_metrics(
+    base: dict[str, float | int],
+    total: int,
+    requests: int | None,
+    app_retransmissions: int,
+    stress: LinkStress,
+    energy_root_j: float,
+    energy_leaves_j: list[float],
+    ndn_tables: tuple[int, int] | None,
+) -> dict[str, float]:
+    """S4's names, from the run's metrics so far (`base`) and the workload's counts."""
+    delivered = base["items_delivered"]
+    per_item = (lambda n: n / total) if total else (lambda n: math.nan)
+    out = {
+        "delivery_ratio": per_item(delivered),
+        "items_lost": total - delivered,
+        "tta_mean_s": base["latency_mean_s"],
+        "tta_p50_s": base["latency_p50_s"],
+        "tta_p99_s": base["latency_p99_s"],
+        "requests_per_item": math.nan if requests is None else per_item(requests),
+        "app_retransmissions_per_item": per_item(app_retransmissions),
+        "mac_retransmissions_per_item": per_item(base.get("mac_retries", 0)),
+        "control_bytes": base.get("bytes_control", 0),
+        "data_bytes": base.get("bytes_data", base.get("bytes_total", 0)),
+        "link_stress_mean": stress.mean(),
+        "energy_root_j": energy_root_j,
+        "energy_leaf_median_j": (
+            statistics.median(energy_leaves_j) if energy_leaves_j else math.nan
+        ),
+        "energy_total_j": base.get("energy_j_total", math.nan),
+        "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables[0],
+        "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[1],
+    }
+    return out
