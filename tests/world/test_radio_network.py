@@ -433,3 +433,44 @@ def test_fewest_hops_are_breadth_first_over_the_trees_links():
             assert hops[i] == 1
     # n4 at 160 m: too far for one hop (the tree needs at least two), so at least 2.
     assert hops[4] >= 2
+
+
+def test_unscheduled_readings_come_at_random_intervals_within_the_bounds(monkeypatch):
+    from iotbench.world.publish import PublishWorkload
+
+    taken: list[tuple[int, float]] = []
+    publish = PublishWorkload._publish
+
+    def record(self, producer, counter):
+        taken.append((producer, self.sim.now))
+        return publish(self, producer, counter)
+
+    monkeypatch.setattr(PublishWorkload, "_publish", record)
+    cfg, seed = publish_config(
+        **{"workload.interval_s": 1.0, "workload.interval_max_s": 3.0, "workload.items": 30}
+    )
+    m = run_one(cfg, seed)
+    assert m["items"] == 5 * 30
+    by_producer = [[t for q, t in taken if q == p] for p in range(5)]
+    gaps = [b - a for times in by_producer for a, b in zip(times, times[1:], strict=False)]
+    assert len(gaps) == 5 * 29 and min(gaps) >= 1.0 and max(gaps) <= 3.0
+    assert 1.7 < sum(gaps) / len(gaps) < 2.3  # uniform: a mean of 2 s
+    assert len({round(g, 6) for g in gaps}) > 100  # drawn, not fixed
+
+
+def test_a_duration_sets_the_readings_per_producer():
+    cfg, seed = publish_config(**{"workload.duration_s": 60.0, "workload.interval_s": 5.0})
+    assert run_one(cfg, seed)["items"] == 5 * 12
+    cfg, seed = publish_config(
+        **{"workload.duration_s": 60.0, "workload.interval_s": 1.0, "workload.interval_max_s": 3.0}
+    )
+    assert run_one(cfg, seed)["items"] == 5 * 30  # the mean interval is 2 s
+
+
+def test_interval_bounds_are_checked():
+    from iotbench.scenarios import ScenarioError
+
+    with pytest.raises(ScenarioError, match="interval_max_s: 0.5 is below interval_s"):
+        publish_config(**{"workload.interval_s": 1.0, "workload.interval_max_s": 0.5})
+    with pytest.raises(ScenarioError, match="duration_s: only the publish workload"):
+        config(**{"workload.duration_s": 10.0})

@@ -292,6 +292,20 @@ WORKLOAD = Section(
             OPTIONAL,
             gt=0,
         ),
+        "interval_max_s": Field(
+            "float",
+            "publish: readings come at intervals drawn uniformly from [interval_s, "
+            "interval_max_s] (S4's unscheduled runs); absent: every interval_s.",
+            OPTIONAL,
+            gt=0,
+        ),
+        "duration_s": Field(
+            "float",
+            "publish: how long the producers publish; each takes duration_s / (its mean "
+            "interval) readings, instead of `items`.",
+            OPTIONAL,
+            gt=0,
+        ),
         "queries": Field("int", "group-query: queries of the entity.", 50, ge=1),
         "query_start_s": Field(
             "float",
@@ -850,6 +864,20 @@ def _check_publish(document: dict) -> None:
             f"publish is a workload of {', '.join(PUBLISH_PROTOCOLS)}; protocol {name!r} "
             "runs object-download, periodic and sequential workloads",
         )
+    workload = document["workload"]
+    if workload.get("interval_max_s") is not None:
+        if kind != "publish":
+            raise Invalid(("workload", "interval_max_s"), "only the publish workload uses it")
+        if (
+            workload.get("interval_s") is None
+            or workload["interval_max_s"] < workload["interval_s"]
+        ):
+            raise Invalid(
+                ("workload", "interval_max_s"),
+                f"{workload['interval_max_s']} is below interval_s ({workload.get('interval_s')})",
+            )
+    if workload.get("duration_s") is not None and kind != "publish":
+        raise Invalid(("workload", "duration_s"), "only the publish workload uses it")
     if kind == "publish" and name == "ndn" and not is_radio(document["network"]):
         raise Invalid(
             ("network", "topology"),

@@ -1,8 +1,10 @@
 """The publish workload: every producer sends its readings to the gateway.
 
 `workload.kind = "publish"`: each producer takes a reading every
-`interval_s`, the first at a uniformly random phase in [0, interval_s) after
-`start_s` (producers are not coordinated), `items` readings each. A reading
+`interval_s` (or at intervals drawn uniformly from [interval_s,
+interval_max_s]), the first at a uniformly random phase in [0, interval_s)
+after `start_s` (producers are not coordinated), `items` readings each (or
+`duration_s` divided by the mean interval). A reading
 is S4's 32-byte JSON object, {"id":"0x..........","val":NNNN}, whose id
 names the producer and the reading's number, so the gateway knows which item
 arrived. An item is delivered when its reading first reaches the client
@@ -100,8 +102,12 @@ class PublishWorkload:
         workload = config["workload"]
         self.sim = sim
         self.items = items
-        self.per_producer = workload["items"]
         self.interval_s = workload["interval_s"]
+        self.interval_max_s = workload.get("interval_max_s")
+        self.per_producer = workload["items"]
+        if workload.get("duration_s") is not None:
+            mean = (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
+            self.per_producer = max(1, int(workload["duration_s"] / mean))
         self.start_s = workload["start_s"]
         self.drain_s = workload["drain_s"]
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
@@ -110,7 +116,8 @@ class PublishWorkload:
         self._total = self.per_producer * len(producers)
         self._values = sim.rng("sensor")
         self._phases = sim.rng("workload/phases")
-        self._last_publish = self.start_s
+        self._intervals = sim.rng("workload/intervals")
+        self._producing = 0  # producers that have readings still to take
         name = config["protocol"]["name"]
         if name == "coap":
             build = SENDERS[workload["coap_exchange"]]
@@ -130,13 +137,12 @@ class PublishWorkload:
 
     def start(self) -> None:
         self.sender.start()
-        for index in range(len(self.sender.producers)):
+        self._producing = len(self.sender.producers)
+        for index in range(self._producing):
             first = self.start_s + self._phases.uniform(0.0, self.interval_s)
-            self._last_publish = max(
-                self._last_publish, first + (self.per_producer - 1) * self.interval_s
-            )
             self.sim.at(first, self._publish, index, 0)
-        self.sim.at(self._last_publish + self.drain_s, self._end)
+        if not self._producing:
+            self.sim.at(self.start_s, self._end)
 
     def _end(self) -> None:
         """The last reading has had drain_s: what has not arrived is lost (a polled
@@ -155,7 +161,16 @@ class PublishWorkload:
         payload = reading(producer, counter, self._values.randrange(10000))
         self.sender.send(producer, rid, payload)
         if counter + 1 < self.per_producer:
-            sim.schedule(self.interval_s, self._publish, producer, counter + 1)
+            sim.schedule(self._next_interval(), self._publish, producer, counter + 1)
+        else:
+            self._producing -= 1
+            if not self._producing:  # the last reading of all: drain_s for it to arrive
+                sim.schedule(self.drain_s, self._end)
+
+    def _next_interval(self) -> float:
+        if self.interval_max_s is None:
+            return self.interval_s
+        return self._intervals.uniform(self.interval_s, self.interval_max_s)
 
     # ---- what the senders report -----------------------------------------------------
 
