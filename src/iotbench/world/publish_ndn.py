@@ -9,18 +9,25 @@ Producer i owns the prefix /p0…0i, one name component of
 /<prefix>/<n>.
 
 - `pull` (S4's `ndn`): a producer turns each reading into a Data and keeps it
-  in its own Content Store. The gateway asks each producer for the oldest
-  reading it has not had, one Interest at a time, at the polls of
+  in its own Content Store. The gateway polls each producer every
   `workload.poll_interval_s` (default interval_s; each producer at its own
-  random phase, the draws CoAP GET's polls make). An Interest for a reading
-  that does not exist yet waits in the producer's PIT and is answered the
-  moment the reading is taken (NDN's pending Interest, for at most its
-  lifetime). A poll that finds the previous Interest still waiting is owed:
-  when that Interest's Data comes, the gateway asks for the next reading at
-  once, so a gateway that fell behind catches up instead of staying a poll
-  late for ever. An Interest for a reading the producer no longer holds (its
-  Content Store dropped it) gets an application-level Nack (a Data of
-  ContentType NACK): the reading is lost and the gateway moves on.
+  random phase, the draws CoAP GET's polls make) with an Interest for the
+  oldest reading it has not had, one at a time. A producer answers an
+  Interest for a reading it has not taken yet at once with an
+  application-level Nack (a Data of ContentType NACK, content `not-yet`,
+  FreshnessPeriod 0): the poll found nothing, and no PIT on the way holds an
+  entry for seconds. The gateway's Interests carry MustBeFresh, so such a
+  Nack, cached on the way, never answers a later poll, while the readings
+  (FreshnessPeriod one hour: a reading never changes) do. A poll that finds
+  the previous Interest still out is owed: for each owed poll, a reading
+  that arrives makes the gateway ask for the next one at once, so a gateway
+  that fell behind catches up instead of staying late for ever; a `not-yet`
+  says it has caught up. A reading the producer no longer holds (its
+  Content Store dropped it) gets a Nack `gone`: the reading is lost, the
+  gateway moves on. The gateway never has more Interests out than its own
+  PIT holds (`protocol.ndn.pit_max_entries`): further asks wait their turn
+  in order, rather than being dropped by its own forwarder and waiting out
+  an Interest lifetime.
 - `inot` (S4's `ndn-inot`, Interest Notification): the producer sends each
   reading as the ApplicationParameters of an Interest named /<prefix>/<n>
   (with its ParametersSha256DigestComponent) up the tree on a default route;
@@ -37,6 +44,7 @@ profile (`protocol.ndn.profile`, with the signature of
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from iotbench.proto.ndn.app import NdnApp
@@ -117,7 +125,11 @@ class _NdnTree:
 
 
 class NdnPull:
-    """ndn: the gateway fetches /<prefix>/<n> from each producer, one Interest at a time."""
+    """ndn: the gateway polls /<prefix>/<n> from each producer, one Interest at a time."""
+
+    NOT_YET = b"not-yet"
+    GONE = b"gone"
+    READING_FRESHNESS_MS = 3_600_000  # a reading never changes
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
         workload = config["workload"]
@@ -131,7 +143,11 @@ class NdnPull:
         self.taken = [0] * count  # readings each producer has taken so far
         self.wanted = [0] * count  # the oldest reading the gateway has not had
         self.waiting = [False] * count  # an Interest of the gateway's is out
-        self.owed = [False] * count  # a poll came while it was out
+        self.owed = [0] * count  # polls that came while it was out or queued
+        self.queued = [False] * count
+        self.queue: deque[int] = deque()  # producers to ask when an Interest is free
+        self.window = tree.gateway.forwarder.config.pit_max_entries  # None: no limit
+        self.out = 0  # the gateway's Interests out now
         for index, (name, app, prefix) in enumerate(
             zip(tree.producer_names, tree.apps, tree.prefixes, strict=True)
         ):
@@ -153,31 +169,38 @@ class NdnPull:
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
         name = tree.prefixes[producer].append(str(reading_counter(rid)))
-        data = make_data(name, payload, signer=tree.signers[producer])
-        node, app = tree.producers[producer], tree.apps[producer]
-
-        def put() -> None:
-            # Into the Content Store, and to an Interest waiting for it.
-            app.put_data(data, now=self.sim.now)
-            self.taken[producer] = reading_counter(rid) + 1
-            node.pump()
-
-        node.cpu.run(tree.create_data_s, put)
+        data = make_data(
+            name,
+            payload,
+            signer=tree.signers[producer],
+            freshness_period_ms=self.READING_FRESHNESS_MS,
+        )
+        self._put(producer, data, taken=reading_counter(rid) + 1)
 
     def _on_interest(self, producer: int, interest: Interest) -> None:
-        """An Interest the Content Store could not answer: a reading not taken yet waits
-        in the PIT; one taken and dropped from the store gets an application Nack."""
+        """An Interest the Content Store could not answer: a reading not taken yet, or
+        one taken and dropped from the store. Either way an application Nack."""
         counter = self.tree.counter_of(interest.name)
-        if counter is None or counter >= self.taken[producer]:
+        if counter is None:
             return
+        reason = self.NOT_YET if counter >= self.taken[producer] else self.GONE
+        nack = make_data(
+            interest.name,
+            reason,
+            signer=self.tree.signers[producer],
+            content_type=ContentType.NACK,
+            freshness_period_ms=0,
+        )
+        self._put(producer, nack)
+
+    def _put(self, producer: int, data: Data, taken: int | None = None) -> None:
         tree = self.tree
         node, app = tree.producers[producer], tree.apps[producer]
-        nack = make_data(
-            interest.name, b"", signer=tree.signers[producer], content_type=ContentType.NACK
-        )
 
         def put() -> None:
-            app.put_data(nack, now=self.sim.now)
+            if taken is not None:
+                self.taken[producer] = taken
+            app.put_data(data, now=self.sim.now)
             node.pump()
 
         node.cpu.run(tree.create_data_s, put)
@@ -187,37 +210,64 @@ class NdnPull:
     def _poll(self, producer: int) -> None:
         if self.wanted[producer] >= self.work.per_producer:
             return  # it has had every reading: no more polls
-        if self.waiting[producer]:
-            self.owed[producer] = True
-        else:
-            self._ask(producer)
+        self._want(producer)
         self.sim.schedule(self.poll_s, self._poll, producer)
+
+    def _want(self, producer: int) -> None:
+        """Ask the producer as soon as an Interest is free (owe it, if one is out)."""
+        if self.waiting[producer] or self.queued[producer]:
+            self.owed[producer] += 1
+            return
+        self.queued[producer] = True
+        self.queue.append(producer)
+        self._serve()
+
+    def _serve(self) -> None:
+        queue, window = self.queue, self.window
+        while queue and (window is None or self.out < window):
+            producer = queue.popleft()
+            self.queued[producer] = False
+            self._ask(producer)
+
+    def _done(self, producer: int) -> None:
+        self.waiting[producer] = False
+        self.out -= 1
 
     def _ask(self, producer: int) -> None:
         tree = self.tree
         counter = self.wanted[producer]
         name = tree.prefixes[producer].append(str(counter))
         self.waiting[producer] = True
+        self.out += 1
         self.requests += 1
 
         def on_data(interest: Interest, data: Data) -> None:
-            self.waiting[producer] = False
-            rid = reading_id(producer, counter)
-            if data.content_type == ContentType.NACK:
-                self.work.failed(rid)
+            self._done(producer)
+            if data.content_type == ContentType.NACK and data.content == self.NOT_YET:
+                self.owed[producer] = 0  # caught up: the next poll asks again
             else:
-                self.work.arrived(data.content)
-            self.wanted[producer] = counter + 1
-            if self.owed[producer] and counter + 1 < self.work.per_producer:
-                self.owed[producer] = False
-                self._ask(producer)
+                if data.content_type == ContentType.NACK:
+                    self.work.failed(reading_id(producer, counter))
+                else:
+                    self.work.arrived(data.content)
+                self.wanted[producer] = counter + 1
+                if self.owed[producer] and counter + 1 < self.work.per_producer:
+                    self.owed[producer] -= 1
+                    self._want(producer)
+            self._serve()
 
         def on_timeout(interest: Interest) -> None:
-            self.waiting[producer] = False  # the next poll asks again
+            self._done(producer)  # the next poll asks again
+            self._serve()
 
         def express() -> None:
             tree.gateway_app.express_interest(
-                name, tree.lifetime_ms, on_data, on_timeout, now=self.sim.now
+                name,
+                tree.lifetime_ms,
+                on_data,
+                on_timeout,
+                must_be_fresh=True,
+                now=self.sim.now,
             )
             tree.gateway.pump()
 
