@@ -10,6 +10,9 @@ the stored baseline in `baseline/`.
     python tests/world/regression.py --full --check   # every run at full size (minutes)
     python tests/world/regression.py --full --write   # record a new baseline (after a
                                                       # change the study pages explain)
+    python tests/world/regression.py --full --write --only s4-multi-hop
+                                                      # a new scenario's runs, added to
+                                                      # the baseline; the others kept
 
 An intended change is recorded with --write in the same commit as the change,
 and the study page of the scenario says what changed and why.
@@ -40,6 +43,9 @@ CASES: list[tuple[str, dict, dict]] = [
     ("s6-ack-timeout", {"workload.queries": 3}, {"wifi_mbps": ["0", "10"]}),
     ("s6-office", {"workload.queries": 5}, {}),
     ("s6-nested", {"workload.queries": 5}, {"delay_ms": [100]}),
+    ("s4-single-hop-scheduled", {"workload.items": 100}, {}),
+    ("s4-single-hop-unscheduled", {"workload.items": 100}, {}),
+    ("s4-multi-hop", {"workload.duration_s": 300.0}, {"interval": ["30s"]}),
 ]
 FULL_CASES: list[tuple[str, dict, dict]] = [(name, {}, {}) for name, _, _ in CASES]
 
@@ -110,15 +116,35 @@ def main() -> int:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true", help="compare with the baseline")
     what.add_argument("--write", action="store_true", help="record a new baseline")
+    parser.add_argument(
+        "--only", nargs="+", metavar="SCENARIO", help="these scenarios' runs, the rest kept"
+    )
     args = parser.parse_args()
-    got = collect(FULL_CASES if args.full else CASES, args.jobs)
+    cases = FULL_CASES if args.full else CASES
+    if args.only:
+        unknown = set(args.only) - {name for name, _, _ in cases}
+        if unknown:
+            parser.error(f"not in the cases: {', '.join(sorted(unknown))}")
+        cases = [case for case in cases if case[0] in args.only]
+    got = collect(cases, args.jobs)
+    if args.only and args.write:
+        # The other scenarios' runs as recorded, these scenarios' as they are now.
+        kept = {
+            label: runs
+            for label, runs in load_baseline(args.full).items()
+            if label.split(" | ")[0] not in args.only
+        }
+        got = dict(sorted({**kept, **got}.items()))
     if args.write:
         HERE.mkdir(exist_ok=True)
         text = json.dumps(got, indent=1, sort_keys=True) + "\n"
         baseline_path(args.full).write_text(text)
         print(f"wrote {len(got)} runs to {baseline_path(args.full)}")
         return 0
-    diffs = differences(load_baseline(args.full), got)
+    expected = load_baseline(args.full)
+    if args.only:
+        expected = {k: v for k, v in expected.items() if k.split(" | ")[0] in args.only}
+    diffs = differences(expected, got)
     for line in diffs:
         print(line)
     print(f"{len(got)} runs, {len(diffs)} differences")

@@ -26,6 +26,9 @@ def test_every_builtin_is_covered_here() -> None:
         "s1-object-download",
         "s2-coap-vs-http",
         "s3-robustness",
+        "s4-multi-hop",
+        "s4-single-hop-scheduled",
+        "s4-single-hop-unscheduled",
         "s5-ndn-rtt",
         "s6-ack-timeout",
         "s6-delay-sweep",
@@ -373,6 +376,77 @@ def test_s3_quic_metrics_are_reproducible():
     first, second = run_one(run.config, run.seed), run_one(run.config, run.seed)
     assert first == second
     assert first["items_delivered"] == 40 and first["packets_lost"] > 0
+
+
+# ---- S4: publishing readings over 802.15.4 -------------------------------------------------
+
+S4_VARIANTS = (
+    "coap-put-non",
+    "coap-put-con",
+    "coap-get-non",
+    "coap-get-con",
+    "coap-obs",
+    "mqttsn-qos0",
+    "mqttsn-qos1",
+    "ndn",
+    "ndn-inot",
+)
+PULLS = ("coap-get-non", "coap-get-con", "ndn")
+
+
+def test_s4_has_the_studys_variants_and_axes():
+    for name in ("s4-single-hop-scheduled", "s4-single-hop-unscheduled", "s4-multi-hop"):
+        axes = {a.name: a.values for a in load_scenario(name).axes}
+        assert tuple(axes["variant"]) == S4_VARIANTS
+    assert tuple(load_scenario("s4-single-hop-scheduled").axes[1].values) == ("50ms", "5s")
+    assert tuple(load_scenario("s4-multi-hop").axes[1].values) == ("5s", "15s", "30s")
+
+
+@pytest.mark.parametrize("variant", S4_VARIANTS)
+def test_s4_single_hop_every_variant_delivers_its_readings(variant):
+    """One clean hop: every reading arrives. A push arrives in milliseconds; a pull
+    waits for the gateway's next poll, up to the 5 s interval."""
+    (run,) = runs(
+        "s4-single-hop-scheduled",
+        {"variant": [variant], "interval": ["5s"]},
+        {"workload.items": 30},
+    )
+    m = run_one(run.config, run.seed)
+    assert m["items"] == 30 and m["delivery_ratio"] == 1.0
+    if variant in PULLS:
+        assert 0.05 < m["tta_mean_s"] < 5.0 and m["requests_per_item"] >= 1.0
+    else:
+        assert m["tta_p99_s"] < 0.05 and math.isnan(m["requests_per_item"])
+
+
+@pytest.mark.parametrize("variant", PULLS)
+def test_s4_unscheduled_polls_every_second_and_often_find_nothing_new(variant):
+    (run,) = runs("s4-single-hop-unscheduled", {"variant": [variant]}, {"workload.items": 60})
+    m = run_one(run.config, run.seed)
+    assert m["delivery_ratio"] == 1.0
+    # Readings 1 to 3 s apart (2 s on average), polls every second: about two polls
+    # per reading, and a reading waits half a poll on average.
+    assert 1.6 < m["requests_per_item"] < 2.4
+    assert 0.3 < m["tta_mean_s"] < 0.7 and m["tta_p99_s"] < 1.1
+
+
+def test_s4_multi_hop_shares_one_tree_four_to_six_hops_deep():
+    """S4's set-up: one routing tree, 4 to 6 hops deep, built once and shared by
+    every variant (IP routes and NDN FIBs along the same tree)."""
+    seen = set()
+    for variant in ("coap-put-con", "mqttsn-qos1", "ndn", "ndn-inot"):
+        (run,) = runs(
+            "s4-multi-hop",
+            {"variant": [variant], "interval": ["30s"]},
+            {"workload.duration_s": 120.0},
+        )
+        m = run_one(run.config, run.seed)
+        assert m["items"] == 50 * 4
+        assert m["delivery_ratio"] > 0.9
+        assert m["link_stress_mean"] >= 1.0
+        seen.add((m["tree_depth"], m["tree_hops_mean"]))
+    ((depth, _),) = seen
+    assert 4 <= depth <= 6
 
 
 # ---- S5: NDN over 802.15.4 ----------------------------------------------------------------

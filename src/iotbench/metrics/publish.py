@@ -88,9 +88,11 @@ def publish_metrics(
     stress: LinkStress,
     energy_root_j: float,
     energy_leaves_j: list[float],
+    energy_total_j: float,
     ndn_tables: tuple[int, int] | None,
 ) -> dict[str, float]:
-    """S4's names, from the run's metrics so far (`base`) and the workload's counts."""
+    """S4's names, from the run's metrics so far (`base`) and the workload's counts;
+    energies are the radios' until the end of the publishing period."""
     delivered = base["items_delivered"]
     per_item = (lambda n: n / total) if total else (lambda n: math.nan)
     out = {
@@ -109,7 +111,7 @@ def publish_metrics(
         "energy_leaf_median_j": (
             statistics.median(energy_leaves_j) if energy_leaves_j else math.nan
         ),
-        "energy_total_j": base.get("energy_j_total", math.nan),
+        "energy_total_j": energy_total_j,
         "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables[0],
         "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[1],
     }

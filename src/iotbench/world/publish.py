@@ -134,6 +134,15 @@ class PublishWorkload:
             hops_of = {p: hops[index[host.name]] for p, host in enumerate(producers)}
             self.stress = LinkStress(hops_of, settle_s=self.drain_s)
             observers.add(self.stress)
+        # Energy is compared over the same time in every variant: until the end of
+        # the publishing period (readings times their mean interval), not until
+        # the run ends, which depends on how soon the last readings arrive.
+        self._energy: list[float] | None = None
+        self.energy_until = self.start_s + self.per_producer * (
+            (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
+        )
+        if observers is not None and "radios" in net.parts:
+            sim.at(self.energy_until, self._energy_snapshot)
 
     def start(self) -> None:
         self.sender.start()
@@ -220,6 +229,10 @@ class PublishWorkload:
         if self.stress is not None:
             self.stress.forget(rid)
 
+    def _energy_snapshot(self) -> None:
+        now = self.sim.now
+        self._energy = [radio.power.joules(now) for radio in self.net.parts["radios"].values()]
+
     def metrics(self, base: dict[str, float | int]) -> dict[str, float]:
         """S4's metrics (metrics/publish.py), from the run's metrics so far."""
         sender, parts = self.sender, self.net.parts
@@ -227,11 +240,12 @@ class PublishWorkload:
         stress.settle(float("inf"))
         radios = parts.get("radios")
         tree = parts.get("tree")
-        root_j, leaves_j = float("nan"), []
+        root_j, total_j, leaves_j = float("nan"), float("nan"), []
         if radios and tree is not None:
-            now = self.sim.now
-            energy = [radio.power.joules(now) for radio in radios.values()]
-            root_j = energy[tree.root]
+            if self._energy is None:  # the run ended before the publishing period did
+                self._energy_snapshot()
+            energy = self._energy
+            root_j, total_j = energy[tree.root], sum(energy)
             children = tree.children()
             leaves_j = [
                 joules
@@ -246,6 +260,7 @@ class PublishWorkload:
             stress,
             root_j,
             leaves_j,
+            total_j,
             sender.ndn_tables(),
         )
 

@@ -19,10 +19,11 @@ Producer i owns the prefix /p0…0i, one name component of
   entry for seconds. The gateway's Interests carry MustBeFresh, so such a
   Nack, cached on the way, never answers a later poll, while the readings
   (FreshnessPeriod one hour: a reading never changes) do. A poll that finds
-  the previous Interest still out is owed: for each owed poll, a reading
-  that arrives makes the gateway ask for the next one at once, so a gateway
-  that fell behind catches up instead of staying late for ever; a `not-yet`
-  says it has caught up. A reading the producer no longer holds (its
+  the previous Interest still out is owed, and so is one whose Interest
+  expired unanswered: for each owed poll, a reading that arrives makes the
+  gateway ask for the next one at once, so a gateway that fell behind
+  catches up instead of staying late for ever; a `not-yet` says it has
+  caught up. A reading the producer no longer holds (its
   Content Store dropped it) gets a Nack `gone`: the reading is lost, the
   gateway moves on. The gateway never has more Interests out than its own
   PIT holds (`protocol.ndn.pit_max_entries`): further asks wait their turn
@@ -257,7 +258,11 @@ class NdnPull:
             self._serve()
 
         def on_timeout(interest: Interest) -> None:
-            self._done(producer)  # the next poll asks again
+            # The poll fetched nothing: owed, the next poll asks again and then
+            # once more at once, so a lost round does not leave the gateway a
+            # reading behind for the rest of the run.
+            self._done(producer)
+            self.owed[producer] += 1
             self._serve()
 
         def express() -> None:
