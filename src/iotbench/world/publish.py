@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.mqtt import LocalClient
@@ -87,6 +88,25 @@ from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
 from iotbench.world.readings import read_id, reading, reading_id, reading_producer
 
 
+class Sender(Protocol):
+    """How one protocol carries the readings (CoapPut, CoapPull, MqttSnPublish, and
+    world/publish_ndn.py's NdnPull and NdnInterestNotification)."""
+
+    producers: list  # one entry per producer, in the network's order
+    requests: int | None  # requests the gateway sent (pull variants); None for a push
+
+    def start(self) -> None: ...
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        """The producer took a reading: carry it (and report to the workload)."""
+
+    def app_retransmissions(self) -> int:
+        """Retransmissions above the MAC so far."""
+
+    def ndn_tables(self) -> tuple[int, int] | None:
+        """NDN: the most PIT entries and CS bytes any node held; None otherwise."""
+
+
 class PublishWorkload:
     """The readings' schedule and their items; a Sender carries them."""
 
@@ -104,10 +124,10 @@ class PublishWorkload:
         self.items = items
         self.interval_s = workload["interval_s"]
         self.interval_max_s = workload.get("interval_max_s")
+        mean_interval_s = (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
         self.per_producer = workload["items"]
         if workload.get("duration_s") is not None:
-            mean = (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
-            self.per_producer = max(1, int(workload["duration_s"] / mean))
+            self.per_producer = max(1, int(workload["duration_s"] / mean_interval_s))
         self.start_s = workload["start_s"]
         self.drain_s = workload["drain_s"]
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
@@ -138,9 +158,7 @@ class PublishWorkload:
         # the publishing period (readings times their mean interval), not until
         # the run ends, which depends on how soon the last readings arrive.
         self._energy: list[float] | None = None
-        self.energy_until = self.start_s + self.per_producer * (
-            (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
-        )
+        self.energy_until = self.start_s + self.per_producer * mean_interval_s
         if observers is not None and "radios" in net.parts:
             sim.at(self.energy_until, self._energy_snapshot)
 
@@ -547,7 +565,7 @@ class _SnProducer:
 
 
 #: By protocol name; for CoAP by workload.coap_exchange, for NDN by workload.ndn_exchange.
-SENDERS: dict[str, Callable[..., object]] = {
+SENDERS: dict[str, Callable[..., Sender]] = {
     "put": CoapPut,
     "get": CoapPull,
     "observe": CoapPull,
