@@ -68,6 +68,7 @@ from iotbench.codec_agreement import (
     V6_B,
     check_802154,
     check_coap,
+    check_hopp,
     check_icmpv6,
     check_ipv4,
     check_ipv6,
@@ -97,7 +98,7 @@ from iotbench.proto.errors import DecodeError
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
-from iotbench.proto.ndn import tlv
+from iotbench.proto.ndn import hopp, tlv
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.interest import Interest, make_interest
 from iotbench.proto.ndn.lp import LpPacket
@@ -482,6 +483,19 @@ def valid_ndn_fragment(rng: random.Random) -> bytes:
     return rng.choice(frames)
 
 
+def valid_hopp(rng: random.Random) -> bytes:
+    def text(limit: int) -> str:
+        return "/" + "".join(rng.choice("abcp0123456789/") for _ in range(rng.randrange(limit)))
+
+    kind = rng.randrange(3)
+    if kind == 0:
+        return hopp.Sol(rng.random() < 0.5).encode()
+    if kind == 1:
+        pam = hopp.Pam(rng.randrange(0x10000), text(31), rng.random() < 0.5, rng.randrange(256))
+        return pam.encode()
+    return hopp.Nam(tuple(text(63) for _ in range(rng.randrange(1, 4)))).encode()
+
+
 # ---- IEEE 802.15.4 ----------------------------------------------------------------
 
 
@@ -778,6 +792,7 @@ CODECS = [
     Codec("ndn-data", lambda rng: valid_data(rng).wire, check_ndn_data, 96),
     Codec("ndn-lp", valid_lp, check_ndn_lp, 96),
     Codec("ndn-fragment", valid_ndn_fragment, check_ndn_fragment),
+    Codec("hopp", valid_hopp, check_hopp),
     Codec("ieee802154", valid_802154, check_802154, 127, fix_fcs),
     Codec("6lowpan-iphc", valid_lowpan, check_lowpan),
     Codec("6lowpan-frag", valid_lowpan_fragment, check_lowpan_fragment),

@@ -33,6 +33,7 @@ from iotbench.codec_agreement import (
     V6_B,
     check_802154,
     check_coap,
+    check_hopp,
     check_icmpv6,
     check_ipv4,
     check_ipv6,
@@ -61,7 +62,7 @@ from iotbench.proto.coap import codec as coap
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
-from iotbench.proto.ndn import tlv
+from iotbench.proto.ndn import hopp, tlv
 from iotbench.proto.ndn.data import make_data
 from iotbench.proto.ndn.interest import Interest, make_interest
 from iotbench.proto.ndn.lp import LpPacket
@@ -416,6 +417,26 @@ _fragments = st.builds(
 @given(inputs(_fragments))
 def test_ndn_fragment(data):
     check_ndn_fragment(data)
+
+
+_hopp = st.one_of(
+    st.builds(lambda flags: hopp.Sol(bool(flags & 1)).encode(), st.integers(0, 255)),
+    st.builds(
+        lambda rank, prefix: hopp.Pam(rank, prefix).encode(),
+        u16,
+        st.text(alphabet="/ap0123", max_size=31),
+    ),
+    st.builds(
+        lambda names: hopp.Nam(tuple(names)).encode(),
+        st.lists(st.text(alphabet="/ap0123", max_size=63), min_size=1, max_size=3),
+    ),
+)
+
+
+@AGREE
+@given(inputs(_hopp))
+def test_hopp(data):
+    check_hopp(data)
 
 
 # =====================================================================

@@ -26,7 +26,7 @@ from iotbench.proto.coap import codec as coap
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
-from iotbench.proto.ndn import tlv
+from iotbench.proto.ndn import hopp, tlv
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.framing import TlvFramer
 from iotbench.proto.ndn.interest import Interest, make_interest
@@ -266,6 +266,20 @@ def check_ndn_fragment(data: bytes) -> bool:
         return False
     assert header.encode() == data[:3]
     assert ndn_frag.FragmentHeader.decode(header.encode() + data[3:]) == header
+    return True
+
+
+def check_hopp(data: bytes) -> bool:
+    """hopp.decode(b) accepted => its message re-encodes to bytes that decode to the
+    same message (a NAM drops TLVs of unused types, so the bytes may be shorter)."""
+    try:
+        message = hopp.decode(data)
+    except hopp.HoppDecodeError:
+        return False
+    wire = message.encode()
+    assert hopp.decode(wire) == message
+    if not isinstance(message, hopp.Nam):
+        assert wire == data, f"re-encoded {wire.hex()}"
     return True
 
 

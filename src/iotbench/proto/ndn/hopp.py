@@ -1,0 +1,190 @@
+"""HoPP's control messages (HoP-and-Pull, Gündoğan et al.): SOL, PAM and NAM.
+
+HoPP builds a tree towards a content proxy with prefix advertisements and
+moves published names up it hop by hop; each hop pulls the Data with an
+ordinary NDN Interest. Its three messages are not NDN packets: they go
+straight into link-layer frames behind a two-byte dispatch, 0x80 0x08,
+which the reference implementation (RIOT's `sys/net/routing/hopp` with the
+COMPAS library) uses to tell them from NDN packets. Their layouts follow
+that implementation's packed structs, multi-byte fields little-endian (the
+host order of the nodes it ran on; it defines no network order):
+
+    SOL  80 08 | C2 | flags(1)                      flags bit 0: reset Trickle
+    PAM  80 08 | C0 | flags(1) | freshness(1) | rank(2) | prefix_len(2) | prefix
+                flags bit 0: floating (no grounded root above)
+    NAM  80 08 | C1 | len(1) | TLVs (type(1) | length(2) | value)...
+                TLV type 0: a name, as an NDN URI in ASCII
+
+A prefix is at most 32 bytes and a name at most 64 (COMPAS_PREFIX_LEN and
+COMPAS_NAME_LEN); `decode` refuses longer ones, anything truncated, an
+unknown type, flags the messages do not define (the reference ignores them;
+refusing them keeps decoding and encoding in agreement) and trailing bytes,
+with a `HoppDecodeError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .tlv import NdnDecodeError
+
+__all__ = [
+    "DISPATCH",
+    "MAX_NAME_BYTES",
+    "MAX_PREFIX_BYTES",
+    "RANK_UNDEFINED",
+    "HoppDecodeError",
+    "Nam",
+    "Pam",
+    "Sol",
+    "decode",
+    "is_hopp",
+]
+
+DISPATCH = b"\x80\x08"
+SOL_TYPE = 0xC2
+PAM_TYPE = 0xC0
+NAM_TYPE = 0xC1
+TLV_NAME = 0x00
+FLAG_TRICKLE = 0x01  # SOL: reset the receiver's Trickle timer
+FLAG_FLOATING = 0x01  # PAM
+RANK_UNDEFINED = 0
+MAX_PREFIX_BYTES = 32
+MAX_NAME_BYTES = 64
+
+_PAM_HEAD = struct.Struct("<BBHH")  # flags, freshness, rank, prefix_len
+_TLV_HEAD = struct.Struct("<BH")  # type, length
+
+
+class HoppDecodeError(NdnDecodeError):
+    """The bytes are not a well-formed HoPP message."""
+
+
+def is_hopp(frame: bytes) -> bool:
+    """Does the frame carry a HoPP message (rather than an NDN packet)?"""
+    return frame[:2] == DISPATCH
+
+
+@dataclass(frozen=True, slots=True)
+class Sol:
+    """Solicitation: asks neighbours (or the parent) for a PAM."""
+
+    reset_trickle: bool = False
+
+    def encode(self) -> bytes:
+        return DISPATCH + bytes((SOL_TYPE, FLAG_TRICKLE if self.reset_trickle else 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Pam:
+    """Prefix advertisement: the sender's rank (hops to the root, the root is 1) and
+    the prefix its tree leads to."""
+
+    rank: int
+    prefix: str
+    floating: bool = False
+    freshness: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank <= 0xFFFF or not 0 <= self.freshness <= 0xFF:
+            raise ValueError(f"PAM rank {self.rank} or freshness {self.freshness} out of range")
+        if len(self.prefix.encode()) > MAX_PREFIX_BYTES:
+            raise ValueError(f"a PAM prefix is at most {MAX_PREFIX_BYTES} bytes")
+
+    def encode(self) -> bytes:
+        prefix = self.prefix.encode()
+        flags = FLAG_FLOATING if self.floating else 0
+        return (
+            DISPATCH
+            + bytes((PAM_TYPE,))
+            + _PAM_HEAD.pack(flags, self.freshness, self.rank, len(prefix))
+            + prefix
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Nam:
+    """Name advertisement: the sender holds these names' Data; pull them."""
+
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            raise ValueError("a NAM advertises at least one name")
+        size = 0
+        for name in self.names:
+            if len(name.encode()) > MAX_NAME_BYTES:
+                raise ValueError(f"a NAM name is at most {MAX_NAME_BYTES} bytes")
+            size += _TLV_HEAD.size + len(name.encode())
+        if size > 0xFF:
+            raise ValueError("a NAM's TLVs take at most 255 bytes")
+
+    def encode(self) -> bytes:
+        tlvs = b"".join(_TLV_HEAD.pack(TLV_NAME, len(n.encode())) + n.encode() for n in self.names)
+        return DISPATCH + bytes((NAM_TYPE, len(tlvs))) + tlvs
+
+
+def decode(frame: bytes) -> Sol | Pam | Nam:
+    """The HoPP message in a frame's payload (HoppDecodeError if it is not one)."""
+    if len(frame) < 4 or frame[:2] != DISPATCH:
+        raise HoppDecodeError("not a HoPP message (no 0x80 0x08 dispatch)")
+    kind = frame[2]
+    if kind == SOL_TYPE:
+        if len(frame) != 4:
+            raise HoppDecodeError(f"a SOL is 4 bytes, got {len(frame)}")
+        if frame[3] & ~FLAG_TRICKLE:
+            raise HoppDecodeError(f"a SOL with undefined flags 0x{frame[3]:02x}")
+        return Sol(bool(frame[3] & FLAG_TRICKLE))
+    if kind == PAM_TYPE:
+        return _decode_pam(frame)
+    if kind == NAM_TYPE:
+        return _decode_nam(frame)
+    raise HoppDecodeError(f"unknown HoPP message type 0x{kind:02x}")
+
+
+def _decode_pam(frame: bytes) -> Pam:
+    head_end = 3 + _PAM_HEAD.size
+    if len(frame) < head_end:
+        raise HoppDecodeError("a PAM is cut short")
+    flags, freshness, rank, size = _PAM_HEAD.unpack_from(frame, 3)
+    if flags & ~FLAG_FLOATING:
+        raise HoppDecodeError(f"a PAM with undefined flags 0x{flags:02x}")
+    if size > MAX_PREFIX_BYTES:
+        raise HoppDecodeError(f"a PAM prefix of {size} bytes (at most {MAX_PREFIX_BYTES})")
+    if len(frame) != head_end + size:
+        raise HoppDecodeError(f"a PAM with a {size}-byte prefix is {head_end + size} bytes")
+    prefix = _ascii(frame[head_end:], "PAM prefix")
+    return Pam(rank, prefix, bool(flags & FLAG_FLOATING), freshness)
+
+
+def _decode_nam(frame: bytes) -> Nam:
+    size = frame[3]
+    if len(frame) != 4 + size:
+        raise HoppDecodeError(f"a NAM whose TLVs take {size} bytes is {4 + size} bytes")
+    names = []
+    at = 4
+    while at < len(frame):
+        if at + _TLV_HEAD.size > len(frame):
+            raise HoppDecodeError("a NAM TLV is cut short")
+        kind, length = _TLV_HEAD.unpack_from(frame, at)
+        at += _TLV_HEAD.size
+        if at + length > len(frame):
+            raise HoppDecodeError("a NAM TLV's value runs past the message")
+        value = frame[at : at + length]
+        at += length
+        if kind != TLV_NAME:
+            continue  # other TLV types are defined but not used: skipped
+        if length > MAX_NAME_BYTES:
+            raise HoppDecodeError(f"a NAM name of {length} bytes (at most {MAX_NAME_BYTES})")
+        names.append(_ascii(value, "NAM name"))
+    if not names:
+        raise HoppDecodeError("a NAM without a name")
+    return Nam(tuple(names))
+
+
+def _ascii(value: bytes, what: str) -> str:
+    try:
+        return value.decode("ascii")
+    except UnicodeDecodeError:
+        raise HoppDecodeError(f"a {what} that is not ASCII") from None
