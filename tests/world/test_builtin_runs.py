@@ -390,6 +390,7 @@ S4_VARIANTS = (
     "mqttsn-qos1",
     "ndn",
     "ndn-inot",
+    "hopp",
 )
 PULLS = ("coap-get-non", "coap-get-con", "ndn")
 
@@ -434,7 +435,7 @@ def test_s4_multi_hop_shares_one_tree_four_to_six_hops_deep():
     """S4's set-up: one routing tree, 4 to 6 hops deep, built once and shared by
     every variant (IP routes and NDN FIBs along the same tree)."""
     seen = set()
-    for variant in ("coap-put-con", "mqttsn-qos1", "ndn", "ndn-inot"):
+    for variant in ("coap-put-con", "mqttsn-qos1", "ndn", "ndn-inot", "hopp"):
         (run,) = runs(
             "s4-multi-hop",
             {"variant": [variant], "interval": ["30s"]},

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from iotbench.net import ieee802154 as mac
-from iotbench.net.packet import Packet
+from iotbench.net.packet import DATA, Packet
 from iotbench.sim import Simulator
 
 OnFrame = Callable[[bytes, bytes], None]  # (source address, payload)
@@ -77,16 +77,30 @@ class L2Interface:
         """Frames from `peer` go to `on_frame` (a unicast face to that neighbour)."""
         self._receivers[peer] = on_frame
 
+    def intercept(self, wrap: Callable[[OnFrame | None], OnFrame]) -> None:
+        """Put `wrap(receiver)` in front of every receiver, the default one included
+        (a protocol beside NDN, such as HoPP, that takes its own frames first)."""
+        for peer, receiver in list(self._receivers.items()):
+            self._receivers[peer] = wrap(receiver)
+        self.on_frame = wrap(self.on_frame)
+
     def send(
-        self, dst: bytes, payload: bytes, transport_header_len: int = 0, app_header_len: int = 0
+        self,
+        dst: bytes,
+        payload: bytes,
+        transport_header_len: int = 0,
+        app_header_len: int = 0,
+        kind: str = DATA,
     ) -> None:
-        """One data frame to `dst` (an address, or mac.BROADCAST)."""
+        """One data frame to `dst` (an address, or mac.BROADCAST); `kind` as Packet's."""
         if self.mac is not None:
-            self.mac.send(dst, payload, 0, 0, transport_header_len, app_header_len)
+            self.mac.send(dst, payload, 0, 0, transport_header_len, app_header_len, kind)
             return
         frame = mac.encode(mac.Frame(self.node.next_seq(), self.pan_id, dst, self.address, payload))
         link_header = len(frame) - len(payload)
-        self.channel.send(Packet(frame, 0, transport_header_len, app_header_len, link_header))
+        pkt = Packet(frame, 0, transport_header_len, app_header_len, link_header)
+        pkt.kind = kind
+        self.channel.send(pkt)
 
     def receive(self, pkt: Packet) -> None:
         """A frame off the point-to-point link: decoded and filtered here, as a MAC would."""

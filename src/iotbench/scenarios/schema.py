@@ -343,9 +343,10 @@ WORKLOAD = Section(
             "publish with ndn: pull, the gateway asks each producer for its readings by name "
             "(/<prefix>/<counter>) every poll_interval_s; inot, Interest Notification: the "
             "producer sends each reading inside an Interest to the gateway, which answers "
-            "with an empty Data (docs/ndn.md).",
+            "with an empty Data; hopp, HoP-and-Pull: names go up the tree hop by hop, each "
+            "hop pulling the Data, to the gateway's content proxy (docs/ndn.md).",
             "pull",
-            choices=("pull", "inot"),
+            choices=("pull", "inot", "hopp"),
         ),
         "poll_interval_s": Field(
             "float",

@@ -41,7 +41,8 @@ How a reading travels is the protocol's (a `Sender` per protocol):
 
 - NDN (`workload.ndn_exchange`): the gateway pulls /<prefix>/<n> from each
   producer, or each reading rides an Interest to the gateway (Interest
-  Notification); world/publish_ndn.py.
+  Notification), world/publish_ndn.py; or HoPP pushes names up the tree and
+  each hop pulls the Data, world/publish_hopp.py.
 
 A reading that nothing acknowledges end to end (CoAP NON, MQTT-SN QoS 0)
 is handed over when it is sent, and one that has not arrived `drain_s`
@@ -84,6 +85,7 @@ from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
+from iotbench.world.publish_hopp import NdnHopp
 from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
 from iotbench.world.readings import read_id, reading, reading_id, reading_producer
 
@@ -572,6 +574,7 @@ SENDERS: dict[str, Callable[..., Sender]] = {
     "mqttsn": MqttSnPublish,
     "pull": NdnPull,
     "inot": NdnInterestNotification,
+    "hopp": NdnHopp,
 }
 
 

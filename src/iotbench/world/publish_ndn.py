@@ -77,7 +77,7 @@ def producer_prefix(index: int, size: int) -> Name:
     return Name("/p" + digits.zfill(size - 1))
 
 
-class _NdnTree:
+class NdnTree:
     """What both exchanges share: a forwarder on every node, the producers' prefixes,
     signers, and the CPU cost of creating packets."""
 
@@ -136,7 +136,7 @@ class NdnPull:
         workload = config["workload"]
         self.work = work
         self.sim = sim
-        self.tree = tree = _NdnTree(sim, net, config)
+        self.tree = tree = NdnTree(sim, net, config)
         self.poll_s = workload.get("poll_interval_s") or workload["interval_s"]
         self.start_s = workload["start_s"]
         self.producers = tree.producers
@@ -286,7 +286,7 @@ class NdnInterestNotification:
         self.work = work
         self.sim = sim
         # I-Not caches nothing: the acknowledgements are of no use to anyone else.
-        self.tree = tree = _NdnTree(sim, net, config, cs_max_bytes=0)
+        self.tree = tree = NdnTree(sim, net, config, cs_max_bytes=0)
         self.producers = tree.producers
         everything = Name("/")
         # Every Interest goes up the tree on a default route; the gateway's

@@ -1,0 +1,448 @@
+"""The publish workload over HoPP (S4's `hopp`): names pushed up the tree, Data pulled hop by hop.
+
+HoPP (HoP-and-Pull, Gündoğan et al.) as its reference implementation does
+it (RIOT's `sys/net/routing/hopp` with COMPAS; docs/ndn.md lists what it
+leaves open and what iotbench chose), on every node of the radio network:
+
+- Tree. The gateway is the root and content proxy (rank 1). It advertises
+  its prefix in PAMs on a Trickle timer (Imin 64 ms, 16 doublings, k = 5).
+  A node that hears its parent's PAM takes rank + 1 and, when its rank
+  changed, broadcasts a SOL and a PAM of its own. A node without a parent
+  sends a SOL every 4 to 5 s, unicast to its parent four times, then
+  broadcast. After its third SOL it also runs Trickle, and it floats
+  (ignores SOLs) until a PAM takes it in. A neighbour with a rank answers a
+  SOL with a unicast PAM. A parent not heard from for 30 to 35 s is asked
+  again with a SOL. S4 shares one routing tree between all variants, so a
+  node takes the PAMs of its parent in the shared tree only; every other
+  PAM is heard and counted, as the reference counts those of its Trickle.
+- Publishing. A producer puts each reading as a Data into its Content Store
+  and sends a NAM with its name to its parent. A node that gets a NAM pulls
+  the Data at once with an Interest to the sender. When the Data comes, it
+  is in the puller's Content Store, and the puller sends its own NAM to its
+  parent. So the name goes up hop by hop, each hop pulling, until the
+  gateway has the Data. A NAM is sent again every 1 to 1.5 s until the
+  parent pulls, 3 times at most; then the node asks its parent with a SOL.
+  A node forgets a name once a neighbour's Interest for it is answered from
+  its Content Store. A full NAM cache makes room by dropping a name not heard
+  of for 10 s, else drops the new one, and does not answer SOLs.
+- Subscribing. The subscriber runs on the gateway, beside the proxy. A
+  reading is delivered when the proxy's pull brings its Data in.
+
+PAMs and SOLs are control traffic (`control_bytes`); NAMs, the pulls'
+Interests and their Data are the publishing (`data_bytes`). The pulls are
+retransmitted hop by hop by the forwarders
+(`protocol.ndn.retx_max`, `retx_interval_s`). Each message costs the node
+a forwarding decision of CPU time (its device profile).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from iotbench.apps.ndn import NdnNode
+from iotbench.net import ieee802154 as mac
+from iotbench.net.l2 import L2Interface
+from iotbench.net.packet import CONTROL, DATA
+from iotbench.proto.ndn import hopp
+from iotbench.proto.ndn.app import NdnApp
+from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.interest import Interest
+from iotbench.proto.ndn.name import Name
+from iotbench.proto.ndn.tlv import NdnDecodeError
+from iotbench.proto.ndn.types import TT
+from iotbench.sim import Simulator
+from iotbench.sim.kernel import Timer
+from iotbench.world.ndn import route_prefix
+from iotbench.world.network import Network
+from iotbench.world.publish_ndn import NdnTree, producer_prefix
+from iotbench.world.readings import reading_counter
+
+if TYPE_CHECKING:
+    from iotbench.world.publish import PublishWorkload
+
+# The reference implementation's timers (hopp.h), in seconds.
+TRICKLE_IMIN_S = 0.064
+TRICKLE_DOUBLINGS = 16
+TRICKLE_K = 5
+SOL_PERIOD_S = (4.0, 5.0)
+NAM_PERIOD_S = (1.0, 1.5)
+PARENT_TIMEOUT_S = (30.0, 35.0)
+NAM_RETRIES = 3
+NAM_STALE_S = 10.0
+NAM_CACHE_ENTRIES = 20  # examples/hopp's COMPAS_NAM_CACHE_LEN
+UNICAST_SOLS = 4
+SOLS_BEFORE_TRICKLE = 3
+
+
+@dataclass
+class _Advertised:
+    """A name in the NAM cache."""
+
+    source: bytes | None  # who advertised it to us (None: we published it)
+    requested: bool = False  # we hold its Data and advertise it upwards
+    retries: int = NAM_RETRIES
+    heard: float = 0.0  # when its last NAM came
+    timer: Timer | None = field(default=None, repr=False)
+
+
+class _Trickle:
+    """RFC 6206's timer as the reference implementation runs it for PAMs."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.interval = 0.0
+        self.t = 0.0
+        self.heard = 0
+
+    def start(self) -> float:
+        """Restart at Imin; the delay to the first transmission."""
+        self.heard = 0
+        self.interval = self.t = self.rng.uniform(TRICKLE_IMIN_S, 4 * TRICKLE_IMIN_S)
+        return self.t
+
+    def next(self) -> float:
+        """After a firing: the delay to the next one, in the second half of the next
+        (doubled, at most Imax) interval."""
+        rest = self.interval - self.t
+        doubled = min(2 * self.interval, TRICKLE_IMIN_S * 2**TRICKLE_DOUBLINGS)
+        low = self.interval if doubled > self.interval else doubled / 2
+        self.interval = doubled
+        self.heard = 0
+        self.t = self.rng.uniform(low, doubled)
+        return self.t + rest
+
+
+class HoppAgent:
+    """HoPP on one node: tree upkeep, NAMs up, pulls down."""
+
+    def __init__(
+        self,
+        owner: NdnHopp,
+        name: str,
+        node: NdnNode,
+        iface: L2Interface,
+        parent: bytes | None,
+        rng: random.Random,
+    ) -> None:
+        self.owner = owner
+        self.sim = owner.sim
+        self.name = name
+        self.node = node
+        self.iface = iface
+        self.tree_parent = parent  # the shared tree's parent (None: the root)
+        self.rng = rng
+        self.app = NdnApp.create(node.forwarder)
+        self.root = parent is None
+        self.rank = 1 if self.root else hopp.RANK_UNDEFINED
+        self.parent_alive = self.root
+        self.floating = False
+        self.sols = 0
+        self.names: dict[str, _Advertised] = {}
+        self.trickle = _Trickle(rng)
+        self._trickle_on = False
+        self._sol_timer: Timer | None = None
+        self._parent_timer: Timer | None = None
+        iface.intercept(self._receiver)
+
+    # ---- wiring ---------------------------------------------------------------------------
+
+    def _receiver(self, ndn_receive):
+        """HoPP frames go to this agent, everything else to the NDN face as before; an
+        Interest from a neighbour is looked at on its way (see _on_remote_interest)."""
+        node = self.node
+
+        def receive(src: bytes, payload: bytes) -> None:
+            if hopp.is_hopp(payload):
+                cost = node.profile.cost_s("forward_packet")
+                node.cpu.run(cost, lambda: self._on_message(src, payload))
+                return
+            if ndn_receive is None:
+                return  # NDN from a node outside the tree: no face for it
+            if payload[:1] == bytes((TT.INTEREST,)):
+                self._on_remote_interest(payload)
+            ndn_receive(src, payload)
+
+        return receive
+
+    def send(self, dst: bytes, message: hopp.Sol | hopp.Pam | hopp.Nam) -> None:
+        """PAMs and SOLs keep the tree (control traffic); a NAM is part of publishing."""
+        wire = message.encode()
+        kind = DATA if isinstance(message, hopp.Nam) else CONTROL
+        self.iface.send(dst, wire, 0, len(wire), kind=kind)
+        self.owner.messages_sent += 1
+
+    # ---- start ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.root:
+            self._start_trickle()
+        else:
+            self._sol_timer = self.sim.schedule(self._jitter(SOL_PERIOD_S), self._sol_round)
+
+    def _jitter(self, bounds: tuple[float, float]) -> float:
+        return self.rng.uniform(*bounds)
+
+    # ---- the tree ---------------------------------------------------------------------------
+
+    def _pam(self) -> hopp.Pam:
+        return hopp.Pam(self.rank, self.owner.prefix_uri, self.floating)
+
+    def _start_trickle(self) -> None:
+        self._trickle_on = True
+        self.sim.schedule(self.trickle.start(), self._trickle_fires)
+
+    def _trickle_fires(self) -> None:
+        if self.rank != hopp.RANK_UNDEFINED and self.trickle.heard < TRICKLE_K:
+            self.send(mac.BROADCAST, self._pam())
+        self.sim.schedule(self.trickle.next(), self._trickle_fires)
+
+    def _sol_round(self) -> None:
+        """The SOL timer: while without a live parent, solicit; re-armed every 4-5 s."""
+        self._sol_timer = None
+        if self.root or (self.rank != hopp.RANK_UNDEFINED and self.parent_alive):
+            return
+        if self.rank != hopp.RANK_UNDEFINED and self.sols < UNICAST_SOLS:
+            self.send(self.tree_parent, hopp.Sol())
+        else:
+            self.floating = True
+            self.send(mac.BROADCAST, hopp.Sol())
+        self.sols += 1
+        if self.sols == SOLS_BEFORE_TRICKLE and not self._trickle_on:
+            self.floating = True
+            self._start_trickle()
+        self._sol_timer = self.sim.schedule(self._jitter(SOL_PERIOD_S), self._sol_round)
+
+    def _parent_lost(self) -> None:
+        """No PAM from the parent for 30-35 s (or NAMs unanswered): ask it again."""
+        self._parent_timer = None
+        self.parent_alive = False
+        if self._sol_timer is not None:
+            self._sol_timer.cancel()
+        self._sol_round()
+
+    def _on_pam(self, src: bytes, pam: hopp.Pam) -> None:
+        if self.root or src != self.tree_parent:
+            if self.rank != hopp.RANK_UNDEFINED and self.rank >= pam.rank:
+                self.trickle.heard += 1  # a consistent PAM
+            return
+        changed = self.rank != pam.rank + 1
+        self.rank = pam.rank + 1
+        self.floating = pam.floating
+        if changed:
+            self.send(mac.BROADCAST, hopp.Sol())
+            self.send(mac.BROADCAST, self._pam())
+        if not self.parent_alive:
+            self.parent_alive = True
+            for name, entry in self.names.items():
+                if entry.requested:
+                    entry.retries = NAM_RETRIES
+                    self._arm_nam(name, entry, 0.0)
+        self.sols = 0
+        if self._sol_timer is not None:
+            self._sol_timer.cancel()
+            self._sol_timer = None
+        if self._parent_timer is not None:
+            self._parent_timer.cancel()
+        self._parent_timer = self.sim.schedule(self._jitter(PARENT_TIMEOUT_S), self._parent_lost)
+
+    def _on_sol(self, src: bytes, sol: hopp.Sol) -> None:
+        if self.rank == hopp.RANK_UNDEFINED or self.floating or self._names_full():
+            return
+        if sol.reset_trickle and self._trickle_on:
+            self.trickle.start()
+        else:
+            self.send(src, self._pam())
+
+    def _on_message(self, src: bytes, payload: bytes) -> None:
+        try:
+            message = hopp.decode(payload)
+        except hopp.HoppDecodeError:
+            self.owner.decode_errors += 1
+            return
+        if isinstance(message, hopp.Pam):
+            self._on_pam(src, message)
+        elif isinstance(message, hopp.Sol):
+            self._on_sol(src, message)
+        else:
+            for name in message.names:
+                self._on_nam(src, name)
+
+    # ---- names up, Data down ------------------------------------------------------------------
+
+    def _names_full(self) -> bool:
+        return len(self.names) >= NAM_CACHE_ENTRIES
+
+    def _remember(self, name: str, source: bytes | None) -> _Advertised | None:
+        entry = self.names.get(name)
+        if entry is not None:
+            return entry
+        if self._names_full() and not self._make_room():
+            self.owner.nam_drops += 1
+            return None
+        entry = self.names[name] = _Advertised(source)
+        return entry
+
+    def _make_room(self) -> bool:
+        """Drop a stale name: one not advertised upwards first, then any."""
+        stale = self.sim.now - NAM_STALE_S
+        for upward in (False, True):
+            for name, entry in self.names.items():
+                if entry.requested == upward and entry.heard < stale:
+                    self._forget(name)
+                    return True
+        return False
+
+    def _forget(self, name: str) -> None:
+        entry = self.names.pop(name, None)
+        if entry is not None and entry.timer is not None:
+            entry.timer.cancel()
+
+    def publish(self, data: Data) -> None:
+        """A reading of this producer: into the Content Store, its name up to the parent."""
+        name = data.name.to_uri()
+        entry = self._remember(name, None)
+        if entry is None:
+            return  # the NAM cache is full: the reading stays here, unannounced
+        entry.requested = True
+        entry.heard = self.sim.now
+        self.app.put_data(data, now=self.sim.now)
+        self.node.pump()
+        self._arm_nam(name, entry, 0.0)
+
+    def _on_nam(self, src: bytes, name: str) -> None:
+        entry = self._remember(name, src)
+        if entry is None:
+            return
+        entry.heard = self.sim.now
+        self._pull(name)
+
+    def _pull(self, name: str) -> None:
+        """An Interest for the advertised name (the tree's routes lead to its sender)."""
+        try:
+            interest_name = Name(name)
+        except (ValueError, NdnDecodeError):
+            self.owner.decode_errors += 1
+            return
+        self.owner.pulls += 1
+        self.app.express_interest(
+            interest_name,
+            self.owner.lifetime_ms,
+            self._pulled,
+            _not_pulled,
+            now=self.sim.now,
+        )
+        self.node.pump()
+
+    def _pulled(self, interest: Interest, data: Data) -> None:
+        name = data.name.to_uri()
+        entry = self.names.get(name)
+        if entry is None:
+            return
+        if self.root:
+            self._forget(name)  # the proxy keeps the Data; the subscriber has it
+            self.owner.delivered(data)
+            return
+        if entry.requested:
+            return  # a repeated NAM's pull, answered by our own cache: already upward
+        entry.requested = True
+        entry.retries = NAM_RETRIES
+        self._arm_nam(name, entry, 0.0)
+
+    def _arm_nam(self, name: str, entry: _Advertised, delay: float) -> None:
+        if entry.timer is not None:
+            entry.timer.cancel()
+        entry.timer = self.sim.schedule(delay, self._nam_due, name)
+
+    def _nam_due(self, name: str) -> None:
+        entry = self.names.get(name)
+        if entry is None:
+            return
+        entry.timer = None
+        if self.rank == hopp.RANK_UNDEFINED or not self.parent_alive or not entry.requested:
+            return  # waits until a parent takes us in
+        if entry.retries > 0:
+            entry.retries -= 1
+            self.send(self.tree_parent, hopp.Nam((name,)))
+            entry.timer = self.sim.schedule(self._jitter(NAM_PERIOD_S), self._nam_due, name)
+            return
+        # Nobody pulled: keep the name if its Data is still cached, and check on the
+        # parent (its PAM re-arms the NAMs).
+        if not self._cached(name):
+            self._forget(name)
+        self._parent_lost()
+
+    def _cached(self, name: str) -> bool:
+        return Name(name).value in self.node.forwarder.cs
+
+    def _on_remote_interest(self, payload: bytes) -> None:
+        """A neighbour's Interest for a name we advertise, which our Content Store holds:
+        it is being pulled, so stop advertising it (the reference's content_send)."""
+        if not self.names:
+            return
+        try:
+            name = Interest(payload).name.to_uri()
+        except NdnDecodeError:
+            return
+        entry = self.names.get(name)
+        if entry is not None and entry.requested and self._cached(name):
+            self._forget(name)
+
+
+def _not_pulled(interest: Interest) -> None:
+    pass  # the next NAM of the sender pulls again
+
+
+class NdnHopp:
+    """hopp: HoPP on every node; the gateway is the content proxy and the subscriber."""
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        self.work = work
+        self.sim = sim
+        self.tree = tree = NdnTree(sim, net, config)
+        cfg = config["protocol"]["ndn"]
+        self.lifetime_ms = tree.lifetime_ms
+        gateway_prefix = producer_prefix(0, cfg["prefix_bytes"])
+        # The proxy's prefix: the producers' form with 'g' for the gateway.
+        self.prefix_uri = "/g" + gateway_prefix.to_uri()[2:]
+        self.producers = tree.producers
+        self.requests = None  # names are pushed, not polled
+        self.app_retransmissions = self._retransmissions
+        self.ndn_tables = tree.ndn_tables
+        self.messages_sent = 0  # HoPP messages (SOL, PAM, NAM)
+        self.pulls = 0
+        self.nam_drops = 0
+        self.decode_errors = 0
+        shared = net.parts["tree"]
+        ids = list(net.hosts)
+        self.agents: dict[str, HoppAgent] = {}
+        for name, node in tree.nodes.items():
+            parent = shared.parent[ids.index(name)]
+            parent_address = None if parent is None else net.address(net.hosts[ids[parent]])
+            iface = net.interface(net.hosts[name])
+            self.agents[name] = HoppAgent(
+                self, name, node, iface, parent_address, sim.rng(f"hopp/{name}")
+            )
+        # The pulls follow the tree down to the producers (the reference addresses
+        # the NAM's sender directly; the tree's routes lead there).
+        for producer, prefix in zip(tree.producer_names, tree.prefixes, strict=True):
+            route_prefix(net, tree.nodes, prefix, tree.gateway_name, producer)
+        tree.pump_all()
+
+    def start(self) -> None:
+        for agent in self.agents.values():
+            agent.start()
+
+    def _retransmissions(self) -> int:
+        return self.tree.app_retransmissions()
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        tree = self.tree
+        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        data = make_data(name, payload, signer=tree.signers[producer])
+        agent = self.agents[tree.producer_names[producer]]
+        tree.producers[producer].cpu.run(tree.create_data_s, lambda: agent.publish(data))
+
+    def delivered(self, data: Data) -> None:
+        self.work.arrived(data.content)

@@ -1,0 +1,140 @@
+"""HoPP (S4's `hopp`): the tree from PAMs and SOLs, names up by NAMs, Data pulled hop
+by hop to the gateway's content proxy."""
+
+from __future__ import annotations
+
+import random
+
+from test_publish_ndn import S4_NDN
+from test_radio_network import publish_config
+
+from iotbench.metrics.observers import Observer, Observers
+from iotbench.net import ieee802154 as mac
+from iotbench.proto.ndn import hopp
+from iotbench.world import run_one
+from iotbench.world.publish_hopp import TRICKLE_IMIN_S, HoppAgent, NdnHopp, _Trickle
+
+
+def hopp_run(monkeypatch=None, **sets):
+    built: list[NdnHopp] = []
+    if monkeypatch is not None:
+        init = NdnHopp.__init__
+
+        def keep(self, *args):
+            init(self, *args)
+            built.append(self)
+
+        monkeypatch.setattr(NdnHopp, "__init__", keep)
+    cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": "hopp", **S4_NDN, **sets})
+    return run_one(cfg, seed), built
+
+
+def test_trickle_doubles_from_imin_and_fires_in_each_second_half():
+    trickle = _Trickle(random.Random(1))
+    first = trickle.start()
+    assert TRICKLE_IMIN_S <= first < 4 * TRICKLE_IMIN_S
+    at, end = first, trickle.interval
+    for _ in range(20):
+        at += trickle.next()
+        start, end = end, end + trickle.interval
+        assert trickle.interval <= TRICKLE_IMIN_S * 2**16
+        # The next firing lies in the second half of the next interval, or anywhere in
+        # its second half once the interval stops growing.
+        assert start - 1e-9 <= at + (trickle.interval - trickle.t) <= end + 1e-9
+
+
+def test_every_reading_climbs_the_tree_once(monkeypatch):
+    m, (run,) = hopp_run(monkeypatch)
+    assert m["items"] == 40 and m["delivery_ratio"] == 1.0
+    # Each hop pulls the Data once: it crosses each link of the path once.
+    assert m["link_stress_mean"] == 1.0
+    assert m["tta_p99_s"] < 0.5  # pushed at once, no poll to wait for
+    assert math_isnan(m["requests_per_item"])
+    # The tree is the shared one: rank = hops + 1, and every parent is alive.
+    tree = run.tree.net.parts["tree"]
+    ids = list(run.tree.net.hosts)
+    for name, agent in run.agents.items():
+        assert agent.rank == tree.hops[ids.index(name)] + 1
+        assert agent.parent_alive
+    # A pull per hop per reading (a NAM sent again before the pull came may add one).
+    hops = sum(tree.hops[ids.index(n)] for n in run.tree.producer_names)
+    assert 8 * hops <= run.pulls <= 8 * hops * 1.2
+    assert m["control_bytes"] > 0 and run.decode_errors == 0
+
+
+def test_the_gateway_ends_with_the_data_and_the_names_are_forgotten(monkeypatch):
+    m, (run,) = hopp_run(monkeypatch)
+    gateway = run.agents[run.tree.gateway_name]
+    assert gateway.root and gateway.rank == 1
+    # Every name was pulled by the parent, which ends its advertisement.
+    assert all(not agent.names for agent in run.agents.values())
+    assert m["cs_bytes_max"] > 0
+
+
+class HoppFrames(Observer):
+    """Every HoPP message put on the air: (time, type, broadcast)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[float, str, bool]] = []
+
+    def transmitted(self, pkt) -> None:
+        frame = mac.decode(pkt.data)
+        if isinstance(frame, mac.Frame) and hopp.is_hopp(frame.payload) and pkt.attempt == 1:
+            message = hopp.decode(frame.payload)
+            self.sent.append((pkt.t_sent, type(message).__name__, frame.dst == mac.BROADCAST))
+
+
+def test_the_tree_is_kept_alive_by_sols_and_pams(monkeypatch):
+    """After the tree forms, a node hears from its parent only when it asks: every
+    30 to 35 s it sends its parent a SOL, and the parent answers with a PAM."""
+    frames = HoppFrames()
+    init = Observers.__init__
+
+    def with_frames(self, *observers):
+        init(self, *observers, frames)
+
+    monkeypatch.setattr(Observers, "__init__", with_frames)
+    hopp_run(**{"workload.items": 30, "workload.interval_s": 5.0})
+    late = [(kind, bcast) for t, kind, bcast in frames.sent if t > 40.0]
+    sols = late.count(("Sol", False))
+    pams = late.count(("Pam", False))
+    # Five nodes for about 110 s after the first 40: three or four rounds each.
+    assert 10 <= sols <= 25 and pams >= 0.8 * sols
+    assert late.count(("Nam", False)) >= 5 * 22  # names go up all the while
+
+
+def test_lossy_hops_are_bridged_by_nam_repeats_and_hop_by_hop_retransmission():
+    lossy = {
+        "network.nodes.spacing_m": 85.0,
+        "network.mac.max_frame_retries": 0,
+        "workload.items": 10,
+    }
+    m, _ = hopp_run(**lossy)
+    assert m["delivery_ratio"] >= 0.9
+    assert m["mac_retries"] == 0 and m["packets_lost"] > 0
+
+
+def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
+    sent = []
+
+    class Stub:
+        messages_sent = 0
+
+    agent = HoppAgent.__new__(HoppAgent)
+    agent.rank, agent.floating, agent.names, agent._trickle_on = 3, False, {}, False
+    agent.owner = Stub()
+    agent.send = lambda dst, message: sent.append((dst, message))
+    agent._names_full = lambda: False
+    agent.sim = None
+    agent.owner.prefix_uri = "/g0"
+    agent._on_sol(b"\x01" * 8, hopp.Sol())
+    assert sent == [(b"\x01" * 8, hopp.Pam(3, "/g0"))]
+    agent.floating = True
+    agent._on_sol(b"\x01" * 8, hopp.Sol())
+    agent.floating, agent._names_full = False, lambda: True
+    agent._on_sol(b"\x01" * 8, hopp.Sol())
+    assert len(sent) == 1  # floating, then full: no answer
+
+
+def math_isnan(x: float) -> bool:
+    return x != x
