@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from test_publish_ndn import S4_NDN
+from test_publish_ndn import S4_NDN, instances
 from test_radio_network import publish_config
 
 from iotbench.metrics.observers import Observer, Observers
@@ -16,15 +16,7 @@ from iotbench.world.publish_hopp import TRICKLE_IMIN_S, HoppAgent, NdnHopp, _Tri
 
 
 def hopp_run(monkeypatch=None, **sets):
-    built: list[NdnHopp] = []
-    if monkeypatch is not None:
-        init = NdnHopp.__init__
-
-        def keep(self, *args):
-            init(self, *args)
-            built.append(self)
-
-        monkeypatch.setattr(NdnHopp, "__init__", keep)
+    built = instances(monkeypatch, NdnHopp) if monkeypatch is not None else []
     cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": "hopp", **S4_NDN, **sets})
     return run_one(cfg, seed), built
 
@@ -121,7 +113,7 @@ def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
         messages_sent = 0
 
     agent = HoppAgent.__new__(HoppAgent)
-    agent.rank, agent.floating, agent.names, agent._trickle_on = 3, False, {}, False
+    agent.rank, agent.floating, agent.names, agent._trickle_timer = 3, False, {}, None
     agent.owner = Stub()
     agent.send = lambda dst, message: sent.append((dst, message))
     agent._names_full = lambda: False

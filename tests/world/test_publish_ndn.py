@@ -28,6 +28,19 @@ def ndn_run(exchange: str, **sets):
     return run_one(cfg, seed)
 
 
+def instances(monkeypatch, cls) -> list:
+    """Every instance of `cls` built from now on, in order."""
+    built: list = []
+    init = cls.__init__
+
+    def keep(self, *args):
+        init(self, *args)
+        built.append(self)
+
+    monkeypatch.setattr(cls, "__init__", keep)
+    return built
+
+
 def spy(monkeypatch, cls, method: str) -> list:
     """Record the arguments of every call of cls.method (which still runs)."""
     calls: list = []
@@ -99,14 +112,7 @@ def test_inot_carries_each_reading_in_an_interest_and_caches_nothing(monkeypatch
         return original(self, interest)
 
     monkeypatch.setattr(NdnInterestNotification, "_on_interest", record)
-    built: list[NdnInterestNotification] = []
-    init = NdnInterestNotification.__init__
-
-    def keep(self, *args):
-        init(self, *args)
-        built.append(self)
-
-    monkeypatch.setattr(NdnInterestNotification, "__init__", keep)
+    built = instances(monkeypatch, NdnInterestNotification)
     m = ndn_run("inot")
     assert m["items_delivered"] == 40
     assert m["latency_max_s"] < 0.5  # pushed at once: no poll to wait for
@@ -180,14 +186,7 @@ def test_the_gateway_keeps_its_interests_within_its_own_pit(monkeypatch):
     (ECDSA), through a PIT of one entry: the gateway asks one at a time and the
     others wait their turn; its own forwarder never drops one of its Interests
     for want of room."""
-    built: list[NdnPull] = []
-    init = NdnPull.__init__
-
-    def keep(self, *args):
-        init(self, *args)
-        built.append(self)
-
-    monkeypatch.setattr(NdnPull, "__init__", keep)
+    built = instances(monkeypatch, NdnPull)
     waited: list[int] = []
     serve = NdnPull._serve
 

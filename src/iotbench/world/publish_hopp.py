@@ -97,7 +97,8 @@ class _Trickle:
         self.heard = 0
 
     def start(self) -> float:
-        """Restart at Imin; the delay to the first transmission."""
+        """(Re)start: I and t drawn from [Imin, 4 Imin), as the reference does; the
+        delay to the first transmission."""
         self.heard = 0
         self.interval = self.t = self.rng.uniform(TRICKLE_IMIN_S, 4 * TRICKLE_IMIN_S)
         return self.t
@@ -141,7 +142,7 @@ class HoppAgent:
         self.sols = 0
         self.names: dict[str, _Advertised] = {}
         self.trickle = _Trickle(rng)
-        self._trickle_on = False
+        self._trickle_timer: Timer | None = None
         self._sol_timer: Timer | None = None
         self._parent_timer: Timer | None = None
         iface.intercept(self._receiver)
@@ -190,13 +191,15 @@ class HoppAgent:
         return hopp.Pam(self.rank, self.owner.prefix_uri, self.floating)
 
     def _start_trickle(self) -> None:
-        self._trickle_on = True
-        self.sim.schedule(self.trickle.start(), self._trickle_fires)
+        """Start (or restart) the PAM timer at Imin."""
+        if self._trickle_timer is not None:
+            self._trickle_timer.cancel()
+        self._trickle_timer = self.sim.schedule(self.trickle.start(), self._trickle_fires)
 
     def _trickle_fires(self) -> None:
         if self.rank != hopp.RANK_UNDEFINED and self.trickle.heard < TRICKLE_K:
             self.send(mac.BROADCAST, self._pam())
-        self.sim.schedule(self.trickle.next(), self._trickle_fires)
+        self._trickle_timer = self.sim.schedule(self.trickle.next(), self._trickle_fires)
 
     def _sol_round(self) -> None:
         """The SOL timer: while without a live parent, solicit; re-armed every 4-5 s."""
@@ -209,7 +212,7 @@ class HoppAgent:
             self.floating = True
             self.send(mac.BROADCAST, hopp.Sol())
         self.sols += 1
-        if self.sols == SOLS_BEFORE_TRICKLE and not self._trickle_on:
+        if self.sols == SOLS_BEFORE_TRICKLE and self._trickle_timer is None:
             self.floating = True
             self._start_trickle()
         self._sol_timer = self.sim.schedule(self._jitter(SOL_PERIOD_S), self._sol_round)
@@ -250,8 +253,8 @@ class HoppAgent:
     def _on_sol(self, src: bytes, sol: hopp.Sol) -> None:
         if self.rank == hopp.RANK_UNDEFINED or self.floating or self._names_full():
             return
-        if sol.reset_trickle and self._trickle_on:
-            self.trickle.start()
+        if sol.reset_trickle and self._trickle_timer is not None:
+            self._start_trickle()
         else:
             self.send(src, self._pam())
 
