@@ -474,3 +474,69 @@ def test_interval_bounds_are_checked():
         publish_config(**{"workload.interval_s": 1.0, "workload.interval_max_s": 0.5})
     with pytest.raises(ScenarioError, match="duration_s: only the publish workload"):
         config(**{"workload.duration_s": 10.0})
+
+
+def test_a_device_profile_makes_nodes_spend_cpu_time_per_packet():
+    """network.device: each CoAP message costs its end host 300 us on an M3 and each
+    forwarded packet 200 us; a Cortex-A8 gateway handles its part in a seventeenth."""
+    free = run_one(*publish_config(**{"protocol.coap.type": "con"}))
+    m3 = run_one(*publish_config(**{"protocol.coap.type": "con", "network.device.profile": "m3"}))
+    a8 = run_one(
+        *publish_config(
+            **{
+                "protocol.coap.type": "con",
+                "network.device.profile": "m3",
+                "network.device.gateway_profile": "a8",
+            }
+        )
+    )
+    # The reading's PUT: built at the producer (300 us), forwarded on the way (200 us
+    # a hop), handled at the gateway (300 us on an M3, 18 us on an A8).
+    assert m3["tta_mean_s"] - free["tta_mean_s"] > 0.0005
+    assert free["tta_mean_s"] < a8["tta_mean_s"] < m3["tta_mean_s"]
+    assert m3["delivery_ratio"] == a8["delivery_ratio"] == 1.0
+
+
+def test_a_busy_node_queues_its_work():
+    from iotbench.sim import Simulator
+    from iotbench.sim.cpu import Cpu
+
+    sim = Simulator(1)
+    cpu = Cpu(sim)
+    done: list[tuple[str, float]] = []
+    sim.at(1.0, lambda: [cpu.run(0.2, lambda n=n: done.append((n, sim.now))) for n in "abc"])
+    sim.run()
+    assert done == [("a", 1.2), ("b", pytest.approx(1.4)), ("c", pytest.approx(1.6))]
+    assert cpu.busy_s == pytest.approx(0.6)
+
+
+def test_the_ndn_gateway_takes_the_gateway_profile(monkeypatch):
+    from test_publish_ndn import S4_NDN, instances
+
+    from iotbench.world.publish_ndn import NdnPull
+
+    built = instances(monkeypatch, NdnPull)
+    cfg, seed = publish_config("ndn", **{**S4_NDN, "network.device.gateway_profile": "a8"})
+    run_one(cfg, seed)
+    (pull,) = built
+    assert pull.tree.gateway.profile.name == "a8"
+    assert {n.profile.name for n in pull.tree.producers} == {"m3"}
+
+
+def test_a_pair_network_has_no_device_section():
+    from iotbench.scenarios import ScenarioError
+
+    text = """
+name = "pair"
+description = "two nodes"
+[network]
+topology = "pair"
+[network.device]
+profile = "m3"
+[workload]
+kind = "sequential"
+[protocol]
+name = "coap"
+"""
+    with pytest.raises(ScenarioError, match="device"):
+        expand(parse_scenario(text))

@@ -27,7 +27,10 @@ class DatagramDriver:
         on_event: Callable[[object], None],
         header_length: Callable[[bytes], int],
         port: int | None = None,
+        operation: str | None = None,
     ) -> None:
+        """`operation`: what handling one of the stack's messages costs on a node with
+        a CPU (the device profile's name for it, e.g. "coap_message")."""
         self.sim = sim
         self.node = node
         self.stack = stack
@@ -40,10 +43,18 @@ class DatagramDriver:
         for iface in node.interfaces:
             node.app_layers[(iface.address, self.port)] = header_length
         self._timer = DeadlineTimer(sim, self._on_timer)
+        self._cpu = node.cpu if operation is not None else None
+        self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
         self._text: dict[bytes, str] = {}
         self._raw: dict[str, bytes] = {}
 
     def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
+        if self._cpu is not None:  # the stack gets it once the CPU has handled it
+            self._cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dst))
+        else:
+            self._receive(payload, src, sport, dst)
+
+    def _receive(self, payload: bytes, src: bytes, sport: int, dst: bytes) -> None:
         host = self._text.get(src)
         if host is None:
             host = self._text[src] = address_text(src)
@@ -65,7 +76,13 @@ class DatagramDriver:
         raw = self._raw.get(host)
         if raw is None:
             raw = self._raw[host] = address_bytes(host)
-        self.node.udp_send(self.port, raw, port, data, self.header_length(data))
+        if self._cpu is not None:  # it leaves once the CPU has built it
+            self._cpu.run(
+                self._cost_s,
+                lambda: self.node.udp_send(self.port, raw, port, data, self.header_length(data)),
+            )
+        else:
+            self.node.udp_send(self.port, raw, port, data, self.header_length(data))
 
     def _on_timer(self) -> None:
         self.stack.handle_timer(self.sim.now)

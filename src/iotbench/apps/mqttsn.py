@@ -31,7 +31,9 @@ class GatewayDriver(DatagramDriver):
     def __init__(
         self, sim: Simulator, node: Node, gateway: MqttSnGateway, port: int, broker: BrokerApp
     ) -> None:
-        super().__init__(sim, node, gateway, lambda event: None, header_length, port)
+        super().__init__(
+            sim, node, gateway, lambda event: None, header_length, port, "mqttsn_message"
+        )
         self.broker = broker
         self._links: dict[int, LocalLink] = {}
 

@@ -8,16 +8,15 @@ gives them a place in virtual time:
   cut into S5's 3-byte-header fragments here, so that each frame can be
   logged with its layers (MAC header, fragment header, NDN header, Content);
   arriving fragments are reassembled by the Forwarder.
-- `Cpu`: one processor per node, busy for the cost the node's device profile
-  gives each operation (a forwarding decision, creating and signing a Data,
-  verifying one); operations wait for it in order.
+- a `Cpu` (sim/cpu.py) per node, busy for the cost the node's device
+  profile gives each operation (a forwarding decision, creating and signing a
+  Data, verifying one); operations wait for it in order.
 - `NdnNode`: the Forwarder, its timer and its faces.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.l2 import L2Interface
@@ -28,27 +27,8 @@ from iotbench.proto.ndn.profiles import DeviceProfile
 from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
+from iotbench.sim.cpu import Cpu
 from iotbench.sim.deadline import DeadlineTimer
-
-
-class Cpu:
-    """A node's single processor: work runs one piece after the other."""
-
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        self.busy_until = 0.0
-        self.busy_s = 0.0  # total CPU time spent
-
-    def run(self, cost_s: float, work: Callable[[], None]) -> None:
-        """Do `work` once the CPU has spent `cost_s` on it, after what is queued."""
-        sim = self.sim
-        start = self.busy_until if self.busy_until > sim.now else sim.now
-        self.busy_until = start + cost_s
-        self.busy_s += cost_s
-        if self.busy_until == sim.now:
-            work()  # free work on an idle CPU: no event needed
-        else:
-            sim.post(self.busy_until, work)
 
 
 class NdnNode:

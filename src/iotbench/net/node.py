@@ -112,6 +112,10 @@ class Node:
         self.udp_no_listener = 0
         self.no_route = 0
         self.forwarded = 0
+        # A processor (network.device): forwarding then waits for it. None: free.
+        self.cpu = None
+        self.profile = None
+        self._forward_cost_s = 0.0
         self.hop_limit_exceeded = 0
         self.looped = 0
 
@@ -139,6 +143,13 @@ class Node:
 
     def remove_route(self, destination: bytes) -> None:
         self.routes.pop(destination, None)
+
+    def use_cpu(self, cpu, profile) -> None:
+        """Spend `profile`'s CPU time on `cpu` for each packet this node forwards
+        (and, through their drivers, for its applications' messages)."""
+        self.cpu = cpu
+        self.profile = profile
+        self._forward_cost_s = profile.cost_s("ip_forward")
 
     def set_default_route(self, iface, next_hop: bytes | None) -> None:
         self.default_route = (iface, next_hop) if iface is not None else None
@@ -340,7 +351,13 @@ class Node:
         iface, next_hop = route
         forwarded = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]
         transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
-        iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)
+        if self.cpu is None:
+            iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)
+        else:
+            self.cpu.run(
+                self._forward_cost_s,
+                lambda: iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop),
+            )
         return True
 
     def layers_of(self, proto: int, dst: bytes, body: bytes) -> tuple[int, int]:

@@ -348,6 +348,29 @@ INTERFERER = Section(
     },
 )
 
+DEVICE = Section(
+    doc="The nodes' processors: CPU time per packet from a device profile "
+    "(proto/ndn/profiles.py), so a busy node queues its work.",
+    fields={
+        "profile": Field(
+            "str",
+            "Every node's profile for the IP stacks (forwarding, CoAP and MQTT-SN "
+            "messages); absent: the IP stacks cost no CPU time. NDN nodes use "
+            "protocol.ndn.profile.",
+            OPTIONAL,
+            choices=("m3", "samr21", "a8", "host"),
+        ),
+        "gateway_profile": Field(
+            "str",
+            "The gateway's profile, for every stack (NDN included); absent: as the other nodes.",
+            OPTIONAL,
+            choices=("m3", "samr21", "a8", "host"),
+        ),
+    },
+    optional=True,
+)
+
+
 UPLINK = Section(
     doc="A point-to-point Ethernet link from the gateway to a host (`uplink`), e.g. a client.",
     fields={
@@ -403,7 +426,9 @@ def fill_radio_sections(network: dict) -> dict:
 
 def check_radio_network(network: dict) -> None:
     topology = network.get("topology", "pair")
-    radio_keys = [k for k in (*RADIO_SECTIONS, "interferers", "uplink", "second") if k in network]
+    radio_keys = [
+        k for k in (*RADIO_SECTIONS, "interferers", "uplink", "second", "device") if k in network
+    ]
     if topology == "pair":
         if radio_keys:
             raise Invalid(

@@ -24,6 +24,7 @@ from iotbench.scenarios.fields import (
 PUBLISH_PROTOCOLS = ("coap", "mqttsn", "ndn")
 
 from iotbench.scenarios.radio_schema import (  # noqa: E402
+    DEVICE,
     INTERFERER,
     LOWPAN,
     MAC,
@@ -252,6 +253,7 @@ NETWORK = Section(
         ),
         "uplink": UPLINK,
         "second": SECOND,
+        "device": DEVICE,
     },
     prepare=fill_radio_sections,
     checks=(_check_mtu, check_radio_network),
@@ -705,7 +707,7 @@ NDN = Section(
             "str",
             "Device profile of both nodes: CPU cost of each operation, RAM for PIT/CS.",
             "m3",
-            choices=("m3", "samr21", "host"),
+            choices=("m3", "samr21", "a8", "host"),
         ),
         "pit_max_entries": Field(
             "int",

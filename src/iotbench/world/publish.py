@@ -109,6 +109,10 @@ class Sender(Protocol):
         """NDN: the most PIT entries and CS bytes any node held; None otherwise."""
 
 
+#: What handling one CoAP message costs a node with a CPU (network.device).
+COAP_MESSAGE = "coap_message"
+
+
 class PublishWorkload:
     """The readings' schedule and their items; a Sender carries them."""
 
@@ -303,14 +307,23 @@ class CoapPut:
         sink = net.node("client")
         self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
         self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
-        DatagramDriver(sim, sink, self._server, _ignore, codec.header_length, COAP_PORT)
+        DatagramDriver(
+            sim, sink, self._server, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
+        )
         self._sink = (address_text(net.address(sink)), COAP_PORT)
         self.producers = []
         for index, node in enumerate(net.nodes("producer")):
             endpoint = CoapEndpoint(
                 sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
             )
-            driver = DatagramDriver(sim, node, endpoint, self._on_event(index), codec.header_length)
+            driver = DatagramDriver(
+                sim,
+                node,
+                endpoint,
+                self._on_event(index),
+                codec.header_length,
+                operation=COAP_MESSAGE,
+            )
             self.producers.append((endpoint, driver))
         self._options = [(codec.Opt.CONTENT_FORMAT, 50)]  # application/json
         if not self.confirmable:
@@ -377,7 +390,7 @@ class CoapPull:
             sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg["token_length"]
         )
         self.gateway_driver = DatagramDriver(
-            sim, sink, self.gateway, self._on_event, codec.header_length
+            sim, sink, self.gateway, self._on_event, codec.header_length, operation=COAP_MESSAGE
         )
         self.latest: list[tuple[int, bytes] | None] = []
         self.producers = []
@@ -391,7 +404,9 @@ class CoapPull:
                 methods={codec.Code.GET},
                 content_format=50,
             )
-            driver = DatagramDriver(sim, node, endpoint, _ignore, codec.header_length, COAP_PORT)
+            driver = DatagramDriver(
+                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
+            )
             self.producers.append((endpoint, driver))
             self.addresses.append((address_text(net.address(node)), COAP_PORT))
             self.latest.append(None)
@@ -508,7 +523,9 @@ class _SnProducer:
             sim.rng(f"mqttsn/{node.name}"),
             MqttSnClientParams(client_id=node.name, keep_alive_s=cfg["keep_alive_s"], **retry),
         )
-        self.driver = DatagramDriver(sim, node, self.client, self._on_event, sn_header_length)
+        self.driver = DatagramDriver(
+            sim, node, self.client, self._on_event, sn_header_length, operation="mqttsn_message"
+        )
         self.topic_id: int | None = None
         self.waiting: deque[tuple[int, bytes]] = deque()  # readings before the registration
         self.in_flight: dict[int, int] = {}  # QoS 1 MsgId -> reading id

@@ -329,14 +329,18 @@ class HoppAgent:
             self.owner.decode_errors += 1
             return
         self.owner.pulls += 1
-        self.app.express_interest(
-            interest_name,
-            self.owner.lifetime_ms,
-            self._pulled,
-            _not_pulled,
-            now=self.sim.now,
-        )
-        self.node.pump()
+
+        def express() -> None:
+            self.app.express_interest(
+                interest_name,
+                self.owner.lifetime_ms,
+                self._pulled,
+                _not_pulled,
+                now=self.sim.now,
+            )
+            self.node.pump()
+
+        self.node.cpu.run(NdnTree.create_interest_s(self.node), express)
 
     def _pulled(self, interest: Interest, data: Data) -> None:
         name = data.name.to_uri()
@@ -445,7 +449,8 @@ class NdnHopp:
         name = tree.prefixes[producer].append(str(reading_counter(rid)))
         data = make_data(name, payload, signer=tree.signers[producer])
         agent = self.agents[tree.producer_names[producer]]
-        tree.producers[producer].cpu.run(tree.create_data_s, lambda: agent.publish(data))
+        node = tree.producers[producer]
+        node.cpu.run(tree.create_data_s(node), lambda: agent.publish(data))
 
     def delivered(self, data: Data) -> None:
         self.work.arrived(data.content)

@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+from iotbench.apps.ndn import NdnNode
 from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.interest import Interest
@@ -90,6 +91,9 @@ class NdnTree:
         self.nodes = tree_forwarders(sim, net, profile, scenario_forwarder_config(cfg, **overrides))
         self.gateway_name = net.node("client").name
         self.gateway = self.nodes[self.gateway_name]
+        gateway_profile = config["network"].get("device", {}).get("gateway_profile")
+        if gateway_profile is not None:  # network.device: e.g. S4's Cortex-A8 gateway
+            self.gateway.profile = get_profile(gateway_profile)
         self.gateway_app = NdnApp.create(self.gateway.forwarder)
         self.producer_names = [host.name for host in net.nodes("producer")]
         self.producers = [self.nodes[name] for name in self.producer_names]
@@ -98,10 +102,16 @@ class NdnTree:
             producer_prefix(i, cfg["prefix_bytes"]) for i in range(len(self.producers))
         ]
         self.signers = [make_signer(cfg["signature"], sim, p) for p in self.prefixes]
-        self.create_data_s = profile.cost_s(CREATE_OPERATION[cfg["signature"]])
-        self.create_interest_s = profile.cost_s("interest_create") + profile.cost_s(
-            "forward_packet"
-        )
+        self._create_data = CREATE_OPERATION[cfg["signature"]]
+
+    def create_data_s(self, node: NdnNode) -> float:
+        """The CPU time `node` spends creating and signing a Data."""
+        return node.profile.cost_s(self._create_data)
+
+    @staticmethod
+    def create_interest_s(node: NdnNode) -> float:
+        """The CPU time `node` spends creating an Interest and forwarding it."""
+        return node.profile.cost_s("interest_create") + node.profile.cost_s("forward_packet")
 
     def app_retransmissions(self) -> int:
         """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
@@ -204,7 +214,7 @@ class NdnPull:
             app.put_data(data, now=self.sim.now)
             node.pump()
 
-        node.cpu.run(tree.create_data_s, put)
+        node.cpu.run(tree.create_data_s(node), put)
 
     # ---- the gateway ------------------------------------------------------------------
 
@@ -276,7 +286,7 @@ class NdnPull:
             )
             tree.gateway.pump()
 
-        tree.gateway.cpu.run(tree.create_interest_s, express)
+        tree.gateway.cpu.run(tree.create_interest_s(tree.gateway), express)
 
 
 class NdnInterestNotification:
@@ -322,7 +332,7 @@ class NdnInterestNotification:
             )
             node.pump()
 
-        node.cpu.run(tree.create_interest_s, express)
+        node.cpu.run(tree.create_interest_s(node), express)
 
     def _on_interest(self, interest: Interest) -> None:
         tree = self.tree
@@ -333,7 +343,7 @@ class NdnInterestNotification:
             tree.gateway_app.put_data(ack, now=self.sim.now)
             tree.gateway.pump()
 
-        tree.gateway.cpu.run(tree.create_data_s, put)
+        tree.gateway.cpu.run(tree.create_data_s(tree.gateway), put)
 
 
 def _acknowledged(interest: Interest, data: Data) -> None:

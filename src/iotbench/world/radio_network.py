@@ -60,8 +60,10 @@ from iotbench.net.routing.smrf import Smrf
 from iotbench.net.routing.tree import Tree, fewest_hops, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
+from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
 from iotbench.scenarios.fields import Settings, typed
 from iotbench.sim import RngStreams, Simulator
+from iotbench.sim.cpu import Cpu
 from iotbench.world.network import Network
 from iotbench.world.topology import Topology, TopologyError, build_topology
 
@@ -158,6 +160,9 @@ def _one_network(
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
         hosts, interfaces = _ip_hosts(sim, cfg, topology, macs, subnet.prefix)
+        profiles = device_profiles(cfg, topology)
+        for name, profile in profiles.items():
+            hosts[name].use_cpu(Cpu(sim), profile)
         if cfg.routing.protocol == "static":
             install_static_routes(topology, tree, hosts, interfaces)
             multicast = static_multicast(topology, tree, hosts, interfaces)
@@ -383,6 +388,21 @@ def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int 
         host.address = m.address
         hosts[node.id], interfaces[node.id] = host, iface
     return hosts, interfaces
+
+
+def device_profiles(cfg: Settings, topology: Topology) -> dict[str, DeviceProfile]:
+    """`network.device`: each node's device profile for the IP stacks (none: no CPU)."""
+    device = cfg.device
+    if device is None or (device.profile is None and device.gateway_profile is None):
+        return {}
+    gateway = topology.ids("gateway")[0]
+    out = {}
+    for node in topology.nodes:
+        name = device.gateway_profile if node.id == gateway else None
+        name = name or device.profile
+        if name is not None:
+            out[node.id] = get_profile(name)
+    return out
 
 
 def _ip_hosts(

@@ -22,10 +22,21 @@ Sources and estimates:
   `m3` by clock (72/48 = 1.5x) and by instruction set: the M0+ has no 32x32 ->
   64-bit multiply, which doubles the cycles of big-number arithmetic
   (ECDSA), and runs other code about 1.2x slower per clock.
+- `a8` (ARM Cortex-A8 at 600 MHz, 256 MB RAM: the FIT IoT-LAB A8 node, S4's
+  gateway): `m3`'s costs divided by the clock ratio (600/72) and by 2 for the
+  work per clock (dual issue, caches; the M3 runs from flash with wait
+  states). Tables bounded by generous defaults.
 - `host` (a current x86-64 machine running a C forwarder such as NFD):
   ECDSA P-256 sign about 30 us and verify about 90 us (OpenSSL), HMAC and
   SHA-256 of a small packet about 1 us, a forwarding decision about 5 us.
   Tables are bounded only by generous defaults.
+
+The IP stacks' operations (S4), on `m3` (estimates): forwarding a packet at
+6LoWPAN/IPv6 (`ip_forward`, 200 us: header parsing, a route lookup and the
+frame rebuilt, the work of an NDN forwarding decision), and handling one
+CoAP or MQTT-SN message at an end host, through UDP, IPv6 and 6LoWPAN
+(`coap_message`, `mqttsn_message`, 300 us: the NDN consumer's Interest
+creation and forwarding decision together cost 350 us).
 
 RAM budgets: S5 gives RIOT's NDN stack a 24 KB Content Store on the M3; the
 PIT and FIB budgets assume about 128 bytes per PIT entry (an Interest of
@@ -61,6 +72,11 @@ OPERATIONS = (
     "sha256_block",
     "aes_ccm_block",
     "forward_packet",
+    # The IP stacks (S4's CoAP and MQTT-SN variants), when a radio network gives its
+    # nodes a CPU (network.device):
+    "ip_forward",
+    "coap_message",
+    "mqttsn_message",
 )
 
 PIT_ENTRY_BYTES = 128
@@ -132,6 +148,9 @@ _M3_COSTS = {
     "sha256_block": 32 * _US,
     "aes_ccm_block": 45 * _US,
     "forward_packet": 200 * _US,
+    "ip_forward": 200 * _US,
+    "coap_message": 300 * _US,
+    "mqttsn_message": 300 * _US,
 }
 
 _ECC_OPS = ("ecdsa_sign", "ecdsa_verify", "data_create_ecdsa")
@@ -157,7 +176,15 @@ _HOST_COSTS = {
     "sha256_block": 0.1 * _US,
     "aes_ccm_block": 0.05 * _US,
     "forward_packet": 5 * _US,
+    "ip_forward": 5 * _US,
+    "coap_message": 5 * _US,
+    "mqttsn_message": 5 * _US,
 }
+
+# Cortex-A8 at 600 MHz versus Cortex-M3 at 72 MHz: clock, then about twice the work
+# per clock (dual issue, caches in front of its memory, where the M3 runs from flash).
+_A8_SPEEDUP = (600 / 72) * 2.0
+_A8_COSTS = {op: cost / _A8_SPEEDUP for op, cost in _M3_COSTS.items()}
 
 PROFILES: dict[str, DeviceProfile] = {
     "m3": DeviceProfile(
@@ -181,6 +208,17 @@ PROFILES: dict[str, DeviceProfile] = {
         cs_max_bytes=8 * 1024,
         pit_budget_bytes=2 * 1024,
         fib_budget_bytes=1024,
+    ),
+    "a8": DeviceProfile(
+        name="a8",
+        description="ARM Cortex-A8 600 MHz, 256 MB RAM (FIT IoT-LAB A8, TI AM3505)",
+        cpu_hz=600_000_000,
+        ram_bytes=256 * 1024**2,
+        flash_bytes=256 * 1024**2,
+        costs_s=_A8_COSTS,
+        cs_max_bytes=1024 * 1024,
+        pit_budget_bytes=4096 * PIT_ENTRY_BYTES,
+        fib_budget_bytes=4096 * FIB_ENTRY_BYTES,
     ),
     "host": DeviceProfile(
         name="host",
