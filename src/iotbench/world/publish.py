@@ -26,7 +26,8 @@ How a reading travels is the protocol's (a `Sender` per protocol):
   says. A reading a newer one replaced before any poll fetched it is lost
   then (the producer keeps only its latest). With `"observe"`, the gateway
   registers an observation (RFC 7641, a CON GET with Observe 0) on every
-  producer at start_s, and each reading goes out as a NON notification
+  producer at start_s (again a reading interval later if the registration
+  fails), and each reading goes out as a NON notification
   (`protocol.coap.notify_confirmable` is not consulted: S4's coap-obs).
   Time to content arrival starts when the reading is taken, for both.
 - MQTT-SN: each producer keeps one session with the gateway beside the
@@ -411,6 +412,7 @@ class CoapPull:
             self.addresses.append((address_text(net.address(node)), COAP_PORT))
             self.latest.append(None)
         self._polls = sim.rng("workload/polls")
+        self._registrations: dict[int, int] = {}  # observe: request id -> producer
         # GETs the gateway sent (observe: none, a registration is not a poll).
         self.requests: int | None = None if self.observe else 0
 
@@ -459,16 +461,25 @@ class CoapPull:
         self.sim.schedule(self.poll_s, self._poll, producer)
 
     def _register(self, producer: int) -> None:
-        self.gateway.request(
+        request = self.gateway.request(
             self.sim.now, self.addresses[producer], codec.Code.GET, self.path, observe=True
         )
+        self._registrations[request] = producer
         self.gateway_driver.pump()
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, ResponseReceived):
+            self._registrations.pop(event.request_id, None)
             self.work.arrived(event.response.payload)
         elif isinstance(event, NotificationReceived):
             self.work.arrived(event.message.payload)
+        elif isinstance(event, RequestFailed):
+            # A registration the producer never answered (RFC 7641 3.3.1: the client
+            # may register again): try again a reading interval later, or nothing
+            # that producer takes would ever arrive.
+            producer = self._registrations.pop(event.request_id, None)
+            if producer is not None:
+                self.sim.schedule(self.poll_s, self._register, producer)
 
 
 class MqttSnPublish:
