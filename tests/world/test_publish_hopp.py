@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 
-from test_publish_ndn import S4_NDN, instances
+from spies import instances
+from test_publish_ndn import S4_NDN
 from test_radio_network import publish_config
 
 from iotbench.metrics.observers import Observer, Observers

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from spies import instances, spy
 from test_radio_network import publish_config
 
 from iotbench.proto.ndn.interest import Interest
@@ -26,32 +27,6 @@ S4_NDN = {
 def ndn_run(exchange: str, **sets):
     cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": exchange, **S4_NDN, **sets})
     return run_one(cfg, seed)
-
-
-def instances(monkeypatch, cls) -> list:
-    """Every instance of `cls` built from now on, in order."""
-    built: list = []
-    init = cls.__init__
-
-    def keep(self, *args):
-        init(self, *args)
-        built.append(self)
-
-    monkeypatch.setattr(cls, "__init__", keep)
-    return built
-
-
-def spy(monkeypatch, cls, method: str) -> list:
-    """Record the arguments of every call of cls.method (which still runs)."""
-    calls: list = []
-    original = getattr(cls, method)
-
-    def recording(self, *args):
-        calls.append(args)
-        return original(self, *args)
-
-    monkeypatch.setattr(cls, method, recording)
-    return calls
 
 
 def test_a_producer_prefix_is_one_component_of_the_configured_size():
@@ -104,16 +79,10 @@ def test_pull_gives_up_a_reading_the_producer_no_longer_holds(monkeypatch):
 
 
 def test_inot_carries_each_reading_in_an_interest_and_caches_nothing(monkeypatch):
-    seen: list[Interest] = []
-    original = NdnInterestNotification._on_interest
-
-    def record(self, interest):
-        seen.append(interest)
-        return original(self, interest)
-
-    monkeypatch.setattr(NdnInterestNotification, "_on_interest", record)
+    calls = spy(monkeypatch, NdnInterestNotification, "_on_interest")
     built = instances(monkeypatch, NdnInterestNotification)
     m = ndn_run("inot")
+    seen: list[Interest] = [interest for (interest,) in calls]
     assert m["items_delivered"] == 40
     assert m["latency_max_s"] < 0.5  # pushed at once: no poll to wait for
     assert len({bytes(i.app_parameters) for i in seen}) == 40

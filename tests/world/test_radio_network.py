@@ -511,7 +511,8 @@ def test_a_busy_node_queues_its_work():
 
 
 def test_the_ndn_gateway_takes_the_gateway_profile(monkeypatch):
-    from test_publish_ndn import S4_NDN, instances
+    from spies import instances
+    from test_publish_ndn import S4_NDN
 
     from iotbench.world.publish_ndn import NdnPull
 
@@ -546,16 +547,11 @@ def test_a_failed_observe_registration_is_tried_again(monkeypatch):
     """Lossy hops and no MAC retries: some registrations (CON GET, Observe 0) are
     given up after MAX_RETRANSMIT; the gateway registers again a reading interval
     later (RFC 7641 3.3.1), so every producer ends up observed."""
+    from spies import spy
+
     from iotbench.world.publish import CoapPull
 
-    registered: list[int] = []
-    register = CoapPull._register
-
-    def counted(self, producer):
-        registered.append(producer)
-        return register(self, producer)
-
-    monkeypatch.setattr(CoapPull, "_register", counted)
+    calls = spy(monkeypatch, CoapPull, "_register")
     cfg, seed = publish_config(
         **{
             "workload.coap_exchange": "observe",
@@ -567,6 +563,7 @@ def test_a_failed_observe_registration_is_tried_again(monkeypatch):
         }
     )
     m = run_one(cfg, seed)
+    registered = [producer for (producer,) in calls]
     assert len(registered) > 5  # some registrations were tried again
     assert set(registered) == set(range(5))
     # Every producer's later readings arrive: only those before its registration

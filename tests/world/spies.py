@@ -1,0 +1,29 @@
+"""Watching a run from a test: the instances a class builds, the calls a method gets."""
+
+from __future__ import annotations
+
+
+def instances(monkeypatch, cls) -> list:
+    """Every instance of `cls` built from now on, in order."""
+    built: list = []
+    init = cls.__init__
+
+    def keep(self, *args):
+        init(self, *args)
+        built.append(self)
+
+    monkeypatch.setattr(cls, "__init__", keep)
+    return built
+
+
+def spy(monkeypatch, cls, method: str) -> list:
+    """Record the arguments of every call of cls.method (which still runs)."""
+    calls: list = []
+    original = getattr(cls, method)
+
+    def recording(self, *args):
+        calls.append(args)
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, method, recording)
+    return calls
