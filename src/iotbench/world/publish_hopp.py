@@ -56,7 +56,7 @@ from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
 from iotbench.world.ndn import route_prefix
 from iotbench.world.network import Network
-from iotbench.world.publish_ndn import NdnTree, producer_prefix
+from iotbench.world.publish_ndn import NdnSender, NdnTree, producer_prefix
 from iotbench.world.readings import reading_counter
 
 if TYPE_CHECKING:
@@ -401,7 +401,7 @@ def _not_pulled(interest: Interest) -> None:
     pass  # the next NAM of the sender pulls again
 
 
-class NdnHopp:
+class NdnHopp(NdnSender):
     """hopp: HoPP on every node; the gateway is the content proxy and the subscriber."""
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
@@ -414,18 +414,16 @@ class NdnHopp:
         # The proxy's prefix: the producers' form with 'g' for the gateway.
         self.prefix_uri = "/g" + gateway_prefix.to_uri()[2:]
         self.producers = tree.producers
-        self.requests = None  # names are pushed, not polled
-        self.app_retransmissions = self._retransmissions
-        self.ndn_tables = tree.ndn_tables
         self.messages_sent = 0  # HoPP messages (SOL, PAM, NAM)
         self.pulls = 0
         self.nam_drops = 0
         self.decode_errors = 0
         shared = net.parts["tree"]
         ids = list(net.hosts)
+        index = {name: i for i, name in enumerate(ids)}
         self.agents: dict[str, HoppAgent] = {}
         for name, node in tree.nodes.items():
-            parent = shared.parent[ids.index(name)]
+            parent = shared.parent[index[name]]
             parent_address = None if parent is None else net.address(net.hosts[ids[parent]])
             iface = net.interface(net.hosts[name])
             self.agents[name] = HoppAgent(
@@ -441,12 +439,9 @@ class NdnHopp:
         for agent in self.agents.values():
             agent.start()
 
-    def _retransmissions(self) -> int:
-        return self.tree.app_retransmissions()
-
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
-        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        name = tree.reading_name(producer, reading_counter(rid))
         data = make_data(name, payload, signer=tree.signers[producer])
         agent = self.agents[tree.producer_names[producer]]
         node = tree.producers[producer]

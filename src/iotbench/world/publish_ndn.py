@@ -113,6 +113,22 @@ class NdnTree:
         """The CPU time `node` spends creating an Interest and forwarding it."""
         return node.profile.cost_s("interest_create") + node.profile.cost_s("forward_packet")
 
+    def reading_name(self, producer: int, counter: int) -> Name:
+        """/<producer's prefix>/<counter>: the name of one reading."""
+        return self.prefixes[producer].append(str(counter))
+
+    def put_data(self, node: NdnNode, app: NdnApp, data: Data, then=None) -> None:
+        """Create `data` on `node` (its CPU time), then hand it to the forwarder through
+        `app` (after `then()`, when given)."""
+
+        def put() -> None:
+            if then is not None:
+                then()
+            app.put_data(data, now=self.sim.now)
+            node.pump()
+
+        node.cpu.run(self.create_data_s(node), put)
+
     def app_retransmissions(self) -> int:
         """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
         return sum(node.forwarder.counters.retransmissions for node in self.nodes.values())
@@ -135,7 +151,23 @@ class NdnTree:
             return None
 
 
-class NdnPull:
+class NdnSender:
+    """What every NDN sender reports through its tree (world/publish.py's Sender)."""
+
+    tree: NdnTree
+    requests: int | None = None  # a push, unless a sender counts its polls
+
+    def start(self) -> None:
+        pass
+
+    def app_retransmissions(self) -> int:
+        return self.tree.app_retransmissions()
+
+    def ndn_tables(self) -> tuple[int, int]:
+        return self.tree.ndn_tables()
+
+
+class NdnPull(NdnSender):
     """ndn: the gateway polls /<prefix>/<n> from each producer, one Interest at a time."""
 
     NOT_YET = b"not-yet"
@@ -167,8 +199,6 @@ class NdnPull:
         tree.pump_all()
         self._polls = sim.rng("workload/polls")
         self.requests = 0  # Interests the gateway expressed
-        self.app_retransmissions = tree.app_retransmissions
-        self.ndn_tables = tree.ndn_tables
 
     def start(self) -> None:
         for index in range(len(self.producers)):
@@ -179,7 +209,7 @@ class NdnPull:
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
-        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        name = tree.reading_name(producer, reading_counter(rid))
         data = make_data(
             name,
             payload,
@@ -206,15 +236,12 @@ class NdnPull:
 
     def _put(self, producer: int, data: Data, taken: int | None = None) -> None:
         tree = self.tree
-        node, app = tree.producers[producer], tree.apps[producer]
 
-        def put() -> None:
-            if taken is not None:
-                self.taken[producer] = taken
-            app.put_data(data, now=self.sim.now)
-            node.pump()
+        def record() -> None:
+            self.taken[producer] = taken
 
-        node.cpu.run(tree.create_data_s(node), put)
+        then = record if taken is not None else None
+        tree.put_data(tree.producers[producer], tree.apps[producer], data, then)
 
     # ---- the gateway ------------------------------------------------------------------
 
@@ -247,7 +274,7 @@ class NdnPull:
     def _ask(self, producer: int) -> None:
         tree = self.tree
         counter = self.wanted[producer]
-        name = tree.prefixes[producer].append(str(counter))
+        name = tree.reading_name(producer, counter)
         self.waiting[producer] = True
         self.out += 1
         self.requests += 1
@@ -289,7 +316,7 @@ class NdnPull:
         tree.gateway.cpu.run(tree.create_interest_s(tree.gateway), express)
 
 
-class NdnInterestNotification:
+class NdnInterestNotification(NdnSender):
     """ndn-inot: each reading rides an Interest to the gateway; an empty Data acknowledges it."""
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
@@ -306,16 +333,10 @@ class NdnInterestNotification:
         tree.gateway_app.register_prefix(everything, self._on_interest)
         tree.pump_all()
         self._acks = make_signer(config["protocol"]["ndn"]["signature"], sim, Name("/gateway"))
-        self.requests = None  # a push
-        self.app_retransmissions = tree.app_retransmissions
-        self.ndn_tables = tree.ndn_tables
-
-    def start(self) -> None:
-        pass
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
-        name = tree.prefixes[producer].append(str(reading_counter(rid)))
+        name = tree.reading_name(producer, reading_counter(rid))
         node, app = tree.producers[producer], tree.apps[producer]
 
         def on_timeout(interest: Interest) -> None:
@@ -338,12 +359,7 @@ class NdnInterestNotification:
         tree = self.tree
         self.work.arrived(interest.app_parameters or b"")
         ack = make_data(interest.name, b"", signer=self._acks)
-
-        def put() -> None:
-            tree.gateway_app.put_data(ack, now=self.sim.now)
-            tree.gateway.pump()
-
-        tree.gateway.cpu.run(tree.create_data_s(tree.gateway), put)
+        tree.put_data(tree.gateway, tree.gateway_app, ack)
 
 
 def _acknowledged(interest: Interest, data: Data) -> None:
