@@ -11,7 +11,7 @@ import pytest
 from iotbench.metrics.publish import LinkStress, publish_metrics
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
 from iotbench.world import run_one
-from iotbench.world.readings import reading, reading_id
+from iotbench.world.readings import find_reading_id, reading, reading_id
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "world"))
 from test_publish_ndn import S4_NDN  # noqa: E402
@@ -44,8 +44,10 @@ def frame(payload: bytes, fate: str) -> Packet:
 
 
 def test_link_stress_counts_frames_that_carried_a_reading_across_a_link():
-    stress = LinkStress({0: 2, 1: 1}, settle_s=10.0)
+    stress = LinkStress({0: 2, 1: 1}, 10.0, find_reading_id)
     a, b = reading_id(0, 5), reading_id(1, 0)
+    stress.started(a)
+    stress.started(b)
     for fate in (DELIVERED, DELIVERED, DELIVERED, CORRUPTED, MISSED):
         stress.finished(frame(b"\x01" + reading(0, 5, 42), fate))
     stress.finished(frame(reading(1, 0, 7), BROADCAST))
@@ -63,9 +65,13 @@ def test_link_stress_counts_frames_that_carried_a_reading_across_a_link():
 
 
 def test_a_reading_that_never_arrived_leaves_nothing():
-    stress = LinkStress({0: 3}, settle_s=0.0)
+    stress = LinkStress({0: 3}, 0.0, find_reading_id)
+    stress.started(reading_id(0, 1))
     stress.finished(frame(reading(0, 1, 1), DELIVERED))
     stress.forget(reading_id(0, 1))
+    # A frame of a reading no longer (or never) followed leaves nothing behind.
+    stress.finished(frame(reading(0, 1, 1), DELIVERED))
+    stress.finished(frame(reading(0, 2, 1), DELIVERED))
     stress.settle(math.inf)
     assert not stress.histogram and not stress._counts
     assert math.isnan(stress.mean())
@@ -82,7 +88,9 @@ def test_per_item_metrics_divide_by_every_reading_taken():
         "bytes_data": 900,
         "energy_j_total": 3.0,
     }
-    out = publish_metrics(base, 10, None, 5, LinkStress({}, 0), 1.0, [0.5, 0.7, 0.9], 3.0, None)
+    out = publish_metrics(
+        base, 10, None, 5, LinkStress({}, 0, find_reading_id), 1.0, [0.5, 0.7, 0.9], 3.0, None
+    )
     assert out["delivery_ratio"] == 0.8 and out["items_lost"] == 2
     assert out["tta_p99_s"] == 2.0
     assert math.isnan(out["requests_per_item"])
@@ -91,7 +99,9 @@ def test_per_item_metrics_divide_by_every_reading_taken():
     assert (out["control_bytes"], out["data_bytes"]) == (100, 900)
     assert out["energy_leaf_median_j"] == 0.7 and out["energy_total_j"] == 3.0
     assert math.isnan(out["pit_occupancy_max"]) and math.isnan(out["cs_bytes_max"])
-    with_requests = publish_metrics(base, 10, 15, 0, LinkStress({}, 0), 1.0, [], 2.0, (4, 300))
+    with_requests = publish_metrics(
+        base, 10, 15, 0, LinkStress({}, 0, find_reading_id), 1.0, [], 2.0, (4, 300)
+    )
     assert with_requests["requests_per_item"] == 1.5
     assert (with_requests["pit_occupancy_max"], with_requests["cs_bytes_max"]) == (4, 300)
 

@@ -11,20 +11,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, deque
+from collections.abc import Callable
 
 from iotbench.metrics.observers import Observer
 from iotbench.net.packet import BROADCAST, DELIVERED, Packet
-
-#: How a reading begins on the wire (world/readings.py): its id follows.
-_MARKER = b'{"id":"0x'
-_ID_DIGITS = 10
 
 
 class LinkStress(Observer):
     """How many times a frame carried each reading across a link, against its shortest path.
 
     A frame counts when it arrived (a unicast frame at its addressee, a
-    broadcast at anyone) and its bytes hold a reading's id, so a reading
+    broadcast at anyone) and `find_id` finds in it the id of a reading being
+    followed (from `started` until it is settled or forgotten), so a reading
     crossing four hops once counts 4; a MAC retry that failed does not count,
     a duplicate the link delivered twice counts twice, and so does an
     application's retransmission. A reading is settled `settle_s` after its
@@ -33,9 +31,15 @@ class LinkStress(Observer):
     run.
     """
 
-    def __init__(self, hops_of: dict[int, int], settle_s: float) -> None:
+    def __init__(
+        self,
+        hops_of: dict[int, int],
+        settle_s: float,
+        find_id: Callable[[bytes], int | None],
+    ) -> None:
         self.hops_of = hops_of  # producer index -> fewest hops to the gateway
         self.settle_s = settle_s
+        self.find_id = find_id
         self._counts: dict[int, int] = {}  # reading id -> traversals so far
         self._ended: deque[tuple[float, int, int]] = deque()  # (end, rid, producer)
         self.histogram: Counter[tuple[int, int]] = Counter()
@@ -43,17 +47,14 @@ class LinkStress(Observer):
     def finished(self, pkt: Packet) -> None:
         if pkt.fate is not DELIVERED and pkt.fate is not BROADCAST:
             return
-        data = pkt.data
-        at = data.find(_MARKER)
-        if at < 0:
-            return
-        start = at + len(_MARKER)
-        try:
-            rid = int(data[start : start + _ID_DIGITS], 16)
-        except ValueError:
-            return
+        rid = self.find_id(pkt.data)
         counts = self._counts
-        counts[rid] = counts.get(rid, 0) + 1
+        if rid in counts:  # only readings being followed: memory stays bounded
+            counts[rid] += 1
+
+    def started(self, rid: int) -> None:
+        """A reading was taken: follow it."""
+        self._counts[rid] = 0
 
     def delivered(self, rid: int, producer: int, now: float) -> None:
         """The reading arrived: settle it once late duplicates have had their time."""

@@ -88,7 +88,13 @@ from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
 from iotbench.world.publish_hopp import NdnHopp
 from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
-from iotbench.world.readings import read_id, reading, reading_id, reading_producer
+from iotbench.world.readings import (
+    find_reading_id,
+    read_id,
+    reading,
+    reading_id,
+    reading_producer,
+)
 
 
 class Sender(Protocol):
@@ -159,7 +165,7 @@ class PublishWorkload:
             hops = net.parts["fewest_hops"]()
             index = {name: i for i, name in enumerate(net.hosts)}
             hops_of = {p: hops[index[host.name]] for p, host in enumerate(producers)}
-            self.stress = LinkStress(hops_of, settle_s=self.drain_s)
+            self.stress = LinkStress(hops_of, self.drain_s, find_reading_id)
             observers.add(self.stress)
         # Energy is compared over the same time in every variant: until the end of
         # the publishing period (readings times their mean interval), not until
@@ -192,6 +198,8 @@ class PublishWorkload:
         sim = self.sim
         rid = reading_id(producer, counter)
         self._open[rid] = self.items.start(sim.now)
+        if self.stress is not None:
+            self.stress.started(rid)
         payload = reading(producer, counter, self._values.randrange(10000))
         self.sender.send(producer, rid, payload)
         if counter + 1 < self.per_producer:
@@ -261,7 +269,7 @@ class PublishWorkload:
     def metrics(self, base: dict[str, float | int]) -> dict[str, float]:
         """S4's metrics (metrics/publish.py), from the run's metrics so far."""
         sender, parts = self.sender, self.net.parts
-        stress = self.stress or LinkStress({}, 0.0)
+        stress = self.stress or LinkStress({}, 0.0, find_reading_id)
         stress.settle(float("inf"))
         radios = parts.get("radios")
         tree = parts.get("tree")

@@ -10,6 +10,8 @@ import json
 
 _COUNTER_BITS = 24
 _COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+_ID_PREFIX = b'{"id":"0x'  # how every reading begins; ten hex digits follow
+_ID_DIGITS = 10
 
 
 def reading_id(producer: int, counter: int) -> int:
@@ -37,4 +39,16 @@ def read_id(payload: bytes) -> int | None:
     try:
         return int(json.loads(payload)["id"], 16)
     except (ValueError, KeyError, TypeError):
+        return None
+
+
+def find_reading_id(data: bytes) -> int | None:
+    """The id of a reading somewhere in `data` (a frame carrying one); None if none."""
+    at = data.find(_ID_PREFIX)
+    if at < 0:
+        return None
+    start = at + len(_ID_PREFIX)
+    try:
+        return int(data[start : start + _ID_DIGITS], 16)
+    except ValueError:
         return None
