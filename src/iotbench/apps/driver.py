@@ -36,25 +36,27 @@ class DatagramDriver:
         self.stack = stack
         self.on_event = on_event
         self.header_length = header_length
-        self.port = node.udp_bind_ephemeral(self._on_datagram) if port is None else port
+        self._cpu = node.cpu if operation is not None else None
+        self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
+        # Without a CPU the stack gets each datagram straight from UDP (the per-packet
+        # path of most runs); with one, once the CPU has handled it.
+        handler = self._receive if self._cpu is None else self._on_datagram_with_cpu
+        self.port = node.udp_bind_ephemeral(handler) if port is None else port
         if port is not None:
-            node.udp_bind(port, self._on_datagram)
+            node.udp_bind(port, handler)
         # Routers on the way split this port's datagrams into layers the same way.
         for iface in node.interfaces:
             node.app_layers[(iface.address, self.port)] = header_length
         self._timer = DeadlineTimer(sim, self._on_timer)
-        self._cpu = node.cpu if operation is not None else None
-        self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
         self._text: dict[bytes, str] = {}
         self._raw: dict[str, bytes] = {}
 
-    def _on_datagram(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
-        if self._cpu is not None:  # the stack gets it once the CPU has handled it
-            self._cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dst))
-        else:
-            self._receive(payload, src, sport, dst)
+    def _on_datagram_with_cpu(
+        self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes
+    ) -> None:
+        self._cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dport, dst))
 
-    def _receive(self, payload: bytes, src: bytes, sport: int, dst: bytes) -> None:
+    def _receive(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         host = self._text.get(src)
         if host is None:
             host = self._text[src] = address_text(src)
