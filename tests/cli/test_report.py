@@ -127,3 +127,56 @@ def test_report_lists_every_run_in_html_and_csv(results: Path) -> None:
     assert [r[:3] for r in body[:2]] == [["con", "10", "0"], ["con", "10", "1"]]
     index = (report / "index.html").read_text()
     assert "Every run" in index and 'href="example-runs.csv"' in index
+
+
+def test_report_draws_s4s_figures_from_the_stored_series(tmp_path: Path) -> None:
+    """A short S4 multi-hop campaign (real runs): every figure of the scenario,
+    drawn from the store's series table, and the network's picture."""
+    scenario = load_scenario("s4-multi-hop")
+    runs = expand(scenario, filters={"variant": ["coap-put-con", "ndn"], "interval": ["5s"]})
+    for run in runs:
+        run.config["workload"]["duration_s"] = 40.0
+    run_campaign(scenario, runs, tmp_path, jobs=1, progress=False)
+    index = build_report(tmp_path).read_text()
+    report = tmp_path / "report"
+    figures = sorted(p.name for p in report.glob("s4-multi-hop-series-*.png"))
+    assert figures == [
+        "s4-multi-hop-series-1-tta_cdf-cdf.png",
+        "s4-multi-hop-series-2-goodput_per_s-box.png",
+        "s4-multi-hop-series-3-goodput_per_s-time.png",
+        "s4-multi-hop-series-4-link_stress-scatter.png",
+        "s4-multi-hop-series-5-energy_j-nodes.png",
+        "s4-multi-hop-series-6-pit_entries-time.png",
+    ]
+    assert (report / "s4-multi-hop-topology.png").read_bytes().startswith(PNG_MAGIC)
+    for name in figures:
+        assert (report / name).read_bytes().startswith(PNG_MAGIC)
+        assert f'<img src="{name}"' in index
+    assert "static tree of least ETX" in index
+
+
+def test_a_series_figure_without_its_series_is_a_note(tmp_path: Path) -> None:
+    from iotbench.report.series_plots import draw_series
+    from iotbench.runner.store import StoredRun
+
+    axes = [{"name": "variant", "values": ["a", "b"]}]
+    runs = [StoredRun(k, "t", {"variant": k}, 0, 1, "h", {}, None) for k in ("a", "b")]
+    points = {
+        "a": [("goodput_per_s", None, 1.0, 3.0, 1), ("offered_per_s", None, 1.0, 4.0, 1)],
+        "b": [("goodput_per_s", None, 1.0, 2.0, 1), ("offered_per_s", None, 1.0, 0.0, 1)],
+    }
+    spec = {"series": "goodput_per_s", "kind": "box", "line": "variant", "filter": {}}
+    assert draw_series(
+        {**spec, "reference": "offered_per_s"}, runs, points, axes, tmp_path / "b.png"
+    )
+    assert not draw_series({**spec, "series": "energy_j"}, runs, points, axes, tmp_path / "x.png")
+    kept_none = {**spec, "filter": {"variant": ["c"]}}
+    assert not draw_series(kept_none, runs, points, axes, tmp_path / "y.png")
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["b.png"]
+    text = EXAMPLE.read_text() + '\n[[report.series]]\nseries = "energy_j"\nkind = "time"\n'
+    scenario = parse_scenario(text, label="series.toml")
+    run_campaign(
+        scenario, expand(scenario, reps=1), tmp_path, run_fn=fake_run, jobs=1, progress=False
+    )
+    index = build_report(tmp_path).read_text()
+    assert "no run has the series &#x27;energy_j&#x27;" in index

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from iotbench.metrics.publish import LinkStress, publish_metrics
+from iotbench.metrics.publish import (
+    LinkStress,
+    PublishSeries,
+    distribution_rows,
+    publish_metrics,
+)
+from iotbench.metrics.timeseries import RunMetrics, SeriesTable
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
+from iotbench.sim import Simulator
 from iotbench.world import run_one
 from iotbench.world.readings import find_reading_id, reading, reading_id
 
@@ -165,3 +172,127 @@ def test_energy_is_compared_over_the_publishing_period():
     listening_w = 6 * 0.0123 * 3.0  # six always-on radios, mostly listening
     assert m["energy_total_j"] / listening_w == pytest.approx(40.0, rel=0.02)
     assert m["energy_j_total"] / listening_w == pytest.approx(m["sim_time_s"], rel=0.02)
+
+
+# ---- time series and distributions (the store's series table) ------------------------
+
+
+class _Power:
+    def __init__(self, watts: float) -> None:
+        self.watts = watts
+
+    def joules(self, now: float) -> float:
+        return self.watts * now
+
+
+class _Radio:
+    def __init__(self, watts: float) -> None:
+        self.power = _Power(watts)
+
+
+class _Table:
+    def __init__(self, peaks: list[int]) -> None:
+        self.peaks = peaks
+
+    def take_recent_peak(self) -> int:
+        return self.peaks.pop(0)
+
+
+class _Forwarder:
+    def __init__(self, pit: list[int], cs: list[int]) -> None:
+        self.pit, self.cs = _Table(pit), _Table(cs)
+
+
+def _rows(table, name):
+    return [(node, x, y, n) for series, node, x, y, n in table if series == name]
+
+
+def test_publish_series_bins_goodput_against_the_readings_taken():
+    sim = Simulator(1)
+    series = PublishSeries(
+        sim, 10.0, 5.0, [_Radio(1.0), _Radio(2.0)], [(1, _Forwarder([3, 0, 1], [80, 0, 0]))]
+    )
+
+    def at(t, taken=0, delivered=0):
+        def bump():
+            series.taken += taken
+            series.delivered += delivered
+
+        sim.at(t, bump)
+
+    at(11.0, taken=2)
+    at(12.0, delivered=1)
+    at(16.0, taken=1, delivered=2)
+    sim.run(until=17.5)
+    series.close_bin(sim.now)  # the run ends inside the third bin
+    table = series.table
+    # Rates per bin_s, stamped with the bin's end, the last bin's too.
+    assert _rows(table, "goodput_per_s") == [(-1, 15.0, 0.2, 1), (-1, 20.0, 0.4, 1)]
+    assert _rows(table, "offered_per_s") == [(-1, 15.0, 0.4, 1), (-1, 20.0, 0.2, 1)]
+    energy = _rows(table, "energy_j")
+    assert energy == [
+        (0, 10.0, 10.0, 1),
+        (1, 10.0, 20.0, 1),
+        (0, 15.0, 15.0, 1),
+        (1, 15.0, 30.0, 1),
+        (0, 17.5, 17.5, 1),
+        (1, 17.5, 35.0, 1),
+    ]
+    assert _rows(table, "pit_entries") == [(1, 15.0, 3, 1), (1, 17.5, 0, 1)]
+    assert _rows(table, "cs_bytes") == [(1, 15.0, 80, 1), (1, 17.5, 0, 1)]
+    assert series.events == 2  # its own sampling events, which the run leaves out
+    series.close_bin(sim.now)  # nothing new: no second last bin
+    assert len(_rows(table, "goodput_per_s")) == 2
+
+
+def test_distribution_rows_are_a_cdf_a_scatter_and_the_tree():
+    table = SeriesTable()
+    stress = LinkStress({}, 0.0, find_reading_id)
+    stress.histogram.update({(3, 2): 5, (2, 2): 40, (1, 1): 9})
+    distribution_rows(table, [0.4, 0.1, 0.3, 0.2, 0.5], stress, [0, 1, 2, -1])
+    cdf = _rows(table, "tta_cdf")
+    assert len(cdf) == 101
+    assert cdf[0] == (-1, 0.1, 0.0, 1) and cdf[-1] == (-1, 0.5, 1.0, 1)
+    assert cdf[50][1] == pytest.approx(0.3) and cdf[50][2] == 0.5
+    assert [x for _, x, _, _ in cdf] == sorted(x for _, x, _, _ in cdf)
+    # x: the shortest path, y: the traversals, n: how many readings.
+    assert _rows(table, "link_stress") == [(-1, 1, 1, 9), (-1, 2, 2, 40), (-1, 2, 3, 5)]
+    assert _rows(table, "tree_hops") == [
+        (0, 0.0, 0, 1),
+        (1, 0.0, 1, 1),
+        (2, 0.0, 2, 1),
+        (3, 0.0, -1, 1),
+    ]
+    empty = SeriesTable()
+    distribution_rows(empty, [], LinkStress({}, 0.0, find_reading_id), [])
+    assert len(empty) == 0  # nothing delivered: no CDF
+
+
+@pytest.mark.parametrize("variant", ["coap-put-con", "ndn"])
+def test_a_publish_run_returns_its_series(variant):
+    protocol, sets = VARIANTS[variant]
+    cfg, seed = publish_config(protocol, **{**sets, "workload.series_points": 4})
+    m = run_one(cfg, seed)
+    assert isinstance(m, RunMetrics)
+    table = m.series
+    # 8 readings 5 s apart per producer: a 40 s publishing period in 4 bins of 10 s.
+    goodput = _rows(table, "goodput_per_s")
+    assert [x for _, x, _, _ in goodput][:4] == [10.0, 20.0, 30.0, 40.0]
+    assert sum(y for _, _, y, _ in goodput) * 10.0 == pytest.approx(m["items_delivered"])
+    offered = _rows(table, "offered_per_s")
+    assert sum(y for _, _, y, _ in offered) * 10.0 == pytest.approx(40)
+    nodes = len(_rows(table, "tree_hops"))
+    energy = _rows(table, "energy_j")
+    assert len(energy) == nodes * (1 + len(goodput))
+    assert sum(y for node, x, y, _ in energy if x == energy[-1][1]) == pytest.approx(
+        m["energy_j_total"]
+    )
+    assert len(_rows(table, "tta_cdf")) == 101
+    assert sum(n for *_, n in _rows(table, "link_stress")) == m["items_delivered"]
+    pit = _rows(table, "pit_entries")
+    assert bool(pit) == (protocol == "ndn")
+    if pit:
+        assert max(y for _, _, y, _ in pit) == m["pit_occupancy_max"]
+        assert max(y for _, _, y, _ in _rows(table, "cs_bytes")) == m["cs_bytes_max"]
+    # The series only read the run: without them, the same metrics and events.
+    assert dict(m) == run_one(*publish_config(protocol, **sets))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from iotbench.metrics.timeseries import NETWORK, RunMetrics, SeriesTable
 from iotbench.runner import ResultStore, StoreError, run_campaign
 from iotbench.scenarios import expand, load_scenario
 
@@ -260,3 +261,37 @@ def test_failed_run_leaves_no_pcap(scenario, tmp_path: Path) -> None:
         scenario, runs, tmp_path, run_fn=failing_for_size_100, jobs=1, pcap=True, progress=False
     )
     assert len(list((tmp_path / "pcap").iterdir())) == 4
+
+
+def run_with_series(config: dict, seed: int, pcap_path: str | None = None) -> RunMetrics:
+    """fake_run's metrics with a few series points, as a publish run returns them."""
+    table = SeriesTable()
+    size = config["workload"]["object_size_bytes"]
+    for t in (1.0, 2.0):
+        table.add("goodput_per_s", NETWORK, t, size / t)
+        table.add("energy_j", 3, t, 0.5 * t)
+    table.add("link_stress", NETWORK, 2, 3, 7)
+    table.add("tta_cdf", NETWORK, math.nan, 0.5)
+    return RunMetrics(fake_run(config, seed, pcap_path), table)
+
+
+def test_series_are_stored_with_their_run_from_workers_too(scenario, tmp_path: Path) -> None:
+    runs = expand(scenario, reps=1, filters={"variant": ["con"]})
+    for jobs, out in ((1, tmp_path / "serial"), (2, tmp_path / "pool")):
+        run_campaign(scenario, runs, out, run_fn=run_with_series, jobs=jobs, progress=False)
+        with ResultStore(out, read_only=True) as store:
+            points = store.series(scenario.name)
+            assert sorted(points) == sorted(r.key for r in runs)
+            size = runs[0].config["workload"]["object_size_bytes"]
+            assert points[runs[0].key] == [
+                ("goodput_per_s", None, 1.0, size / 1.0, 1),
+                ("energy_j", 3, 1.0, 0.5, 1),
+                ("goodput_per_s", None, 2.0, size / 2.0, 1),
+                ("energy_j", 3, 2.0, 1.0, 1),
+                ("link_stress", None, 2.0, 3.0, 7),
+                ("tta_cdf", None, None, 0.5, 1),  # NaN is stored as NULL
+            ]
+            just = store.series(scenario.name, ["energy_j"])
+            assert {p[0] for pts in just.values() for p in pts} == {"energy_j"}
+            # The run's metrics are stored as any run's.
+            assert store.runs(keys=[runs[0].key])[0].metrics["packets"] == 2

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from iotbench.metrics.timeseries import SeriesTable
 from iotbench.runner import ResultStore, StoreError
 from iotbench.scenarios import expand, load_scenario
 
@@ -41,6 +42,32 @@ def test_adding_a_run_again_replaces_it(tmp_path: Path, runs) -> None:
         assert count(store, "runs") == 1
         assert count(store, "metrics") == 1
         assert store.runs()[0].metrics == {"a": 3}
+
+
+def test_series_are_replaced_with_their_run(tmp_path: Path, runs) -> None:
+    first, second = SeriesTable(), SeriesTable()
+    first.add("energy_j", 0, 1.0, 2.0)
+    first.add("energy_j", 0, 2.0, 4.0)
+    second.add("goodput_per_s", -1, 1.0, 9.0)
+    with ResultStore(tmp_path) as store:
+        store.add_run(runs[0], {"a": 1}, series=first)
+        store.add_run(runs[1], {"a": 1})  # a run without series
+        assert count(store, "series") == 2
+        store.add_run(runs[0], {"a": 1}, series=second)
+        assert store.series(runs[0].scenario) == {
+            runs[0].key: [("goodput_per_s", None, 1.0, 9.0, 1)]
+        }
+
+
+def test_a_file_from_before_the_series_table_reads_as_without_series(tmp_path: Path, runs) -> None:
+    with ResultStore(tmp_path) as store:
+        store.add_run(runs[0], {"a": 1})
+        store.con.execute("DROP TABLE series")
+    with ResultStore(tmp_path, read_only=True) as store:
+        assert store.series(runs[0].scenario) == {}
+        assert store.runs()[0].metrics == {"a": 1}
+    with ResultStore(tmp_path) as store:  # opening it for writing adds the table
+        assert count(store, "series") == 0
 
 
 def test_stored_pcaps_and_reading_by_key(tmp_path: Path, runs) -> None:

@@ -236,6 +236,45 @@ def test_plot_x_values_must_be_values_of_the_x_axis() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("figure", "message"),
+    [
+        (
+            'series = "energy_j"\nkind = "nodes"\nline = "size"',
+            "report.series[0].line: 'size' is not a sweep axis; axes: variant",
+        ),
+        (
+            'series = "energy_j"\nkind = "pie"',
+            "report.series[0].kind: 'pie' is not one of cdf, box, time, scatter, nodes",
+        ),
+        (
+            'series = "tta_cdf"\nkind = "cdf"\nreference = "offered_per_s"',
+            "report.series[0].reference: only kind box or time uses it",
+        ),
+        (
+            'series = "tta_cdf"\nkind = "cdf"\ncolor_by = "tree_hops"',
+            "report.series[0].color_by: only kind nodes uses it",
+        ),
+        (
+            'series = "tta_cdf"\nkind = "cdf"\nrelative = true',
+            "report.series[0].relative: only kind nodes uses it",
+        ),
+        (
+            'series = "tta_cdf"\nkind = "cdf"\nfilter = { variant = ["c"] }',
+            "report.series[0].filter.variant[0]: 'c' is not a value of axis 'variant'; "
+            "values: a, b",
+        ),
+        (
+            'series = "tta_cdf"\nkind = "cdf"\nfilter = { size = ["a"] }',
+            "report.series[0].filter.size: 'size' is not a sweep axis; axes: variant",
+        ),
+    ],
+)
+def test_series_figures_are_checked(figure: str, message: str) -> None:
+    text = BASE + f"[[report.series]]\n{figure}\n[axes.variant.a]\n[axes.variant.b]\n"
+    assert error_of(text) == f"s3.toml: {message}"
+
+
 def test_protocol_and_link_layer_must_match() -> None:
     text = BASE + '[network.link]\nlayer = "ieee802154"\nmtu_bytes = 102\n'
     assert error_of(text) == (

@@ -1,5 +1,7 @@
 """S4's metrics of a publish run: delivery, time to content arrival, effort per item,
-link stress, energy by place in the tree, and the NDN tables' occupancy.
+link stress, energy by place in the tree, and the NDN tables' occupancy; and its
+time series (goodput against the readings offered, energy per node, the NDN
+tables over time) and distributions (time to content arrival, link stress).
 
 docs/metrics.md defines every name. What the run's other meters already
 counted (items, MAC retries, control and data bytes, energy) is read from
@@ -13,8 +15,13 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Callable
 
+from iotbench.metrics.derive import percentile
 from iotbench.metrics.observers import Observer
+from iotbench.metrics.timeseries import NETWORK, SeriesTable
 from iotbench.net.packet import BROADCAST, DELIVERED, Packet
+from iotbench.sim import Simulator
+
+CDF_POINTS = 101  # the time-to-content-arrival CDF: every percentile
 
 
 class LinkStress(Observer):
@@ -117,3 +124,84 @@ def publish_metrics(
         "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[1],
     }
     return out
+
+
+class PublishSeries:
+    """S4's time series, in bins of `bin_s` from the start of publishing.
+
+    At the end of every bin it writes, stamped with that time: the readings
+    that arrived at the gateway per second (`goodput_per_s`) and the readings
+    taken per second (`offered_per_s`, the optimum goodput), each node's
+    energy since t = 0 (`energy_j`) and, on NDN nodes, the most PIT entries
+    (`pit_entries`) and Content Store bytes (`cs_bytes`) held during the bin.
+    The goodput's points are stamped with their bin's end, the others with the
+    time they were taken (the run's end for the last). Only reads the run: its sampling
+    events (`events`) are left out of the run's event count.
+    """
+
+    def __init__(
+        self,
+        sim: Simulator,
+        start_s: float,
+        bin_s: float,
+        radios: list,
+        forwarders: list[tuple[int, object]],
+    ) -> None:
+        self.sim = sim
+        self.bin_s = bin_s
+        self.radios = radios
+        self.forwarders = forwarders  # (node index, its NDN forwarder)
+        self.table = SeriesTable()
+        self.taken = 0  # readings taken in the current bin
+        self.delivered = 0  # readings arrived in the current bin
+        self.events = 0
+        self._bin_start = start_s
+        sim.at(start_s, self._start)
+
+    def _start(self) -> None:
+        self.events += 1
+        now = self.sim.now
+        for i, radio in enumerate(self.radios):
+            self.table.add("energy_j", i, now, radio.power.joules(now))
+        self.sim.schedule(self.bin_s, self._sample)
+
+    def _sample(self) -> None:
+        self.events += 1
+        self.close_bin(self.sim.now)
+        self.sim.schedule(self.bin_s, self._sample)
+
+    def close_bin(self, now: float) -> None:
+        """End the current bin at `now`. The run's end ends the last one early:
+        its rates still count per `bin_s` (nothing arrives after the end), so
+        a short last bin shows no spike."""
+        if now <= self._bin_start:
+            return
+        table, end = self.table, self._bin_start + self.bin_s
+        table.add("goodput_per_s", NETWORK, end, self.delivered / self.bin_s)
+        table.add("offered_per_s", NETWORK, end, self.taken / self.bin_s)
+        self.delivered = self.taken = 0
+        for i, radio in enumerate(self.radios):
+            table.add("energy_j", i, now, radio.power.joules(now))
+        for i, forwarder in self.forwarders:
+            table.add("pit_entries", i, now, forwarder.pit.take_recent_peak())
+            table.add("cs_bytes", i, now, forwarder.cs.take_recent_peak())
+        self._bin_start = now
+
+
+def distribution_rows(
+    table: SeriesTable, latencies: list[float], stress: LinkStress, hops: list[int]
+) -> None:
+    """Add the run's distributions to `table`: the CDF of time to content arrival
+    (`tta_cdf`: x seconds, y the share of delivered readings that took at most
+    x), the link-stress scatter (`link_stress`: x the fewest hops, y the
+    traversals, n the readings), each node's hops in the routing tree
+    (`tree_hops`, -1: not in the tree)."""
+    ordered = sorted(latencies)
+    if ordered:
+        for k in range(CDF_POINTS):
+            q = k / (CDF_POINTS - 1)
+            table.add("tta_cdf", NETWORK, percentile(ordered, 100 * q), q)
+    for (traversals, hops_), n in sorted(stress.histogram.items()):
+        table.add("link_stress", NETWORK, hops_, traversals, n)
+    for i, h in enumerate(hops):
+        table.add("tree_hops", i, 0.0, h)

@@ -4,6 +4,7 @@ DIR/report/index.html, all from DIR/results.duckdb."""
 from __future__ import annotations
 
 import csv
+import json
 import platform
 import re
 import tomllib
@@ -15,7 +16,9 @@ from rich.console import Console
 from iotbench import __version__, terminal
 from iotbench.report import html
 from iotbench.report.plots import plot
+from iotbench.report.series_plots import draw_series
 from iotbench.report.tables import html_rows, html_table, rich_table, runs_rows, summarize
+from iotbench.report.topology import draw_network
 from iotbench.runner.campaign import ERRORS_LOG
 from iotbench.runner.store import DB_NAME, ResultStore, StoredScenario, StoreError
 
@@ -30,6 +33,8 @@ def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
         scenarios = store.scenarios()
         runs = {s.name: store.runs(scenario=s.name) for s in scenarios}
         versions = {s.name: store.versions(s.name) for s in scenarios}
+        points = {s.name: store.series(s.name, _series_names(s.report)) for s in scenarios}
+        configs = {s.name: store.configs(s.name) for s in scenarios if s.report.get("topology")}
     if not any(runs.values()):
         raise StoreError(f"{out}: no finished runs to report")
     report_dir = out / REPORT_DIR
@@ -40,6 +45,9 @@ def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
     for scenario in scenarios:
         if runs[scenario.name]:
             section = _section(scenario, runs[scenario.name], report_dir, console)
+            _series_figures(section, scenario, runs[scenario.name], points, report_dir, console)
+            if scenario.name in configs:
+                _topology(section, scenario, runs[scenario.name], configs, report_dir)
             section.versions = versions[scenario.name]
             sections.append(section)
     sections.sort(key=lambda s: (s.study or "~", s.name))  # by study; the others last
@@ -106,6 +114,55 @@ def _section(
             section.notes.append(note)
             console.print(f"[yellow]{note}[/yellow]", highlight=False)
     return section
+
+
+def _series_names(report: dict) -> list[str]:
+    figures = report.get("series", [])
+    return sorted({f[k] for f in figures for k in ("series", "reference", "color_by") if k in f})
+
+
+def _series_figures(
+    section: html.Section,
+    scenario: StoredScenario,
+    runs: list,
+    points: dict,
+    report_dir: Path,
+    console: Console,
+) -> None:
+    ordered = _in_axis_order(runs, scenario.axes)
+    for i, spec in enumerate(scenario.report.get("series", []), start=1):
+        title = spec.get("title") or f"{spec['series']} ({spec['kind']})"
+        name = f"{scenario.name}-series-{i}-{_slug(spec['series'])}-{spec['kind']}.png"
+        if draw_series(spec, ordered, points[scenario.name], scenario.axes, report_dir / name):
+            section.images.append((name, title))
+        else:
+            note = f"figure {title}: no run has the series {spec['series']!r}"
+            section.notes.append(note)
+            console.print(f"[yellow]{note}[/yellow]", highlight=False)
+
+
+def _topology(
+    section: html.Section, scenario: StoredScenario, runs: list, configs: dict, report_dir: Path
+) -> None:
+    """The network of the first run (in axis order) and its routing tree."""
+    first = _in_axis_order(runs, scenario.axes)[0]
+    config = configs[scenario.name][first.key]
+    if config["network"].get("topology", "pair") == "pair":
+        return
+    name = f"{scenario.name}-topology.png"
+    summary = draw_network(config, report_dir / name, scenario.name)
+    section.images.append((name, f"The network and its routing tree ({summary['routing']})"))
+    networks = {
+        json.dumps(c["network"], sort_keys=True)
+        for key, c in configs[scenario.name].items()
+        if key in {r.key for r in runs}
+    }
+    if len(networks) > 1:
+        section.notes.append(
+            f"The runs have {len(networks)} different networks; the picture shows the one "
+            f"of {', '.join(f'{k}={v}' for k, v in first.params.items()) or first.key} "
+            "(`iotbench topology` draws any of them)."
+        )
 
 
 def _parameters(scenario: StoredScenario, document: dict, runs: list) -> list[tuple[str, str]]:

@@ -30,7 +30,7 @@ def plot(spec: dict, groups: Sequence[Group], axes: Sequence[AxisInfo], path: Pa
     facet_axes = [
         a for a in order if a not in (x, line) and len({_h(g.params.get(a)) for g in groups}) > 1
     ]
-    facets = _ordered(
+    facets = ordered(
         {tuple(g.params.get(a) for a in facet_axes) for g in groups}, facet_axes, order
     )
     columns = min(MAX_COLUMNS, len(facets))
@@ -71,11 +71,11 @@ def select(
 
 def _draw(panel: Any, spec: dict, groups: list[Group], order: dict, error_bars: bool) -> None:
     y, x, line, kind = spec["y"], spec["x"], spec.get("line"), spec.get("kind", "line")
-    xs = _ordered({(g.params[x],) for g in groups}, [x], order)
+    xs = ordered({(g.params[x],) for g in groups}, [x], order)
     x_values = [v[0] for v in xs]
     numeric = kind == "line" and all(_is_number(v) for v in x_values)
     positions = x_values if numeric else list(range(len(x_values)))
-    lines = _ordered({(g.params.get(line),) for g in groups}, [line] if line else [], order)
+    lines = ordered({(g.params.get(line),) for g in groups}, [line] if line else [], order)
     width = 0.8 / max(len(lines), 1)
     for i, (line_value,) in enumerate(lines) if line else enumerate([(None,)]):
         cell = {g.params[x]: g for g in groups if not line or g.params.get(line) == line_value}
@@ -127,7 +127,7 @@ def _h(value: Any) -> str:
     return repr(value)
 
 
-def _ordered(keys: set[tuple], names: list[str], order: dict) -> list[tuple]:
+def ordered(keys: set[tuple], names: list[str], order: dict) -> list[tuple]:
     """Tuples of axis values sorted as the scenario lists each axis's values."""
 
     def rank(key: tuple) -> tuple:

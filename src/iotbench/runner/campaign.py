@@ -251,7 +251,7 @@ def _finish(
         final = _series_path(out, run)
         os.replace(links_path(str(series_temp)), links_path(str(final)))
         os.replace(series_temp, final)
-    store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s)
+    store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s, outcome.series)
     finished = RunResult(run, outcome.metrics, True, pcap, outcome.wall_time_s)
     result.results.append(finished)
     return finished

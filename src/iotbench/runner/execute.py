@@ -18,6 +18,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Self
 
+from iotbench.metrics.timeseries import SeriesTable, series_of
+
 RunFn = Callable[..., Mapping[str, float | int]]
 
 
@@ -37,6 +39,7 @@ class Outcome:
     error: str | None = None  # one line: "ValueError: ..."
     traceback: str | None = None
     wall_time_s: float = 0.0
+    series: SeriesTable | None = None  # the run's time series (metrics/timeseries.py)
 
 
 def load_default_run_fn() -> RunFn:
@@ -56,6 +59,7 @@ def execute(run_fn: RunFn, task: Task) -> Outcome:
         extra = {"series_path": task.series_path} if task.series_path else {}
         result = run_fn(copy.deepcopy(task.config), task.seed, pcap_path=task.pcap_path, **extra)
         metrics = check_metrics(result)
+        series = series_of(result)
     except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
         return Outcome(
             task.key,
@@ -64,7 +68,7 @@ def execute(run_fn: RunFn, task: Task) -> Outcome:
             traceback.format_exc(),
             time.perf_counter() - start,
         )
-    return Outcome(task.key, metrics, wall_time_s=time.perf_counter() - start)
+    return Outcome(task.key, metrics, wall_time_s=time.perf_counter() - start, series=series)
 
 
 def check_metrics(result: Any) -> dict[str, float | int]:

@@ -10,6 +10,13 @@ Tables (JSON columns hold JSON text; NaN metrics are stored as JSON null):
   runs(run_key, scenario, params, repetition, seed, config_hash, config, metrics,
        pcap, iotbench_version, wall_time_s, finished_at)
   metrics(run_key, scenario, metric, value)   the same metrics in long format, for SQL
+  series(run_key, scenario, series, node, x, y, n)   a run's time series and
+      distributions, one row per point (metrics/timeseries.py; node NULL: the
+      whole network); docs/metrics.md names them
+
+The series table came after schema version 1 was fixed; adding a table keeps
+older files readable and writable (it is created when a file is opened for
+writing, and a file without one has no series).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any, Self
 import duckdb
 
 from iotbench import __version__
+from iotbench.metrics.timeseries import SeriesTable
 from iotbench.scenarios import Run, Scenario, UserError
 
 SCHEMA_VERSION = "1"
@@ -62,6 +70,15 @@ CREATE TABLE IF NOT EXISTS metrics (
     metric VARCHAR NOT NULL,
     value DOUBLE
 );
+CREATE TABLE IF NOT EXISTS series (
+    run_key VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    series VARCHAR NOT NULL,
+    node INTEGER,
+    x DOUBLE,
+    y DOUBLE,
+    n BIGINT NOT NULL
+);
 """
 
 
@@ -98,6 +115,10 @@ def _metrics_json(metrics: Mapping[str, float | int]) -> str:
     # JSON has no NaN/Infinity; null keeps the JSON valid for any reader.
     clean = {k: (v if math.isfinite(v) else None) for k, v in metrics.items()}
     return _json(clean)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _metrics_from_json(text: str) -> dict[str, float | int]:
@@ -184,8 +205,10 @@ class ResultStore:
         metrics: Mapping[str, float | int],
         pcap: str | None = None,
         wall_time_s: float | None = None,
+        series: SeriesTable | None = None,
     ) -> None:
-        """Store one finished run (replacing an earlier copy) in one transaction."""
+        """Store one finished run (replacing an earlier copy), with its series rows,
+        in one transaction."""
         names = list(metrics)
         values = [float(metrics[name]) for name in names]
         row = [
@@ -205,6 +228,7 @@ class ResultStore:
         statements = [
             ("DELETE FROM runs WHERE run_key = ?", [run.key]),
             ("DELETE FROM metrics WHERE run_key = ?", [run.key]),
+            ("DELETE FROM series WHERE run_key = ?", [run.key]),
             ("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
         ]
         if names:
@@ -212,6 +236,24 @@ class ResultStore:
                 (
                     "INSERT INTO metrics SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::DOUBLE[])",
                     [run.key, run.scenario, names, values],
+                )
+            )
+        if series:
+            # Column by column: one statement however many points (NaN -> NULL).
+            statements.append(
+                (
+                    "INSERT INTO series SELECT ?, ?, unnest(?::VARCHAR[]), "
+                    "nullif(unnest(?::INTEGER[]), -1), unnest(?::DOUBLE[]), "
+                    "unnest(?::DOUBLE[]), unnest(?::BIGINT[])",
+                    [
+                        run.key,
+                        run.scenario,
+                        series.names,
+                        list(series.node),
+                        [_finite(v) for v in series.x],
+                        [_finite(v) for v in series.y],
+                        list(series.n),
+                    ],
                 )
             )
         self._transaction(statements)
@@ -273,6 +315,38 @@ class ResultStore:
             )
             for key, name, params, rep, seed, cfg_hash, metrics, pcap in rows
         ]
+
+    def configs(self, scenario: str) -> dict[str, dict]:
+        """Each stored run's full configuration, by run key."""
+        rows = self.con.execute(
+            "SELECT run_key, config FROM runs WHERE scenario = ?", [scenario]
+        ).fetchall()
+        return {key: json.loads(config) for key, config in rows}
+
+    def series(
+        self, scenario: str, names: Sequence[str] | None = None
+    ) -> dict[str, list[tuple[str, int | None, float | None, float | None, int]]]:
+        """The scenario's series points by run key, each run's in the order it
+        wrote them: (series, node, x, y, n); only the series in `names` if given."""
+        if not self._has_table("series"):
+            return {}  # a file from before the series table
+        rows = self.con.execute(
+            "SELECT run_key, series, node, x, y, n FROM series WHERE scenario = ? "
+            "AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], series)) "
+            "ORDER BY run_key, rowid",
+            [scenario, names, names],
+        ).fetchall()
+        out: dict[str, list] = {}
+        for key, *point in rows:
+            out.setdefault(key, []).append(tuple(point))
+        return out
+
+    def _has_table(self, name: str) -> bool:
+        return bool(
+            self.con.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]
+            ).fetchall()
+        )
 
     def versions(self, scenario: str) -> list[str]:
         """The iotbench versions that made the scenario's stored runs."""

@@ -201,6 +201,8 @@ def _value_axis(name: str, body: dict) -> Axis:
 def _check_plots(report: dict, axes: tuple[Axis, ...]) -> None:
     names = [axis.name for axis in axes]
     allowed = ", ".join(names) if names else "(the scenario has no sweep axes)"
+    for i, figure in enumerate(report["series"]):
+        _check_series_plot(figure, ("report", "series", i), axes, allowed)
     for i, plot in enumerate(report["plots"]):
         for key in ("x", "line"):
             if key in plot and plot[key] not in names:
@@ -215,4 +217,32 @@ def _check_plots(report: dict, axes: tuple[Axis, ...]) -> None:
                     ("report", "plots", i, "x_values", j),
                     f"{fmt(value)} is not a value of axis {x_axis.name!r}; values: "
                     + ", ".join(str(v) for v in x_axis.values),
+                )
+
+
+def _check_series_plot(figure: dict, path: tuple, axes: tuple[Axis, ...], allowed: str) -> None:
+    by_name = {axis.name: axis for axis in axes}
+    if "line" in figure and figure["line"] not in by_name:
+        raise Invalid(
+            path + ("line",), f"{fmt(figure['line'])} is not a sweep axis; axes: {allowed}"
+        )
+    for key, kinds in (("reference", ("box", "time")), ("color_by", ("nodes",))):
+        if figure.get(key) and figure["kind"] not in kinds:
+            raise Invalid(path + (key,), f"only kind {' or '.join(kinds)} uses it")
+    if figure["relative"] and figure["kind"] != "nodes":
+        raise Invalid(path + ("relative",), "only kind nodes uses it")
+    for name, values in figure["filter"].items():
+        axis = by_name.get(name)
+        if axis is None:
+            raise Invalid(
+                path + ("filter", name), f"{fmt(name)} is not a sweep axis; axes: {allowed}"
+            )
+        if not isinstance(values, list) or not values:
+            raise Invalid(path + ("filter", name), "a list of the axis's values to keep")
+        for j, value in enumerate(values):
+            if value not in axis.values:
+                raise Invalid(
+                    path + ("filter", name, j),
+                    f"{fmt(value)} is not a value of axis {name!r}; values: "
+                    + ", ".join(str(v) for v in axis.values),
                 )

@@ -308,6 +308,15 @@ WORKLOAD = Section(
             OPTIONAL,
             gt=0,
         ),
+        "series_points": Field(
+            "int",
+            "publish on a radio network: the time series the results store keeps "
+            "(goodput, energy per node, NDN tables; docs/metrics.md) have a point at the "
+            "end of each of this many equal spans of the publishing period; absent: 60.",
+            OPTIONAL,
+            ge=1,
+            le=10000,
+        ),
         "queries": Field("int", "group-query: queries of the entity.", 50, ge=1),
         "query_start_s": Field(
             "float",
@@ -807,6 +816,42 @@ PLOT = Section(
     },
 )
 
+SERIES_KINDS = ("cdf", "box", "time", "scatter", "nodes")
+
+SERIES_PLOT = Section(
+    doc="One figure from the runs' time series and distributions (report/series_plots.py).",
+    fields={
+        "series": Field("str", "The series drawn (docs/metrics.md, 'Time series')."),
+        "kind": Field(
+            "str",
+            "cdf: a distribution per `line` value; box: its values as boxes; time: over "
+            "time; scatter: x against y, dots sized by multiplicity; nodes: every node's "
+            "line, coloured by `color_by`.",
+            choices=SERIES_KINDS,
+        ),
+        "line": Field(
+            "str", "Sweep axis: one line, box or (scatter, nodes) panel per value.", OPTIONAL
+        ),
+        "reference": Field(
+            "str", "box and time: a series drawn as the optimum to compare with.", OPTIONAL
+        ),
+        "color_by": Field("str", "nodes: the per-node series that colours the lines.", OPTIONAL),
+        "relative": Field(
+            "bool", "nodes: draw each node's y minus the mean of all nodes at that x.", False
+        ),
+        "filter": Field(
+            "table",
+            "Only these values of some axes (axis = [values]), as `run --filter` keeps them.",
+            {},
+        ),
+        "title": Field("str", "Figure title.", OPTIONAL),
+        "x_label": Field("str", "x axis label (default: the series').", OPTIONAL),
+        "y_label": Field("str", "y axis label (default: the series').", OPTIONAL),
+        "log_x": Field("bool", "Logarithmic x axis.", False),
+        "log_y": Field("bool", "Logarithmic y axis.", False),
+    },
+)
+
 REPORT = Section(
     doc="What the summary tables and plots show.",
     fields={
@@ -814,6 +859,17 @@ REPORT = Section(
             "list", "Metrics in the summary table (default: all).", [], item=Field("str", "")
         ),
         "plots": Field("list", "Plots (`[[report.plots]]` tables).", [], item=PLOT),
+        "series": Field(
+            "list",
+            "Figures from the runs' time series (`[[report.series]]` tables).",
+            [],
+            item=SERIES_PLOT,
+        ),
+        "topology": Field(
+            "bool",
+            "Draw the radio network and its routing tree (as `iotbench topology` does).",
+            False,
+        ),
     },
 )
 
@@ -879,6 +935,8 @@ def _check_publish(document: dict) -> None:
                 ("workload", "interval_max_s"),
                 f"{workload['interval_max_s']} is below interval_s ({workload.get('interval_s')})",
             )
+    if workload.get("series_points") is not None and kind != "publish":
+        raise Invalid(("workload", "series_points"), "only the publish workload uses it")
     if workload.get("duration_s") is not None and kind != "publish":
         raise Invalid(("workload", "duration_s"), "only the publish workload uses it")
     if kind == "publish" and name == "ndn" and not is_radio(document["network"]):

@@ -23,6 +23,7 @@ from iotbench.metrics.pcap import (
 )
 from iotbench.metrics.radio import radio_metrics
 from iotbench.metrics.series import NodeSeries
+from iotbench.metrics.timeseries import RunMetrics
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.sim import Simulator
 from iotbench.world.group_query import GroupQueryWorkload
@@ -36,7 +37,8 @@ LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 def run_one(
     config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
 ) -> dict[str, float | int]:
-    """Run one simulation; its metrics. `pcap_path`: write the packets there;
+    """Run one simulation; its metrics (a publish run's are `RunMetrics`, with its
+    time series for the results store). `pcap_path`: write the packets there;
     `series_path`: a radio network's per-node energy and counters over time (CSV)."""
     sim = Simulator(seed)
     items = ItemLog()
@@ -97,12 +99,16 @@ def run_one(
         metrics.update(workload_.metrics())
     for publish in published:
         metrics.update(publish.metrics(metrics))
+    tables = [t for t in (p.series_table() for p in published) if t is not None]
     metrics["sim_time_s"] = sim.now
     # A time series only reads the run: the same run with or without one has the
     # same metrics, its sampling events not counted.
-    metrics["sim_events"] = sim.events_processed - (series.events if series else 0)
+    sampling = (series.events if series else 0) + sum(
+        p.series.events for p in published if p.series
+    )
+    metrics["sim_events"] = sim.events_processed - sampling
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
-    return metrics
+    return RunMetrics(metrics, tables[0]) if tables else metrics
 
 
 def radio_parts(net: Network) -> dict:

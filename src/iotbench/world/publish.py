@@ -63,7 +63,13 @@ from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.mqtt import LocalClient
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.metrics.observers import Observers
-from iotbench.metrics.publish import LinkStress, publish_metrics
+from iotbench.metrics.publish import (
+    LinkStress,
+    PublishSeries,
+    distribution_rows,
+    publish_metrics,
+)
+from iotbench.metrics.timeseries import SeriesTable
 from iotbench.net.ip import address_text
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
@@ -82,6 +88,7 @@ from iotbench.proto.mqttsn import events as sn_ev
 from iotbench.proto.mqttsn.client import DISCONNECTED, MqttSnClient, QueueFull
 from iotbench.proto.mqttsn.codec import header_length as sn_header_length
 from iotbench.proto.mqttsn.params import MqttSnClientParams
+from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim import Simulator
 from iotbench.world.coap import COAP_PORT, coap_params
 from iotbench.world.mqttsn import retry_settings, sink_broker
@@ -112,9 +119,12 @@ class Sender(Protocol):
     def app_retransmissions(self) -> int:
         """Retransmissions above the MAC so far."""
 
-    def ndn_tables(self) -> tuple[int, int] | None:
-        """NDN: the most PIT entries and CS bytes any node held; None otherwise."""
+    def forwarders(self) -> dict[str, Forwarder]:
+        """NDN: each node's forwarder, by host name; empty otherwise."""
 
+
+#: Points of the time series over the publishing period (workload.series_points).
+SERIES_POINTS = 60
 
 #: What handling one CoAP message costs a node with a CPU (network.device).
 COAP_MESSAGE = "coap_message"
@@ -172,8 +182,19 @@ class PublishWorkload:
         # the run ends, which depends on how soon the last readings arrive.
         self._energy: list[float] | None = None
         self.energy_until = self.start_s + self.per_producer * mean_interval_s
+        self.series: PublishSeries | None = None
         if observers is not None and "radios" in net.parts:
             sim.at(self.energy_until, self._energy_snapshot)
+            points = workload.get("series_points") or SERIES_POINTS
+            index = {name: i for i, name in enumerate(net.hosts)}
+            forwarders = [(index[n], f) for n, f in self.sender.forwarders().items()]
+            self.series = PublishSeries(
+                sim,
+                self.start_s,
+                (self.energy_until - self.start_s) / points,
+                list(net.parts["radios"].values()),
+                sorted(forwarders, key=lambda pair: pair[0]),
+            )
 
     def start(self) -> None:
         self.sender.start()
@@ -200,6 +221,8 @@ class PublishWorkload:
         self._open[rid] = self.items.start(sim.now)
         if self.stress is not None:
             self.stress.started(rid)
+        if self.series is not None:
+            self.series.taken += 1
         payload = reading(producer, counter, self._values.randrange(10000))
         self.sender.send(producer, rid, payload)
         if counter + 1 < self.per_producer:
@@ -237,6 +260,8 @@ class PublishWorkload:
             self.items.finish(item, now, DELIVERED, len(payload))
             if self.stress is not None:
                 self.stress.delivered(rid, reading_producer(rid), now)
+            if self.series is not None:
+                self.series.delivered += 1
             self._check_all_done()
         return True
 
@@ -294,13 +319,33 @@ class PublishWorkload:
             root_j,
             leaves_j,
             total_j,
-            sender.ndn_tables(),
+            ndn_tables(sender.forwarders()),
         )
+
+    def series_table(self) -> SeriesTable | None:
+        """The run's time series and distributions (metrics/publish.py), once it
+        has ended and its metrics() are taken; None without a radio network."""
+        series, tree = self.series, self.net.parts.get("tree")
+        if series is None:
+            return None
+        series.close_bin(self.sim.now)
+        hops = list(tree.hops) if tree is not None else []
+        stress = self.stress or LinkStress({}, 0.0, find_reading_id)
+        distribution_rows(series.table, self.items.stats.latencies, stress, hops)
+        return series.table
 
     def _check_all_done(self) -> None:
         stats = self.items.stats
         if stats.delivered + stats.given_up == self._total:
             self.sim.stop()
+
+
+def ndn_tables(forwarders: dict[str, Forwarder]) -> tuple[int, int] | None:
+    """The most PIT entries and Content Store bytes any node held; None: no NDN."""
+    if not forwarders:
+        return None
+    held = forwarders.values()
+    return max(f.pit.peak for f in held), max(f.cs.peak_bytes for f in held)
 
 
 class CoapPut:
@@ -346,8 +391,8 @@ class CoapPut:
     def app_retransmissions(self) -> int:
         return sum(endpoint.stats.retransmissions for endpoint, _ in self.producers)
 
-    def ndn_tables(self) -> None:
-        return None
+    def forwarders(self) -> dict[str, Forwarder]:
+        return {}
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         endpoint, driver = self.producers[producer]
@@ -428,8 +473,8 @@ class CoapPull:
         endpoints = [self.gateway, *(endpoint for endpoint, _ in self.producers)]
         return sum(endpoint.stats.retransmissions for endpoint in endpoints)
 
-    def ndn_tables(self) -> None:
-        return None
+    def forwarders(self) -> dict[str, Forwarder]:
+        return {}
 
     def start(self) -> None:
         for index in range(len(self.producers)):
@@ -521,8 +566,8 @@ class MqttSnPublish:
     def app_retransmissions(self) -> int:
         return sum(producer.client.stats.retransmissions for producer in self.producers)
 
-    def ndn_tables(self) -> None:
-        return None
+    def forwarders(self) -> dict[str, Forwarder]:
+        return {}
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         self.producers[producer].send(rid, payload)

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 from iotbench.apps.ndn import NdnNode
 from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
@@ -133,11 +134,6 @@ class NdnTree:
         """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
         return sum(node.forwarder.counters.retransmissions for node in self.nodes.values())
 
-    def ndn_tables(self) -> tuple[int, int]:
-        """The most PIT entries and Content Store bytes any node held."""
-        forwarders = [node.forwarder for node in self.nodes.values()]
-        return max(f.pit.peak for f in forwarders), max(f.cs.peak_bytes for f in forwarders)
-
     def pump_all(self) -> None:
         for node in self.nodes.values():
             node.pump()
@@ -163,8 +159,8 @@ class NdnSender:
     def app_retransmissions(self) -> int:
         return self.tree.app_retransmissions()
 
-    def ndn_tables(self) -> tuple[int, int]:
-        return self.tree.ndn_tables()
+    def forwarders(self) -> dict[str, Forwarder]:
+        return {name: node.forwarder for name, node in self.tree.nodes.items()}
 
 
 class NdnPull(NdnSender):

@@ -65,6 +65,18 @@ def test_pit_overflow_replace_oldest():
     assert [e.name for e in pit] == [Name("/2"), Name("/3")]
 
 
+def test_pit_peaks_overall_and_since_the_last_sample():
+    pit = Pit()
+    entries = [pit.insert(make_interest(f"/p/{i}"), 0.0)[0] for i in range(3)]
+    pit.erase(entries[0])
+    pit.erase(entries[1])
+    assert (pit.peak, pit.take_recent_peak()) == (3, 3)
+    # The next span starts from what is held now (1), not from zero.
+    assert pit.take_recent_peak() == 1
+    pit.insert(make_interest("/p/9"), 0.0)
+    assert (pit.take_recent_peak(), pit.peak) == (2, 3)
+
+
 def test_pit_bad_parameters():
     with pytest.raises(ValueError):
         Pit(max_entries=0)
@@ -181,6 +193,18 @@ def test_cs_implicit_digest_lookup():
     assert cs.lookup(make_interest(d.full_name), 0) is d
     wrong = Name("/a").append(Component.implicit_digest(b"\1" * 32))
     assert cs.lookup(make_interest(wrong), 0) is None
+
+
+def test_cs_peak_bytes_overall_and_since_the_last_sample():
+    cs = ContentStore(max_bytes=1000)
+    a, b = make_data("/a", b"x" * 100), make_data("/b", b"y" * 100)
+    cs.insert(a, 0)
+    cs.insert(b, 0)
+    both = len(a.wire) + len(b.wire)
+    cs.erase(a.name.value)
+    assert (cs.peak_bytes, cs.take_recent_peak()) == (both, both)
+    assert cs.take_recent_peak() == len(b.wire)
+    assert cs.peak_bytes == both
 
 
 def test_cs_bad_parameters():

@@ -53,6 +53,7 @@ class ContentStore:
         self.policy = policy
         self.bytes_used = 0
         self.peak_bytes = 0  # the most bytes it ever held
+        self.recent_peak = 0  # the most bytes since take_recent_peak() (a time series' bin)
         self.evictions = 0
         # Eviction order: first = next victim.
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
@@ -78,9 +79,16 @@ class ContentStore:
         self._entries[key] = _Entry(data, now)
         insort(self._sorted, key)
         self.bytes_used += size
-        if self.bytes_used > self.peak_bytes:
-            self.peak_bytes = self.bytes_used  # S4's CS occupancy
+        if self.bytes_used > self.recent_peak:  # S4's CS occupancy (peak >= recent_peak)
+            self.recent_peak = self.bytes_used
+            if self.bytes_used > self.peak_bytes:
+                self.peak_bytes = self.bytes_used
         return True
+
+    def take_recent_peak(self) -> int:
+        """The most bytes held since the last call (or ever); starts the next span."""
+        value, self.recent_peak = self.recent_peak, self.bytes_used
+        return value
 
     def _erase(self, key: bytes) -> None:
         entry = self._entries.pop(key)

@@ -140,6 +140,12 @@ class Pit:
         # Entries whose name ends in an implicit digest: only then is a Data's digest needed.
         self._digest_named = 0
         self.peak = 0  # the most entries it ever held
+        self.recent_peak = 0  # the most since take_recent_peak() (a time series' bin)
+
+    def take_recent_peak(self) -> int:
+        """The most entries held since the last call (or ever); starts the next span."""
+        value, self.recent_peak = self.recent_peak, len(self._entries)
+        return value
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -177,8 +183,11 @@ class Pit:
             self.erase(evicted)
         entry = PitEntry(interest, now)
         self._entries[key] = entry
-        if len(self._entries) > self.peak:
-            self.peak = len(self._entries)  # S4's PIT occupancy
+        held = len(self._entries)
+        if held > self.recent_peak:  # S4's PIT occupancy (peak >= recent_peak)
+            self.recent_peak = held
+            if held > self.peak:
+                self.peak = held
         self._by_name.setdefault(key[0], []).append(entry)
         if len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
             self._digest_named += 1

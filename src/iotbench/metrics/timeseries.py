@@ -1,0 +1,70 @@
+"""A run's time series and distributions, which the results store keeps in its
+`series` table beside the run's metrics (docs/metrics.md, "Time series").
+
+Each row is one point: (series, node, x, y, n). `series` names what it is
+(`energy_j`, `goodput_per_s`, `tta_cdf`, ...), `node` the node it belongs to
+(-1: the whole network), `x` and `y` its coordinates (x is the virtual time
+for a series over time), `n` how many observations the point stands for (the
+link-stress scatter's multiplicity; 1 elsewhere). The rows are kept in
+columns of machine numbers, so 100,000 of them cost about 4 MB.
+
+A run function returns `RunMetrics`, a dict of metrics like any other run
+function's, with the rows as its `series`, so runners that know nothing of
+series (a test's run function, `iotbench run --json`) keep working.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping
+
+NETWORK = -1  # `node` of a point that belongs to the whole network
+
+SeriesRow = tuple[str, int, float, float, int]
+
+
+class SeriesTable:
+    """Rows of points, column by column."""
+
+    __slots__ = ("names", "node", "x", "y", "n")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.node = array("i")
+        self.x = array("d")
+        self.y = array("d")
+        self.n = array("q")
+
+    def add(self, series: str, node: int, x: float, y: float, n: int = 1) -> None:
+        self.names.append(series)
+        self.node.append(node)
+        self.x.append(x)
+        self.y.append(y)
+        self.n.append(n)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[SeriesRow]:
+        return zip(self.names, self.node, self.x, self.y, self.n, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SeriesTable) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+
+class RunMetrics(dict):
+    """A run's metrics (name -> number) with its series rows beside them."""
+
+    def __init__(self, metrics: Mapping[str, float | int], series: SeriesTable) -> None:
+        super().__init__(metrics)
+        self.series = series
+
+
+def series_of(result: object) -> SeriesTable | None:
+    """The series rows a run function returned along with its metrics, if any."""
+    series = result.series if isinstance(result, RunMetrics) else None
+    if series is not None and not isinstance(series, SeriesTable):
+        raise TypeError(f"RunMetrics.series is a {type(series).__name__}, not a SeriesTable")
+    return series
