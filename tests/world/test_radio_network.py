@@ -569,3 +569,23 @@ def test_a_failed_observe_registration_is_tried_again(monkeypatch):
     # Every producer's later readings arrive: only those before its registration
     # went through, and those the lossy hops lost, are missing.
     assert m["delivery_ratio"] > 0.5
+
+
+def test_a_devices_packet_memory_bounds_what_it_queues():
+    """network.device gives every node packet memory (net/pktbuf.py): RIOT's 6,144
+    bytes on an M3 hold what a line of six nodes queues; 128 bytes hold one frame
+    at a time, so the forwarders' queues overflow and readings are lost."""
+    device = {
+        "network.device.profile": "m3",
+        "workload.interval_s": 0.02,
+        "protocol.coap.type": "non",  # no retransmission makes up for a drop
+    }
+    roomy = run_one(*publish_config(**device))
+    tight = run_one(*publish_config(**device, **{"network.device.pktbuf_bytes": 128}))
+    assert roomy["pktbuf_drops"] == 0 and 0 < roomy["pktbuf_peak_bytes"] <= 6144
+    assert tight["pktbuf_drops"] > 0 and tight["pktbuf_peak_bytes"] <= 128
+    # A frame refused memory is dropped as a full queue would drop it.
+    assert tight["mac_queue_drops"] == roomy["mac_queue_drops"] + tight["pktbuf_drops"]
+    assert tight["items_delivered"] < roomy["items_delivered"]
+    plain = run_one(*publish_config())
+    assert "pktbuf_peak_bytes" not in plain  # no device, no packet memory

@@ -37,6 +37,10 @@ def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
     out["energy_j_node_max"] = max(energies, default=math.nan)
     tx_s = [r.power.times_s(now)[4] for r in radios]
     out["radio_tx_s_node_max"] = max(tx_s, default=math.nan)
+    pktbufs = [m.pktbuf for m in macs if m.pktbuf is not None]
+    if pktbufs:  # network.device gives nodes packet memory (net/pktbuf.py)
+        out["pktbuf_peak_bytes"] = max(b.peak for b in pktbufs)
+        out["pktbuf_drops"] = sum(b.refused for b in pktbufs)
     tree = parts.get("tree")
     if tree is not None:
         hops = [h for h in tree.hops if h >= 0]

@@ -349,8 +349,9 @@ INTERFERER = Section(
 )
 
 DEVICE = Section(
-    doc="The nodes' processors: CPU time per packet from a device profile "
-    "(proto/ndn/profiles.py), so a busy node queues its work.",
+    doc="The nodes' devices (proto/ndn/profiles.py): CPU time per packet, so a busy "
+    "node queues its work, and packet memory, which bounds what a node's MAC queues "
+    "and reassembles (net/pktbuf.py).",
     fields={
         "profile": Field(
             "str",
@@ -365,6 +366,14 @@ DEVICE = Section(
             "The gateway's profile, for every stack (NDN included); absent: as the other nodes.",
             OPTIONAL,
             choices=("m3", "samr21", "a8", "host"),
+        ),
+        "pktbuf_bytes": Field(
+            "int",
+            "Packet memory of the nodes whose device is `profile` (not a gateway with a "
+            "`gateway_profile`); absent: the profile's (m3, samr21: RIOT's 6,144 bytes; "
+            "a8, host: 212,992).",
+            OPTIONAL,
+            ge=128,
         ),
     },
     optional=True,

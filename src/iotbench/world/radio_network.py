@@ -44,6 +44,7 @@ from iotbench.net.lowpan.fragments import Reassembler
 from iotbench.net.lowpan.interface import LowpanInterface
 from iotbench.net.mac.csma import CsmaMac, MacParams
 from iotbench.net.node import Node
+from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.energy import EnergyProfile, RadioEnergy
 from iotbench.net.radio.interferer import WifiInterferer, WifiTraffic, in_band_fraction
@@ -156,13 +157,21 @@ def _one_network(
         )
         macs.append(CsmaMac(sim, radio, address, sim.rng(f"mac/{radio.name}"), params, observers))
     rpl_drivers: list[RplDriver] = []
+    profiles = device_profiles(cfg, topology)
+    # A device's packet memory bounds what its MAC queues (every stack) and what
+    # its 6LoWPAN layer reassembles (net/pktbuf.py).
+    pktbufs = {
+        name: PacketBuffer(size) for name, size in pktbuf_sizes(cfg, topology, profiles).items()
+    }
+    for node, m in zip(topology.nodes, macs, strict=True):
+        m.pktbuf = pktbufs.get(node.id)
     if protocol == "ndn":
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
         hosts, interfaces = _ip_hosts(sim, cfg, topology, macs, subnet.prefix)
-        profiles = device_profiles(cfg, topology)
         for name, profile in profiles.items():
             hosts[name].use_cpu(Cpu(sim), profile)
+            interfaces[name].reassembler.pktbuf = pktbufs[name]
         if cfg.routing.protocol == "static":
             install_static_routes(topology, tree, hosts, interfaces)
             multicast = static_multicast(topology, tree, hosts, interfaces)
@@ -390,8 +399,24 @@ def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int 
     return hosts, interfaces
 
 
+def pktbuf_sizes(
+    cfg: Settings, topology: Topology, profiles: dict[str, DeviceProfile]
+) -> dict[str, int]:
+    """Each device's packet memory: its profile's, or `network.device.pktbuf_bytes`
+    (a gateway with a profile of its own keeps that one's)."""
+    device = cfg.device
+    override = device.pktbuf_bytes if device is not None else None
+    gateway = topology.ids("gateway")[0] if profiles else None
+    sizes = {}
+    for name, profile in profiles.items():
+        own = override is None or (name == gateway and device.gateway_profile is not None)
+        sizes[name] = profile.pktbuf_bytes if own else override
+    return sizes
+
+
 def device_profiles(cfg: Settings, topology: Topology) -> dict[str, DeviceProfile]:
-    """`network.device`: each node's device profile for the IP stacks (none: no CPU)."""
+    """`network.device`: each node's device profile: its CPU for the IP stacks, and
+    the packet memory of its MAC and 6LoWPAN layer (none: neither)."""
     device = cfg.device
     if device is None or (device.profile is None and device.gateway_profile is None):
         return {}

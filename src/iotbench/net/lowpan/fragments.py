@@ -39,6 +39,7 @@ from iotbench.net.lowpan.codec import (
     decompress,
 )
 from iotbench.net.lowpan.dispatch import DISPATCH_FRAG1, DISPATCH_FRAGN, Dispatch, classify
+from iotbench.net.pktbuf import PacketBuffer
 
 FRAG1_HEADER_LEN = 4
 FRAGN_HEADER_LEN = 5
@@ -177,6 +178,7 @@ class Reassembler:
         max_datagrams: int = 8,
         max_bytes: int = 8 * 1280,
         contexts: Mapping[int, bytes] | None = None,
+        pktbuf: PacketBuffer | None = None,
     ) -> None:
         if timeout_s <= 0 or max_datagrams < 1 or max_bytes < 0:
             raise ValueError("timeout_s and max_datagrams must be positive, max_bytes not negative")
@@ -186,6 +188,9 @@ class Reassembler:
         self.contexts = check_contexts(contexts)
         self._datagrams: dict[tuple[bytes, bytes, int], _Datagram] = {}
         self._reserved = 0  # sum of the sizes of the datagrams in progress
+        # The node's packet memory (net/pktbuf.py): a datagram in progress holds
+        # its full size there too.
+        self.pktbuf = pktbuf
         self.decode_errors = 0
         self.not_lowpan = 0
         self.timeouts = 0
@@ -253,7 +258,7 @@ class Reassembler:
         # Pieces never overlap and all lie within the size, so holding `size`
         # bytes means every byte is there.
         del self._datagrams[key]
-        self._reserved -= datagram.size
+        self._release(datagram.size)
         self.completed += 1
         return b"".join(datagram.pieces[offset] for offset in sorted(datagram.pieces))
 
@@ -269,12 +274,21 @@ class Reassembler:
         return False
 
     def _admit(self, key: tuple[bytes, bytes, int], size: int, now: float) -> _Datagram | None:
-        if len(self._datagrams) >= self.max_datagrams or self._reserved + size > self.max_bytes:
+        if (
+            len(self._datagrams) >= self.max_datagrams
+            or self._reserved + size > self.max_bytes
+            or (self.pktbuf is not None and not self.pktbuf.take(size))
+        ):
             self.discarded += 1
             return None
         datagram = self._datagrams[key] = _Datagram(size, now + self.timeout_s)
         self._reserved += size
         return datagram
+
+    def _release(self, size: int) -> None:
+        self._reserved -= size
+        if self.pktbuf is not None:
+            self.pktbuf.give(size)
 
     def _discard(self, key: tuple[bytes, bytes, int]) -> None:
         self._drop(key)
@@ -282,7 +296,7 @@ class Reassembler:
 
     def _drop(self, key: tuple[bytes, bytes, int]) -> None:
         datagram = self._datagrams.pop(key)
-        self._reserved -= datagram.size
+        self._release(datagram.size)
 
     def expire(self, now: float) -> None:
         """Drop the datagrams whose reassembly time ran out by `now`."""

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
 from iotbench.net.packet import ACK, DATA, QUEUE_FULL, Packet
+from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
@@ -145,6 +146,9 @@ class CsmaMac:
         self._ack_token = 0
         self._committed = False  # turning around for a data frame, or sending it
         self._acking = False  # turning around for an ACK, or sending it
+        # The node's packet memory (net/pktbuf.py), which queued frames take from;
+        # None: only queue_frames bounds the queue.
+        self.pktbuf: PacketBuffer | None = None
 
     # ------------------------------------------------------------ from above
 
@@ -188,7 +192,10 @@ class CsmaMac:
             radio = self.medium.by_address.get(dst)
             out.dst_radio = radio if radio is not None else NOBODY
             out.dst_name = radio.name if radio is not None else None
-        if len(self._queue) >= self.params.queue_frames:
+        pktbuf = self.pktbuf
+        if len(self._queue) >= self.params.queue_frames or (
+            pktbuf is not None and not pktbuf.take(len(frame))
+        ):
             self.counters.queue_drops += 1
             pkt = self._packet(out)
             pkt.t_sent = pkt.t_done = self.sim.now
@@ -302,6 +309,8 @@ class CsmaMac:
 
     def _finish(self, out: _Outgoing, acked: bool) -> None:
         """The frame is done with (sent, or given up); on to the next after the IFS."""
+        if self.pktbuf is not None:
+            self.pktbuf.give(len(out.frame))
         if out.ack and self.on_sent is not None:
             self.on_sent(out.dst, acked, out.retries + 1)
         if acked and self.params.interframe_spacing:

@@ -41,6 +41,15 @@ creation and forwarding decision together cost 350 us).
 RAM budgets: S5 gives RIOT's NDN stack a 24 KB Content Store on the M3; the
 PIT and FIB budgets assume about 128 bytes per PIT entry (an Interest of
 ~80 bytes plus records and timers) and 64 bytes per FIB entry.
+
+Packet memory (`pktbuf_bytes`, net/pktbuf.py: what queued frames and
+datagrams in reassembly hold, when a radio network gives its nodes a device
+with `network.device`): on `m3` and `samr21` RIOT's GNRC packet buffer at its
+default size, 6,144 bytes (CONFIG_GNRC_PKTBUF_SIZE: two incoming and two
+outgoing 1,280-byte packets and 1 KiB of metadata); on `a8` and `host`, Linux,
+whose default socket buffer (net.core.wmem_default, 212,992 bytes) bounds
+what one application has in flight; the interface queue behind it holds
+1,000 frames, more than a 802.15.4 channel drains in seconds.
 """
 
 from __future__ import annotations
@@ -94,6 +103,7 @@ class DeviceProfile:
     cs_max_bytes: int
     pit_budget_bytes: int
     fib_budget_bytes: int
+    pktbuf_bytes: int  # packet memory of the network stack (net/pktbuf.py)
 
     def __post_init__(self) -> None:
         missing = set(OPERATIONS) - set(self.costs_s)
@@ -197,6 +207,7 @@ PROFILES: dict[str, DeviceProfile] = {
         cs_max_bytes=24 * 1024,
         pit_budget_bytes=4 * 1024,
         fib_budget_bytes=2 * 1024,
+        pktbuf_bytes=6144,
     ),
     "samr21": DeviceProfile(
         name="samr21",
@@ -208,6 +219,7 @@ PROFILES: dict[str, DeviceProfile] = {
         cs_max_bytes=8 * 1024,
         pit_budget_bytes=2 * 1024,
         fib_budget_bytes=1024,
+        pktbuf_bytes=6144,
     ),
     "a8": DeviceProfile(
         name="a8",
@@ -219,6 +231,7 @@ PROFILES: dict[str, DeviceProfile] = {
         cs_max_bytes=1024 * 1024,
         pit_budget_bytes=4096 * PIT_ENTRY_BYTES,
         fib_budget_bytes=4096 * FIB_ENTRY_BYTES,
+        pktbuf_bytes=212_992,
     ),
     "host": DeviceProfile(
         name="host",
@@ -230,6 +243,7 @@ PROFILES: dict[str, DeviceProfile] = {
         cs_max_bytes=16 * 1024 * 1024,
         pit_budget_bytes=65536 * PIT_ENTRY_BYTES,
         fib_budget_bytes=65536 * FIB_ENTRY_BYTES,
+        pktbuf_bytes=212_992,
     ),
 }
 
