@@ -89,16 +89,25 @@ class Reception:
 class Transmission:
     """One frame on the air."""
 
-    __slots__ = ("affected", "decodable", "dst", "end", "pkt", "radio", "start")
+    __slots__ = ("dst", "end", "mws", "pkt", "radio", "reached", "start")
 
-    def __init__(self, radio, pkt: Packet | None, dst: Radio | None, start: float, end: float):
+    def __init__(
+        self,
+        radio: Radio,
+        pkt: Packet,
+        dst: Radio | None,
+        start: float,
+        end: float,
+        reached: list[tuple[Radio, float, int]],
+        mws: list[float],
+    ) -> None:
         self.radio = radio
         self.pkt = pkt
-        self.dst = dst  # the addressee's radio; None for a broadcast or a burst
+        self.dst = dst  # the addressee's radio; None for a broadcast
         self.start = start
         self.end = end
-        self.decodable = pkt is not None
-        self.affected: list[tuple[Radio, float]] = []
+        self.reached = reached  # the sender's neighbour list
+        self.mws = mws  # the frame's power at each of them
 
 
 class Radio:
@@ -215,55 +224,6 @@ class Radio:
         log_success += (now - t) * phy.log_success_per_bit(rec.mw / (other + extra))
         return log_success * phy.RATE_BPS
 
-    # signal_starts and signal_ends run for every receiver within reach of every
-    # frame: the most frequent code of a radio network, so written out in full.
-
-    def signal_starts(self, tx: Transmission, mw: float, now: float) -> None:
-        power = self.power_mw
-        self.energy += power * (now - self.energy_t)
-        self.energy_t = now
-        rec = self.locked
-        dst = tx.dst
-        if rec is not None:
-            if rec.decided:
-                self._close_segment(rec, now)
-            rec.interfered = True
-            if dst is self:
-                self.counters.missed_busy += 1
-        elif (
-            tx.decodable
-            and mw >= self.sensitivity_mw
-            and self.state == LISTEN
-            and now >= self.deaf_until
-        ):
-            self.locked = Reception(tx, mw, now, dst is None or dst is self)
-            self.power.change(LISTEN, RX, now)
-            self.state = RX
-        elif dst is self:
-            self.counters.missed_busy += 1
-        self.power_mw = power + mw
-        self.incoming += 1
-
-    def signal_ends(self, tx: Transmission, mw: float, now: float) -> Reception | None:
-        """The signal is gone; the finished reception if it was the frame locked onto."""
-        power = self.power_mw
-        self.energy += power * (now - self.energy_t)
-        self.energy_t = now
-        rec = self.locked
-        done = None
-        if rec is not None:
-            if rec.decided:
-                self._close_segment(rec, now)
-            if rec.tx is tx:
-                done = rec
-                self.locked = None
-                self.power.change(RX, LISTEN, now)
-                self.state = LISTEN
-        self.incoming -= 1
-        power = power - mw if self.incoming else 0.0
-        self.power_mw = power if power > _POWER_RESIDUE_MW else 0.0
-        return done
-
     # ------------------------------------------------------------ what the MAC asks
 
     def cca_start(self, now: float) -> float:
@@ -335,22 +295,47 @@ class RadioMedium:
         sim = self.sim
         now = sim.now
         end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S  # phy.frame_airtime_s
-        tx = Transmission(radio, pkt, dst, now, end)
+        neighbours = radio.neighbours
+        mws = self.variation.powers(neighbours, now)
+        tx = Transmission(radio, pkt, dst, now, end, neighbours, mws)
         radio.set_state(TX, now)
         pkt.medium = self
         pkt.t_sent = now
-        affected = tx.affected
-        variation = self.variation
-        if variation.varies:
-            gain = variation.gain
-            for rcv, mean_mw, pair in radio.neighbours:
-                mw = mean_mw * gain(pair, now)
-                rcv.signal_starts(tx, mw, now)
-                affected.append((rcv, mw))
-        else:
-            for rcv, mw, _pair in radio.neighbours:
-                rcv.signal_starts(tx, mw, now)
-                affected.append((rcv, mw))
+        # Every receiver that locks onto the frame without being its addressee
+        # shares one undecided Reception: only its `tx` is ever read (its MAC
+        # would drop the frame by address, so its bits are never decided).
+        overheard = None
+        # What each receiver does as the signal starts, written out: this loop and
+        # the one in _end run for every receiver within reach of every frame, the
+        # most frequent code of a radio network. The receiver integrates the power
+        # it had until now (for CCA), and locks onto the frame if it reaches its
+        # sensitivity while it listens; a reception in progress gets a new stretch.
+        for (rcv, _mean_mw, _pair), mw in zip(neighbours, mws):
+            power = rcv.power_mw
+            rcv.energy += power * (now - rcv.energy_t)
+            rcv.energy_t = now
+            rec = rcv.locked
+            if rec is not None:
+                if rec.decided:
+                    rcv._close_segment(rec, now)
+                rec.interfered = True
+                if dst is rcv:
+                    rcv.counters.missed_busy += 1
+            elif mw >= rcv.sensitivity_mw and rcv.state == LISTEN and now >= rcv.deaf_until:
+                if dst is None or dst is rcv:
+                    rcv.locked = Reception(tx, mw, now, True)
+                else:
+                    if overheard is None:
+                        overheard = Reception(tx, mw, now, False)
+                    rcv.locked = overheard
+                meter = rcv.power  # meter.change(LISTEN, RX, now), written out
+                meter.time_s[LISTEN] += now - meter.since
+                meter.since = now
+                rcv.state = meter.state = RX
+            elif dst is rcv:
+                rcv.counters.missed_busy += 1
+            rcv.power_mw = power + mw
+            rcv.incoming += 1
         self.on_air += 1
         self.observers.transmitted(pkt)
         sim.post(end, self._end, tx, done)
@@ -366,8 +351,29 @@ class RadioMedium:
         dst = tx.dst
         dst_locked = False
         rng = self.rng
-        for rcv, mw in tx.affected:
-            rec = rcv.signal_ends(tx, mw, now)
+        # What each receiver does as the signal ends (see transmit): it integrates
+        # its power, closes the stretch of a reception in progress, takes the
+        # frame's power off, and, if it was locked onto this frame, decides it.
+        for (rcv, _mean_mw, _pair), mw in zip(tx.reached, tx.mws):
+            power = rcv.power_mw
+            rcv.energy += power * (now - rcv.energy_t)
+            rcv.energy_t = now
+            rec = rcv.locked
+            if rec is not None:
+                if rec.decided:
+                    rcv._close_segment(rec, now)
+                if rec.tx is tx:
+                    rcv.locked = None
+                    meter = rcv.power  # meter.change(RX, LISTEN, now), written out
+                    meter.time_s[RX] += now - meter.since
+                    meter.since = now
+                    rcv.state = meter.state = LISTEN
+                else:
+                    rec = None
+            incoming = rcv.incoming - 1
+            rcv.incoming = incoming
+            power = power - mw if incoming else 0.0
+            rcv.power_mw = power if power > _POWER_RESIDUE_MW else 0.0
             if rec is None:
                 continue
             if not rec.decided:

@@ -82,27 +82,31 @@ class PathLoss:
 
 
 class NoVariation:
-    """Links keep their mean power."""
+    """Links keep their mean power.
+
+    Every model has `powers(neighbours, now)`: the power (mW) of a frame sent
+    now at each receiver of a neighbour list (neighbours.py), in the list's
+    order, drawing what it draws in that order.
+    """
 
     margin_db = 0.0
-    varies = False
 
-    def gain(self, pair: int, now: float) -> float:
-        return 1.0
+    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
+        return [mean_mw for _rcv, mean_mw, _pair in neighbours]
 
 
 class RayleighFading:
     """An exponentially distributed power gain per frame and receiver."""
 
     margin_db = RAYLEIGH_MARGIN_DB
-    varies = True
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def gain(self, pair: int, now: float) -> float:
+    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
+        random, log = self.rng.random, math.log
         # -ln(U), U in (0, 1]: exponential with mean 1.
-        return -math.log(1.0 - self.rng.random())
+        return [mean_mw * -log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
 
 
 class GilbertElliottLinks:
@@ -121,7 +125,6 @@ class GilbertElliottLinks:
     """
 
     margin_db = 0.0
-    varies = True
 
     def __init__(
         self, rng: random.Random, pairs: int, good_s: float, bad_s: float, bad_loss_db: float
@@ -133,13 +136,29 @@ class GilbertElliottLinks:
         self._since = array("d", [-1.0]) * pairs  # time of the last frame; -1: none yet
         self._bad = bytearray(pairs)
 
-    def gain(self, pair: int, now: float) -> float:
-        since = self._since[pair]
+    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
+        # Runs for every receiver within reach of every frame: written out with
+        # locals. The chain's law above puts P(bad) at or below p_bad after a
+        # good state and at or above it after a bad one (in floating point too:
+        # p_bad plus a term of one sign), so a draw on the far side of p_bad
+        # decides the state without the decay term; the draws are the same.
+        since_of, bad_of = self._since, self._bad
+        random, exp = self.rng.random, math.exp
         p_bad = self.p_bad
-        if since >= 0.0:
-            memory = math.exp(-self.rate * (now - since))
-            p_bad += ((1.0 - p_bad) if self._bad[pair] else -p_bad) * memory
-        bad = self.rng.random() < p_bad
-        self._bad[pair] = bad
-        self._since[pair] = now
-        return self.bad_gain if bad else 1.0
+        p_good, neg_p_bad = 1.0 - p_bad, -p_bad
+        bad_gain, neg_rate = self.bad_gain, -self.rate
+        out = []
+        append = out.append
+        for _rcv, mean_mw, pair in neighbours:
+            u = random()
+            since = since_of[pair]
+            if bad_of[pair]:
+                bad = u < p_bad or u < p_bad + p_good * exp(neg_rate * (now - since))
+            elif since >= 0.0:
+                bad = u < p_bad and u < p_bad + neg_p_bad * exp(neg_rate * (now - since))
+            else:  # the link's first frame: the stationary law
+                bad = u < p_bad
+            bad_of[pair] = bad
+            since_of[pair] = now
+            append(mean_mw * bad_gain if bad else mean_mw)
+        return out
