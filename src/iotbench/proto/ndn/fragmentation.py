@@ -158,7 +158,10 @@ class Reassembler:
         return len(self._partials)
 
     def next_timer(self) -> float | None:
-        return min((p.deadline for p in self._partials.values()), default=None)
+        # Asked after every packet a forwarder handles; nothing is partial most of the time.
+        if not self._partials:
+            return None
+        return min(p.deadline for p in self._partials.values())
 
     def expire(self, now: float) -> int:
         """Drop partial packets whose timeout has passed; returns how many."""
