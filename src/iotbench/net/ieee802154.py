@@ -56,7 +56,7 @@ def crc16(data: bytes) -> int:
     """The FCS: CRC-16 with polynomial x^16 + x^12 + x^5 + 1, zero initial value,
     bits processed least significant first (IEEE 802.15.4-2006 7.2.1.9)."""
     crc = binascii.crc_hqx(data.translate(_REVERSED), 0)
-    return int(f"{crc:016b}"[::-1], 2)
+    return (_REVERSED[crc & 0xFF] << 8) | _REVERSED[crc >> 8]
 
 
 def header_length(dst: bytes, src_len: int = 8) -> int:
@@ -113,9 +113,19 @@ def encode(frame: Frame) -> bytes:
 
 def encode_ack(seq: int, frame_pending: bool = False) -> bytes:
     """An acknowledgment frame (7.2.2.3); version 0, as 2006 devices send them."""
+    if not frame_pending:
+        return _ACKS[seq & 0xFF]
+    return _encode_ack(seq, frame_pending)
+
+
+def _encode_ack(seq: int, frame_pending: bool) -> bytes:
     fc = FRAME_TYPE_ACK | (FRAME_PENDING if frame_pending else 0)
     body = _FC.pack(fc, seq & 0xFF)
     return body + _U16.pack(crc16(body))
+
+
+# Every unicast frame is acknowledged, and there are only 256 plain ACKs.
+_ACKS = [_encode_ack(seq, False) for seq in range(256)]
 
 
 def decode(data: bytes) -> Frame | Ack:

@@ -312,7 +312,8 @@ class RadioMedium:
         # sensitivity while it listens; a reception in progress gets a new stretch.
         for (rcv, _mean_mw, _pair), mw in zip(neighbours, mws):
             power = rcv.power_mw
-            rcv.energy += power * (now - rcv.energy_t)
+            if power:  # (nothing on the air here since energy_t adds nothing)
+                rcv.energy += power * (now - rcv.energy_t)
             rcv.energy_t = now
             rec = rcv.locked
             if rec is not None:
@@ -351,6 +352,7 @@ class RadioMedium:
         dst = tx.dst
         dst_locked = False
         rng = self.rng
+        residue = _POWER_RESIDUE_MW
         # What each receiver does as the signal ends (see transmit): it integrates
         # its power, closes the stretch of a reception in progress, takes the
         # frame's power off, and, if it was locked onto this frame, decides it.
@@ -373,7 +375,7 @@ class RadioMedium:
             incoming = rcv.incoming - 1
             rcv.incoming = incoming
             power = power - mw if incoming else 0.0
-            rcv.power_mw = power if power > _POWER_RESIDUE_MW else 0.0
+            rcv.power_mw = power if power > residue else 0.0
             if rec is None:
                 continue
             if not rec.decided:
