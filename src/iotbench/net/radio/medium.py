@@ -89,7 +89,7 @@ class Reception:
 class Transmission:
     """One frame on the air."""
 
-    __slots__ = ("dst", "end", "mws", "pkt", "radio", "reached", "start")
+    __slots__ = ("dst", "end", "mws", "pkt", "radio", "receivers", "start")
 
     def __init__(
         self,
@@ -98,7 +98,7 @@ class Transmission:
         dst: Radio | None,
         start: float,
         end: float,
-        reached: list[tuple[Radio, float, int]],
+        receivers: tuple[Radio, ...],
         mws: list[float],
     ) -> None:
         self.radio = radio
@@ -106,7 +106,7 @@ class Transmission:
         self.dst = dst  # the addressee's radio; None for a broadcast
         self.start = start
         self.end = end
-        self.reached = reached  # the sender's neighbour list
+        self.receivers = receivers  # the sender's neighbours
         self.mws = mws  # the frame's power at each of them
 
 
@@ -127,11 +127,12 @@ class Radio:
         "mac",
         "medium",
         "name",
-        "neighbours",
+        "_neighbours",
         "noise_mw",
         "position",
         "power",
         "power_mw",
+        "receivers",
         "sensitivity_mw",
         "state",
         "tx_power_dbm",
@@ -173,6 +174,16 @@ class Radio:
         self.state = LISTEN
         self.power = energy or RadioEnergy(medium.sim.now)
         self.counters = RadioCounters()
+
+    @property
+    def neighbours(self) -> list[tuple[Radio, float, int]]:
+        return self._neighbours
+
+    @neighbours.setter
+    def neighbours(self, neighbours: list[tuple[Radio, float, int]]) -> None:
+        self._neighbours = neighbours
+        # The receivers alone, in the same order: what the medium's loops walk.
+        self.receivers = tuple(rcv for rcv, _mean_mw, _pair in neighbours)
 
     # ------------------------------------------------------------ state
 
@@ -295,9 +306,9 @@ class RadioMedium:
         sim = self.sim
         now = sim.now
         end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S  # phy.frame_airtime_s
-        neighbours = radio.neighbours
-        mws = self.variation.powers(neighbours, now)
-        tx = Transmission(radio, pkt, dst, now, end, neighbours, mws)
+        receivers = radio.receivers
+        mws = self.variation.powers(radio.neighbours, now)
+        tx = Transmission(radio, pkt, dst, now, end, receivers, mws)
         radio.set_state(TX, now)
         pkt.medium = self
         pkt.t_sent = now
@@ -310,7 +321,7 @@ class RadioMedium:
         # most frequent code of a radio network. The receiver integrates the power
         # it had until now (for CCA), and locks onto the frame if it reaches its
         # sensitivity while it listens; a reception in progress gets a new stretch.
-        for (rcv, _mean_mw, _pair), mw in zip(neighbours, mws):
+        for rcv, mw in zip(receivers, mws):
             power = rcv.power_mw
             if power:  # (nothing on the air here since energy_t adds nothing)
                 rcv.energy += power * (now - rcv.energy_t)
@@ -356,7 +367,7 @@ class RadioMedium:
         # What each receiver does as the signal ends (see transmit): it integrates
         # its power, closes the stretch of a reception in progress, takes the
         # frame's power off, and, if it was locked onto this frame, decides it.
-        for (rcv, _mean_mw, _pair), mw in zip(tx.reached, tx.mws):
+        for rcv, mw in zip(tx.receivers, tx.mws):
             power = rcv.power_mw
             rcv.energy += power * (now - rcv.energy_t)
             rcv.energy_t = now
