@@ -73,6 +73,7 @@ NAM_RETRIES = 3
 NAM_STALE_S = 10.0
 NAM_CACHE_ENTRIES = 20  # examples/hopp's COMPAS_NAM_CACHE_LEN
 UNICAST_SOLS = 4
+_INTEREST_TYPE = bytes((TT.INTEREST,))  # an NDN Interest's first byte
 SOLS_BEFORE_TRICKLE = 3
 
 
@@ -161,7 +162,7 @@ class HoppAgent:
                 return
             if ndn_receive is None:
                 return  # NDN from a node outside the tree: no face for it
-            if payload[:1] == bytes((TT.INTEREST,)):
+            if payload[:1] == _INTEREST_TYPE:
                 self._on_remote_interest(payload)
             ndn_receive(src, payload)
 
@@ -389,11 +390,13 @@ class HoppAgent:
         if not self.names:
             return
         try:
-            name = Interest(payload).name.to_uri()
+            interest_name = Interest(payload).name
+            name = interest_name.to_uri()
         except NdnDecodeError:
             return
         entry = self.names.get(name)
-        if entry is not None and entry.requested and self._cached(name):
+        # The Interest's own name is the one _cached(name) would parse back.
+        if entry is not None and entry.requested and interest_name.value in self.node.forwarder.cs:
             self._forget(name)
 
 

@@ -183,7 +183,8 @@ class Reassembler:
             self.stats.errors += 1
             raise
         self.stats.fragments += 1
-        self.expire(now)
+        if self._partials:  # (nothing to expire otherwise)
+            self.expire(now)
         key = (source, header.identification)
         payload = bytes(frame[HEADER_SIZE:])
         p = self._partials.get(key)
