@@ -151,13 +151,13 @@ class GilbertElliottLinks:
         append = out.append
         for _rcv, mean_mw, pair in neighbours:
             u = random()
-            since = since_of[pair]
             if bad_of[pair]:
-                bad = u < p_bad or u < p_bad + p_good * exp(neg_rate * (now - since))
-            elif since >= 0.0:
-                bad = u < p_bad and u < p_bad + neg_p_bad * exp(neg_rate * (now - since))
-            else:  # the link's first frame: the stationary law
-                bad = u < p_bad
+                bad = u < p_bad or u < p_bad + p_good * exp(neg_rate * (now - since_of[pair]))
+            elif u < p_bad:
+                since = since_of[pair]  # -1 before the link's first frame: the stationary law
+                bad = since < 0.0 or u < p_bad + neg_p_bad * exp(neg_rate * (now - since))
+            else:
+                bad = False
             bad_of[pair] = bad
             since_of[pair] = now
             append(mean_mw * bad_gain if bad else mean_mw)
