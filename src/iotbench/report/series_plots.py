@@ -43,7 +43,7 @@ MAX_COLUMNS = 5
 
 # Axis labels of the series iotbench writes (docs/metrics.md, "Time series").
 LABELS = {
-    "tta_cdf": ("time to content arrival (s)", "share of readings delivered"),
+    "tta_cdf": ("time to content arrival (s)", "share of the delivered readings"),
     "goodput_per_s": ("virtual time (s)", "readings arrived per second"),
     "offered_per_s": ("virtual time (s)", "readings taken per second"),
     "energy_j": ("virtual time (s)", "energy since t = 0 (J)"),
