@@ -249,7 +249,7 @@ def test_distribution_rows_are_a_cdf_a_scatter_and_the_tree():
     table = SeriesTable()
     stress = LinkStress({}, 0.0, find_reading_id)
     stress.histogram.update({(3, 2): 5, (2, 2): 40, (1, 1): 9})
-    distribution_rows(table, [0.4, 0.1, 0.3, 0.2, 0.5], stress, [0, 1, 2, -1])
+    distribution_rows(table, [0.4, 0.1, 0.3, 0.2, 0.5], stress.histogram, [0, 1, 2, -1])
     cdf = _rows(table, "tta_cdf")
     assert len(cdf) == 101
     assert cdf[0] == (-1, 0.1, 0.0, 1) and cdf[-1] == (-1, 0.5, 1.0, 1)
@@ -264,7 +264,7 @@ def test_distribution_rows_are_a_cdf_a_scatter_and_the_tree():
         (3, 0.0, -1, 1),
     ]
     empty = SeriesTable()
-    distribution_rows(empty, [], LinkStress({}, 0.0, find_reading_id), [])
+    distribution_rows(empty, [], {}, [])
     assert len(empty) == 0  # nothing delivered: no CDF
 
 

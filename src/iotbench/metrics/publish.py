@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from iotbench.metrics.derive import percentile
 from iotbench.metrics.observers import Observer
@@ -189,19 +189,22 @@ class PublishSeries:
 
 
 def distribution_rows(
-    table: SeriesTable, latencies: list[float], stress: LinkStress, hops: list[int]
+    table: SeriesTable,
+    latencies: Sequence[float],
+    stress: Mapping[tuple[int, int], int],
+    hops: Sequence[int],
 ) -> None:
     """Add the run's distributions to `table`: the CDF of time to content arrival
     (`tta_cdf`: x seconds, y the share of delivered readings that took at most
     x), the link-stress scatter (`link_stress`: x the fewest hops, y the
-    traversals, n the readings), each node's hops in the routing tree
-    (`tree_hops`, -1: not in the tree)."""
+    traversals, n the readings; from LinkStress.histogram), each node's hops in
+    the routing tree (`tree_hops`, -1: not in the tree)."""
     ordered = sorted(latencies)
     if ordered:
         for k in range(CDF_POINTS):
             q = k / (CDF_POINTS - 1)
             table.add("tta_cdf", NETWORK, percentile(ordered, 100 * q), q)
-    for (traversals, hops_), n in sorted(stress.histogram.items()):
+    for (traversals, hops_), n in sorted(stress.items()):
         table.add("link_stress", NETWORK, hops_, traversals, n)
     for i, h in enumerate(hops):
         table.add("tree_hops", i, 0.0, h)

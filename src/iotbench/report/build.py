@@ -152,11 +152,7 @@ def _topology(
     name = f"{scenario.name}-topology.png"
     summary = draw_network(config, report_dir / name, scenario.name)
     section.images.append((name, f"The network and its routing tree ({summary['routing']})"))
-    networks = {
-        json.dumps(c["network"], sort_keys=True)
-        for key, c in configs[scenario.name].items()
-        if key in {r.key for r in runs}
-    }
+    networks = {json.dumps(c["network"], sort_keys=True) for c in configs[scenario.name].values()}
     if len(networks) > 1:
         section.notes.append(
             f"The runs have {len(networks)} different networks; the picture shows the one "

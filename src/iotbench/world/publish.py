@@ -329,8 +329,8 @@ class PublishWorkload:
         if series is None:
             return None
         series.close_bin(self.sim.now)
-        hops = list(tree.hops) if tree is not None else []
-        stress = self.stress or LinkStress({}, 0.0, find_reading_id)
+        hops = tree.hops if tree is not None else ()
+        stress = self.stress.histogram if self.stress is not None else {}
         distribution_rows(series.table, self.items.stats.latencies, stress, hops)
         return series.table
 
