@@ -451,6 +451,14 @@ COAP = Section(
             "rfc7252",
             choices=("rfc7252", "cocoa"),
         ),
+        "backoff": Field(
+            "str",
+            "With rto = rfc7252: exponential, the timeout doubles after each "
+            "retransmission (RFC 7252 4.2); constant, every retransmission waits the "
+            "same timeout (S4's alignment: 2 s, at most 4 times).",
+            "exponential",
+            choices=("exponential", "constant"),
+        ),
         "token_length": Field("int", "Token length in bytes.", 2, ge=0, le=8),
         "block_size_bytes": Field(
             "int",

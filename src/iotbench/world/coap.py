@@ -25,6 +25,7 @@ def coap_params(cfg: dict) -> CoapParams:
         nstart=cfg["nstart"],
         non_timeout_s=cfg.get("non_timeout_s"),
         rto=cfg["rto"],
+        backoff=cfg["backoff"],
         block_size_bytes=cfg.get("block_size_bytes"),
     )
 

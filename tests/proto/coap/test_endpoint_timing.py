@@ -257,3 +257,20 @@ def test_derived_parameters_rfc7252_4_8_2():
 def test_params_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         CoapParams(**{field: value})
+
+
+def test_constant_backoff_waits_the_same_before_every_retransmission():
+    # S4's alignment (its RIOT's gcoap): ACK_TIMEOUT 2 s before each of at most 4
+    # retransmissions, no randomisation, no doubling; give up 2 s after the last.
+    times, events, ep = _con_schedule(
+        3, ack_random_factor=1.0, backoff="constant", max_retransmit=4
+    )
+    assert times == pytest.approx([0.0, 2.0, 4.0, 6.0, 8.0])
+    assert [type(e) for e in events] == [RequestFailed]
+    assert ep.params.max_transmit_span_s == pytest.approx(8.0)
+    assert ep.params.max_transmit_wait_s == pytest.approx(10.0)
+
+
+def test_constant_backoff_is_refused_when_misspelt():
+    with pytest.raises(ValueError, match="backoff"):
+        CoapParams(backoff="linear")

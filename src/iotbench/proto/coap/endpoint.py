@@ -430,6 +430,7 @@ class CoapEndpoint:
             base_timeout_s=params.ack_timeout_s,
             max_retransmissions=params.max_retransmit,
             random_factor=params.ack_random_factor,
+            backoff_factor=params.backoff_factor,
         )
         self._exchange_lifetime = params.exchange_lifetime_s
         self._non_lifetime = params.non_lifetime_s

@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["RTO_MODES", "CoapParams"]
+__all__ = ["BACKOFFS", "RTO_MODES", "CoapParams"]
 
 RTO_MODES = ("rfc7252", "cocoa")
+BACKOFFS = ("exponential", "constant")
 
 
 def _finite(name: str, value: float, *, low: float, low_open: bool, what: str) -> None:
@@ -42,6 +43,12 @@ class CoapParams:
     - rto: "rfc7252" (fixed initial timeout in [ACK_TIMEOUT, ACK_TIMEOUT *
       ACK_RANDOM_FACTOR], doubling) or "cocoa" (draft-ietf-core-cocoa
       adaptive RTO per destination, variable backoff).
+    - backoff (rto = "rfc7252"): "exponential", RFC 7252 4.2's doubling of
+      the timeout after each retransmission; "constant", the same timeout
+      before every retransmission. S4's study aligned every protocol on a
+      constant 2 s, 4 times (its RIOT's gcoap waits COAP_ACK_TIMEOUT before
+      each retransmission, without randomisation); the derived values below
+      follow the schedule chosen.
     - separate_response_after_s: a server whose handler needs longer than
       this for a CON request sends an empty ACK after this long and the
       response later as a separate CON; None never does (the response is
@@ -90,6 +97,7 @@ class CoapParams:
     processing_delay_s: float | None = None
     non_timeout_s: float | None = None
     rto: Literal["rfc7252", "cocoa"] = "rfc7252"
+    backoff: Literal["exponential", "constant"] = "exponential"
     separate_response_after_s: float | None = None
     separate_response_timeout_s: float | None = None
     token_length: int = 4
@@ -124,6 +132,8 @@ class CoapParams:
                 _finite(name, value, low=0.0, low_open=True, what="> 0 seconds or None")
         if self.rto not in RTO_MODES:
             raise ValueError(f"CoapParams.rto must be one of {RTO_MODES}, got {self.rto!r}")
+        if self.backoff not in BACKOFFS:
+            raise ValueError(f"CoapParams.backoff must be one of {BACKOFFS}, got {self.backoff!r}")
         if not isinstance(self.dedup_capacity, int) or self.dedup_capacity < 1:
             raise ValueError(
                 f"CoapParams.dedup_capacity must be an integer >= 1, got {self.dedup_capacity!r}"
@@ -168,14 +178,24 @@ class CoapParams:
         return self.ack_timeout_s if self.processing_delay_s is None else self.processing_delay_s
 
     @property
+    def backoff_factor(self) -> float:
+        """What each retransmission multiplies the timeout by: 2 (RFC 7252) or 1."""
+        return 2.0 if self.backoff == "exponential" else 1.0
+
+    def _timeouts(self, count: int) -> float:
+        """ACK_TIMEOUT units of the first `count` timeouts of a CON's schedule."""
+        return sum(self.backoff_factor**n for n in range(count))
+
+    @property
     def max_transmit_span_s(self) -> float:
         """First transmission to last retransmission of a CON: 45 s with defaults."""
-        return self.ack_timeout_s * (2**self.max_retransmit - 1) * self.ack_random_factor
+        return self.ack_timeout_s * self._timeouts(self.max_retransmit) * self.ack_random_factor
 
     @property
     def max_transmit_wait_s(self) -> float:
         """First transmission to giving up on an ACK: 93 s with defaults."""
-        return self.ack_timeout_s * (2 ** (self.max_retransmit + 1) - 1) * self.ack_random_factor
+        units = self._timeouts(self.max_retransmit + 1)
+        return self.ack_timeout_s * units * self.ack_random_factor
 
     @property
     def max_rtt_s(self) -> float:
