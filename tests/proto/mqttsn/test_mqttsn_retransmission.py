@@ -290,3 +290,43 @@ def test_one_lost_gateway_ends_every_exchange_once():
         Disconnected("gateway-lost"),
     ]
     assert max(t for t, s, _, _ in net.log if s == "dev") == 40.0  # the last re-sends
+
+
+def test_asymcute_gives_up_the_request_alone_and_stays_connected():
+    """give_up = "request" (RIOT's asymcute, S4's client): after Nretry re-sends only
+    that PUBLISH fails, with "timeout"; the connection and the next PUBLISH go on."""
+    net = Net()
+    c = net.add("dev", retry_interval_s=2.0, max_retries=4, give_up="request")
+    c.connect(net.now, GW)
+    net.step()
+    net.take("dev")
+    net.drop = drop_first("Publish", "dev", count=5)
+    t0 = net.now
+    mid = c.publish(net.now, "ab", b"x", 1, topic_id_type=TopicIdType.SHORT)
+    net.run(t0 + 12)
+    assert times_sent(net, "dev", Publish) == [round(t0 + 2 * k, 6) for k in range(5)]
+    assert net.take("dev") == [RequestFailed("publish", mid, "timeout")]
+    assert c.state == "active"
+    second = c.publish(net.now, "ab", b"y", 1, topic_id_type=TopicIdType.SHORT)
+    net.step()
+    assert net.take("dev") == [Published(second, 1)]
+
+
+def test_max_inflight_sends_publishes_without_waiting_for_each_puback():
+    """max_inflight > 1 (asymcute's request contexts): QoS 1 PUBLISHes leave at once,
+    each acknowledged on its own; with the default of 1 the second waits."""
+    for inflight, expected in ((1, 1), (4, 3)):
+        net = Net(delay_s=0.05)
+        c = net.add("dev", max_inflight=inflight)
+        c.connect(net.now, GW)
+        net.step()
+        net.take("dev")
+        t0 = net.now
+        mids = [
+            c.publish(net.now, "ab", bytes([k]), 1, topic_id_type=TopicIdType.SHORT)
+            for k in range(3)
+        ]
+        net.step(0.01)  # the datagrams leave; no PUBACK is back yet
+        assert len([t for t, _ in net.sent("dev", Publish) if t == t0]) == expected
+        net.step(1.0)
+        assert net.take("dev") == [Published(mid, 1) for mid in mids]

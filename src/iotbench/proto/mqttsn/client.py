@@ -34,6 +34,8 @@ Choices the specification leaves open, and what this client does:
   outstanding request of any kind and queues the rest in call order
   (max_queued), so messages leave in the order the application asked for
   them, QoS 0 ones included. Calls made while connecting wait for CONNACK.
+  `max_inflight` > 1 lets that many requests be outstanding at once, as
+  RIOT's asymcute does (a request context each, S4's client: 128).
 - Retransmission (6.13): every unicast message that expects a reply
   (CONNECT, WILLTOPIC, WILLMSG, REGISTER, PUBLISH QoS 1/2, PUBREL, SUBSCRIBE,
   UNSUBSCRIBE, PINGREQ, DISCONNECT, WILLTOPICUPD, WILLMSGUPD) is re-sent
@@ -208,7 +210,7 @@ class MqttSnClient:
         self._used_ids: set[int] = set()
         self._will: Will | None = None
         self._control: _Op | None = None  # CONNECT, WILLTOPIC, WILLMSG, DISCONNECT, wake PINGREQ
-        self._request: _Op | None = None  # the one outstanding application request
+        self._inflight: list[_Op] = []  # outstanding application requests (max_inflight)
         self._queue: deque[_Op] = deque()
         self._ping: _Op | None = None  # keep-alive / ping() PINGREQ
         self._last_sent_s = 0.0
@@ -234,7 +236,7 @@ class MqttSnClient:
         """Absolute time of the earliest deadline, or None."""
         deadlines = [
             op.retx.deadline_s
-            for op in (self._control, self._request, self._ping)
+            for op in (self._control, self._ping, *self._inflight)
             if op is not None and op.retx is not None
         ]
         if self.state == ACTIVE and self._ping is None and self.params.keep_alive_s:
@@ -261,7 +263,7 @@ class MqttSnClient:
     @property
     def busy(self) -> bool:
         """A request is outstanding or queued."""
-        return self._request is not None or bool(self._queue)
+        return bool(self._inflight) or bool(self._queue)
 
     def topic_id(self, topic: str) -> int | None:
         """The normal topic id registered for `topic` on this connection, or None."""
@@ -461,8 +463,10 @@ class MqttSnClient:
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
         self._discovery.handle_timer(now)
-        for slot in ("_control", "_request", "_ping"):
-            op = getattr(self, slot)  # looked up anew: an earlier expiry may end them all
+        for op in (self._control, self._ping, *self._inflight):
+            # An earlier expiry may have ended them all: only ops still held count.
+            if op is not self._control and op is not self._ping and op not in self._inflight:
+                continue
             if op is not None and op.retx is not None and op.retx.deadline_s <= now:
                 self._on_retry_timer(now, op)
         if (
@@ -516,6 +520,10 @@ class MqttSnClient:
         op.retx = None
         if op is self._control and op.kind == "disconnect":
             self._end("disconnect")  # we are leaving anyway; the gateway will time us out
+        elif op in self._inflight and self.params.give_up == "request":
+            # As RIOT's asymcute: the request fails, the connection stays.
+            self._finish_request(now, op)
+            self._events.append(RequestFailed(op.kind, op.msg_id, "timeout"))  # type: ignore[arg-type]
         else:
             self._end("gateway-lost")
 
@@ -540,35 +548,34 @@ class MqttSnClient:
         self._pump(now)
 
     def _pump(self, now: float) -> None:
-        """Send queued requests, one outstanding at a time, in call order."""
-        while self.state == ACTIVE and self._request is None and self._queue:
+        """Send queued requests, max_inflight outstanding at a time, in call order."""
+        limit = self.params.max_inflight
+        while self.state == ACTIVE and len(self._inflight) < limit and self._queue:
             op = self._queue.popleft()
             message = op.message
             if type(message) is Publish and message.qos == 0:
                 self._send_gateway(now, message)
                 self._events.append(Published(None, 1))
                 continue
-            self._request = op
+            self._inflight.append(op)
             self._transmit(now, op)
 
     def _release(self, op: _Op) -> None:
         if op.msg_id is not None:
             self._used_ids.discard(op.msg_id)
 
-    def _finish_request(self, now: float) -> _Op:
-        op = self._request
-        self._request = None
+    def _finish_request(self, now: float, op: _Op) -> None:
+        self._inflight.remove(op)
         self._release(op)
         self._pump(now)
-        return op
 
     # =====================================================================
     # connection state
     # =====================================================================
 
     def _fail_requests(self, reason: str) -> None:
-        ops = ([self._request] if self._request is not None else []) + list(self._queue)
-        self._request = None
+        ops = [*self._inflight, *self._queue]
+        self._inflight = []
         self._queue.clear()
         for op in ops:
             self._release(op)
@@ -678,14 +685,20 @@ class MqttSnClient:
     # ---- answers to our requests ---------------------------------------------------------
 
     def _request_for(self, kind: str, msg_id: int | None = None) -> _Op | None:
-        op = self._request
-        if op is None or op.kind != kind or (msg_id is not None and op.msg_id != msg_id):
+        op = self._outstanding(kind, msg_id)
+        if op is None:
             self.stats.unexpected += 1
-            return None
         return op
 
+    def _outstanding(self, kind: str, msg_id: int | None) -> _Op | None:
+        """The outstanding request of this kind (and MsgId, when given), if any."""
+        for op in self._inflight:
+            if op.kind == kind and (msg_id is None or op.msg_id == msg_id):
+                return op
+        return None
+
     def _reject(self, now: float, op: _Op, return_code: int) -> None:
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(RequestFailed(op.kind, op.msg_id, "rejected", return_code))  # type: ignore[arg-type]
 
     def _on_regack(self, now: float, m: RegAck) -> None:
@@ -696,12 +709,12 @@ class MqttSnClient:
             self._reject(now, op, m.return_code)
             return
         self._topics.learn(m.topic_id, op.topic)
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(Registered(op.msg_id, op.topic, m.topic_id))
 
     def _on_puback(self, now: float, m: PubAck) -> None:
-        op = self._request
-        if op is None or op.kind != "publish" or op.msg_id != m.msg_id or m.msg_id == 0:
+        op = self._outstanding("publish", m.msg_id) if m.msg_id else None
+        if op is None:
             if m.return_code != ReturnCode.ACCEPTED:
                 # A rejected QoS 0 PUBLISH (5.4.13): nothing was outstanding for it.
                 self._rejected_topic(m.topic_id, m.return_code)
@@ -716,7 +729,7 @@ class MqttSnClient:
         if op.message.qos != 1:
             self.stats.unexpected += 1  # QoS 2 is answered with PUBREC
             return
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(Published(op.msg_id, op.publishes))
 
     def _rejected_topic(self, topic_id: int, return_code: int) -> None:
@@ -724,8 +737,8 @@ class MqttSnClient:
             self._topics.forget(topic_id)  # 6.6: register the topic name again
 
     def _on_pubrec(self, now: float, m: PubRec) -> None:
-        op = self._request
-        if op is None or op.kind != "publish" or op.msg_id != m.msg_id or op.message.qos != 2:
+        op = self._outstanding("publish", m.msg_id)
+        if op is None or op.message.qos != 2:
             self.stats.unexpected += 1
             return
         if type(op.message) is Publish:
@@ -736,16 +749,11 @@ class MqttSnClient:
             self._send_gateway(now, op.message)  # a repeated PUBREC: PUBREL again
 
     def _on_pubcomp(self, now: float, m: PubComp) -> None:
-        op = self._request
-        if (
-            op is None
-            or op.kind != "publish"
-            or op.msg_id != m.msg_id
-            or type(op.message) is not PubRel
-        ):
+        op = self._outstanding("publish", m.msg_id)
+        if op is None or type(op.message) is not PubRel:
             self.stats.unexpected += 1
             return
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(Published(op.msg_id, op.publishes))
 
     def _on_suback(self, now: float, m: SubAck) -> None:
@@ -758,14 +766,14 @@ class MqttSnClient:
         sub: Subscribe = op.message
         if sub.topic_id_type == TopicIdType.NORMAL and m.topic_id and is_valid_topic(op.topic):
             self._topics.learn(m.topic_id, op.topic)  # 5.4.16: the id PUBLISHes will carry
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(Subscribed(op.msg_id, m.topic_id, m.qos))
 
     def _on_unsuback(self, now: float, m: UnsubAck) -> None:
         op = self._request_for("unsubscribe", m.msg_id)
         if op is None:
             return
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(Unsubscribed(op.msg_id))
 
     def _on_willresp(self, now: float, m: WillTopicResp | WillMsgResp) -> None:
@@ -776,7 +784,7 @@ class MqttSnClient:
         if m.return_code != ReturnCode.ACCEPTED:
             self._reject(now, op, m.return_code)
             return
-        self._finish_request(now)
+        self._finish_request(now, op)
         self._events.append(WillUpdated(what))  # type: ignore[arg-type]
 
     # ---- messages from the gateway --------------------------------------------------------

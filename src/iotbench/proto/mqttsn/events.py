@@ -146,11 +146,13 @@ class RequestFailed:
     """A request did not succeed. reason "rejected": the gateway answered with
     return_code (5.3.10; for "congestion" wait Twait before retrying, 6.5);
     "disconnected": the connection ended before the answer; "gateway-lost":
-    Nretry retransmissions went unanswered (Disconnected follows)."""
+    Nretry retransmissions went unanswered (Disconnected follows); "timeout":
+    they went unanswered and the client gives up this request alone
+    (MqttSnClientParams.give_up = "request")."""
 
     kind: RequestKind
     msg_id: int | None
-    reason: Literal["rejected", "disconnected", "gateway-lost"]
+    reason: Literal["rejected", "disconnected", "gateway-lost", "timeout"]
     return_code: int | None = None
 
 

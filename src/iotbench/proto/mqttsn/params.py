@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from iotbench.proto.paramcheck import check, is_int, is_seconds
 from iotbench.proto.retransmit import BackoffSchedule
@@ -21,6 +22,7 @@ __all__ = ["MAX_CLIENT_ID_CHARS", "MqttSnClientParams", "MqttSnGatewayParams"]
 
 #: 5.3.1: a ClientId is 1 to 23 characters long.
 MAX_CLIENT_ID_CHARS = 23
+GIVE_UP = ("disconnect", "request")
 
 
 def _check_predefined(cls: str, topics: Mapping[int, str]) -> None:
@@ -95,6 +97,13 @@ class MqttSnClientParams(_RetryParams):
       connection; publish() and the others raise QueueFull beyond it.
     - max_topics: topic ids the gateway may register with this client; a
       further REGISTER is answered with "rejected: congestion".
+    - max_inflight: requests outstanding at once (1: the specification's one
+      at a time; RIOT's asymcute, S4's client, has a request context for each
+      of up to 128).
+    - give_up: what Nretry unanswered re-sends of a request end:
+      "disconnect", the connection (6.13: the client assumes it is no longer
+      connected); "request", that request alone, which fails with "timeout"
+      (what asymcute does).
     """
 
     client_id: str = "iotbench"
@@ -108,6 +117,8 @@ class MqttSnClientParams(_RetryParams):
     advertise_misses: int = 2
     max_queued: int = 100
     max_topics: int = 1000
+    max_inflight: int = 1
+    give_up: Literal["disconnect", "request"] = "disconnect"
 
     def __post_init__(self) -> None:
         cls = "MqttSnClientParams"
@@ -135,9 +146,17 @@ class MqttSnClientParams(_RetryParams):
             ("advertise_misses", 1),
             ("max_queued", 0),
             ("max_topics", 0),
+            ("max_inflight", 1),
         ):
             value = getattr(self, name)
             check(cls, name, is_int(value) and value >= low, f"an integer >= {low}", value)
+        check(
+            cls,
+            "give_up",
+            self.give_up in GIVE_UP,
+            f"one of {', '.join(GIVE_UP)}",
+            self.give_up,
+        )
 
 
 @dataclass(frozen=True)
