@@ -517,3 +517,27 @@ def test_observers_are_bounded_per_resource_and_per_peer():
 def test_observe_bounds_are_validated(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         endpoint(1, **bad)
+
+
+@pytest.mark.parametrize("one_per_peer, observers", [(False, 2), (True, 1)])
+def test_a_new_registration_replaces_the_peers_old_one_when_asked(one_per_peer, observers):
+    """RFC 7641 keys observations by (endpoint, token): two registrations of one peer
+    under two tokens are two observers. RIOT's gcoap keeps one per observer and
+    resource (observe_one_per_peer): the newer replaces the older."""
+    client = endpoint(1)
+    server = endpoint(2, observe_one_per_peer=one_per_peer)
+    server.add_resource("/temp", Sensor(), observable=True)
+    wire = Wire(client, server, delay_s=0.01)
+    client.request(0.0, SERVER, Code.GET, "/temp", observe=True, token=b"\x01")
+    wire.run(1.0)
+    newer = client.request(wire.at(2.0), SERVER, Code.GET, "/temp", observe=True, token=b"\x02")
+    wire.run(3.0)
+    client.events()
+    assert server.observers("/temp") == observers
+    assert server.notify(wire.at(4.0), "/temp") == observers
+    wire.run(5.0)
+    tokens = [m.token for _, m in wire.sent_by(SERVER) if m.observe is not None]
+    assert tokens[-1] == b"\x02"
+    if one_per_peer:
+        (event,) = client.events()
+        assert event.request_id == newer

@@ -1681,6 +1681,9 @@ class CoapEndpoint:
         key = (addr, msg.token)
         if value == OBSERVE_REGISTER and res.observable and _is_success(resp.code):
             obs = res.observers.get(key)
+            if obs is None and self.params.observe_one_per_peer:
+                for other in [o for o in res.observers.values() if o.addr == addr]:
+                    self._remove_observer(other)
             if obs is None:
                 if not self._room_for_observer(res, addr):
                     # 4.1: a server that will not add an observer answers as to a

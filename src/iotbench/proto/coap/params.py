@@ -70,6 +70,10 @@ class CoapParams:
     - observe_con_every: also every this-many-th notification to an observer
       is a CON (0: never by count). A server on the Internet sets it so that
       a gone or spoofed observer is detected within minutes, not a day.
+    - observe_one_per_peer: a registration replaces the peer's earlier
+      observation of the same resource (under another token), as RIOT's gcoap
+      keeps one per observer and resource; RFC 7641 4.1 keys observations by
+      endpoint and token, so by default both stay.
     - max_observers_per_resource, max_observations_per_peer: bounds on the
       list of observers (RFC 7641 4.1), per resource and per client endpoint
       over all resources. A registration past either is answered as a plain
@@ -104,6 +108,7 @@ class CoapParams:
     dedup_capacity: int = 65536
     observe_con_interval_s: float = 86400.0
     observe_con_every: int = 0
+    observe_one_per_peer: bool = False
     max_observers_per_resource: int = 1000
     max_observations_per_peer: int = 16
     block_size_bytes: int | None = None
