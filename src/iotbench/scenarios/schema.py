@@ -972,6 +972,12 @@ def _check_layer(document: dict) -> None:
 DOCUMENT = Section(
     doc="A scenario file.",
     fields={
+        "extends": Field(
+            "str",
+            "A built-in scenario or base (`bases/NAME`), or a .toml path relative to this file, "
+            "that this file is merged over (see 'Sharing a base: extends').",
+            OPTIONAL,
+        ),
         "name": Field("str", "Scenario name.", pattern=NAME_PATTERN, pattern_doc=NAME_DOC),
         "description": Field("str", "One line saying what the scenario measures."),
         "study": Field("str", "The study it reproduces (S1, S2 ...).", OPTIONAL),
