@@ -152,7 +152,7 @@ def test_report_draws_s4s_figures_from_the_stored_series(tmp_path: Path) -> None
     for name in figures:
         assert (report / name).read_bytes().startswith(PNG_MAGIC)
         assert f'<img src="{name}"' in index
-    assert "static tree of least ETX" in index
+    assert "on the parents of the tree of least ETX" in index  # RPL, S4's shared tree
 
 
 def test_a_series_figure_without_its_series_is_a_note(tmp_path: Path) -> None:

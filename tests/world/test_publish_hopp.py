@@ -13,7 +13,9 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.net import ieee802154 as mac
 from iotbench.proto.ndn import hopp
 from iotbench.world import run_one
-from iotbench.world.publish_hopp import TRICKLE_IMIN_S, HoppAgent, NdnHopp, _Trickle
+from iotbench.world.publish_hopp import HoppAgent, HoppParams, NdnHopp, _Trickle
+
+TRICKLE_IMIN_S = HoppParams().trickle_imin_s
 
 
 def hopp_run(monkeypatch=None, **sets):
@@ -23,7 +25,7 @@ def hopp_run(monkeypatch=None, **sets):
 
 
 def test_trickle_doubles_from_imin_and_fires_in_each_second_half():
-    trickle = _Trickle(random.Random(1))
+    trickle = _Trickle(random.Random(1), HoppParams())
     first = trickle.start()
     assert TRICKLE_IMIN_S <= first < 4 * TRICKLE_IMIN_S
     at, end = first, trickle.interval
@@ -41,7 +43,9 @@ def test_every_reading_climbs_the_tree_once(monkeypatch):
     assert m["items"] == 40 and m["delivery_ratio"] == 1.0
     # Each hop pulls the Data once: it crosses each link of the path once.
     assert m["link_stress_mean"] == 1.0
-    assert m["tta_p99_s"] < 0.5  # pushed at once, no poll to wait for
+    # Pushed at once, no poll to wait for; a lost frame costs a NAM repeat or a
+    # hop-by-hop retransmission (about 2 s) now and then.
+    assert m["tta_p50_s"] < 0.1 and m["tta_p99_s"] < 3.0
     assert math_isnan(m["requests_per_item"])
     # The tree is the shared one: rank = hops + 1, and every parent is alive.
     tree = run.tree.net.parts["tree"]
@@ -107,6 +111,24 @@ def test_lossy_hops_are_bridged_by_nam_repeats_and_hop_by_hop_retransmission():
     assert m["mac_retries"] == 0 and m["packets_lost"] > 0
 
 
+def test_the_studys_hopp_settings_reach_every_agent(monkeypatch):
+    """apps/ndn_hopp/Makefile's values, given as protocol.ndn.hopp."""
+    study = {
+        "trickle_imin_s": 0.128,
+        "trickle_k": 3,
+        "nam_period_s": [2.0, 2.5],
+        "nam_retries": 4,
+        "parent_timeout_s": [1800.0, 1980.0],
+        "nam_cache_entries": 45,
+    }
+    m, (run,) = hopp_run(monkeypatch, **{"protocol.ndn.hopp": study})
+    params = run.params
+    assert params.trickle_imin_s == 0.128 and params.trickle_k == 3
+    assert params.nam_period_s == (2.0, 2.5) and params.parent_timeout_s == (1800.0, 1980.0)
+    assert all(agent.params is params for agent in run.agents.values())
+    assert m["delivery_ratio"] == 1.0
+
+
 def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
     sent = []
 
@@ -119,9 +141,9 @@ def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
     agent.send = lambda dst, message: sent.append((dst, message))
     agent._names_full = lambda: False
     agent.sim = None
-    agent.owner.prefix_uri = "/g0"
+    agent.owner.prefix_uri = "/i3"
     agent._on_sol(b"\x01" * 8, hopp.Sol())
-    assert sent == [(b"\x01" * 8, hopp.Pam(3, "/g0"))]
+    assert sent == [(b"\x01" * 8, hopp.Pam(3, "/i3"))]
     agent.floating = True
     agent._on_sol(b"\x01" * 8, hopp.Sol())
     agent.floating, agent._names_full = False, lambda: True

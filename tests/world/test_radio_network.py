@@ -256,30 +256,36 @@ def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeyp
         },
     )
     m = run_one(cfg, seed)
-    assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
-    assert m["items_delivered"] >= 38
+    # A producer takes readings once its topic is registered (S4's publishing timer
+    # starts at the REGACK): 8 per producer, the early ones not taken.
+    assert m["items"] + m["readings_skipped"] == 40
+    assert m["items_delivered"] + m["items_given_up"] == m["items"]
+    assert m["items_delivered"] >= m["items"] - 2
     assert registers == ["sensor/reading"] * 5  # once per producer, no session lost
     assert m["latency_p50_s"] < 0.05  # a reading is a PUBLISH, not a session
 
 
-def test_coap_get_polling_waits_half_a_poll_and_loses_what_a_newer_reading_replaced():
+def test_coap_get_asks_for_the_current_value_or_polls_the_latest_reading():
+    """Scheduled (S4's code): the gateway's GET is the item, the producer answers with
+    the value it takes then. Polled (poll_interval_s): the producer keeps its latest
+    reading, and one a newer replaced before any poll fetched it is lost; a poll that
+    finds the same reading again fetches a duplicate."""
+    scheduled = run_one(*publish_config(**{"workload.coap_exchange": "get"}))
+    assert scheduled["items"] == 40 and scheduled["items_delivered"] == 40
+    assert scheduled["requests_per_item"] == 1.0 and scheduled["latency_max_s"] < 0.1
     every = {}
-    for poll in (1.0, 5.0, 10.0):
+    for poll in (1.0, 10.0):
         cfg, seed = publish_config(
             **{"workload.coap_exchange": "get", "workload.poll_interval_s": poll}
         )
         every[poll] = m = run_one(cfg, seed)
         assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
         assert m["items_unfinished"] == 0 and m["hit_time_limit"] == 0
-    # A reading waits for the next poll: uniform over the poll interval.
-    assert 0.3 < every[1.0]["latency_mean_s"] < 0.7
-    assert 0.3 * 5 < every[5.0]["latency_mean_s"] < 0.7 * 5
-    assert every[1.0]["items_delivered"] == every[5.0]["items_delivered"] == 40
+    assert every[1.0]["items_delivered"] == 40
+    assert every[1.0]["requests_per_item"] > 4  # five polls per reading
     # Polling every 10 s while readings come every 5 s: about every other one is
     # replaced before a poll fetches it.
     assert 12 <= every[10.0]["items_given_up"] <= 28
-    # More polls, more packets: most of them fetch nothing new.
-    assert every[1.0]["packets"] > 3 * every[5.0]["packets"]
 
 
 def test_coap_observe_notifies_every_reading_at_once():
@@ -435,7 +441,8 @@ def test_fewest_hops_are_breadth_first_over_the_trees_links():
     assert hops[4] >= 2
 
 
-def test_unscheduled_readings_come_at_random_intervals_within_the_bounds(monkeypatch):
+def test_jittered_readings_come_at_random_intervals_within_the_bounds(monkeypatch):
+    """workload.jitter (S4's code: 0.5): every wait uniform in [m/2, 3m/2]."""
     from iotbench.world.publish import PublishWorkload
 
     taken: list[tuple[int, float]] = []
@@ -447,7 +454,7 @@ def test_unscheduled_readings_come_at_random_intervals_within_the_bounds(monkeyp
 
     monkeypatch.setattr(PublishWorkload, "_publish", record)
     cfg, seed = publish_config(
-        **{"workload.interval_s": 1.0, "workload.interval_max_s": 3.0, "workload.items": 30}
+        **{"workload.interval_s": 2.0, "workload.jitter": 0.5, "workload.items": 30}
     )
     m = run_one(cfg, seed)
     assert m["items"] == 5 * 30
@@ -456,29 +463,34 @@ def test_unscheduled_readings_come_at_random_intervals_within_the_bounds(monkeyp
     assert len(gaps) == 5 * 29 and min(gaps) >= 1.0 and max(gaps) <= 3.0
     assert 1.7 < sum(gaps) / len(gaps) < 2.3  # uniform: a mean of 2 s
     assert len({round(g, 6) for g in gaps}) > 100  # drawn, not fixed
+    # The first reading after one such wait too (the study's loop sleeps first).
+    assert all(1.0 <= times[0] <= 3.0 for times in by_producer)
 
 
-def test_a_duration_sets_the_readings_per_producer():
+def test_a_duration_sets_how_long_producers_publish():
     cfg, seed = publish_config(**{"workload.duration_s": 60.0, "workload.interval_s": 5.0})
-    assert run_one(cfg, seed)["items"] == 5 * 12
+    m = run_one(cfg, seed)
+    assert 5 * 11 <= m["items"] <= 5 * 12  # a random phase, then every 5 s for 60 s
     cfg, seed = publish_config(
-        **{"workload.duration_s": 60.0, "workload.interval_s": 1.0, "workload.interval_max_s": 3.0}
+        **{"workload.duration_s": 60.0, "workload.interval_s": 2.0, "workload.jitter": 0.5}
     )
-    assert run_one(cfg, seed)["items"] == 5 * 30  # the mean interval is 2 s
+    assert 5 * 25 <= run_one(cfg, seed)["items"] <= 5 * 35  # waits of 2 s on average
 
 
-def test_interval_bounds_are_checked():
+def test_jitter_and_duration_are_checked():
     from iotbench.scenarios import ScenarioError
 
-    with pytest.raises(ScenarioError, match="interval_max_s: 0.5 is below interval_s"):
-        publish_config(**{"workload.interval_s": 1.0, "workload.interval_max_s": 0.5})
+    with pytest.raises(ScenarioError, match="jitter"):
+        publish_config(**{"workload.jitter": 1.0})
+    with pytest.raises(ScenarioError, match="jitter: only the publish workload"):
+        config(**{"workload.jitter": 0.2})
     with pytest.raises(ScenarioError, match="duration_s: only the publish workload"):
         config(**{"workload.duration_s": 10.0})
 
 
 def test_a_device_profile_makes_nodes_spend_cpu_time_per_packet():
     """network.device: each CoAP message costs its end host 300 us on an M3 and each
-    forwarded packet 200 us; a Cortex-A8 gateway handles its part in a seventeenth."""
+    forwarded packet 200 us."""
     free = run_one(*publish_config(**{"protocol.coap.type": "con"}))
     m3 = run_one(*publish_config(**{"protocol.coap.type": "con", "network.device.profile": "m3"}))
     a8 = run_one(
@@ -490,10 +502,11 @@ def test_a_device_profile_makes_nodes_spend_cpu_time_per_packet():
             }
         )
     )
-    # The reading's PUT: built at the producer (300 us), forwarded on the way (200 us
-    # a hop), handled at the gateway (300 us on an M3, 18 us on an A8).
-    assert m3["tta_mean_s"] - free["tta_mean_s"] > 0.0005
-    assert free["tta_mean_s"] < a8["tta_mean_s"] < m3["tta_mean_s"]
+    # The reading's PUT is handled by the CPUs on its way (200 us a hop) before it
+    # reaches the gateway's radio, where its time ends; the gateway's own handling
+    # (300 us on an M3, less on an A8) comes after.
+    assert m3["tta_mean_s"] - free["tta_mean_s"] > 0.00015
+    assert abs(a8["tta_mean_s"] - m3["tta_mean_s"]) < 0.0002
     assert m3["delivery_ratio"] == a8["delivery_ratio"] == 1.0
 
 
@@ -543,38 +556,39 @@ name = "coap"
         expand(parse_scenario(text))
 
 
-def test_a_failed_observe_registration_is_tried_again(monkeypatch):
-    """Lossy hops and no MAC retries: some registrations (CON GET, Observe 0) are
-    given up after MAX_RETRANSMIT; the gateway registers again a reading interval
-    later (RFC 7641 3.3.1), so every producer ends up observed."""
+def test_an_unanswered_observe_registration_is_sent_again(monkeypatch):
+    """S4's Observe client (coap_observe_cli): a NON GET with Observe 0, given 5 to
+    10 s for its answer and sent again when none came. With every producer deaf for
+    the first 4 s, the first registrations are lost, the second ones observe them;
+    a producer takes readings only while it is observed."""
     from spies import spy
 
-    from iotbench.world.publish import CoapPull
+    from iotbench.net.radio.medium import RadioMedium
+    from iotbench.world.publish_coap import CoapObserve
 
-    calls = spy(monkeypatch, CoapPull, "_register")
-    cfg, seed = publish_config(
-        **{
-            "workload.coap_exchange": "observe",
-            "workload.items": 20,
-            "network.nodes.spacing_m": 85.0,
-            "network.mac.max_frame_retries": 0,
-            "protocol.coap.max_retransmit": 1,
-            "protocol.coap.ack_timeout_s": 1.0,
-        }
-    )
+    add_radio = RadioMedium.add_radio
+
+    def deaf_at_first(self, radio):
+        add_radio(self, radio)
+        if radio.name != "n0":
+            hearing = radio.sensitivity_mw
+            self.sim.at(0.0, setattr, radio, "sensitivity_mw", float("inf"))
+            self.sim.at(4.0, setattr, radio, "sensitivity_mw", hearing)
+
+    monkeypatch.setattr(RadioMedium, "add_radio", deaf_at_first)
+    calls = spy(monkeypatch, CoapObserve, "_register")
+    cfg, seed = publish_config(**{"workload.coap_exchange": "observe", "workload.items": 20})
     m = run_one(cfg, seed)
     registered = [producer for (producer,) in calls]
-    assert len(registered) > 5  # some registrations were tried again
-    assert set(registered) == set(range(5))
-    # Every producer's later readings arrive: only those before its registration
-    # went through, and those the lossy hops lost, are missing.
-    assert m["delivery_ratio"] > 0.5
+    assert sorted(registered) == sorted(list(range(5)) * 2)  # each one twice
+    assert m["readings_skipped"] > 0 and m["items"] + m["readings_skipped"] == 100
+    assert m["delivery_ratio"] == 1.0
 
 
 def test_a_devices_packet_memory_bounds_what_it_queues():
     """network.device gives every node packet memory (net/pktbuf.py): RIOT's 6,144
     bytes on an M3 hold what a line of six nodes queues; 128 bytes hold one frame
-    at a time, so the forwarders' queues overflow and readings are lost."""
+    at a time, so the forwarders' queues overflow."""
     device = {
         "network.device.profile": "m3",
         "workload.interval_s": 0.02,
@@ -586,6 +600,5 @@ def test_a_devices_packet_memory_bounds_what_it_queues():
     assert tight["pktbuf_drops"] > 0 and tight["pktbuf_peak_bytes"] <= 128
     # A frame refused memory is dropped as a full queue would drop it.
     assert tight["mac_queue_drops"] == roomy["mac_queue_drops"] + tight["pktbuf_drops"]
-    assert tight["items_delivered"] < roomy["items_delivered"]
     plain = run_one(*publish_config())
     assert "pktbuf_peak_bytes" not in plain  # no device, no packet memory

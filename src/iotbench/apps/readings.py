@@ -10,6 +10,9 @@ import json
 
 _COUNTER_BITS = 24
 _COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+#: The counter of a reading that is no item: a resource's state before its first.
+IDLE_COUNTER = _COUNTER_MASK
+READING_BYTES = 32  # S4's JSON object (with a four-digit value)
 _ID_PREFIX = b'{"id":"0x'  # how every reading begins; ten hex digits follow
 _ID_DIGITS = 10
 

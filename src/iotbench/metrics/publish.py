@@ -13,29 +13,33 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
+from iotbench.apps.readings import reading_producer
 from iotbench.metrics.derive import percentile
 from iotbench.metrics.observers import Observer
 from iotbench.metrics.timeseries import NETWORK, SeriesTable
-from iotbench.net.packet import BROADCAST, DELIVERED, Packet
+from iotbench.metrics.traffic import KindSums
+from iotbench.net.packet import BROADCAST, CONTROL, DATA, DELIVERED, Packet
 from iotbench.sim import Simulator
 
 CDF_POINTS = 101  # the time-to-content-arrival CDF: every percentile
 
 
 class LinkStress(Observer):
-    """How many times a frame carried each reading across a link, against its shortest path.
+    """How many times a frame carried each item's content across a link, against its
+    shortest path.
 
     A frame counts when it arrived (a unicast frame at its addressee, a
-    broadcast at anyone) and `find_id` finds in it the id of a reading being
-    followed (from `started` until it is settled or forgotten), so a reading
-    crossing four hops once counts 4; a MAC retry that failed does not count,
-    a duplicate the link delivered twice counts twice, and so does an
-    application's retransmission. A reading is settled `settle_s` after its
-    item ended (late duplicates still count), into a histogram of
-    (traversals, shortest path) pairs: memory stays bounded however long the
-    run.
+    broadcast at anyone) and `find_id` finds in it the id of an item being
+    followed (from `started` until it is settled), so a reading crossing four
+    hops once counts 4; a MAC retry that failed does not count, a duplicate
+    the link delivered twice counts twice, and so does an application's
+    retransmission. An item is settled `settle_s` after it ended (late
+    duplicates still count) into a histogram of (traversals, shortest path)
+    pairs: `histogram` for the items that arrived, `lost_histogram` for those
+    that did not (their traversals fall short of the path, "left of the
+    diagonal"). Memory stays bounded however long the run.
     """
 
     def __init__(
@@ -43,49 +47,107 @@ class LinkStress(Observer):
         hops_of: dict[int, int],
         settle_s: float,
         find_id: Callable[[bytes], int | None],
+        media: Collection[object] = (),
     ) -> None:
         self.hops_of = hops_of  # producer index -> fewest hops to the gateway
+        # The radio media whose frames count (not a gateway's serial line to its
+        # host, which is no link of the tree); empty: every medium.
+        self.media = frozenset(media)
         self.settle_s = settle_s
         self.find_id = find_id
-        self._counts: dict[int, int] = {}  # reading id -> traversals so far
-        self._ended: deque[tuple[float, int, int]] = deque()  # (end, rid, producer)
+        self._counts: dict[int, int] = {}  # item id -> traversals so far
+        self._ended: deque[tuple[float, int, bool]] = deque()  # (end, item id, lost)
         self.histogram: Counter[tuple[int, int]] = Counter()
+        self.lost_histogram: Counter[tuple[int, int]] = Counter()
 
     def finished(self, pkt: Packet) -> None:
         if pkt.fate is not DELIVERED and pkt.fate is not BROADCAST:
             return
+        if self.media and pkt.medium not in self.media:
+            return
         rid = self.find_id(pkt.data)
         counts = self._counts
-        if rid in counts:  # only readings being followed: memory stays bounded
+        if rid in counts:  # only items being followed: memory stays bounded
             counts[rid] += 1
 
     def started(self, rid: int) -> None:
-        """A reading was taken: follow it."""
+        """An item began: follow it."""
         self._counts[rid] = 0
 
-    def delivered(self, rid: int, producer: int, now: float) -> None:
-        """The reading arrived: settle it once late duplicates have had their time."""
-        self._ended.append((now, rid, producer))
+    def ended(self, rid: int, now: float, lost: bool) -> None:
+        """The item arrived, or can no longer: settle it once late duplicates have
+        had their time."""
+        if rid in self._counts:
+            self._ended.append((now, rid, lost))
         self.settle(now - self.settle_s)
-
-    def forget(self, rid: int) -> None:
-        """A reading that never arrived has no link stress."""
-        self._counts.pop(rid, None)
 
     def settle(self, until: float) -> None:
         ended, counts, hops_of = self._ended, self._counts, self.hops_of
         while ended and ended[0][0] <= until:
-            _, rid, producer = ended.popleft()
-            hops = hops_of.get(producer, -1)
+            _, rid, lost = ended.popleft()
+            hops = hops_of.get(reading_producer(rid), -1)
             if hops > 0:
-                self.histogram[(counts.get(rid, 0), hops)] += 1
+                target = self.lost_histogram if lost else self.histogram
+                target[(counts.get(rid, 0), hops)] += 1
             counts.pop(rid, None)
 
     def mean(self) -> float:
+        """Traversals per hop of the shortest path, over the items that arrived."""
         total = sum(self.histogram.values())
         if not total:
             return math.nan
         return sum(n * t / h for (t, h), n in self.histogram.items()) / total
+
+
+class GatewayArrivals(Observer):
+    """When an item's content first reaches the gateway's radio: S4's time to content
+    arrival ends there, where the study's packet counter (RIOT's pktcnt on the
+    gateway's radio node) saw it, whether the application is on that node or on its
+    host behind the serial line. `arrived(item id)` is called for every frame the
+    gateway receives with an item's content in it (`find_id`)."""
+
+    def __init__(
+        self,
+        gateway: str,
+        media: Collection[object],
+        find_id: Callable[[bytes], int | None],
+        arrived: Callable[[int], None],
+    ) -> None:
+        self.gateway = gateway
+        self.media = frozenset(media)
+        self.find_id = find_id
+        self.arrived = arrived
+
+    def received(self, pkt: Packet, node: str) -> None:
+        if node != self.gateway or pkt.medium not in self.media:
+            return
+        rid = self.find_id(pkt.data)
+        if rid is not None:
+            self.arrived(rid)
+
+
+class PeriodTraffic(Observer):
+    """Packets and bytes on the air by kind while the publishing period lasts, so
+    that S4's overhead leaves out what came before (the routing tree being built),
+    on the radio media (not a gateway's line to its host)."""
+
+    def __init__(
+        self, sim: Simulator, start_s: float, end_s: float, media: Collection[object] = ()
+    ) -> None:
+        self.sim = sim
+        self.start_s = start_s
+        self.end_s = end_s
+        self.media = frozenset(media)
+        self.kinds = KindSums()
+
+    def transmitted(self, pkt: Packet) -> None:
+        if self.media and pkt.medium not in self.media:
+            return
+        if self.start_s <= self.sim.now <= self.end_s:
+            self.kinds.add(pkt)
+
+    def bytes_of(self, kind: str) -> int:
+        return self.kinds.by_kind.get(kind, (0, 0))[1]
 
 
 def publish_metrics(
@@ -94,46 +156,77 @@ def publish_metrics(
     requests: int | None,
     app_retransmissions: int,
     stress: LinkStress,
-    energy_root_j: float,
-    energy_leaves_j: list[float],
-    energy_total_j: float,
-    ndn_tables: tuple[int, int] | None,
+    energies: tuple[Sequence[float], Sequence[float]] | None,
+    tree,
+    ndn_tables: tuple[int, int, int] | None,
+    skipped: int = 0,
+    period: PeriodTraffic | None = None,
 ) -> dict[str, float]:
-    """S4's names, from the run's metrics so far (`base`) and the workload's counts;
-    energies are the radios' until the end of the publishing period."""
+    """S4's names, from the run's metrics so far (`base`) and the workload's counts.
+    `energies`: each node's energy over the publishing period in S4's accounting and
+    listening all the time (net/radio/energy.py); `tree`: the routing tree, whose
+    root and leaves they are reported for; `period`: the bytes on the air during the
+    publishing period (without one, the run's)."""
     delivered = base["items_delivered"]
     per_item = (lambda n: n / total) if total else (lambda n: math.nan)
     out = {
         "delivery_ratio": per_item(delivered),
         "items_lost": total - delivered,
+        "readings_skipped": skipped,
         "tta_mean_s": base["latency_mean_s"],
         "tta_p50_s": base["latency_p50_s"],
         "tta_p99_s": base["latency_p99_s"],
         "requests_per_item": math.nan if requests is None else per_item(requests),
         "app_retransmissions_per_item": per_item(app_retransmissions),
         "mac_retransmissions_per_item": per_item(base.get("mac_retries", 0)),
-        "control_bytes": base.get("bytes_control", 0),
-        "data_bytes": base.get("bytes_data", base.get("bytes_total", 0)),
-        "link_stress_mean": stress.mean(),
-        "energy_root_j": energy_root_j,
-        "energy_leaf_median_j": (
-            statistics.median(energy_leaves_j) if energy_leaves_j else math.nan
+        "control_bytes": (
+            base.get("bytes_control", 0) if period is None else period.bytes_of(CONTROL)
         ),
-        "energy_total_j": energy_total_j,
+        "data_bytes": (
+            base.get("bytes_data", base.get("bytes_total", 0))
+            if period is None
+            else period.bytes_of(DATA)
+        ),
+        "link_stress_mean": stress.mean(),
         "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables[0],
-        "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[1],
+        "cs_entries_max": math.nan if ndn_tables is None else ndn_tables[1],
+        "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[2],
     }
+    air, listening = energies if energies is not None else ([], [])
+    for prefix, joules in (("energy", air), ("energy_listening", listening)):
+        out.update(_energy_metrics(prefix, joules, tree))
     return out
+
+
+def _energy_metrics(prefix: str, joules: Sequence[float], tree) -> dict[str, float]:
+    """The root's, the leaves' median and the total energy of one accounting."""
+    if not joules or tree is None:
+        return {
+            f"{prefix}_root_j": math.nan,
+            f"{prefix}_leaf_median_j": math.nan,
+            f"{prefix}_total_j": math.nan,
+        }
+    children = tree.children()
+    leaves = [
+        j for i, j in enumerate(joules) if i != tree.root and tree.reached(i) and not children[i]
+    ]
+    return {
+        f"{prefix}_root_j": joules[tree.root],
+        f"{prefix}_leaf_median_j": statistics.median(leaves) if leaves else math.nan,
+        f"{prefix}_total_j": sum(joules),
+    }
 
 
 class PublishSeries:
     """S4's time series, in bins of `bin_s` from the start of publishing.
 
-    At the end of every bin it writes, stamped with that time: the readings
-    that arrived at the gateway per second (`goodput_per_s`) and the readings
-    taken per second (`offered_per_s`, the optimum goodput), each node's
-    energy since t = 0 (`energy_j`) and, on NDN nodes, the most PIT entries
-    (`pit_entries`) and Content Store bytes (`cs_bytes`) held during the bin.
+    At the end of every bin it writes, stamped with that time: the items
+    that arrived at the gateway per second (`goodput_per_s`) and the items
+    begun per second (`offered_per_s`, the optimum goodput), each node's
+    energy since publishing began in S4's accounting (`energy_j`: transmit,
+    receive and idle time at the radio's currents, net/radio/energy.py) and,
+    on NDN nodes, the most PIT entries (`pit_entries`) and Content Store bytes
+    (`cs_bytes`) held during the bin.
     The goodput's points are stamped with their bin's end, the others with the
     time they were taken (the run's end for the last). Only reads the run: its sampling
     events (`events`) are left out of the run's event count.
@@ -156,13 +249,15 @@ class PublishSeries:
         self.delivered = 0  # readings arrived in the current bin
         self.events = 0
         self._bin_start = start_s
+        self._energy_start: list[float] = []
         sim.at(start_s, self._start)
 
     def _start(self) -> None:
         self.events += 1
         now = self.sim.now
-        for i, radio in enumerate(self.radios):
-            self.table.add("energy_j", i, now, radio.power.joules(now))
+        self._energy_start = [radio.power.air_joules(now) for radio in self.radios]
+        for i in range(len(self.radios)):
+            self.table.add("energy_j", i, now, 0.0)
         self.sim.schedule(self.bin_s, self._sample)
 
     def _sample(self) -> None:
@@ -180,8 +275,8 @@ class PublishSeries:
         table.add("goodput_per_s", NETWORK, end, self.delivered / self.bin_s)
         table.add("offered_per_s", NETWORK, end, self.taken / self.bin_s)
         self.delivered = self.taken = 0
-        for i, radio in enumerate(self.radios):
-            table.add("energy_j", i, now, radio.power.joules(now))
+        for i, (radio, at_start) in enumerate(zip(self.radios, self._energy_start, strict=True)):
+            table.add("energy_j", i, now, radio.power.air_joules(now) - at_start)
         for i, forwarder in self.forwarders:
             table.add("pit_entries", i, now, forwarder.pit.take_recent_peak())
             table.add("cs_bytes", i, now, forwarder.cs.take_recent_peak())
@@ -192,19 +287,22 @@ def distribution_rows(
     table: SeriesTable,
     latencies: Sequence[float],
     stress: Mapping[tuple[int, int], int],
+    lost: Mapping[tuple[int, int], int],
     hops: Sequence[int],
 ) -> None:
     """Add the run's distributions to `table`: the CDF of time to content arrival
-    (`tta_cdf`: x seconds, y the share of delivered readings that took at most
-    x), the link-stress scatter (`link_stress`: x the fewest hops, y the
-    traversals, n the readings; from LinkStress.histogram), each node's hops in
-    the routing tree (`tree_hops`, -1: not in the tree)."""
+    (`tta_cdf`: x seconds, y the share of delivered items that took at most
+    x), the link-stress scatter (`link_stress` for the items that arrived,
+    `link_stress_lost` for those that did not: x the fewest hops, y the
+    traversals, n the items; from LinkStress), each node's hops in the
+    routing tree (`tree_hops`, -1: not in the tree)."""
     ordered = sorted(latencies)
     if ordered:
         for k in range(CDF_POINTS):
             q = k / (CDF_POINTS - 1)
             table.add("tta_cdf", NETWORK, percentile(ordered, 100 * q), q)
-    for (traversals, hops_), n in sorted(stress.items()):
-        table.add("link_stress", NETWORK, hops_, traversals, n)
+    for name, histogram in (("link_stress", stress), ("link_stress_lost", lost)):
+        for (traversals, hops_), n in sorted(histogram.items()):
+            table.add(name, NETWORK, hops_, traversals, n)
     for i, h in enumerate(hops):
         table.add("tree_hops", i, 0.0, h)

@@ -10,6 +10,7 @@ ends; docs/metrics.md defines every name.
 from __future__ import annotations
 
 import math
+import statistics
 
 
 def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
@@ -47,6 +48,7 @@ def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
         out["tree_depth"] = max(hops, default=0)
         others = [h for i, h in enumerate(tree.hops) if i != tree.root and h >= 0]
         out["tree_hops_mean"] = sum(others) / len(others) if others else math.nan
+        out["tree_hops_median"] = statistics.median(others) if others else math.nan
     rpl = parts.get("rpl")
     if rpl:
         for name in ("dio", "dis", "dao", "dao_ack"):

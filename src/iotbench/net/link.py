@@ -34,6 +34,7 @@ class Channel:
         impairment: Impairment,
         observers: Observers,
         overhead_bytes: int = 0,
+        framed_bytes: Callable[[bytes], int] | None = None,
     ) -> None:
         self.sim = sim
         self.src = src
@@ -44,6 +45,9 @@ class Channel:
         # Bytes on the air that are not part of a packet (an 802.15.4 PHY's
         # preamble and headers): they cost transmission time only.
         self.overhead_bytes = overhead_bytes
+        # A line that frames each packet (a serial line's SLIP or ethos, net/serial.py):
+        # the packet's bytes on the line, escapes included; None: the packet's own.
+        self.framed_bytes = framed_bytes
         self.delay_s = delay_s
         if queue_packets < 0:
             raise ValueError(f"queue_packets must be >= 0, not {queue_packets}")
@@ -77,7 +81,8 @@ class Channel:
                 # Idle (the usual case at IoT rates): every accepted packet has left.
                 finishes.clear()
                 start = now
-            finish = start + (len(pkt.data) + self.overhead_bytes) * 8 / self.rate_bps
+            size = len(pkt.data) if self.framed_bytes is None else self.framed_bytes(pkt.data)
+            finish = start + (size + self.overhead_bytes) * 8 / self.rate_bps
             self._busy_until = finish
             finishes.append(finish)
         else:
@@ -129,6 +134,7 @@ class PointToPointLink:
         impair_b_to_a: Impairment | None = None,
         observers: Observers,
         overhead_bytes: int = 0,
+        framed_bytes: Callable[[bytes], int] | None = None,
     ) -> None:
         self.a, self.b = a, b
         self.a_to_b = Channel(
@@ -142,6 +148,7 @@ class PointToPointLink:
             impairment=impair_a_to_b or Impairment(),
             observers=observers,
             overhead_bytes=overhead_bytes,
+            framed_bytes=framed_bytes,
         )
         self.b_to_a = Channel(
             sim,
@@ -154,6 +161,7 @@ class PointToPointLink:
             impairment=impair_b_to_a or Impairment(),
             observers=observers,
             overhead_bytes=overhead_bytes,
+            framed_bytes=framed_bytes,
         )
         a.attach(self.a_to_b)
         b.attach(self.b_to_a)

@@ -111,6 +111,8 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
         sim.run(until=rpl_s)
         tree = rpl_tree(net, tree)
         routing = f"RPL after {rpl_s:g} s"
+        if cfg.routing.parents == "tree":
+            routing += ", on the parents of the tree of least ETX"
     draw(topology, radios, tree, path, f"{title} ({routing})", cfg.radio.prr_frame_bytes)
     return {**network_summary(topology, tree), "routing": routing}
 

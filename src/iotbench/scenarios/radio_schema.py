@@ -86,8 +86,9 @@ ROLES = Section(
     fields={
         "gateway": Field(
             "str",
-            "The border router and root of routing: a node id, or auto (n0 of a line, star or "
-            "grid; drawn by the network seed otherwise).",
+            "The border router and root of routing: a node id, auto (n0 of a line, star or "
+            "grid; drawn by the network seed otherwise) or corner (the node nearest the "
+            "layout's origin: a building's west end on its ground floor).",
             "auto",
         ),
         "producers": Field(
@@ -155,7 +156,13 @@ ENERGY = Section(
         "idle_ma": Field("float", "TRX_OFF current.", 0.4, ge=0),
         "listen_ma": Field("float", "RX_ON (listening) current.", 12.3, ge=0),
         "rx_ma": Field("float", "Current while receiving a frame.", 12.3, ge=0),
-        "tx_ma": Field("float", "Current while transmitting (14 mA at +3 dBm).", 14.0, ge=0),
+        "tx_ma": Field(
+            "float",
+            "Current while transmitting: the AT86RF231's is 14 mA at +3 dBm, 11.6 mA at "
+            "0 dBm, 7.2 mA at -17 dBm; set it with the TX power.",
+            14.0,
+            ge=0,
+        ),
     },
 )
 
@@ -306,6 +313,38 @@ ROUTING = Section(
         "dio_interval_doublings": Field("int", "DIOIntervalDoublings.", 8, ge=0, le=30),
         "dio_redundancy": Field("int", "DIORedundancyConstant k (0: never suppress).", 10, ge=0),
         "dao_ack": Field("bool", "Ask for DAO-ACKs.", True),
+        "dao_ack_timeout_s": Field(
+            "float",
+            "RPL: a DAO unacknowledged this long is sent again; absent: 5 s.",
+            OPTIONAL,
+            gt=0,
+        ),
+        "default_lifetime": Field(
+            "int",
+            "RPL: route lifetime in lifetime units (DAOs are refreshed at half); absent: 30.",
+            OPTIONAL,
+            ge=1,
+            le=255,
+        ),
+        "lifetime_unit_s": Field(
+            "int", "RPL: the lifetime unit, seconds; absent: 60.", OPTIONAL, ge=1, le=65535
+        ),
+        "parents": Field(
+            "str",
+            "RPL: free (absent), the objective function picks each node's parent; tree, "
+            "each node takes only its parent in the tree of least expected transmissions "
+            "(the static tree), so every variant of a campaign shares one tree that does "
+            "not rearrange while RPL still runs its messages (S4).",
+            OPTIONAL,
+            choices=("free", "tree"),
+        ),
+        "rank": Field(
+            "str",
+            "RPL: objective (absent), Rank as the objective function computes it from the "
+            "link's ETX; hops, one MinHopRankIncrease per hop (RIOT's OF0).",
+            OPTIONAL,
+            choices=("objective", "hops"),
+        ),
         "min_link_prr": Field(
             "float",
             "Static tree: links whose expected reception ratio is below this are not used.",
@@ -381,12 +420,44 @@ DEVICE = Section(
 
 
 UPLINK = Section(
-    doc="A point-to-point Ethernet link from the gateway to a host (`uplink`), e.g. a client.",
+    doc="A link from the gateway to a host (`uplink`), e.g. a client: Ethernet, or the "
+    "serial line of a border router and its host (net/serial.py).",
     fields={
-        "rate_bps": Field("int", "Link rate; 0 = no serialisation delay.", 100_000_000, ge=0),
-        "delay_s": Field("float", "Propagation delay.", 0.0005, ge=0),
+        "kind": Field(
+            "str",
+            "ethernet (absent): a point-to-point link at rate_bps; serial: a UART at `baud` "
+            "(8N1) with SLIP or ethos framing, as S4's and S6's border routers had.",
+            OPTIONAL,
+            choices=("ethernet", "serial"),
+        ),
+        "rate_bps": Field(
+            "int", "Ethernet: link rate; 0 = no serialisation delay.", 100_000_000, ge=0
+        ),
+        "baud": Field(
+            "int",
+            "Serial: the line's baud rate (RIOT's ethos: 500,000; Contiki's SLIP: 115,200); "
+            "absent: 115,200.",
+            OPTIONAL,
+            ge=300,
+        ),
+        "framing": Field(
+            "str",
+            "Serial: how packets are framed on the line; absent: slip.",
+            OPTIONAL,
+            choices=("slip", "ethos"),
+        ),
+        "delay_s": Field(
+            "float", "Propagation delay (ethernet; a serial line has none).", 0.0005, ge=0
+        ),
         "mtu_bytes": Field("int", "IPv6 MTU.", 1500, ge=1280, le=65535),
         "queue_packets": Field("int", "Drop-tail queue of each direction.", 100, ge=1),
+        "profile": Field(
+            "str",
+            "The host's device profile (proto/ndn/profiles.py): CPU time of each message "
+            "its applications handle; absent: no CPU time.",
+            OPTIONAL,
+            choices=("m3", "samr21", "a8", "host"),
+        ),
     },
     optional=True,
 )

@@ -294,12 +294,14 @@ WORKLOAD = Section(
             OPTIONAL,
             gt=0,
         ),
-        "interval_max_s": Field(
+        "jitter": Field(
             "float",
-            "publish: readings come at intervals drawn uniformly from [interval_s, "
-            "interval_max_s] (S4's unscheduled runs); absent: every interval_s.",
-            OPTIONAL,
-            gt=0,
+            "publish: every wait (readings, requests, polls) is drawn uniformly from "
+            "[m (1 - jitter), m (1 + jitter)] around its interval m, the first one too "
+            "(S4's code: 0.5); 0: every wait is m, the first a random phase in [0, m).",
+            0.0,
+            ge=0,
+            le=0.99,
         ),
         "duration_s": Field(
             "float",
@@ -642,6 +644,20 @@ MQTTSN = Section(
             "the session (the item is lost) once its wait timer, keep_alive_s, ran out.",
             True,
         ),
+        "max_inflight": Field(
+            "int",
+            "Requests a client has outstanding at once: 1, the specification's one at a time; "
+            "RIOT's asymcute (S4) has a context for each of up to 128.",
+            1,
+            ge=1,
+        ),
+        "give_up": Field(
+            "str",
+            "What Nretry unanswered re-sends end: disconnect, the connection (spec 6.13); "
+            "request, that request alone (RIOT's asymcute, S4).",
+            "disconnect",
+            choices=("disconnect", "request"),
+        ),
         "port": Field(
             "int", "Gateway UDP port (1883, as RSMB and mqtt-sn-tools use).", 1883, ge=1, le=65535
         ),
@@ -683,10 +699,55 @@ QUIC = Section(
     optional=True,
 )
 
+HOPP = Section(
+    doc="HoPP's timers and tables (publish, ndn_exchange = hopp); the defaults are the "
+    "reference implementation's (RIOT's net/hopp/hopp.h, COMPAS).",
+    fields={
+        "trickle_imin_s": Field("float", "PAM Trickle Imin (HOPP_TRICKLE_IMIN).", 0.064, gt=0),
+        "trickle_doublings": Field(
+            "int", "PAM Trickle doublings (HOPP_TRICKLE_IMAX).", 16, ge=0, le=30
+        ),
+        "trickle_k": Field("int", "PAM Trickle redundancy (HOPP_TRICKLE_REDCONST).", 5, ge=1),
+        "sol_period_s": Field(
+            "list",
+            "SOL period [base, base + jitter] (HOPP_SOL_PERIOD).",
+            [4.0, 5.0],
+            item=Field("float", "", gt=0),
+            length=2,
+        ),
+        "nam_period_s": Field(
+            "list",
+            "Wait before a NAM is sent again [base, base + jitter] (HOPP_NAM_PERIOD).",
+            [1.0, 1.5],
+            item=Field("float", "", gt=0),
+            length=2,
+        ),
+        "parent_timeout_s": Field(
+            "list",
+            "A parent not heard for this long [base, base + jitter] is asked again "
+            "(HOPP_PARENT_TIMEOUT_PERIOD).",
+            [30.0, 35.0],
+            item=Field("float", "", gt=0),
+            length=2,
+        ),
+        "nam_retries": Field("int", "NAMs sent per name (COMPAS_NAM_CACHE_RETRIES).", 3, ge=1),
+        "nam_stale_s": Field(
+            "float", "A NAM-cache entry this old may be replaced (HOPP_NAM_STALE_TIME).", 10.0, gt=0
+        ),
+        "nam_cache_entries": Field("int", "NAM cache size (COMPAS_NAM_CACHE_LEN).", 20, ge=1),
+    },
+    optional=True,
+)
+
 NDN = Section(
     doc="NDN consumer and producer on an 802.15.4 link (network.link.layer = ieee802154).",
     fields={
-        "prefix": Field("str", "The producer's prefix; item i asks for <prefix>/<i>.", "/producer"),
+        "prefix": Field(
+            "str",
+            "The producer's prefix; item i asks for <prefix>/<i>. publish: the common prefix "
+            "of every producer's, <prefix>/<link-layer address>/<resource>/<n> (S4: /i3).",
+            "/producer",
+        ),
         "data_source": Field(
             "str",
             "producer-app: the producer creates and signs each Data on request; "
@@ -695,7 +756,13 @@ NDN = Section(
             "producer-app",
             choices=("producer-app", "producer-cache", "consumer-cache"),
         ),
-        "signature": Field("str", "Data signature.", "ecdsa", choices=("ecdsa", "hmac", "digest")),
+        "signature": Field(
+            "str",
+            "Data signature; none: CCN-lite's unsigned Data (SignatureType DigestSha256, an "
+            "empty SignatureValue, an empty MetaInfo), S4's network runs.",
+            "ecdsa",
+            choices=("ecdsa", "hmac", "digest", "none"),
+        ),
         "data_bytes": Field(
             "int",
             "Size of each Data packet: its content (a reading) is padded or cut to reach it "
@@ -759,14 +826,23 @@ NDN = Section(
         "retx_interval_s": Field(
             "float", "Wait before a hop-by-hop retransmission (S4: 2 s).", 2.0, gt=0
         ),
-        "prefix_bytes": Field(
+        "cs_max_entries": Field(
             "int",
-            "publish: the length of each producer's prefix, one name component of this many "
-            "bytes (S4: 24): 'p' and the producer's number.",
-            24,
-            ge=8,
-            le=200,
+            "Content Store capacity per node in Data packets, as well as bytes (CCN-lite "
+            "counts entries, CCNL_CACHE_SIZE); absent: no such bound.",
+            OPTIONAL,
+            ge=0,
         ),
+        "nonce_check": Field(
+            "str",
+            "nfd: an Interest whose nonce its PIT entry saw from another face is a loop, "
+            "the same nonce from the same face a retransmission; ccn-lite: any nonce the "
+            "entry has seen is a duplicate and dropped (S4's CCN-lite), so a hop-by-hop "
+            "retransmission reaches a next hop only where the Interest was lost.",
+            "nfd",
+            choices=("nfd", "ccn-lite"),
+        ),
+        "hopp": HOPP,
     },
     optional=True,
 )
@@ -932,17 +1008,8 @@ def _check_publish(document: dict) -> None:
             "runs object-download, periodic and sequential workloads",
         )
     workload = document["workload"]
-    if workload.get("interval_max_s") is not None:
-        if kind != "publish":
-            raise Invalid(("workload", "interval_max_s"), "only the publish workload uses it")
-        if (
-            workload.get("interval_s") is None
-            or workload["interval_max_s"] < workload["interval_s"]
-        ):
-            raise Invalid(
-                ("workload", "interval_max_s"),
-                f"{workload['interval_max_s']} is below interval_s ({workload.get('interval_s')})",
-            )
+    if workload.get("jitter") and kind != "publish":
+        raise Invalid(("workload", "jitter"), "only the publish workload uses it")
     if workload.get("series_points") is not None and kind != "publish":
         raise Invalid(("workload", "series_points"), "only the publish workload uses it")
     if workload.get("duration_s") is not None and kind != "publish":

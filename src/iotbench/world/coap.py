@@ -17,7 +17,8 @@ from iotbench.world.network import Network
 COAP_PORT = 5683
 
 
-def coap_params(cfg: dict) -> CoapParams:
+def coap_params(cfg: dict, **overrides) -> CoapParams:
+    """protocol.coap's parameters (keyword arguments add or override CoapParams')."""
     return CoapParams(
         ack_timeout_s=cfg["ack_timeout_s"],
         ack_random_factor=cfg["ack_random_factor"],
@@ -27,6 +28,7 @@ def coap_params(cfg: dict) -> CoapParams:
         rto=cfg["rto"],
         backoff=cfg["backoff"],
         block_size_bytes=cfg.get("block_size_bytes"),
+        **overrides,
     )
 
 

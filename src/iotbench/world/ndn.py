@@ -36,6 +36,7 @@ from iotbench.proto.ndn.signing import (
     DigestSha256Signer,
     EcdsaSha256Signer,
     HmacSha256Signer,
+    UnsignedSigner,
     generate_ecdsa_key,
 )
 from iotbench.sim import Simulator
@@ -46,6 +47,7 @@ CREATE_OPERATION = {
     "ecdsa": "data_create_ecdsa",
     "hmac": "data_create_hmac",
     "digest": "data_create_digest",
+    "none": "data_create_unsigned",
 }
 
 
@@ -58,6 +60,8 @@ def make_signer(kind: str, sim: Simulator, prefix: Name):
         return EcdsaSha256Signer(generate_ecdsa_key(rng), key_name=key_name)
     if kind == "hmac":
         return HmacSha256Signer(rng.getrandbits(256).to_bytes(32, "big"), key_name=key_name)
+    if kind == "none":
+        return UnsignedSigner()
     return DigestSha256Signer()
 
 
@@ -176,7 +180,7 @@ def scenario_forwarder_config(cfg: dict, **overrides) -> ForwarderConfig:
     """`protocol.ndn`'s tables and timers; what it leaves out, the device profile's."""
     tables = {
         key: cfg[key]
-        for key in ("pit_max_entries", "cs_max_bytes", "fib_max_entries")
+        for key in ("pit_max_entries", "cs_max_bytes", "cs_max_entries", "fib_max_entries")
         if cfg.get(key) is not None
     }
     return get_profile(cfg["profile"]).forwarder_config(
@@ -185,6 +189,7 @@ def scenario_forwarder_config(cfg: dict, **overrides) -> ForwarderConfig:
         pit_overflow=cfg.get("pit_overflow", "drop-new"),
         retx_max=cfg.get("retx_max", 0),
         retx_interval_s=cfg.get("retx_interval_s", 2.0),
+        nonce_check=cfg.get("nonce_check", "nfd"),
         **{**tables, **overrides},
     )
 

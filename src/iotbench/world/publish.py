@@ -1,120 +1,114 @@
-"""The publish workload: every producer sends its readings to the gateway.
+"""The publish workload: every producer's readings must reach the gateway (S4).
 
-`workload.kind = "publish"`: each producer takes a reading every
-`interval_s` (or at intervals drawn uniformly from [interval_s,
-interval_max_s]), the first at a uniformly random phase in [0, interval_s)
-after `start_s` (producers are not coordinated), `items` readings each (or
-`duration_s` divided by the mean interval). A reading
-is S4's 32-byte JSON object, {"id":"0x..........","val":NNNN}, whose id
-names the producer and the reading's number, so the gateway knows which item
-arrived. An item is delivered when its reading first reaches the client
-node's application (the gateway, or the host behind its uplink); that is
-its time to content arrival.
+`workload.kind = "publish"`. Who starts a transaction decides what an item is:
 
-How a reading travels is the protocol's (a `Sender` per protocol):
+- A push (CoAP PUT and Observe, MQTT-SN, NDN Interest Notification, HoPP):
+  each producer takes a reading every `interval_s`, each wait drawn
+  uniformly from [m (1 - jitter), m (1 + jitter)] (S4's code: jitter 0.5;
+  world/schedules.py), and the reading is the item; it is delivered when it
+  reaches the gateway's application. The time to content arrival runs from
+  the reading.
+- A pull (CoAP GET, NDN), as S4's code drives it: the gateway issues a
+  request to each producer on that schedule (CoAP: a timer per producer;
+  NDN: one loop over the producers) and the producer answers at once from
+  what it has: CoAP returns the current value, NDN's producer creates the
+  named Data when asked. The request is the item; the time to content
+  arrival runs from the request.
+- A pull with `poll_interval_s` (S4's unscheduled runs): the producers take
+  readings on their own schedule (the items), and the gateway asks every
+  poll_interval_s (same jitter) for what they have: CoAP returns the latest
+  reading (the same one again when nothing newer came; before the first a
+  5.03), NDN asks for readings by name, and an Interest for one not taken
+  yet waits in the PITs on the way until it exists or expires. A reading's
+  time to content arrival runs from the request that brought it.
 
-- CoAP: the producer PUTs the reading to the gateway's server at
-  `workload.path`, confirmable or not as `protocol.coap.type` says. A CON
-  item is given up when the producer's endpoint gives up (MAX_RETRANSMIT).
-  A NON reading carries No-Response 26 (RFC 7967): the producer wants
-  nothing back, so the gateway sends nothing and the producer's next
-  reading never waits for a response (NSTART).
-- CoAP with `workload.coap_exchange = "get"`: each producer serves its
-  latest reading at `workload.path`; the gateway GETs it from every
-  producer every `workload.poll_interval_s` (default: interval_s), each
-  producer at its own random phase, CON or NON as `protocol.coap.type`
-  says. A reading a newer one replaced before any poll fetched it is lost
-  then (the producer keeps only its latest). With `"observe"`, the gateway
-  registers an observation (RFC 7641, a CON GET with Observe 0) on every
-  producer at start_s (again a reading interval later if the registration
-  fails), and each reading goes out as a NON notification
-  (`protocol.coap.notify_confirmable` is not consulted: S4's coap-obs).
-  Time to content arrival starts when the reading is taken, for both.
-- MQTT-SN: each producer keeps one session with the gateway beside the
-  broker on the client node (S4's set-up): it connects and registers
-  `protocol.mqttsn.topic` once, then publishes every reading under the
-  topic id with `protocol.mqttsn.qos`; a subscriber on the broker's host
-  receives them. Readings taken before the registration is done wait for
-  it (in the client's queue, `max_queued`). A QoS 1 item is given up when
-  the client gives the PUBLISH up (Nretry retransmissions, Tretry apart);
-  a session the gateway loses is started again. Client ids are the node
-  names.
+A reading is S4's 32-byte JSON object, {"id":"0x..........","val":NNNN},
+whose id names the producer and the item (world/readings.py).
 
-- NDN (`workload.ndn_exchange`): the gateway pulls /<prefix>/<n> from each
-  producer, or each reading rides an Interest to the gateway (Interest
-  Notification), world/publish_ndn.py; or HoPP pushes names up the tree and
-  each hop pulls the Data, world/publish_hopp.py.
+How a reading travels is the protocol's, a `Sender` per exchange
+(world/publish_coap.py, publish_mqttsn.py, publish_ndn.py,
+publish_hopp.py). A producer whose sender is not ready takes no reading (an
+Observe producer nobody observes yet, an MQTT-SN client whose topic is not
+registered): S4's code counts only what it sends.
 
-A reading that nothing acknowledges end to end (CoAP NON, MQTT-SN QoS 0)
-is handed over when it is sent, and one that has not arrived `drain_s`
-later is given up (as of its hand-over), so the readings the run keeps
-track of are those of the last `drain_s` only, however long it runs. The
-run ends `drain_s` after the last reading was taken, or sooner when every
-item has ended; a reading that has not arrived by then is given up.
+An item is delivered when its content first reaches the gateway's radio (its
+frame received by the gateway node: where S4's packet counter saw it), or its
+application when that comes first; a polled reading when its answer reaches
+the gateway's application.
+
+A reading that nothing acknowledges end to end (CoAP NON, MQTT-SN QoS 0) is
+handed over when it is sent, and one that has not arrived `drain_s` later is
+given up (as of its hand-over), so the readings the run keeps track of are
+those of the last `drain_s` only, however long it runs. Publishing lasts
+`items` events per producer, or `duration_s`; the run ends `drain_s` after
+the last, or sooner when every item has ended; what has not arrived by then
+is lost.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from iotbench.apps.driver import DatagramDriver
-from iotbench.apps.mqtt import LocalClient
+from iotbench.apps.readings import (
+    IDLE_COUNTER,
+    READING_BYTES,
+    find_reading_id,
+    read_id,
+    reading,
+    reading_counter,
+    reading_id,
+    reading_producer,
+)
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.publish import (
+    GatewayArrivals,
     LinkStress,
+    PeriodTraffic,
     PublishSeries,
     distribution_rows,
     publish_metrics,
 )
 from iotbench.metrics.timeseries import SeriesTable
-from iotbench.net.ip import address_text
-from iotbench.proto.coap import codec
-from iotbench.proto.coap.endpoint import (
-    NO_RESPONSE_ALL,
-    CoapEndpoint,
-    NotificationReceived,
-    RequestFailed,
-    ResourceResponse,
-    ResponseReceived,
-)
-from iotbench.proto.coap.options import Opt
-from iotbench.proto.mqtt import events as mqtt_ev
-from iotbench.proto.mqtt.client import MqttClient
-from iotbench.proto.mqtt.params import MqttClientParams
-from iotbench.proto.mqttsn import events as sn_ev
-from iotbench.proto.mqttsn.client import DISCONNECTED, MqttSnClient, QueueFull
-from iotbench.proto.mqttsn.codec import header_length as sn_header_length
-from iotbench.proto.mqttsn.params import MqttSnClientParams
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim import Simulator
-from iotbench.world.coap import COAP_PORT, coap_params
-from iotbench.world.mqttsn import retry_settings, sink_broker
 from iotbench.world.network import Network
+from iotbench.world.publish_coap import CoapGet, CoapObserve, CoapPut
 from iotbench.world.publish_hopp import NdnHopp
+from iotbench.world.publish_mqttsn import MqttSnPublish
 from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
-from iotbench.world.readings import (
-    find_reading_id,
-    read_id,
-    reading,
-    reading_id,
-    reading_producer,
-)
+from iotbench.world.schedules import SCHEDULES, PerSource, Waits
 
 
 class Sender(Protocol):
-    """How one protocol carries the readings (CoapPut, CoapPull, MqttSnPublish, and
-    world/publish_ndn.py's NdnPull and NdnInterestNotification)."""
+    """How one exchange carries the readings (see the module doc)."""
 
     producers: list  # one entry per producer, in the network's order
-    requests: int | None  # requests the gateway sent (pull variants); None for a push
+    #: "push": the producers' schedule drives (send); "pull": the gateway's (request,
+    #: or poll with workload.poll_interval_s).
+    drives: str
+    #: A pull's gateway schedule: "per-source" (a timer per producer) or "round-robin".
+    schedule: str
+    #: Optional: `content_id(frame)`, the item whose content a frame carries (link
+    #: stress); absent: the reading id found in it (apps/readings.py).
+    requests: int | None  # requests the gateway sent (a pull); None for a push
 
     def start(self) -> None: ...
 
+    def ready(self, producer: int) -> bool:
+        """Can the producer take a reading now?"""
+
     def send(self, producer: int, rid: int, payload: bytes) -> None:
-        """The producer took a reading: carry it (and report to the workload)."""
+        """The producer took a reading: carry it (a push), or hold it (a polled pull)."""
+
+    def request(self, producer: int, rid: int) -> None:
+        """A pull: the gateway asks the producer for item `rid` now."""
+
+    def poll(self, producer: int) -> None:
+        """A polled pull: the gateway asks the producer for what it has."""
 
     def app_retransmissions(self) -> int:
         """Retransmissions above the MAC so far."""
@@ -126,12 +120,23 @@ class Sender(Protocol):
 #: Points of the time series over the publishing period (workload.series_points).
 SERIES_POINTS = 60
 
-#: What handling one CoAP message costs a node with a CPU (network.device).
-COAP_MESSAGE = "coap_message"
+#: The sender of each exchange: for CoAP by workload.coap_exchange, for NDN by
+#: workload.ndn_exchange, otherwise by protocol name.
+SENDERS: dict[str, Callable[..., Sender]] = {
+    "put": CoapPut,
+    "get": CoapGet,
+    "observe": CoapObserve,
+    "mqttsn": MqttSnPublish,
+    "pull": NdnPull,
+    "inot": NdnInterestNotification,
+    "hopp": NdnHopp,
+}
+
+UNBOUNDED = 1 << 30  # events per source when publishing lasts `duration_s`
 
 
 class PublishWorkload:
-    """The readings' schedule and their items; a Sender carries them."""
+    """The schedules and the items; a Sender carries the readings."""
 
     def __init__(
         self,
@@ -144,98 +149,163 @@ class PublishWorkload:
         """With `observers`, the run also measures S4's link stress (metrics())."""
         workload = config["workload"]
         self.sim = sim
+        self.net = net
         self.items = items
         self.interval_s = workload["interval_s"]
-        self.interval_max_s = workload.get("interval_max_s")
-        mean_interval_s = (self.interval_s + (self.interval_max_s or self.interval_s)) / 2
-        self.per_producer = workload["items"]
-        if workload.get("duration_s") is not None:
-            self.per_producer = max(1, int(workload["duration_s"] / mean_interval_s))
+        self.jitter = workload["jitter"]
+        self.poll_s = workload.get("poll_interval_s")
         self.start_s = workload["start_s"]
         self.drain_s = workload["drain_s"]
+        duration = workload.get("duration_s")
+        self.per_producer = UNBOUNDED if duration is not None else workload["items"]
+        self.until = self.start_s + duration if duration is not None else math.inf
+        # The publishing period, over which energy and the time series are taken.
+        self.period_end = (
+            self.until
+            if duration is not None
+            else self.start_s + self.per_producer * self.interval_s
+        )
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
         self._handed: deque[tuple[float, int]] = deque()  # (hand-over time, reading id)
-        producers = net.nodes("producer")
-        self._total = self.per_producer * len(producers)
         self._values = sim.rng("sensor")
-        self._phases = sim.rng("workload/phases")
-        self._intervals = sim.rng("workload/intervals")
-        self._producing = 0  # producers that have readings still to take
+        self.skipped = 0  # readings a producer could not take (its sender not ready)
         name = config["protocol"]["name"]
-        if name == "coap":
-            build = SENDERS[workload["coap_exchange"]]
-        elif name == "ndn":
-            build = SENDERS[workload["ndn_exchange"]]
-        else:
-            build = SENDERS[name]
-        self.sender = build(self, sim, net, config)
-        self.net = net
+        exchange = {"coap": "coap_exchange", "ndn": "ndn_exchange"}.get(name)
+        self.sender = SENDERS[workload[exchange] if exchange else name](self, sim, net, config)
+        self.polling = self.sender.drives == "pull" and self.poll_s is not None
+        producers = net.nodes("producer")
+        self._items_running = True  # the schedule that opens items has events to come
+        self._stopping = False  # the run's end is set for the end of the period
+        self._schedules = self._build_schedules(len(producers))
         self.stress: LinkStress | None = None
         if observers is not None and "fewest_hops" in net.parts:
             hops = net.parts["fewest_hops"]()
             index = {name: i for i, name in enumerate(net.hosts)}
             hops_of = {p: hops[index[host.name]] for p, host in enumerate(producers)}
-            self.stress = LinkStress(hops_of, self.drain_s, find_reading_id)
+            # What identifies an item's content in a frame (a sender may know better).
+            content_id = getattr(self.sender, "content_id", find_reading_id)
+            self.stress = LinkStress(hops_of, self.drain_s, content_id, (net.parts["medium"],))
             observers.add(self.stress)
-        # Energy is compared over the same time in every variant: until the end of
-        # the publishing period (readings times their mean interval), not until
-        # the run ends, which depends on how soon the last readings arrive.
-        self._energy: list[float] | None = None
-        self.energy_until = self.start_s + self.per_producer * mean_interval_s
+        # S4's time to content arrival ends when the content reaches the gateway's
+        # radio (a pull polled for what exists ends at its answer's application, which
+        # knows which request brought it).
+        if observers is not None and "medium" in net.parts and not self.polling:
+            gateway = net.node("gateway").name
+            observers.add(
+                GatewayArrivals(
+                    gateway,
+                    (net.parts["medium"],),
+                    getattr(self.sender, "content_id", find_reading_id),
+                    self._at_gateway,
+                )
+            )
+        self.period: PeriodTraffic | None = None
+        if observers is not None:
+            media = (net.parts["medium"],) if "medium" in net.parts else ()
+            self.period = PeriodTraffic(sim, self.start_s, self.period_end, media)
+            observers.add(self.period)
+        # Energy is compared over the publishing period in every variant, from its
+        # start (the routing tree is built before) to its end (not the run's end,
+        # which depends on how soon the last readings arrive).
+        self._energy_start: list[tuple[float, float]] | None = None
+        self._energy_end: list[tuple[float, float]] | None = None
         self.series: PublishSeries | None = None
         if observers is not None and "radios" in net.parts:
-            sim.at(self.energy_until, self._energy_snapshot)
+            sim.at(self.start_s, self._energy_snapshot, "start")
+            sim.at(self.period_end, self._energy_snapshot, "end")
             points = workload.get("series_points") or SERIES_POINTS
             index = {name: i for i, name in enumerate(net.hosts)}
             forwarders = [(index[n], f) for n, f in self.sender.forwarders().items()]
             self.series = PublishSeries(
                 sim,
                 self.start_s,
-                (self.energy_until - self.start_s) / points,
+                (self.period_end - self.start_s) / points,
                 list(net.parts["radios"].values()),
                 sorted(forwarders, key=lambda pair: pair[0]),
             )
 
+    def _build_schedules(self, producers: int) -> list:
+        """The producers' readings (a push, a polled pull) or the gateway's requests (a
+        pull), which open the items; a polled pull's polls, which go on until the run
+        ends."""
+        sim, sender = self.sim, self.sender
+        out = []
+        if sender.drives == "push" or self.polling:
+            waits = Waits(sim.rng("workload/intervals"), self.interval_s, self.jitter)
+            out.append(
+                PerSource(
+                    sim,
+                    waits,
+                    producers,
+                    self.per_producer,
+                    self.until,
+                    self._publish,
+                    on_done=self._items_done,
+                )
+            )
+        if sender.drives == "pull":
+            median = self.poll_s if self.polling else self.interval_s
+            waits = Waits(sim.rng("workload/requests"), median, self.jitter)
+            build = SCHEDULES[sender.schedule]
+            if self.polling:
+                out.append(build(sim, waits, producers, UNBOUNDED, math.inf, self._poll))
+            else:
+                out.append(
+                    build(
+                        sim,
+                        waits,
+                        producers,
+                        self.per_producer,
+                        self.until,
+                        self._request,
+                        on_done=self._items_done,
+                    )
+                )
+        return out
+
     def start(self) -> None:
         self.sender.start()
-        self._producing = len(self.sender.producers)
-        for index in range(self._producing):
-            first = self.start_s + self._phases.uniform(0.0, self.interval_s)
-            self.sim.at(first, self._publish, index, 0)
-        if not self._producing:
+        for schedule in self._schedules:
+            schedule.start(self.start_s)
+        if not self.sender.producers:
             self.sim.at(self.start_s, self._end)
 
-    def _end(self) -> None:
-        """The last reading has had drain_s: what has not arrived is lost (a polled
-        reading no poll fetched, a message still on its way)."""
-        now = self.sim.now
-        for rid, item in self._open.items():
-            self.items.finish(item, now, GIVEN_UP)
-            self._forget(rid)
-        self._open.clear()
-        self.sim.stop()
+    # ---- the schedules' events ----------------------------------------------------------
 
-    def _publish(self, producer: int, counter: int) -> None:
-        sim = self.sim
-        rid = reading_id(producer, counter)
-        self._open[rid] = self.items.start(sim.now)
+    def _publish(self, producer: int, k: int) -> None:
+        if not self.sender.ready(producer):
+            self.skipped += 1
+            return
+        rid = self._open_item(producer, k)
+        self.sender.send(producer, rid, reading(producer, k, self._value()))
+
+    def _request(self, producer: int, k: int) -> None:
+        self.sender.request(producer, self._open_item(producer, k))
+
+    def _poll(self, producer: int, k: int) -> None:
+        self.sender.poll(producer)
+
+    def _open_item(self, producer: int, k: int) -> int:
+        rid = reading_id(producer, k)
+        self._open[rid] = self.items.start(self.sim.now)
         if self.stress is not None:
             self.stress.started(rid)
         if self.series is not None:
             self.series.taken += 1
-        payload = reading(producer, counter, self._values.randrange(10000))
-        self.sender.send(producer, rid, payload)
-        if counter + 1 < self.per_producer:
-            sim.schedule(self._next_interval(), self._publish, producer, counter + 1)
-        else:
-            self._producing -= 1
-            if not self._producing:  # the last reading of all: drain_s for it to arrive
-                sim.schedule(self.drain_s, self._end)
+        return rid
 
-    def _next_interval(self) -> float:
-        if self.interval_max_s is None:
-            return self.interval_s
-        return self._intervals.uniform(self.interval_s, self.interval_max_s)
+    def _items_done(self) -> None:
+        """The schedule that opens items has run out: the last ones get drain_s."""
+        self._items_running = False
+        self.sim.schedule(self.drain_s, self._end)
+        self._check_all_done()
+
+    def _end(self) -> None:
+        """The last event has had drain_s: what has not arrived is lost."""
+        now = self.sim.now
+        for rid in list(self._open):
+            self.failed(rid, now)
+        self.sim.stop()
 
     # ---- what the senders report -----------------------------------------------------
 
@@ -249,77 +319,121 @@ class PublishWorkload:
         self._handed.append((now, rid))
         self._expire(now)
 
-    def arrived(self, payload: bytes) -> bool:
+    def arrived(self, payload: bytes, since: float | None = None) -> bool:
         """A reading reached the gateway's application; False if it is not one."""
         rid = read_id(payload)
         if rid is None:
             return False
-        item = self._open.pop(rid, None)
-        if item is not None:
-            now = self.sim.now
-            self.items.finish(item, now, DELIVERED, len(payload))
-            if self.stress is not None:
-                self.stress.delivered(rid, reading_producer(rid), now)
-            if self.series is not None:
-                self.series.delivered += 1
-            self._check_all_done()
+        self.delivered(rid, len(payload), since)
         return True
 
-    def failed(self, rid: int) -> None:
-        """The producer gave the reading up."""
+    def _at_gateway(self, rid: int) -> None:
+        if rid in self._open:
+            self.delivered(rid, READING_BYTES)
+
+    def delivered(self, rid: int, size: int, since: float | None = None) -> None:
+        """Item `rid` is at the gateway (its first arrival counts). `since`: when the
+        request that brought a polled reading went out, where its time starts."""
         item = self._open.pop(rid, None)
-        if item is not None:
-            self.items.finish(item, self.sim.now, GIVEN_UP)
-            self._forget(rid)
-            self._check_all_done()
+        if item is None:
+            return
+        now = self.sim.now
+        if since is not None:
+            item.t_start = since
+        self.items.finish(item, now, DELIVERED, size)
+        if self.stress is not None:
+            self.stress.ended(rid, now, lost=False)
+        if self.series is not None:
+            self.series.delivered += 1
+        self._check_all_done()
+
+    def failed(self, rid: int, when: float | None = None) -> None:
+        """Item `rid` can no longer arrive (given up, replaced, expired)."""
+        item = self._open.pop(rid, None)
+        if item is None:
+            return
+        now = self.sim.now
+        self.items.finish(item, now if when is None else when, GIVEN_UP)
+        if self.stress is not None:
+            self.stress.ended(rid, now, lost=True)
+        self._check_all_done()
+
+    def _value(self) -> int:
+        """A sensor value of four digits, so that every reading is 32 bytes (S4's)."""
+        return self._values.randrange(1000, 10000)
+
+    def reading_for(self, rid: int) -> bytes:
+        """The value a producer returns when asked for item `rid` (a pull): a reading
+        taken now, carrying the item's id."""
+        return reading(reading_producer(rid), reading_counter(rid), self._value())
+
+    def idle_reading(self, producer: int) -> bytes:
+        """A reading that is no item (a resource's state before its first reading)."""
+        return reading(producer, IDLE_COUNTER, 3000)
 
     def _expire(self, now: float) -> None:
         """Give up the handed-over readings that have had `drain_s` to arrive."""
         handed = self._handed
         while handed and handed[0][0] + self.drain_s < now:
             t, rid = handed.popleft()
-            item = self._open.pop(rid, None)
-            if item is not None:
-                self.items.finish(item, t, GIVEN_UP)
-                self._forget(rid)
+            if rid in self._open:
+                self.failed(rid, t)
 
-    def _forget(self, rid: int) -> None:
-        if self.stress is not None:
-            self.stress.forget(rid)
+    def _check_all_done(self) -> None:
+        """Every item has ended and none will begin: the run ends, but not before the
+        publishing period does, so that every variant is measured over the same time."""
+        if self._items_running or self._open:
+            return
+        if self.sim.now >= self.period_end:
+            self.sim.stop()
+        elif not self._stopping:
+            self._stopping = True
+            self.sim.at(self.period_end, self.sim.stop)
 
-    def _energy_snapshot(self) -> None:
+    # ---- metrics ---------------------------------------------------------------------
+
+    def _energy_snapshot(self, which: str) -> None:
         now = self.sim.now
-        self._energy = [radio.power.joules(now) for radio in self.net.parts["radios"].values()]
+        energy = [
+            (radio.power.air_joules(now), radio.power.joules(now))
+            for radio in self.net.parts["radios"].values()
+        ]
+        if which == "start":
+            self._energy_start = energy
+        else:
+            self._energy_end = energy
+
+    def _energies(self) -> tuple[list[float], list[float]] | None:
+        """Each node's energy over the publishing period: (S4's accounting, always
+        listening); None without a radio network."""
+        if "radios" not in self.net.parts:
+            return None
+        if self._energy_start is None:
+            self._energy_snapshot("start")
+        if self._energy_end is None:  # the run ended before the period did
+            self._energy_snapshot("end")
+        air = [e[0] - s[0] for s, e in zip(self._energy_start, self._energy_end, strict=True)]
+        listening = [e[1] - s[1] for s, e in zip(self._energy_start, self._energy_end, strict=True)]
+        return air, listening
 
     def metrics(self, base: dict[str, float | int]) -> dict[str, float]:
         """S4's metrics (metrics/publish.py), from the run's metrics so far."""
-        sender, parts = self.sender, self.net.parts
+        sender = self.sender
         stress = self.stress or LinkStress({}, 0.0, find_reading_id)
         stress.settle(float("inf"))
-        radios = parts.get("radios")
-        tree = parts.get("tree")
-        root_j, total_j, leaves_j = float("nan"), float("nan"), []
-        if radios and tree is not None:
-            if self._energy is None:  # the run ended before the publishing period did
-                self._energy_snapshot()
-            energy = self._energy
-            root_j, total_j = energy[tree.root], sum(energy)
-            children = tree.children()
-            leaves_j = [
-                joules
-                for i, joules in enumerate(energy)
-                if i != tree.root and tree.reached(i) and not children[i]
-            ]
+        tree = self.net.parts.get("tree")
+        energies = self._energies() if tree is not None else None
         return publish_metrics(
             base,
-            self._total,
+            self.items.stats.started,
             sender.requests,
             sender.app_retransmissions(),
             stress,
-            root_j,
-            leaves_j,
-            total_j,
+            energies,
+            tree,
             ndn_tables(sender.forwarders()),
+            self.skipped,
+            self.period,
         )
 
     def series_table(self) -> SeriesTable | None:
@@ -330,334 +444,25 @@ class PublishWorkload:
             return None
         series.close_bin(self.sim.now)
         hops = tree.hops if tree is not None else ()
-        stress = self.stress.histogram if self.stress is not None else {}
-        distribution_rows(series.table, self.items.stats.latencies, stress, hops)
+        stress = self.stress
+        distribution_rows(
+            series.table,
+            self.items.stats.latencies,
+            stress.histogram if stress is not None else {},
+            stress.lost_histogram if stress is not None else {},
+            hops,
+        )
         return series.table
 
-    def _check_all_done(self) -> None:
-        stats = self.items.stats
-        if stats.delivered + stats.given_up == self._total:
-            self.sim.stop()
 
-
-def ndn_tables(forwarders: dict[str, Forwarder]) -> tuple[int, int] | None:
-    """The most PIT entries and Content Store bytes any node held; None: no NDN."""
+def ndn_tables(forwarders: dict[str, Forwarder]) -> tuple[int, int, int] | None:
+    """The most PIT entries, Content Store entries and Content Store bytes any node
+    held; None: no NDN."""
     if not forwarders:
         return None
     held = forwarders.values()
-    return max(f.pit.peak for f in held), max(f.cs.peak_bytes for f in held)
-
-
-class CoapPut:
-    """CoAP: each reading a PUT to the gateway's server (CON, or NON with No-Response)."""
-
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
-        self.work = work
-        self.sim = sim
-        self.path = config["workload"]["path"]
-        self.confirmable = cfg["type"] == "con"
-        self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading id
-        sink = net.node("client")
-        self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
-        self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
-        DatagramDriver(
-            sim, sink, self._server, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
-        )
-        self._sink = (address_text(net.address(sink)), COAP_PORT)
-        self.producers = []
-        for index, node in enumerate(net.nodes("producer")):
-            endpoint = CoapEndpoint(
-                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
-            )
-            driver = DatagramDriver(
-                sim,
-                node,
-                endpoint,
-                self._on_event(index),
-                codec.header_length,
-                operation=COAP_MESSAGE,
-            )
-            self.producers.append((endpoint, driver))
-        self._options = [(codec.Opt.CONTENT_FORMAT, 50)]  # application/json
-        if not self.confirmable:
-            self._options.append((Opt.NO_RESPONSE, NO_RESPONSE_ALL))
-
-    requests = None  # a push: the gateway asks for nothing
-
-    def start(self) -> None:
-        pass
-
-    def app_retransmissions(self) -> int:
-        return sum(endpoint.stats.retransmissions for endpoint, _ in self.producers)
-
-    def forwarders(self) -> dict[str, Forwarder]:
-        return {}
-
-    def send(self, producer: int, rid: int, payload: bytes) -> None:
-        endpoint, driver = self.producers[producer]
-        request = endpoint.request(
-            self.sim.now,
-            self._sink,
-            codec.Code.PUT,
-            self.path,
-            confirmable=self.confirmable,
-            payload=payload,
-            options=self._options,
-        )
-        driver.pump()
-        if self.confirmable:
-            self._requests[(producer, request)] = rid
-        else:
-            self.work.handed_over(rid)
-
-    def _arrived(self, request, addr) -> ResourceResponse:
-        if not self.work.arrived(request.payload):
-            return ResourceResponse(codec.Code.BAD_REQUEST)
-        return ResourceResponse(codec.Code.CHANGED)
-
-    def _on_event(self, producer: int) -> Callable[[object], None]:
-        def on_event(event: object) -> None:
-            rid = self._requests.pop((producer, getattr(event, "request_id", None)), None)
-            if rid is not None and isinstance(event, RequestFailed):
-                self.work.failed(rid)
-
-        return on_event
-
-
-class CoapPull:
-    """CoAP: the producers serve their latest reading; the gateway polls it with GET
-    (exchange "get") or observes it (exchange "observe", NON notifications)."""
-
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
-        workload = config["workload"]
-        self.work = work
-        self.sim = sim
-        self.path = workload["path"]
-        self.observe = workload["coap_exchange"] == "observe"
-        self.confirmable = cfg["type"] == "con"
-        self.poll_s = workload.get("poll_interval_s") or workload["interval_s"]
-        self.start_s = workload["start_s"]
-        sink = net.node("client")
-        self.gateway = CoapEndpoint(
-            sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg["token_length"]
-        )
-        self.gateway_driver = DatagramDriver(
-            sim, sink, self.gateway, self._on_event, codec.header_length, operation=COAP_MESSAGE
-        )
-        self.latest: list[tuple[int, bytes] | None] = []
-        self.producers = []
-        self.addresses = []
-        for index, node in enumerate(net.nodes("producer")):
-            endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), coap_params(cfg))
-            endpoint.add_resource(
-                self.path,
-                lambda request, addr, i=index: self._serve(i),
-                observable=self.observe,
-                methods={codec.Code.GET},
-                content_format=50,
-            )
-            driver = DatagramDriver(
-                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
-            )
-            self.producers.append((endpoint, driver))
-            self.addresses.append((address_text(net.address(node)), COAP_PORT))
-            self.latest.append(None)
-        self._polls = sim.rng("workload/polls")
-        self._registrations: dict[int, int] = {}  # observe: request id -> producer
-        # GETs the gateway sent (observe: none, a registration is not a poll).
-        self.requests: int | None = None if self.observe else 0
-
-    def app_retransmissions(self) -> int:
-        endpoints = [self.gateway, *(endpoint for endpoint, _ in self.producers)]
-        return sum(endpoint.stats.retransmissions for endpoint in endpoints)
-
-    def forwarders(self) -> dict[str, Forwarder]:
-        return {}
-
-    def start(self) -> None:
-        for index in range(len(self.producers)):
-            if self.observe:
-                self.sim.at(self.start_s, self._register, index)
-            else:
-                first = self.start_s + self._polls.uniform(0.0, self.poll_s)
-                self.sim.at(first, self._poll, index)
-
-    def send(self, producer: int, rid: int, payload: bytes) -> None:
-        previous = self.latest[producer]
-        self.latest[producer] = (rid, payload)
-        if self.observe:
-            endpoint, driver = self.producers[producer]
-            endpoint.notify(self.sim.now, self.path, confirmable=False)
-            driver.pump()
-            self.work.handed_over(rid)
-        elif previous is not None:
-            self.work.failed(previous[0])  # replaced: no poll can fetch it any more
-
-    def _serve(self, producer: int) -> ResourceResponse:
-        latest = self.latest[producer]
-        # Before the first reading: an empty representation (an observation starts).
-        payload = latest[1] if latest is not None else b""
-        return ResourceResponse(codec.Code.CONTENT, payload, 50)
-
-    def _poll(self, producer: int) -> None:
-        self.requests += 1
-        self.gateway.request(
-            self.sim.now,
-            self.addresses[producer],
-            codec.Code.GET,
-            self.path,
-            confirmable=self.confirmable,
-        )
-        self.gateway_driver.pump()
-        self.sim.schedule(self.poll_s, self._poll, producer)
-
-    def _register(self, producer: int) -> None:
-        request = self.gateway.request(
-            self.sim.now, self.addresses[producer], codec.Code.GET, self.path, observe=True
-        )
-        self._registrations[request] = producer
-        self.gateway_driver.pump()
-
-    def _on_event(self, event: object) -> None:
-        if isinstance(event, ResponseReceived):
-            self._registrations.pop(event.request_id, None)
-            self.work.arrived(event.response.payload)
-        elif isinstance(event, NotificationReceived):
-            self.work.arrived(event.message.payload)
-        elif isinstance(event, RequestFailed):
-            # A registration the producer never answered (RFC 7641 3.3.1: the client
-            # may register again): try again a reading interval later, or nothing
-            # that producer takes would ever arrive.
-            producer = self._registrations.pop(event.request_id, None)
-            if producer is not None:
-                self.sim.schedule(self.poll_s, self._register, producer)
-
-
-class MqttSnPublish:
-    """MQTT-SN: one session per producer to the gateway beside the broker; every
-    reading a PUBLISH under the registered topic id."""
-
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["mqttsn"]
-        self.work = work
-        self.sim = sim
-        self.topic = cfg["topic"]
-        self.qos = cfg["qos"]
-        retry = retry_settings(cfg)
-        sink = net.node("client")
-        broker = sink_broker(sim, sink, cfg)
-        subscriber = MqttClient(
-            sim.rng("mqtt/subscriber"), MqttClientParams(client_id="gateway-app", keep_alive_s=0)
-        )
-        subscriber.subscribe(sim.now, [(self.topic, self.qos)])
-        LocalClient(sim, broker, subscriber, self._received, name="subscriber")
-        self._gateway = (address_text(net.address(sink)), cfg["port"])
-        self.producers = [
-            _SnProducer(self, sim, node, cfg, retry) for node in net.nodes("producer")
-        ]
-
-    requests = None  # a push
-
-    def start(self) -> None:
-        pass
-
-    def app_retransmissions(self) -> int:
-        return sum(producer.client.stats.retransmissions for producer in self.producers)
-
-    def forwarders(self) -> dict[str, Forwarder]:
-        return {}
-
-    def send(self, producer: int, rid: int, payload: bytes) -> None:
-        self.producers[producer].send(rid, payload)
-
-    def _received(self, event: object) -> None:
-        if isinstance(event, mqtt_ev.MessageReceived):
-            self.work.arrived(event.payload)
-
-
-class _SnProducer:
-    """One producer's MQTT-SN client and session."""
-
-    def __init__(self, owner: MqttSnPublish, sim: Simulator, node, cfg: dict, retry: dict):
-        self.owner = owner
-        self.sim = sim
-        self.client = MqttSnClient(
-            sim.rng(f"mqttsn/{node.name}"),
-            MqttSnClientParams(client_id=node.name, keep_alive_s=cfg["keep_alive_s"], **retry),
-        )
-        self.driver = DatagramDriver(
-            sim, node, self.client, self._on_event, sn_header_length, operation="mqttsn_message"
-        )
-        self.topic_id: int | None = None
-        self.waiting: deque[tuple[int, bytes]] = deque()  # readings before the registration
-        self.in_flight: dict[int, int] = {}  # QoS 1 MsgId -> reading id
-        self.sent_qos0: deque[int] = deque()  # QoS 0 readings queued in the client, in order
-
-    def send(self, rid: int, payload: bytes) -> None:
-        if self.topic_id is None:
-            self.waiting.append((rid, payload))
-            if self.client.state == DISCONNECTED:
-                self.client.connect(self.sim.now, self.owner._gateway)
-                self.driver.pump()
-            return
-        self._publish(rid, payload)
-
-    def _publish(self, rid: int, payload: bytes) -> None:
-        try:
-            msg_id = self.client.publish(self.sim.now, self.topic_id, payload, qos=self.owner.qos)
-        except (QueueFull, RuntimeError):
-            self.owner.work.failed(rid)  # the client cannot take it: lost at the producer
-            return
-        if msg_id is None:
-            self.sent_qos0.append(rid)
-        else:
-            self.in_flight[msg_id] = rid
-        self.driver.pump()
-
-    def _on_event(self, event: object) -> None:
-        now, work = self.sim.now, self.owner.work
-        if isinstance(event, sn_ev.Connected):
-            self.client.register(now, self.owner.topic)
-        elif isinstance(event, sn_ev.Registered):
-            self.topic_id = event.topic_id
-            while self.waiting:
-                self._publish(*self.waiting.popleft())
-        elif isinstance(event, sn_ev.Published):
-            if event.msg_id is None:
-                if self.sent_qos0:
-                    work.handed_over(self.sent_qos0.popleft())
-            else:
-                self.in_flight.pop(event.msg_id, None)
-        elif isinstance(event, sn_ev.RequestFailed):
-            rid = self.in_flight.pop(getattr(event, "msg_id", None), None)
-            if rid is not None:
-                work.failed(rid)
-        elif isinstance(event, (sn_ev.Disconnected, sn_ev.ConnectionRefused)):
-            # The session is gone (the gateway lost us, or refused): what the client
-            # still held is lost; the next reading connects again.
-            for rid in [*self.in_flight.values(), *self.sent_qos0]:
-                work.failed(rid)
-            self.in_flight.clear()
-            self.sent_qos0.clear()
-            self.topic_id = None
-            if self.waiting:
-                self.client.connect(now, self.owner._gateway)
-                self.driver.pump()
-
-
-#: By protocol name; for CoAP by workload.coap_exchange, for NDN by workload.ndn_exchange.
-SENDERS: dict[str, Callable[..., Sender]] = {
-    "put": CoapPut,
-    "get": CoapPull,
-    "observe": CoapPull,
-    "mqttsn": MqttSnPublish,
-    "pull": NdnPull,
-    "inot": NdnInterestNotification,
-    "hopp": NdnHopp,
-}
-
-
-def _ignore(event: object) -> None:
-    pass
+    return (
+        max(f.pit.peak for f in held),
+        max(f.cs.peak_entries for f in held),
+        max(f.cs.peak_bytes for f in held),
+    )

@@ -4,6 +4,10 @@ HoPP (HoP-and-Pull, Gündoğan et al.) as its reference implementation does
 it (RIOT's `sys/net/routing/hopp` with COMPAS; docs/ndn.md lists what it
 leaves open and what iotbench chose), on every node of the radio network:
 
+Its timers and tables are `protocol.ndn.hopp` (HoppParams below); the
+defaults are the reference's, the values in parentheses here, and S4's
+scenarios set those of the study's ndn_hopp app.
+
 - Tree. The gateway is the root and content proxy (rank 1). It advertises
   its prefix in PAMs on a Trickle timer (Imin 64 ms, 16 doublings, k = 5).
   A node that hears its parent's PAM takes rank + 1 and, when its rank
@@ -21,7 +25,7 @@ leaves open and what iotbench chose), on every node of the radio network:
   is in the puller's Content Store, and the puller sends its own NAM to its
   parent. So the name goes up hop by hop, each hop pulling, until the
   gateway has the Data. A NAM is sent again every 1 to 1.5 s until the
-  parent pulls, 3 times at most; then the node asks its parent with a SOL.
+  parent pulls, 3 NAMs in all; then the node asks its parent with a SOL.
   A node forgets a name once a neighbour's Interest for it is answered from
   its Content Store. A full NAM cache makes room by dropping a name not heard
   of for 10 s, else drops the new one, and does not answer SOLs.
@@ -38,40 +42,47 @@ a forwarding decision of CPU time (its device profile).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from iotbench.apps.ndn import NdnNode
+from iotbench.apps.readings import reading_counter
 from iotbench.net import ieee802154 as mac
 from iotbench.net.l2 import L2Interface
 from iotbench.net.packet import CONTROL, DATA
 from iotbench.proto.ndn import hopp
 from iotbench.proto.ndn.app import NdnApp
-from iotbench.proto.ndn.data import Data, make_data
+from iotbench.proto.ndn.data import Data
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
-from iotbench.world.ndn import route_prefix
 from iotbench.world.network import Network
-from iotbench.world.publish_ndn import NdnSender, NdnTree, producer_prefix
-from iotbench.world.readings import reading_counter
+from iotbench.world.publish_ndn import NdnSender, NdnTree
 
 if TYPE_CHECKING:
     from iotbench.world.publish import PublishWorkload
 
-# The reference implementation's timers (hopp.h), in seconds.
-TRICKLE_IMIN_S = 0.064
-TRICKLE_DOUBLINGS = 16
-TRICKLE_K = 5
-SOL_PERIOD_S = (4.0, 5.0)
-NAM_PERIOD_S = (1.0, 1.5)
-PARENT_TIMEOUT_S = (30.0, 35.0)
-NAM_RETRIES = 3
-NAM_STALE_S = 10.0
-NAM_CACHE_ENTRIES = 20  # examples/hopp's COMPAS_NAM_CACHE_LEN
+
+@dataclass(frozen=True)
+class HoppParams:
+    """HoPP's timers and tables (`protocol.ndn.hopp`). The defaults are the reference
+    implementation's (RIOT's sys/include/net/hopp/hopp.h and COMPAS); S4's ndn_hopp
+    app sets its own in its Makefile (the scenario cites them)."""
+
+    trickle_imin_s: float = 0.064  # HOPP_TRICKLE_IMIN (ms there)
+    trickle_doublings: int = 16  # HOPP_TRICKLE_IMAX
+    trickle_k: int = 5  # HOPP_TRICKLE_REDCONST
+    sol_period_s: tuple[float, float] = (4.0, 5.0)  # HOPP_SOL_PERIOD: base + jitter
+    nam_period_s: tuple[float, float] = (1.0, 1.5)  # HOPP_NAM_PERIOD: base + jitter
+    parent_timeout_s: tuple[float, float] = (30.0, 35.0)  # HOPP_PARENT_TIMEOUT_PERIOD
+    nam_retries: int = 3  # COMPAS_NAM_CACHE_RETRIES
+    nam_stale_s: float = 10.0  # HOPP_NAM_STALE_TIME
+    nam_cache_entries: int = 20  # COMPAS_NAM_CACHE_LEN of examples/hopp
+
+
 UNICAST_SOLS = 4
 _INTEREST_TYPE = bytes((TT.INTEREST,))  # an NDN Interest's first byte
 SOLS_BEFORE_TRICKLE = 3
@@ -82,8 +93,8 @@ class _Advertised:
     """A name in the NAM cache."""
 
     source: bytes | None  # who advertised it to us (None: we published it)
+    retries: int  # NAMs still to send
     requested: bool = False  # we hold its Data and advertise it upwards
-    retries: int = NAM_RETRIES
     heard: float = 0.0  # when its last NAM came
     timer: Timer | None = field(default=None, repr=False)
 
@@ -91,8 +102,10 @@ class _Advertised:
 class _Trickle:
     """RFC 6206's timer as the reference implementation runs it for PAMs."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, params: HoppParams) -> None:
         self.rng = rng
+        self.imin_s = params.trickle_imin_s
+        self.imax_s = params.trickle_imin_s * 2**params.trickle_doublings
         self.interval = 0.0
         self.t = 0.0
         self.heard = 0
@@ -101,14 +114,14 @@ class _Trickle:
         """(Re)start: I and t drawn from [Imin, 4 Imin), as the reference does; the
         delay to the first transmission."""
         self.heard = 0
-        self.interval = self.t = self.rng.uniform(TRICKLE_IMIN_S, 4 * TRICKLE_IMIN_S)
+        self.interval = self.t = self.rng.uniform(self.imin_s, 4 * self.imin_s)
         return self.t
 
     def next(self) -> float:
         """After a firing: the delay to the next one, in the second half of the next
         (doubled, at most Imax) interval."""
         rest = self.interval - self.t
-        doubled = min(2 * self.interval, TRICKLE_IMIN_S * 2**TRICKLE_DOUBLINGS)
+        doubled = min(2 * self.interval, self.imax_s)
         low = self.interval if doubled > self.interval else doubled / 2
         self.interval = doubled
         self.heard = 0
@@ -135,6 +148,7 @@ class HoppAgent:
         self.iface = iface
         self.tree_parent = parent  # the shared tree's parent (None: the root)
         self.rng = rng
+        self.params = owner.params
         self.app = NdnApp.create(node.forwarder)
         self.root = parent is None
         self.rank = 1 if self.root else hopp.RANK_UNDEFINED
@@ -142,7 +156,7 @@ class HoppAgent:
         self.floating = False
         self.sols = 0
         self.names: dict[str, _Advertised] = {}
-        self.trickle = _Trickle(rng)
+        self.trickle = _Trickle(rng, owner.params)
         self._trickle_timer: Timer | None = None
         self._sol_timer: Timer | None = None
         self._parent_timer: Timer | None = None
@@ -181,7 +195,9 @@ class HoppAgent:
         if self.root:
             self._start_trickle()
         else:
-            self._sol_timer = self.sim.schedule(self._jitter(SOL_PERIOD_S), self._sol_round)
+            self._sol_timer = self.sim.schedule(
+                self._jitter(self.params.sol_period_s), self._sol_round
+            )
 
     def _jitter(self, bounds: tuple[float, float]) -> float:
         return self.rng.uniform(*bounds)
@@ -198,7 +214,7 @@ class HoppAgent:
         self._trickle_timer = self.sim.schedule(self.trickle.start(), self._trickle_fires)
 
     def _trickle_fires(self) -> None:
-        if self.rank != hopp.RANK_UNDEFINED and self.trickle.heard < TRICKLE_K:
+        if self.rank != hopp.RANK_UNDEFINED and self.trickle.heard < self.params.trickle_k:
             self.send(mac.BROADCAST, self._pam())
         self._trickle_timer = self.sim.schedule(self.trickle.next(), self._trickle_fires)
 
@@ -216,7 +232,7 @@ class HoppAgent:
         if self.sols == SOLS_BEFORE_TRICKLE and self._trickle_timer is None:
             self.floating = True
             self._start_trickle()
-        self._sol_timer = self.sim.schedule(self._jitter(SOL_PERIOD_S), self._sol_round)
+        self._sol_timer = self.sim.schedule(self._jitter(self.params.sol_period_s), self._sol_round)
 
     def _parent_lost(self) -> None:
         """No PAM from the parent for 30-35 s (or NAMs unanswered): ask it again."""
@@ -241,7 +257,7 @@ class HoppAgent:
             self.parent_alive = True
             for name, entry in self.names.items():
                 if entry.requested:
-                    entry.retries = NAM_RETRIES
+                    entry.retries = self.params.nam_retries
                     self._arm_nam(name, entry, 0.0)
         self.sols = 0
         if self._sol_timer is not None:
@@ -249,7 +265,9 @@ class HoppAgent:
             self._sol_timer = None
         if self._parent_timer is not None:
             self._parent_timer.cancel()
-        self._parent_timer = self.sim.schedule(self._jitter(PARENT_TIMEOUT_S), self._parent_lost)
+        self._parent_timer = self.sim.schedule(
+            self._jitter(self.params.parent_timeout_s), self._parent_lost
+        )
 
     def _on_sol(self, src: bytes, sol: hopp.Sol) -> None:
         if self.rank == hopp.RANK_UNDEFINED or self.floating or self._names_full():
@@ -276,7 +294,7 @@ class HoppAgent:
     # ---- names up, Data down ------------------------------------------------------------------
 
     def _names_full(self) -> bool:
-        return len(self.names) >= NAM_CACHE_ENTRIES
+        return len(self.names) >= self.params.nam_cache_entries
 
     def _remember(self, name: str, source: bytes | None) -> _Advertised | None:
         entry = self.names.get(name)
@@ -285,12 +303,12 @@ class HoppAgent:
         if self._names_full() and not self._make_room():
             self.owner.nam_drops += 1
             return None
-        entry = self.names[name] = _Advertised(source)
+        entry = self.names[name] = _Advertised(source, self.params.nam_retries)
         return entry
 
     def _make_room(self) -> bool:
         """Drop a stale name: one not advertised upwards first, then any."""
-        stale = self.sim.now - NAM_STALE_S
+        stale = self.sim.now - self.params.nam_stale_s
         for upward in (False, True):
             for name, entry in self.names.items():
                 if entry.requested == upward and entry.heard < stale:
@@ -355,7 +373,7 @@ class HoppAgent:
         if entry.requested:
             return  # a repeated NAM's pull, answered by our own cache: already upward
         entry.requested = True
-        entry.retries = NAM_RETRIES
+        entry.retries = self.params.nam_retries
         self._arm_nam(name, entry, 0.0)
 
     def _arm_nam(self, name: str, entry: _Advertised, delay: float) -> None:
@@ -373,7 +391,9 @@ class HoppAgent:
         if entry.retries > 0:
             entry.retries -= 1
             self.send(self.tree_parent, hopp.Nam((name,)))
-            entry.timer = self.sim.schedule(self._jitter(NAM_PERIOD_S), self._nam_due, name)
+            entry.timer = self.sim.schedule(
+                self._jitter(self.params.nam_period_s), self._nam_due, name
+            )
             return
         # Nobody pulled: keep the name if its Data is still cached, and check on the
         # parent (its PAM re-arms the NAMs).
@@ -404,18 +424,27 @@ def _not_pulled(interest: Interest) -> None:
     pass  # the next NAM of the sender pulls again
 
 
+HOPP_KEYS = {f.name for f in fields(HoppParams)}
+
+
+def hopp_params(cfg: dict) -> HoppParams:
+    """`protocol.ndn.hopp` as HoppParams (absent keys: the reference's defaults)."""
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if v is not None}
+    return HoppParams(**{k: v for k, v in values.items() if k in HOPP_KEYS})
+
+
 class NdnHopp(NdnSender):
     """hopp: HoPP on every node; the gateway is the content proxy and the subscriber."""
+
+    drives = "push"
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
-        cfg = config["protocol"]["ndn"]
+        self.params = hopp_params(config["protocol"]["ndn"].get("hopp") or {})
         self.lifetime_ms = tree.lifetime_ms
-        gateway_prefix = producer_prefix(0, cfg["prefix_bytes"])
-        # The proxy's prefix: the producers' form with 'g' for the gateway.
-        self.prefix_uri = "/g" + gateway_prefix.to_uri()[2:]
+        self.prefix_uri = tree.prefix.to_uri()  # the content proxy's: the gateway's
         self.producers = tree.producers
         self.messages_sent = 0  # HoPP messages (SOL, PAM, NAM)
         self.pulls = 0
@@ -432,10 +461,9 @@ class NdnHopp(NdnSender):
             self.agents[name] = HoppAgent(
                 self, name, node, iface, parent_address, sim.rng(f"hopp/{name}")
             )
-        # The pulls follow the tree down to the producers (the reference addresses
-        # the NAM's sender directly; the tree's routes lead there).
-        for producer, prefix in zip(tree.producer_names, tree.prefixes, strict=True):
-            route_prefix(net, tree.nodes, prefix, tree.gateway_name, producer)
+        # A node pulls from the NAM's sender (the reference addresses it directly);
+        # the tree's routes lead there, and /<prefix> up to the parent, as HoPP sets.
+        tree.hopp_routes()
         tree.pump_all()
 
     def start(self) -> None:
@@ -444,8 +472,7 @@ class NdnHopp(NdnSender):
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
-        name = tree.reading_name(producer, reading_counter(rid))
-        data = make_data(name, payload, signer=tree.signers[producer])
+        data = tree.data(producer, tree.reading_name(producer, reading_counter(rid)), payload)
         agent = self.agents[tree.producer_names[producer]]
         node = tree.producers[producer]
         node.cpu.run(tree.create_data_s(node), lambda: agent.publish(data))

@@ -1,112 +1,137 @@
 """The publish workload over NDN (S4's `ndn` and `ndn-inot`): senders for world/publish.py.
 
-Every node of the radio network runs a forwarder with a face to each of its
-neighbours in the routing tree (world/ndn.py), so packets travel the tree
-hop by hop, and each forwarder retransmits an Interest that got no Data as
-`protocol.ndn.retx_max` and `retx_interval_s` say (S4: 4 times, 2 s apart).
-Producer i owns the prefix /p0…0i, one name component of
-`protocol.ndn.prefix_bytes` bytes (S4: 24), and its reading n is named
-/<prefix>/<n>.
+As S4's code runs it (5G-I3/ACM-ICN-2018, apps/ndn_vanilla and
+apps/ndn_ipush, on CCN-lite): every node of the radio network runs a
+forwarder with a unicast face to each of its neighbours in the routing tree
+(world/ndn.py), and forwards hop by hop, each forwarder retransmitting an
+Interest that got no Data (`protocol.ndn.retx_max`, `retx_interval_s`; S4: 4
+times, 2 s apart, with the Interest's own nonce, so a next hop that still
+holds it drops the copy: `protocol.ndn.nonce_check = "ccn-lite"`).
 
-- `pull` (S4's `ndn`): a producer turns each reading into a Data and keeps it
-  in its own Content Store. The gateway polls each producer every
-  `workload.poll_interval_s` (default interval_s; each producer at its own
-  random phase, the draws CoAP GET's polls make) with an Interest for the
-  oldest reading it has not had, one at a time. A producer answers an
-  Interest for a reading it has not taken yet at once with an
-  application-level Nack (a Data of ContentType NACK, content `not-yet`,
-  FreshnessPeriod 0): the poll found nothing, and no PIT on the way holds an
-  entry for seconds. The gateway's Interests carry MustBeFresh, so such a
-  Nack, cached on the way, never answers a later poll, while the readings
-  (FreshnessPeriod one hour: a reading never changes) do. A poll that finds
-  the previous Interest still out is owed, and so is one whose Interest
-  expired unanswered: for each owed poll, a reading that arrives makes the
-  gateway ask for the next one at once, so a gateway that fell behind
-  catches up instead of staying late for ever; a `not-yet` says it has
-  caught up. A reading the producer no longer holds (its
-  Content Store dropped it) gets a Nack `gone`: the reading is lost, the
-  gateway moves on. The gateway never has more Interests out than its own
-  PIT holds (`protocol.ndn.pit_max_entries`): further asks wait their turn
-  in order, rather than being dropped by its own forwarder and waiting out
-  an Interest lifetime.
+Names: producer i's prefix is `protocol.ndn.prefix` (S4: /i3) followed by
+its link-layer address as RIOT prints it (`aa:bb:...:hh`), and its reading n
+is <prefix>/<address>/<resource>/<n, 4 digits>, the resource being the last
+segment of `workload.path` (S4: gasval). Data are CCN-lite's unsigned form
+with `protocol.ndn.signature = "none"`: an empty MetaInfo, SignatureType
+DigestSha256 and an empty SignatureValue, 90 bytes for a reading.
+
+The tree: before the study measured, HoPP built it (the gateway its root, a
+PAM tree) and each producer announced its prefix up it (`hp`), which left on
+every node a route /<prefix> towards its parent and, on every node of a
+producer's path, a route <producer's prefix> towards the child on the way;
+then HoPP was stopped (`he`). Those routes are what a run starts with, along
+the shared tree; HoPP's set-up messages came before the measurement and are
+not part of a run.
+
+- `pull` (S4's `ndn`): the gateway asks the producers in turn, one loop over
+  them (each step a wait divided by their number), for
+  <producer's prefix>/<resource>/<k> in its k-th round, and the producer's
+  application creates that Data when the Interest comes (CCN-lite's local
+  producer) and puts it in its Content Store, which answers. The request is
+  the item; it is lost when its Interest expires unanswered at the gateway.
+  Polled (unscheduled, `workload.poll_interval_s`), the producers publish
+  their readings into their Content Stores as they take them, and the
+  gateway asks each poll for the lowest-numbered reading it has neither had
+  nor an Interest out for: an Interest for a reading not taken yet waits in
+  the PITs on the way until the reading exists (its Data satisfies it) or it
+  expires.
 - `inot` (S4's `ndn-inot`, Interest Notification): the producer sends each
-  reading as the ApplicationParameters of an Interest named /<prefix>/<n>
-  (with its ParametersSha256DigestComponent) up the tree on a default route;
-  the gateway's application takes every such Interest and answers with an
-  empty Data, the acknowledgement. Nothing is cached (Content Stores of 0
-  bytes), as I-Not asks. A reading whose Interest expires unanswered at its
-  producer is given up (unless it reached the gateway and only the
-  acknowledgement was lost).
+  reading as the last component of an Interest named
+  <producer's prefix>/<resource>/<n>/<reading> up the tree on the /<prefix>
+  route; the gateway's application takes it and answers with a Data of the
+  same name carrying "ACK" and its terminating zero, which acknowledges it
+  hop by hop. A reading whose Interest expires unanswered at its producer is
+  given up (unless it reached the gateway and only the acknowledgement was
+  lost).
 
 Creating an Interest or a Data costs the CPU time of the node's device
-profile (`protocol.ndn.profile`, with the signature of
-`protocol.ndn.signature`), and so does every forwarding decision.
+profile, and so does every forwarding decision.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING
 
 from iotbench.apps.ndn import NdnNode
+from iotbench.apps.readings import find_reading_id, read_id, reading_counter, reading_id
+from iotbench.net import ieee802154 as mac
 from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
-from iotbench.proto.ndn.types import ContentType
+from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.world.ndn import (
     CREATE_OPERATION,
     make_signer,
-    route_prefix,
     scenario_forwarder_config,
     tree_forwarders,
 )
 from iotbench.world.network import Network
-from iotbench.world.readings import reading_counter, reading_id
 
 if TYPE_CHECKING:
     from iotbench.world.publish import PublishWorkload
 
+#: apps/ndn_ipush: the acknowledgement's content, "ACK" and the zero snprintf ends it with.
+ACK_CONTENT = b"ACK\x00"
 
-def producer_prefix(index: int, size: int) -> Name:
-    """Producer `index`'s prefix: one component of `size` bytes, 'p' and the number."""
-    digits = str(index)
-    if len(digits) + 1 > size:
-        raise ValueError(f"a {size}-byte prefix cannot name producer {index}")
-    return Name("/p" + digits.zfill(size - 1))
+
+def address_text(address: bytes) -> str:
+    """A link-layer address as RIOT's gnrc_netif_addr_to_str writes it: aa:bb:..."""
+    return ":".join(f"{byte:02x}" for byte in address)
 
 
 class NdnTree:
-    """What both exchanges share: a forwarder on every node, the producers' prefixes,
-    signers, and the CPU cost of creating packets."""
+    """What the NDN exchanges share: a forwarder on every node, the producers' names,
+    the routes HoPP's set-up leaves, and the CPU cost of creating packets."""
 
     def __init__(self, sim: Simulator, net: Network, config: dict, **overrides) -> None:
         cfg = config["protocol"]["ndn"]
         self.sim = sim
         self.net = net
         self.lifetime_ms = cfg["interest_lifetime_ms"]
+        self.prefix = Name(cfg["prefix"])
+        self.resource = config["workload"]["path"].rstrip("/").rsplit("/", 1)[-1] or "data"
         profile = get_profile(cfg["profile"])
         self.nodes = tree_forwarders(sim, net, profile, scenario_forwarder_config(cfg, **overrides))
         self.gateway_name = net.node("client").name
         self.gateway = self.nodes[self.gateway_name]
         gateway_profile = config["network"].get("device", {}).get("gateway_profile")
-        if gateway_profile is not None:  # network.device: e.g. S4's Cortex-A8 gateway
+        if gateway_profile is not None:  # network.device: the gateway's own device
             self.gateway.profile = get_profile(gateway_profile)
         self.gateway_app = NdnApp.create(self.gateway.forwarder)
-        self.producer_names = [host.name for host in net.nodes("producer")]
+        hosts = net.nodes("producer")
+        self.producer_names = [host.name for host in hosts]
         self.producers = [self.nodes[name] for name in self.producer_names]
         self.apps = [NdnApp.create(node.forwarder) for node in self.producers]
-        self.prefixes = [
-            producer_prefix(i, cfg["prefix_bytes"]) for i in range(len(self.producers))
-        ]
-        self.signers = [make_signer(cfg["signature"], sim, p) for p in self.prefixes]
-        self._create_data = CREATE_OPERATION[cfg["signature"]]
+        self.prefixes = [self.prefix.append(address_text(net.address(host))) for host in hosts]
+        self.signature = cfg["signature"]
+        self.signers = [make_signer(self.signature, sim, p) for p in self.prefixes]
+        self.gateway_signer = make_signer(self.signature, sim, self.prefix)
+        self._create_data = CREATE_OPERATION[self.signature]
+
+    def hopp_routes(self, down: bool = True) -> None:
+        """The FIB HoPP's set-up leaves: /<prefix> towards the parent on every node but
+        the root; with `down`, each producer's prefix towards the child on the way, on
+        its path (what the pulls follow)."""
+        net, nodes = self.net, self.nodes
+        tree = net.parts["tree"]
+        ids = list(net.hosts)
+        for i, name in enumerate(ids):
+            parent = tree.parent[i]
+            if parent is not None:
+                nodes[name].forwarder.add_route(self.prefix, nodes[name].faces[ids[parent]])
+        if not down:
+            return
+        for producer, prefix in zip(self.producer_names, self.prefixes, strict=True):
+            path = net.parts["tree_path"](self.gateway_name, producer)
+            for here, there in zip(path, path[1:], strict=False):
+                nodes[here].forwarder.add_route(prefix, nodes[here].faces[there])
 
     def create_data_s(self, node: NdnNode) -> float:
-        """The CPU time `node` spends creating and signing a Data."""
+        """The CPU time `node` spends creating (and signing) a Data."""
         return node.profile.cost_s(self._create_data)
 
     @staticmethod
@@ -115,8 +140,14 @@ class NdnTree:
         return node.profile.cost_s("interest_create") + node.profile.cost_s("forward_packet")
 
     def reading_name(self, producer: int, counter: int) -> Name:
-        """/<producer's prefix>/<counter>: the name of one reading."""
-        return self.prefixes[producer].append(str(counter))
+        """<producer's prefix>/<resource>/<counter, 4 digits>: the name of one reading."""
+        return self.prefixes[producer].append(self.resource).append(f"{counter:04d}")
+
+    def data(self, producer: int | None, name: Name, content: bytes) -> Data:
+        """A Data of producer `producer` (None: the gateway's) as the scenario's nodes
+        write it (protocol.ndn.signature; none: CCN-lite's unsigned form)."""
+        signer = self.gateway_signer if producer is None else self.signers[producer]
+        return make_data(name, content, signer=signer, meta_info=self.signature == "none")
 
     def put_data(self, node: NdnNode, app: NdnApp, data: Data, then=None) -> None:
         """Create `data` on `node` (its CPU time), then hand it to the forwarder through
@@ -130,6 +161,15 @@ class NdnTree:
 
         node.cpu.run(self.create_data_s(node), put)
 
+    def express(self, node: NdnNode, app: NdnApp, name: Name, on_data, on_timeout) -> None:
+        """Create an Interest on `node` (its CPU time), then send it."""
+
+        def send() -> None:
+            app.express_interest(name, self.lifetime_ms, on_data, on_timeout, now=self.sim.now)
+            node.pump()
+
+        node.cpu.run(self.create_interest_s(node), send)
+
     def app_retransmissions(self) -> int:
         """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
         return sum(node.forwarder.counters.retransmissions for node in self.nodes.values())
@@ -138,11 +178,11 @@ class NdnTree:
         for node in self.nodes.values():
             node.pump()
 
-    @staticmethod
-    def counter_of(name: Name) -> int | None:
-        """The reading number in /<prefix>/<n>[/digest]; None if there is none."""
+    def counter_of(self, name: Name) -> int | None:
+        """The reading number in <prefix>/<address>/<resource>/<n>; None if none."""
+        at = len(self.prefix) + 2
         try:
-            return int(name[1].value)
+            return int(name[at].value)
         except (IndexError, ValueError):
             return None
 
@@ -152,9 +192,13 @@ class NdnSender:
 
     tree: NdnTree
     requests: int | None = None  # a push, unless a sender counts its polls
+    schedule = "round-robin"
 
     def start(self) -> None:
         pass
+
+    def ready(self, producer: int) -> bool:
+        return True
 
     def app_retransmissions(self) -> int:
         return self.tree.app_retransmissions()
@@ -164,197 +208,138 @@ class NdnSender:
 
 
 class NdnPull(NdnSender):
-    """ndn: the gateway polls /<prefix>/<n> from each producer, one Interest at a time."""
+    """ndn: the gateway asks each producer in turn for a reading by name."""
 
-    NOT_YET = b"not-yet"
-    GONE = b"gone"
-    READING_FRESHNESS_MS = 3_600_000  # a reading never changes
+    drives = "pull"
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
-        workload = config["workload"]
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
-        self.poll_s = workload.get("poll_interval_s") or workload["interval_s"]
-        self.start_s = workload["start_s"]
+        tree.hopp_routes()
         self.producers = tree.producers
         count = len(self.producers)
-        self.taken = [0] * count  # readings each producer has taken so far
-        self.wanted = [0] * count  # the oldest reading the gateway has not had
-        self.waiting = [False] * count  # an Interest of the gateway's is out
-        self.owed = [0] * count  # polls that came while it was out or queued
-        self.queued = [False] * count
-        self.queue: deque[int] = deque()  # producers to ask when an Interest is free
-        self.window = tree.gateway.forwarder.config.pit_max_entries  # None: no limit
-        self.out = 0  # the gateway's Interests out now
-        for index, (name, app, prefix) in enumerate(
-            zip(tree.producer_names, tree.apps, tree.prefixes, strict=True)
-        ):
-            route_prefix(net, tree.nodes, prefix, tree.gateway_name, name)
+        self.polled = config["workload"].get("poll_interval_s") is not None
+        # Polled: readings each producer has published, what the gateway has had and
+        # what it has an Interest out for.
+        self.had: list[set[int]] = [set() for _ in range(count)]
+        self.asked: list[set[int]] = [set() for _ in range(count)]
+        for index, (app, prefix) in enumerate(zip(tree.apps, tree.prefixes, strict=True)):
             app.register_prefix(prefix, lambda interest, i=index: self._on_interest(i, interest))
         tree.pump_all()
-        self._polls = sim.rng("workload/polls")
         self.requests = 0  # Interests the gateway expressed
-
-    def start(self) -> None:
-        for index in range(len(self.producers)):
-            first = self.start_s + self._polls.uniform(0.0, self.poll_s)
-            self.sim.at(first, self._poll, index)
 
     # ---- the producer -----------------------------------------------------------------
 
-    def send(self, producer: int, rid: int, payload: bytes) -> None:
-        tree = self.tree
-        name = tree.reading_name(producer, reading_counter(rid))
-        data = make_data(
-            name,
-            payload,
-            signer=tree.signers[producer],
-            freshness_period_ms=self.READING_FRESHNESS_MS,
-        )
-        self._put(producer, data, taken=reading_counter(rid) + 1)
-
     def _on_interest(self, producer: int, interest: Interest) -> None:
-        """An Interest the Content Store could not answer: a reading not taken yet, or
-        one taken and dropped from the store. Either way an application Nack."""
+        """An Interest its Content Store could not answer. Scheduled: the value now,
+        as a Data of the asked name; polled: nothing (it waits for the reading)."""
+        if self.polled:
+            return
         counter = self.tree.counter_of(interest.name)
         if counter is None:
             return
-        reason = self.NOT_YET if counter >= self.taken[producer] else self.GONE
-        nack = make_data(
-            interest.name,
-            reason,
-            signer=self.tree.signers[producer],
-            content_type=ContentType.NACK,
-            freshness_period_ms=0,
-        )
-        self._put(producer, nack)
-
-    def _put(self, producer: int, data: Data, taken: int | None = None) -> None:
+        content = self.work.reading_for(reading_id(producer, counter))
         tree = self.tree
+        data = tree.data(producer, interest.name, content)
+        tree.put_data(tree.producers[producer], tree.apps[producer], data)
 
-        def record() -> None:
-            self.taken[producer] = taken
-
-        then = record if taken is not None else None
-        tree.put_data(tree.producers[producer], tree.apps[producer], data, then)
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        """Polled: the producer publishes a reading into its Content Store (any Interest
+        waiting for it is satisfied)."""
+        tree = self.tree
+        name = tree.reading_name(producer, reading_counter(rid))
+        tree.put_data(
+            tree.producers[producer], tree.apps[producer], tree.data(producer, name, payload)
+        )
 
     # ---- the gateway ------------------------------------------------------------------
 
-    def _poll(self, producer: int) -> None:
-        if self.wanted[producer] >= self.work.per_producer:
-            return  # it has had every reading: no more polls
-        self._want(producer)
-        self.sim.schedule(self.poll_s, self._poll, producer)
-
-    def _want(self, producer: int) -> None:
-        """Ask the producer as soon as an Interest is free (owe it, if one is out)."""
-        if self.waiting[producer] or self.queued[producer]:
-            self.owed[producer] += 1
-            return
-        self.queued[producer] = True
-        self.queue.append(producer)
-        self._serve()
-
-    def _serve(self) -> None:
-        queue, window = self.queue, self.window
-        while queue and (window is None or self.out < window):
-            producer = queue.popleft()
-            self.queued[producer] = False
-            self._ask(producer)
-
-    def _done(self, producer: int) -> None:
-        self.waiting[producer] = False
-        self.out -= 1
-
-    def _ask(self, producer: int) -> None:
+    def request(self, producer: int, rid: int) -> None:
+        """Scheduled: ask for the reading of this round (the item)."""
         tree = self.tree
-        counter = self.wanted[producer]
-        name = tree.reading_name(producer, counter)
-        self.waiting[producer] = True
-        self.out += 1
         self.requests += 1
 
         def on_data(interest: Interest, data: Data) -> None:
-            self._done(producer)
-            if data.content_type == ContentType.NACK and data.content == self.NOT_YET:
-                self.owed[producer] = 0  # caught up: the next poll asks again
-            else:
-                if data.content_type == ContentType.NACK:
-                    self.work.failed(reading_id(producer, counter))
-                else:
-                    self.work.arrived(data.content)
-                self.wanted[producer] = counter + 1
-                if self.owed[producer] and counter + 1 < self.work.per_producer:
-                    self.owed[producer] -= 1
-                    self._want(producer)
-            self._serve()
+            self.work.delivered(rid, len(data.content))
 
         def on_timeout(interest: Interest) -> None:
-            # The poll fetched nothing: owed, the next poll asks again and then
-            # once more at once, so a lost round does not leave the gateway a
-            # reading behind for the rest of the run.
-            self._done(producer)
-            self.owed[producer] += 1
-            self._serve()
+            self.work.failed(rid)
 
-        def express() -> None:
-            tree.gateway_app.express_interest(
-                name,
-                tree.lifetime_ms,
-                on_data,
-                on_timeout,
-                must_be_fresh=True,
-                now=self.sim.now,
-            )
-            tree.gateway.pump()
+        name = tree.reading_name(producer, reading_counter(rid))
+        tree.express(tree.gateway, tree.gateway_app, name, on_data, on_timeout)
 
-        tree.gateway.cpu.run(tree.create_interest_s(tree.gateway), express)
+    def poll(self, producer: int) -> None:
+        """Polled: ask for the lowest-numbered reading neither had nor asked for."""
+        had, asked = self.had[producer], self.asked[producer]
+        counter = 0
+        while counter in had or counter in asked:
+            counter += 1
+        asked.add(counter)
+        self.requests += 1
+        sent = self.sim.now
+        tree = self.tree
+
+        def on_data(interest: Interest, data: Data) -> None:
+            asked.discard(counter)
+            had.add(counter)
+            self.work.arrived(data.content, since=sent)
+
+        def on_timeout(interest: Interest) -> None:
+            asked.discard(counter)
+
+        name = tree.reading_name(producer, counter)
+        tree.express(tree.gateway, tree.gateway_app, name, on_data, on_timeout)
+
+
+def notification_id(frame: bytes) -> int | None:
+    """The reading a frame carries up to the gateway (its link stress): the one in an
+    I-Not Interest, not the one its acknowledgement's name repeats (a Data)."""
+    rid = find_reading_id(frame)
+    if rid is None:
+        return None
+    try:
+        decoded = mac.decode(frame)
+    except mac.MacDecodeError:
+        return None
+    payload = getattr(decoded, "payload", b"")
+    return None if payload[:1] == bytes((TT.DATA,)) else rid
 
 
 class NdnInterestNotification(NdnSender):
-    """ndn-inot: each reading rides an Interest to the gateway; an empty Data acknowledges it."""
+    """ndn-inot: each reading rides an Interest to the gateway; a Data acknowledges it."""
+
+    drives = "push"
+    content_id = staticmethod(notification_id)
 
     def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
         self.work = work
         self.sim = sim
-        # I-Not caches nothing: the acknowledgements are of no use to anyone else.
-        self.tree = tree = NdnTree(sim, net, config, cs_max_bytes=0)
+        self.tree = tree = NdnTree(sim, net, config)
+        # No routes down: the gateway's application takes every notification (in
+        # CCN-lite its local producer sees an Interest before the FIB does), and the
+        # acknowledgements follow the PIT's breadcrumbs.
+        tree.hopp_routes(down=False)
         self.producers = tree.producers
-        everything = Name("/")
-        # Every Interest goes up the tree on a default route; the gateway's
-        # application takes them all.
-        for name in tree.producer_names:
-            route_prefix(net, tree.nodes, everything, name, tree.gateway_name)
-        tree.gateway_app.register_prefix(everything, self._on_interest)
+        tree.gateway_app.register_prefix(tree.prefix, self._on_interest)
         tree.pump_all()
-        self._acks = make_signer(config["protocol"]["ndn"]["signature"], sim, Name("/gateway"))
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         tree = self.tree
-        name = tree.reading_name(producer, reading_counter(rid))
-        node, app = tree.producers[producer], tree.apps[producer]
+        name = tree.reading_name(producer, reading_counter(rid)).append(payload)
 
         def on_timeout(interest: Interest) -> None:
             self.work.failed(rid)  # no-op when it arrived and only the ack was lost
 
-        def express() -> None:
-            app.express_interest(
-                name,
-                tree.lifetime_ms,
-                _acknowledged,
-                on_timeout,
-                app_parameters=payload,
-                now=self.sim.now,
-            )
-            node.pump()
-
-        node.cpu.run(tree.create_interest_s(node), express)
+        tree.express(tree.producers[producer], tree.apps[producer], name, _acknowledged, on_timeout)
 
     def _on_interest(self, interest: Interest) -> None:
         tree = self.tree
-        self.work.arrived(interest.app_parameters or b"")
-        ack = make_data(interest.name, b"", signer=self._acks)
+        payload = interest.name[-1].value if len(interest.name) else b""
+        if read_id(payload) is None:
+            return
+        self.work.arrived(payload)
+        ack = tree.data(None, interest.name, ACK_CONTENT)
         tree.put_data(tree.gateway, tree.gateway_app, ack)
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
+from iotbench.net import serial
 from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.lowpan.fragments import Reassembler
@@ -86,6 +87,7 @@ class Subnet:
 FIRST = Subnet(0, PREFIX, "")
 SECOND = Subnet(1, bytes.fromhex("fd02000000000000"), "b.")
 GATEWAYS_LINK = ("fd03::1", "fd03::2")  # the first gateway's end, the second's
+SLIP_BAUD = 115_200  # a serial uplink's rate when the scenario names none
 
 
 def build_radio_network(
@@ -176,7 +178,7 @@ def _one_network(
             install_static_routes(topology, tree, hosts, interfaces)
             multicast = static_multicast(topology, tree, hosts, interfaces)
         else:
-            rpl_drivers = start_rpl(sim, cfg, topology, hosts, interfaces)
+            rpl_drivers = start_rpl(sim, cfg, topology, hosts, interfaces, tree)
             multicast = [(d.parent_link_address, d.members_below) for d in rpl_drivers]
         if cfg.routing.multicast == "smrf":
             for (name, host), (parent, below) in zip(hosts.items(), multicast, strict=True):
@@ -234,7 +236,7 @@ def radio_layout(
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
     tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
-    if protocol == "ndn" or cfg.routing.protocol == "static":
+    if protocol == "ndn" or cfg.routing.protocol == "static" or cfg.routing.parents == "tree":
         check_tree(topology, tree)
     else:
         check_connected(topology, radios, gateway)
@@ -269,11 +271,12 @@ def build_radio(
     for i, node in enumerate(topology.nodes):
         mine = own.get(node.id, {})
         sensitivity = mine.get("sensitivity_dbm", radio_cfg.sensitivity_dbm)
+        tx_power = mine.get("tx_power_dbm", radio_cfg.tx_power_dbm)
         radio = Radio(
             medium,
             i,
             node.id,
-            tx_power_dbm=mine.get("tx_power_dbm", radio_cfg.tx_power_dbm),
+            tx_power_dbm=tx_power,
             sensitivity_dbm=sensitivity,
             cca_threshold_dbm=cca
             if radio_cfg.cca_threshold_dbm is not None
@@ -509,8 +512,11 @@ def static_multicast(topology: Topology, tree: Tree, hosts: dict, interfaces: di
     return out
 
 
-def start_rpl(sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, interfaces: dict):
-    """RPL on every node, the gateway the DODAG root, all starting at t = 0."""
+def start_rpl(
+    sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, interfaces: dict, tree: Tree
+):
+    """RPL on every node, the gateway the DODAG root, all starting at t = 0; with
+    `routing.parents = "tree"` each node takes only its parent in `tree`."""
     routing = cfg.routing
     params = RplParams(
         objective=routing.objective,
@@ -519,15 +525,28 @@ def start_rpl(sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, in
         dio_redundancy=routing.dio_redundancy,
         dao_ack=routing.dao_ack,
         max_routes=routing.max_routes,
+        hop_rank=routing.rank == "hops",
     )
+    # Absent keys keep RplParams' defaults (and existing scenarios their networks).
+    given = {
+        "dao_ack_timeout_s": routing.dao_ack_timeout_s,
+        "default_lifetime": routing.default_lifetime,
+        "lifetime_unit": routing.lifetime_unit_s,
+    }
+    params = replace(params, **{k: v for k, v in given.items() if v is not None})
     gateway = topology.ids("gateway")[0]
     params = replace(params, targets_per_dao=dao_targets_per_frame(interfaces[gateway]))
+    ids = [n.id for n in topology.nodes]
     drivers = []
-    for node in topology.nodes:
+    for i, node in enumerate(topology.nodes):
         iface = interfaces[node.id]
+        parent = tree.parent[i]
+        mine = params
+        if routing.parents == "tree" and parent is not None:
+            mine = replace(params, fixed_parent=interfaces[ids[parent]].link_local)
         rpl = RplNode(
             sim.rng(f"rpl/{node.id}"),
-            params,
+            mine,
             iface.link_local,
             iface.address,
             root=node.id == gateway,
@@ -543,7 +562,12 @@ def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> Point
     gateway_id = topology.ids("gateway")[0]
     gateway = hosts[gateway_id]
     host = Node(sim, "uplink")
-    gw_if, host_if, link = _ethernet(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
+    if cfg.kind == "serial":
+        gw_if, host_if, link = _serial(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
+    else:
+        gw_if, host_if, link = _ethernet(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
+    if cfg.profile is not None:
+        host.use_cpu(Cpu(sim), get_profile(cfg.profile))
     hosts["uplink"], interfaces["uplink"] = host, host_if
     # The border router's default route leads out of the radio network, to the uplink;
     # groups (multicast) it sends go down the DODAG, into the radio.
@@ -567,6 +591,23 @@ def _ethernet(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: s
         delay_s=cfg.delay_s,
         queue_packets=cfg.queue_packets,
         observers=observers,
+    )
+    return a_if, b_if, link
+
+
+def _serial(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str, observers):
+    """The serial line between a border router (a) and its host (b): the packets'
+    framed bytes at the UART's rate, no propagation delay (net/serial.py)."""
+    a_if = a.add_interface(a_address, cfg.mtu_bytes)
+    b_if = b.add_interface(b_address, cfg.mtu_bytes)
+    link = PointToPointLink(
+        sim,
+        a_if,
+        b_if,
+        rate_bps=serial.line_rate_bps(cfg.baud or SLIP_BAUD),
+        queue_packets=cfg.queue_packets,
+        observers=observers,
+        framed_bytes=serial.LINE_BYTES[cfg.framing or "slip"],
     )
     return a_if, b_if, link
 

@@ -234,6 +234,9 @@ def _roles(
     if gateway == "auto":
         # The centre of a star, the first of a line or grid; drawn elsewhere.
         gateway = ids[0] if kind in ("line", "star", "grid") else rng.choice(ids)
+    elif gateway == "corner":
+        # The node nearest the layout's origin: a building's west end, ground floor.
+        gateway = min(nodes, key=lambda n: sum(c * c for c in n.position)).id
     check(gateway, "gateway")
     others = [i for i in ids if i != gateway]
     listed, count = cfg["producers"], cfg.get("producer_count")

@@ -3,18 +3,32 @@
     E = V * sum over states (I_state * t_state)
 
 The default currents are the AT86RF231's at 3 V (datasheet 8111C, "Current
-consumption"): SLEEP 0.02 uA, TRX_OFF 0.4 mA, RX_ON 12.3 mA, BUSY_TX 14 mA
-at its maximum +3 dBm. The datasheet gives receiving (BUSY_RX) no current
-of its own beyond RX_ON, so `rx` defaults to the listening current; the
-turnaround between receiving and transmitting is counted in the state the
-radio leaves. Another radio, or another TX power, is another profile.
+Consumption Specifications"): SLEEP 0.02 uA, TRX_OFF 0.4 mA,
+RX_ON 12.3 mA, BUSY_TX 14 mA at +3 dBm (11.6 mA at 0 dBm and 7.2 mA at
+-17 dBm: the three TX powers the datasheet gives a current for; a scenario
+with another TX power sets `network.radio.energy.tx_ma` with it). The
+datasheet gives receiving (BUSY_RX) no current of its own beyond RX_ON, so
+`rx` defaults to the listening current; the turnaround between receiving
+and transmitting is counted in the state the radio leaves.
+
+Two accountings of the same times:
+
+- `joules`: the radio as it physically runs in the studies' nodes, which
+  never sleep: listening costs RX_ON's current;
+- `air_joules`: S4's "bytes in the air", the energy of the radio's work on
+  frames: transmitting at the TX current, receiving a frame (addressed to
+  the node or overheard) at the RX current, and the rest of the time at the
+  idle (TRX_OFF) current. It follows the traffic a node carries, where the
+  first is almost the listening current times the time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 STATES = ("off", "idle", "listen", "rx", "tx")
+_OFF, _IDLE, _LISTEN, _RX, _TX = range(len(STATES))
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,21 @@ class EnergyProfile:
 
     def currents_ma(self) -> tuple[float, ...]:
         return (self.off_ma, self.idle_ma, self.listen_ma, self.rx_ma, self.tx_ma)
+
+    def joules(self, times_s: Sequence[float]) -> float:
+        """Energy of these state times, listening at RX_ON's current."""
+        charge_mas = sum(i * t for i, t in zip(self.currents_ma(), times_s, strict=True))
+        return self.voltage_v * charge_mas / 1000.0
+
+    def air_joules(self, times_s: Sequence[float]) -> float:
+        """S4's accounting: listening costs the idle current, frames their own."""
+        charge_mas = (
+            self.off_ma * times_s[_OFF]
+            + self.idle_ma * (times_s[_IDLE] + times_s[_LISTEN])
+            + self.rx_ma * times_s[_RX]
+            + self.tx_ma * times_s[_TX]
+        )
+        return self.voltage_v * charge_mas / 1000.0
 
 
 AT86RF231 = EnergyProfile()
@@ -56,6 +85,9 @@ class RadioEnergy:
         return times
 
     def joules(self, now: float) -> float:
-        currents = self.profile.currents_ma()
-        charge_mas = sum(i * t for i, t in zip(currents, self.times_s(now), strict=True))
-        return self.profile.voltage_v * charge_mas / 1000.0
+        """Energy so far, the radio listening whenever it is not busy."""
+        return self.profile.joules(self.times_s(now))
+
+    def air_joules(self, now: float) -> float:
+        """Energy so far in S4's accounting (see the module doc)."""
+        return self.profile.air_joules(self.times_s(now))

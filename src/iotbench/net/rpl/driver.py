@@ -94,8 +94,8 @@ class RplDriver:
 
     def _on_sent(self, dst: bytes, acked: bool, transmissions: int) -> None:
         neighbour = address_of(LINK_LOCAL_PREFIX, dst)
-        self.rpl.link_result(self.sim.now, neighbour, acked, transmissions)
-        self.pump()
+        if self.rpl.link_result(self.sim.now, neighbour, acked, transmissions):
+            self.pump()
 
     def _loop_check(self, link_src: bytes | None, next_hop: bytes | None) -> bool:
         """A packet going up that came from the parent it would go back to: a loop."""

@@ -105,6 +105,13 @@ class RplParams:
     #: Targets per DAO; the driver sets as many as fit one link frame (a fragmented
     #: DAO is lost whenever one of its fragments is).
     targets_per_dao: int = 4
+    #: The only neighbour this node takes as its parent (its link-local address), as
+    #: when a routing tree is shared by every variant of a campaign (S4); None: the
+    #: objective function chooses among all.
+    fixed_parent: bytes | None = None
+    #: Rank grows by one MinHopRankIncrease per hop whatever the link (RIOT's OF0,
+    #: gnrc_rpl's of0.c); False: as the objective function computes it from ETX.
+    hop_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,15 +287,19 @@ class RplNode:
         elif isinstance(message, DaoAck):
             self._awaiting_ack.pop(message.sequence, None)
 
-    def link_result(self, now: float, neighbour: bytes, acked: bool, transmissions: int) -> None:
+    def link_result(self, now: float, neighbour: bytes, acked: bool, transmissions: int) -> bool:
+        """A unicast to `neighbour` ended. False: nothing here can have changed but the
+        link's ETX (a given parent, a Rank by hops), so the driver need not look."""
+        fixed = self.params.fixed_parent is not None and self.params.hop_rank
         n = self._neighbours.get(neighbour)
         if n is None:
-            return
+            return not fixed
         sample = transmissions if acked else max(self.params.etx_noack_penalty, transmissions)
         alpha = self.params.etx_alpha
         n.etx = alpha * n.etx + (1.0 - alpha) * sample
-        if neighbour == self.preferred_parent:
+        if neighbour == self.preferred_parent and not fixed:
             self._select_parent(now)
+        return not fixed
 
     # ------------------------------------------------------------------ timers
 
@@ -437,10 +448,15 @@ class RplNode:
         best, best_cost = None, math.inf
         current = self.preferred_parent
         current_cost = math.inf
+        fixed = self.params.fixed_parent
         for address, n in self._neighbours.items():
             if n.dodag_id != self.dodag_id or n.version != self.version:
                 continue
-            if n.rank == INFINITE_RANK or not of.acceptable(n.rank, n.etx):
+            if fixed is not None:
+                # A shared tree: the one parent it names, whatever its link's ETX.
+                if address != fixed or n.rank == INFINITE_RANK:
+                    continue
+            elif n.rank == INFINITE_RANK or not of.acceptable(n.rank, n.etx):
                 continue
             # Loop avoidance: a parent ranks below us (in DAGRank), unless it is
             # the one we have and we are about to recompute our Rank from it.
@@ -463,7 +479,10 @@ class RplNode:
             self._detach(now)
             return
         parent = self._neighbours[best]
-        rank = of.rank_via(parent.rank, parent.etx)
+        if self.params.hop_rank:
+            rank = min(INFINITE_RANK - 1, parent.rank + of.min_hop_rank_increase)
+        else:
+            rank = of.rank_via(parent.rank, parent.etx)
         limit = self.lowest_rank + self.config.max_rank_increase
         if self.lowest_rank != INFINITE_RANK and rank > limit:
             self._detach(now)  # 8.2.2.4: the Rank may not grow past L + MaxRankIncrease

@@ -1,8 +1,9 @@
 """Content Store: a byte-bounded cache of Data packets.
 
 - Capacity is counted in wire bytes of the cached Data (S5's default is
-  24 KB = 24,576 bytes; S4 uses 10,240). A Data larger than the whole store
-  is not cached.
+  24 KB = 24,576 bytes), and optionally in entries too (`max_entries`:
+  CCN-lite, S4's stack, counts entries, CCNL_CACHE_SIZE). A Data larger than
+  the whole store is not cached.
 - Eviction: "fifo" drops the entry inserted longest ago; "lru" the one used
   (inserted or returned by a lookup) longest ago.
 - One entry per Data name: a newer Data with the same name replaces the old.
@@ -44,15 +45,24 @@ class _Entry:
 
 
 class ContentStore:
-    def __init__(self, max_bytes: int = DEFAULT_CS_BYTES, policy: CsPolicy = "fifo") -> None:
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_CS_BYTES,
+        policy: CsPolicy = "fifo",
+        max_entries: int | None = None,
+    ) -> None:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        if max_entries is not None and max_entries < 0:
+            raise ValueError(f"max_entries must be >= 0 or None, got {max_entries}")
         if policy not in CS_POLICIES:
             raise ValueError(f"policy must be one of {CS_POLICIES}, got {policy!r}")
         self.max_bytes = max_bytes
+        self.max_entries = max_entries
         self.policy = policy
         self.bytes_used = 0
         self.peak_bytes = 0  # the most bytes it ever held
+        self.peak_entries = 0  # the most Data it ever held
         self.recent_peak = 0  # the most bytes since take_recent_peak() (a time series' bin)
         self.evictions = 0
         # Eviction order: first = next victim.
@@ -68,15 +78,20 @@ class ContentStore:
     def insert(self, data: Data, now: float) -> bool:
         """Cache `data`; False when it cannot fit at all (or the store is disabled)."""
         size = len(data.wire)
-        if size > self.max_bytes:
+        if size > self.max_bytes or self.max_entries == 0:
             return False
         key = data.name.value
         if key in self._entries:
             self._erase(key)
-        while self.bytes_used + size > self.max_bytes:
+        limit = self.max_entries
+        while self.bytes_used + size > self.max_bytes or (
+            limit is not None and len(self._entries) >= limit
+        ):
             self._erase(next(iter(self._entries)))
             self.evictions += 1
         self._entries[key] = _Entry(data, now)
+        if len(self._entries) > self.peak_entries:
+            self.peak_entries = len(self._entries)
         insort(self._sorted, key)
         self.bytes_used += size
         if self.bytes_used > self.recent_peak:  # S4's CS occupancy (peak >= recent_peak)

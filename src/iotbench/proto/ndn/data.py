@@ -183,11 +183,13 @@ def make_data(
     content_type: int | None = None,
     freshness_period_ms: int | None = None,
     final_block_id: Component | None = None,
+    meta_info: bool = False,
 ) -> Data:
     """Encode and sign a Data packet (DigestSha256 when no signer is given).
 
     Content is always written (an empty Content TLV when `content` is empty),
-    MetaInfo only when one of its fields is set.
+    MetaInfo when one of its fields is set, or empty with `meta_info` (as
+    CCN-lite writes every Data).
     """
     name = name if isinstance(name, Name) else Name(name)
     if signer is None:
@@ -200,7 +202,7 @@ def make_data(
     if final_block_id is not None:
         meta.append(encode_tlv(TT.FINAL_BLOCK_ID, final_block_id.wire))
     covered = name.wire
-    if meta:
+    if meta or meta_info:
         covered += encode_tlv(TT.META_INFO, b"".join(meta))
     covered += encode_tlv(TT.CONTENT, bytes(content))
     covered += SignatureInfo(signer.signature_type, signer.key_locator).encode(TT.SIGNATURE_INFO)

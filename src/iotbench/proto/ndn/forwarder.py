@@ -109,7 +109,14 @@ class ForwarderConfig:
       a full PIT does with a new Interest: "drop-new" or "replace-oldest".
     - fib_max_entries: FIB prefix limit (None: unbounded).
     - cs_max_bytes / cs_policy: Content Store capacity in Data wire bytes
-      (0 disables caching) and eviction, "fifo" or "lru".
+      (0 disables caching) and eviction, "fifo" or "lru"; cs_max_entries: a
+      bound on the number of Data too (None: none; CCN-lite's CCNL_CACHE_SIZE).
+    - nonce_check: "nfd", a nonce the PIT entry saw from another face (or
+      sent upstream) is a loop, the same nonce again from the same face is
+      that downstream's retransmission; "ccn-lite", any nonce the entry has
+      seen is a duplicate and dropped (CCN-lite's USE_DUP_CHECK), so a
+      hop-by-hop retransmission reaches a next hop only if it lost the
+      Interest (or its entry expired).
     - strategy: the default strategy, "best-route" or "multicast".
     - retx_interval_s / retx_max: hop-by-hop Interest retransmission; 0 (the
       default) leaves retransmission to the consumer, as NFD does. S4: 2 s, 4.
@@ -130,6 +137,8 @@ class ForwarderConfig:
     fib_max_entries: int | None = None
     cs_max_bytes: int = DEFAULT_CS_BYTES
     cs_policy: Literal["fifo", "lru"] = "fifo"
+    cs_max_entries: int | None = None
+    nonce_check: Literal["nfd", "ccn-lite"] = "nfd"
     strategy: str = "best-route"
     retx_interval_s: float = 2.0
     retx_max: int = 0
@@ -175,6 +184,19 @@ class ForwarderConfig:
             "an integer >= 0",
         )
         _check(self.cs_policy in CS_POLICIES, "cs_policy", self.cs_policy, f"one of {CS_POLICIES}")
+        _check(
+            self.cs_max_entries is None
+            or (isinstance(self.cs_max_entries, int) and self.cs_max_entries >= 0),
+            "cs_max_entries",
+            self.cs_max_entries,
+            "an integer >= 0 or None",
+        )
+        _check(
+            self.nonce_check in ("nfd", "ccn-lite"),
+            "nonce_check",
+            self.nonce_check,
+            "nfd or ccn-lite",
+        )
         _check(
             self.strategy in STRATEGIES, "strategy", self.strategy, f"one of {sorted(STRATEGIES)}"
         )
@@ -321,7 +343,8 @@ class Forwarder:
         self.counters = ForwarderCounters()
         self.pit = Pit(config.pit_max_entries, config.pit_overflow)
         self.fib = Fib(config.fib_max_entries)
-        self.cs = ContentStore(config.cs_max_bytes, config.cs_policy)
+        self.cs = ContentStore(config.cs_max_bytes, config.cs_policy, config.cs_max_entries)
+        self._any_face = config.nonce_check == "ccn-lite"
         self.dead_nonces = DeadNonceList(
             config.dead_nonce_lifetime_s, config.dead_nonce_max_entries
         )
@@ -633,7 +656,7 @@ class Forwarder:
             self._on_loop(face, interest)
             return
         entry = self.pit.find(interest)
-        if entry is not None and entry.nonce_seen(nonce, face.face_id):
+        if entry is not None and entry.nonce_seen(nonce, face.face_id, self._any_face):
             self._on_loop(face, interest)
             return
         if entry is None or not entry.in_records:

@@ -110,16 +110,17 @@ class PitEntry:
     def all_out_records_nacked(self) -> bool:
         return bool(self.out_records) and all(o.nack is not None for o in self.out_records.values())
 
-    def nonce_seen(self, nonce: int, face_id: int) -> bool:
+    def nonce_seen(self, nonce: int, face_id: int, any_face: bool = False) -> bool:
         """Loop test: the nonce came from another downstream, or went out upstream.
 
         The same nonce again from the same face is that downstream's
         retransmission (NFD's rule for point-to-point faces), not a loop, even
         though it also sits in the out-records: it was forwarded from there.
+        With `any_face` (CCN-lite's duplicate check) it is one all the same.
         """
         own = self.in_records.get(face_id)
         if own is not None and own.nonce == nonce:
-            return False
+            return any_face
         for rec in self.in_records.values():
             if rec.nonce == nonce and rec.face_id != face_id:
                 return True

@@ -23,9 +23,16 @@ Sources and estimates:
   64-bit multiply, which doubles the cycles of big-number arithmetic
   (ECDSA), and runs other code about 1.2x slower per clock.
 - `a8` (ARM Cortex-A8 at 600 MHz, 256 MB RAM: the FIT IoT-LAB A8 node, S4's
-  gateway): `m3`'s costs divided by the clock ratio (600/72) and by 2 for the
-  work per clock (dual issue, caches; the M3 runs from flash with wait
-  states). Tables bounded by generous defaults.
+  gateway host, on Linux): the messages its applications handle are the
+  study's programs, measured on this machine by bench/gateway_costs.py and
+  scaled by CoreMark (14.2, docs/performance.md): aiocoap 0.3 on Python
+  answering a PUT, 12 ms (CON 12.4, NON 11.7: `coap_message`), and taking an
+  Observe notification, 3.0 ms (`coap_notification`); a C MQTT-SN broker's
+  PUBLISH, 0.093 ms at QoS 0 (`mqttsn_message`; mosquitto standing in for
+  rsmb; QoS 1's acknowledgement adds 0.14 ms, after the PUBLISH is handled,
+  not charged). Its other operations are `m3`'s divided by the clock ratio
+  (600/72) and by 2 for the work per clock (dual issue, caches; the M3 runs
+  from flash with wait states). Tables bounded by generous defaults.
 - `host` (a current x86-64 machine running a C forwarder such as NFD):
   ECDSA P-256 sign about 30 us and verify about 90 us (OpenSSL), HMAC and
   SHA-256 of a small packet about 1 us, a forwarding decision about 5 us.
@@ -35,8 +42,8 @@ The IP stacks' operations (S4), on `m3` (estimates): forwarding a packet at
 6LoWPAN/IPv6 (`ip_forward`, 200 us: header parsing, a route lookup and the
 frame rebuilt, the work of an NDN forwarding decision), and handling one
 CoAP or MQTT-SN message at an end host, through UDP, IPv6 and 6LoWPAN
-(`coap_message`, `mqttsn_message`, 300 us: the NDN consumer's Interest
-creation and forwarding decision together cost 350 us).
+(`coap_message`, `coap_notification`, `mqttsn_message`, 300 us: the NDN
+consumer's Interest creation and forwarding decision together cost 350 us).
 
 RAM budgets: S5 gives RIOT's NDN stack a 24 KB Content Store on the M3; the
 PIT and FIB budgets assume about 128 bytes per PIT entry (an Interest of
@@ -71,6 +78,7 @@ OPERATIONS = (
     "interest_create",
     "interest_get_name",
     "data_create_digest",
+    "data_create_unsigned",
     "data_create_hmac",
     "data_create_ecdsa",
     "data_get_name",
@@ -85,6 +93,7 @@ OPERATIONS = (
     # nodes a CPU (network.device):
     "ip_forward",
     "coap_message",
+    "coap_notification",
     "mqttsn_message",
 )
 
@@ -148,6 +157,8 @@ _M3_COSTS = {
     "interest_create": 150 * _US,
     "interest_get_name": 5 * _US,
     "data_create_digest": 0.9 * _MS,
+    # CCN-lite's unsigned Data (S4): the TLV encoding alone, as an Interest's.
+    "data_create_unsigned": 150 * _US,
     "data_create_hmac": 1.3 * _MS,  # S5, measured
     "data_create_ecdsa": 270 * _MS + 0.8 * _MS,  # S5's sign plus the encoding
     "data_get_name": 5 * _US,
@@ -160,6 +171,7 @@ _M3_COSTS = {
     "forward_packet": 200 * _US,
     "ip_forward": 200 * _US,
     "coap_message": 300 * _US,
+    "coap_notification": 300 * _US,
     "mqttsn_message": 300 * _US,
 }
 
@@ -176,6 +188,7 @@ _HOST_COSTS = {
     "interest_create": 0.5 * _US,
     "interest_get_name": 0.05 * _US,
     "data_create_digest": 1.5 * _US,
+    "data_create_unsigned": 0.5 * _US,
     "data_create_hmac": 2 * _US,
     "data_create_ecdsa": 31 * _US,
     "data_get_name": 0.05 * _US,
@@ -188,13 +201,20 @@ _HOST_COSTS = {
     "forward_packet": 5 * _US,
     "ip_forward": 5 * _US,
     "coap_message": 5 * _US,
+    "coap_notification": 5 * _US,
     "mqttsn_message": 5 * _US,
 }
 
 # Cortex-A8 at 600 MHz versus Cortex-M3 at 72 MHz: clock, then about twice the work
 # per clock (dual issue, caches in front of its memory, where the M3 runs from flash).
 _A8_SPEEDUP = (600 / 72) * 2.0
-_A8_COSTS = {op: cost / _A8_SPEEDUP for op, cost in _M3_COSTS.items()}
+_A8_COSTS = {
+    **{op: cost / _A8_SPEEDUP for op, cost in _M3_COSTS.items()},
+    # The study's gateway software, measured (bench/gateway_costs.py).
+    "coap_message": 12.0 * _MS,
+    "coap_notification": 3.0 * _MS,
+    "mqttsn_message": 0.093 * _MS,
+}
 
 PROFILES: dict[str, DeviceProfile] = {
     "m3": DeviceProfile(

@@ -125,6 +125,18 @@ class DigestSha256Signer:
         return hashlib.sha256(covered).digest()
 
 
+class UnsignedSigner:
+    """No signature, as CCN-lite writes an unsigned Data (ccnl_ndntlv_prependContent):
+    SignatureType DigestSha256 with an empty SignatureValue. S4 ran its network
+    without security in this form; a verifier rejects it (the digest is missing)."""
+
+    signature_type = SignatureType.DIGEST_SHA256
+    key_locator = None
+
+    def sign(self, covered: bytes) -> bytes:
+        return b""
+
+
 class DigestSha256Verifier:
     signature_type = SignatureType.DIGEST_SHA256
 

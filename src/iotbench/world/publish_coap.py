@@ -1,0 +1,434 @@
+"""The publish workload over CoAP (S4's `coap-put-*`, `coap-get-*`, `coap-obs`).
+
+Each exchange is built as S4's code runs it (5G-I3/ACM-ICN-2018, apps/):
+the producers run RIOT's gcoap, the GET client runs gcoap on the gateway's
+own radio node, and the PUT server and the Observe client are aiocoap on the
+gateway's host (the scenario puts them on the `client` node: the host behind
+the border router's serial line, network.uplink). Every message is a
+CoAP message on UDP port 5683 to the path `workload.path` (S4: /i3/gasval),
+with `protocol.coap.token_length`-byte tokens (gcoap: 2).
+
+- `CoapPut` (coap_put_cli, coap_put_srv): the producer PUTs each reading,
+  Content-Format text/plain (0, what gcoap_finish writes for the study's
+  client), CON or NON as protocol.coap.type says. The server answers 2.04
+  with an empty payload: piggybacked on the ACK of a CON, as a NON response
+  to a NON (RFC 7252 5.2.3; aiocoap does so); gcoap waits GCOAP_NON_TIMEOUT
+  for it (protocol.coap.non_timeout_s). A CON reading is given up when the
+  producer's endpoint gives up, a NON one is handed over when it is sent.
+- `CoapGet` (coap_get_cli_sched/unsch, coap_get_srv_sched/unsch): the
+  gateway GETs the path from each producer, each producer on its own timer.
+  Scheduled, the producer answers every GET with the current value, 2.05
+  with Content-Format application/json (50): the item is the request, the
+  response carrying the value ends it. Polled (unscheduled), the producer
+  answers with its latest reading, or 5.03 with no payload before it has
+  one; a reading is delivered when the first response carrying it arrives,
+  and lost only when a newer one replaced it and no response carrying it can
+  still arrive (no request it answered is still open: its response, or the
+  duplicate-cache copy of it, may yet come).
+- `CoapObserve` (coap_observe_cli, coap_observe_srv): the gateway registers
+  with each producer 0 to 2 s after publishing starts: a NON GET with
+  Observe 0, given 5 to 10 s (drawn per attempt) for its answer and sent
+  again (a new request) when none came. The producer takes a reading only
+  while it has an observer, and sends each as a NON notification. gcoap
+  keeps one observation per observer and resource, so a new registration
+  replaces the old one (CoapParams.observe_one_per_peer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from iotbench.apps.driver import DatagramDriver
+from iotbench.apps.readings import read_id
+from iotbench.net.ip import address_text
+from iotbench.proto.coap import codec
+from iotbench.proto.coap.endpoint import (
+    CoapEndpoint,
+    NotificationReceived,
+    RequestFailed,
+    ResourceResponse,
+    ResponseReceived,
+)
+from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.sim import Simulator
+from iotbench.world.coap import COAP_PORT, coap_params
+from iotbench.world.network import Network
+
+if TYPE_CHECKING:
+    from iotbench.world.publish import PublishWorkload
+
+#: What handling one CoAP message costs a node with a CPU (network.device): a
+#: request at a server, or a response; a notification at an observing client.
+COAP_MESSAGE = "coap_message"
+COAP_NOTIFICATION = "coap_notification"
+TEXT_PLAIN, APPLICATION_JSON = 0, 50
+#: coap_observe_cli: the registration's start (0 to 2 s) and its wait for an answer.
+OBSERVE_START_S = (0.0, 2.0)
+OBSERVE_WAIT_S = (5.0, 10.0)
+
+
+def _ignore(event: object) -> None:
+    pass
+
+
+class _CoapSender:
+    """What the CoAP senders share: producers with an endpoint each."""
+
+    requests: int | None = None
+    schedule = "per-source"
+    producers: list[tuple[CoapEndpoint, DatagramDriver]]
+
+    def start(self) -> None:
+        pass
+
+    def ready(self, producer: int) -> bool:
+        return True
+
+    def app_retransmissions(self) -> int:
+        return sum(endpoint.stats.retransmissions for endpoint in self._endpoints())
+
+    def _endpoints(self) -> list[CoapEndpoint]:
+        return [endpoint for endpoint, _ in self.producers]
+
+    def forwarders(self) -> dict[str, Forwarder]:
+        return {}
+
+
+class CoapPut(_CoapSender):
+    """coap-put-*: each reading a PUT to the gateway's server."""
+
+    drives = "push"
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["coap"]
+        self.work = work
+        self.sim = sim
+        self.path = config["workload"]["path"]
+        self.confirmable = cfg["type"] == "con"
+        self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading
+        sink = net.node("client")
+        self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
+        self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
+        DatagramDriver(
+            sim, sink, self._server, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
+        )
+        self._sink = (address_text(net.address(sink)), COAP_PORT)
+        self.producers = []
+        for index, node in enumerate(net.nodes("producer")):
+            endpoint = CoapEndpoint(
+                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
+            )
+            driver = DatagramDriver(
+                sim,
+                node,
+                endpoint,
+                self._on_event(index),
+                codec.header_length,
+                operation=COAP_MESSAGE,
+            )
+            self.producers.append((endpoint, driver))
+        self._options = [(codec.Opt.CONTENT_FORMAT, TEXT_PLAIN)]
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        endpoint, driver = self.producers[producer]
+        request = endpoint.request(
+            self.sim.now,
+            self._sink,
+            codec.Code.PUT,
+            self.path,
+            confirmable=self.confirmable,
+            payload=payload,
+            options=self._options,
+        )
+        driver.pump()
+        if self.confirmable:
+            self._requests[(producer, request)] = rid
+        else:
+            self.work.handed_over(rid)
+
+    def _arrived(self, request, addr) -> ResourceResponse:
+        if not self.work.arrived(request.payload):
+            return ResourceResponse(codec.Code.BAD_REQUEST)
+        return ResourceResponse(codec.Code.CHANGED)
+
+    def _on_event(self, producer: int) -> Callable[[object], None]:
+        def on_event(event: object) -> None:
+            rid = self._requests.pop((producer, getattr(event, "request_id", None)), None)
+            if rid is not None and isinstance(event, RequestFailed):
+                self.work.failed(rid)
+
+        return on_event
+
+
+class _Gateway:
+    """The gateway's client endpoint, shared by the GET and Observe senders."""
+
+    def __init__(
+        self, sim: Simulator, net: Network, cfg: dict, on_event, operation: str = COAP_MESSAGE
+    ) -> None:
+        self.endpoint = CoapEndpoint(
+            sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg["token_length"]
+        )
+        self.driver = DatagramDriver(
+            sim,
+            net.node("client"),
+            self.endpoint,
+            on_event,
+            codec.header_length,
+            operation=operation,
+        )
+
+
+class _Request:
+    """A GET the gateway has open."""
+
+    __slots__ = ("producer", "rid", "sent_s", "token")
+
+    def __init__(self, producer: int, rid: int | None, sent_s: float, token: bytes) -> None:
+        self.producer = producer
+        self.rid = rid  # the item it asks for (scheduled); None when it polls
+        self.sent_s = sent_s
+        self.token = token
+
+
+class CoapGet(_CoapSender):
+    """coap-get-*: the gateway GETs the producers' current value."""
+
+    drives = "pull"
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["coap"]
+        self.work = work
+        self.sim = sim
+        self.path = config["workload"]["path"]
+        self.confirmable = cfg["type"] == "con"
+        self.token_length = cfg["token_length"]
+        self.gateway = _Gateway(sim, net, cfg, self._on_event)
+        self.requests = 0
+        self._open: dict[int, _Request] = {}  # gateway request id -> request
+        self._by_token: dict[bytes, _Request] = {}
+        self._next_token = 0
+        # Polled: each producer's latest reading; which reading each open request was
+        # answered with (by token), and how many open requests carry each reading.
+        self.latest: list[tuple[int, bytes] | None] = []
+        self._served: dict[bytes, int] = {}
+        self._carrying: dict[int, int] = {}
+        self._replaced: set[int] = set()
+        self.producers = []
+        self.addresses = []
+        for index, node in enumerate(net.nodes("producer")):
+            endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), coap_params(cfg))
+            endpoint.add_resource(
+                self.path,
+                lambda request, addr, i=index: self._serve(i, request),
+                methods={codec.Code.GET},
+                content_format=APPLICATION_JSON,
+            )
+            driver = DatagramDriver(
+                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
+            )
+            self.producers.append((endpoint, driver))
+            self.addresses.append((address_text(net.address(node)), COAP_PORT))
+            self.latest.append(None)
+
+    def _endpoints(self) -> list[CoapEndpoint]:
+        return [self.gateway.endpoint, *super()._endpoints()]
+
+    # ---- the gateway ------------------------------------------------------------------
+
+    def request(self, producer: int, rid: int) -> None:
+        self._get(producer, rid)
+
+    def poll(self, producer: int) -> None:
+        self._get(producer, None)
+
+    def _get(self, producer: int, rid: int | None) -> None:
+        self.requests += 1
+        token = self._token()
+        gateway = self.gateway
+        request_id = gateway.endpoint.request(
+            self.sim.now,
+            self.addresses[producer],
+            codec.Code.GET,
+            self.path,
+            confirmable=self.confirmable,
+            token=token,
+        )
+        request = _Request(producer, rid, self.sim.now, token)
+        self._open[request_id] = request
+        self._by_token[token] = request
+        gateway.driver.pump()
+
+    def _token(self) -> bytes:
+        """A token no open request uses (gcoap draws them; any unique value does)."""
+        size = self.token_length
+        space = 1 << (8 * size)
+        while True:
+            self._next_token = (self._next_token + 1) % space
+            token = self._next_token.to_bytes(size, "big")
+            if token not in self._by_token:
+                return token
+
+    def _on_event(self, event: object) -> None:
+        if not isinstance(event, (ResponseReceived, RequestFailed)):
+            return
+        request = self._open.pop(event.request_id, None)
+        if request is None:
+            return
+        del self._by_token[request.token]
+        answer = event.response if isinstance(event, ResponseReceived) else None
+        ok = answer is not None and answer.code == codec.Code.CONTENT
+        if request.rid is not None:  # scheduled: the request is the item
+            if ok:
+                self.work.delivered(request.rid, len(answer.payload))
+            else:
+                self.work.failed(request.rid)
+            return
+        if ok:
+            self.work.arrived(answer.payload, since=request.sent_s)
+        self._release(request.token)
+
+    # ---- the producers ----------------------------------------------------------------
+
+    def _serve(self, producer: int, request) -> ResourceResponse:
+        asked = self._by_token.get(request.token)
+        if asked is not None and asked.rid is not None:
+            # Scheduled: the current value, taken now; it carries the item's id.
+            payload = self.work.reading_for(asked.rid)
+            return ResourceResponse(codec.Code.CONTENT, payload, APPLICATION_JSON)
+        latest = self.latest[producer]
+        if latest is None:  # nothing taken yet (coap_get_srv_unsch: 5.03, no payload)
+            return ResourceResponse(codec.Code.SERVICE_UNAVAILABLE, b"", APPLICATION_JSON)
+        rid, payload = latest
+        if asked is not None and request.token not in self._served:
+            self._served[request.token] = rid
+            self._carrying[rid] = self._carrying.get(rid, 0) + 1
+        return ResourceResponse(codec.Code.CONTENT, payload, APPLICATION_JSON)
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        """Polled: the producer took a reading; the one it replaces may now be lost."""
+        previous = self.latest[producer]
+        self.latest[producer] = (rid, payload)
+        if previous is not None:
+            old = previous[0]
+            if self._carrying.get(old):
+                self._replaced.add(old)
+            else:
+                self.work.failed(old)
+
+    def _release(self, token: bytes) -> None:
+        """A polled request ended: the reading it was answered with may now be lost."""
+        rid = self._served.pop(token, None)
+        if rid is None:
+            return
+        left = self._carrying[rid] - 1
+        if left:
+            self._carrying[rid] = left
+            return
+        del self._carrying[rid]
+        if rid in self._replaced:
+            self._replaced.discard(rid)
+            self.work.failed(rid)
+
+
+class CoapObserve(_CoapSender):
+    """coap-obs: the gateway observes each producer; each reading a NON notification."""
+
+    drives = "push"
+
+    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+        cfg = config["protocol"]["coap"]
+        self.work = work
+        self.sim = sim
+        self.path = config["workload"]["path"]
+        self.start_s = config["workload"]["start_s"]
+        # aiocoap keeps its NON registration open while coap_observe_cli waits for
+        # the answer (at most 10 s), longer than gcoap's NON timeout.
+        self.gateway = _Gateway(
+            sim,
+            net,
+            {**cfg, "non_timeout_s": OBSERVE_WAIT_S[1]},
+            self._on_event,
+            COAP_NOTIFICATION,
+        )
+        self._rng = sim.rng("workload/observe")
+        self._registrations: dict[int, int] = {}  # gateway request id -> producer
+        self._current: list[int | None] = []  # each producer's registration attempt
+        self.latest: list[bytes] = []
+        self.producers = []
+        self.addresses = []
+        params = coap_params(cfg, observe_one_per_peer=True)
+        for index, node in enumerate(net.nodes("producer")):
+            endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), params)
+            endpoint.add_resource(
+                self.path,
+                lambda request, addr, i=index: ResourceResponse(
+                    codec.Code.CONTENT, self.latest[i], APPLICATION_JSON
+                ),
+                observable=True,
+                methods={codec.Code.GET},
+                content_format=APPLICATION_JSON,
+            )
+            driver = DatagramDriver(
+                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
+            )
+            self.producers.append((endpoint, driver))
+            self.addresses.append((address_text(net.address(node)), COAP_PORT))
+            self.latest.append(work.idle_reading(index))
+            self._current.append(None)
+
+    def _endpoints(self) -> list[CoapEndpoint]:
+        return [self.gateway.endpoint, *super()._endpoints()]
+
+    def start(self) -> None:
+        for index in range(len(self.producers)):
+            self.sim.at(self.start_s + self._rng.uniform(*OBSERVE_START_S), self._register, index)
+
+    def ready(self, producer: int) -> bool:
+        endpoint, _ = self.producers[producer]
+        return endpoint.observers(self.path) > 0
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        self.latest[producer] = payload
+        endpoint, driver = self.producers[producer]
+        endpoint.notify(self.sim.now, self.path, confirmable=False)
+        driver.pump()
+        self.work.handed_over(rid)
+
+    def _register(self, producer: int) -> None:
+        gateway = self.gateway
+        request = gateway.endpoint.request(
+            self.sim.now,
+            self.addresses[producer],
+            codec.Code.GET,
+            self.path,
+            confirmable=False,
+            observe=True,
+        )
+        self._registrations[request] = producer
+        self._current[producer] = request
+        gateway.driver.pump()
+        wait = self._rng.uniform(*OBSERVE_WAIT_S)
+        self.sim.schedule(wait, self._waited, producer, request)
+
+    def _waited(self, producer: int, request: int) -> None:
+        """No answer within the wait: forget the attempt and register again."""
+        if self._current[producer] != request:
+            return  # answered
+        self._registrations.pop(request, None)
+        self.gateway.endpoint.cancel(self.sim.now, request)
+        self._register(producer)
+
+    def _on_event(self, event: object) -> None:
+        if isinstance(event, NotificationReceived):
+            self.work.arrived(event.message.payload)
+            return
+        producer = self._registrations.pop(getattr(event, "request_id", None), None)
+        if producer is None:
+            return
+        if isinstance(event, ResponseReceived) and event.response.code >> 5 == 2:
+            self._current[producer] = None
+            # The first answer may already be a notification carrying a reading.
+            if read_id(event.response.payload) is not None:
+                self.work.arrived(event.response.payload)
