@@ -543,3 +543,24 @@ def test_channel_invariants(sends, rate, delay, queue, loss_p, outage, seed):
         else:
             assert len(unfinished) <= queue
             unfinished.append(pkt.t_sent + len(pkt.data) * 8 / rate)
+
+
+def test_a_serial_line_costs_a_packets_framed_bytes_at_the_uart_rate():
+    """net/serial.py: 8N1 carries a byte in 10 bit times; SLIP escapes END and ESC
+    and ends with END; ethos adds an Ethernet header and two delimiters and escapes
+    its delimiter and escape character."""
+    from iotbench.net import serial
+
+    packet = bytes([0x60, 0xC0, 0xDB, 0x7E, 0x7D]) + bytes(95)
+    assert serial.slip_line_bytes(packet) == 100 + 2 + 1
+    assert serial.ethos_line_bytes(packet) == 14 + 100 + 2 + 2
+    assert serial.line_rate_bps(115_200) == 92_160.0
+    h = Harness(rate_bps=serial.line_rate_bps(500_000))
+    h.channel.framed_bytes = serial.ethos_line_bytes
+    pkt = Packet(packet, 40, 8, 0)
+    h.sim.at(0.0, h.channel.send, pkt)
+    h.run()
+    ((arrival, _),) = h.arrivals
+    assert arrival == pytest.approx(118 * 10 / 500_000)
+    with pytest.raises(ValueError, match="unknown serial framing"):
+        serial.line_bytes("ppp", packet)

@@ -233,3 +233,13 @@ def test_the_topology_command_refuses_a_pair(tmp_path, capsys):
     code = main(["topology", "s3-robustness", "--out", str(tmp_path / "x.png")])
     assert code == 2 and "not a radio network" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_corner_gateway_is_the_node_nearest_the_layouts_origin():
+    chosen = topology(
+        {"topology": "building", "nodes": {"count": 51}, "roles": {"gateway": "corner"}}
+    )
+    (gateway,) = chosen.roles["gateway"]
+    nearest = min(chosen.nodes, key=lambda n: math.dist(n.position, (0.0, 0.0, 0.0)))
+    assert gateway == nearest.id
+    assert gateway not in chosen.roles["producer"]

@@ -239,3 +239,16 @@ def test_reception_ratio_of_a_link_follows_the_annex_e_model(snr_db):
         assert abs(got - expected) <= 4 * sigma + 1e-9
     else:  # below the sensitivity (noise + 0.40 dB) the radio does not lock on
         assert got == 0.0
+
+
+def test_s4s_energy_counts_frames_at_their_currents_and_idle_time_at_trx_off():
+    """net/radio/energy.py: listening costs RX_ON's 12.3 mA physically, TRX_OFF's
+    0.4 mA in S4's "bytes in the air" accounting."""
+    from iotbench.net.radio.energy import EnergyProfile
+
+    profile = EnergyProfile(tx_ma=11.6)
+    times = [0.0, 0.0, 10.0, 0.5, 0.25]  # off, idle, listen, rx, tx
+    assert profile.joules(times) == pytest.approx(3.0 * (12.3 * 10.5 + 11.6 * 0.25) / 1000)
+    assert profile.air_joules(times) == pytest.approx(
+        3.0 * (0.4 * 10.0 + 12.3 * 0.5 + 11.6 * 0.25) / 1000
+    )

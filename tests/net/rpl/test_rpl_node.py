@@ -444,3 +444,34 @@ def test_both_objectives_build_the_line(objective):
     assert [node.preferred_parent for node in net.nodes[1:]] == [ll(0), ll(1), ll(2)]
     dio = decode(DIO, encode(Dio(0, 240, INFINITE_RANK, gl(0)))[1])
     assert dio.rank == INFINITE_RANK
+
+
+def test_a_fixed_parent_is_the_only_parent_and_rank_counts_hops():
+    """routing.parents = tree (S4's shared tree): a node takes only the parent it is
+    given, even where a better one is in reach, and with hop ranks (RIOT's OF0) its
+    Rank is its parent's plus MinHopRankIncrease, whatever the link's ETX."""
+    full = {(0, 1), (1, 2), (0, 2), (2, 3)}  # node 2 hears the root directly
+    nodes = []
+    for i in range(4):
+        fixed = {1: ll(0), 2: ll(1), 3: ll(2)}.get(i)
+        params = RplParams(
+            dis_start_delay_s=1.0, dao_delay_s=0.5, fixed_parent=fixed, hop_rank=True,
+            objective="of0",
+        )
+        nodes.append(params)
+    net = Net(4, full)
+    for i, params in enumerate(nodes):
+        net.nodes[i] = RplNode(
+            random.Random(i), params, ll(i), gl(i), root=i == 0, dodag_id=gl(0)
+        )
+        net.nodes[i].start(0.0)
+    net.run(60.0)
+    root, *others = net.nodes
+    assert [n.preferred_parent for n in others] == [ll(0), ll(1), ll(2)]
+    step = root.config.min_hop_rank_increase
+    assert [n.rank for n in net.nodes] == [step * (k + 1) for k in range(4)]
+    # Lost frames to the parent change its ETX but neither the parent nor the Rank.
+    for _ in range(10):
+        assert not others[1].link_result(60.0, ll(1), False, 4)
+    assert others[1].preferred_parent == ll(1) and others[1].rank == 3 * step
+    assert set(root.routes) == {gl(1), gl(2), gl(3)}

@@ -481,3 +481,19 @@ def test_a_data_whose_signature_info_does_not_decode_is_dropped_not_forwarded():
     good = make_data("/p/1", b"v")
     fw.receive(0.2, up.face_id, good.wire)
     assert rd.sent == [good.wire]
+
+
+def test_ccn_lite_drops_a_nonce_its_entry_saw_even_from_the_same_face():
+    """nonce_check = "ccn-lite" (S4's CCN-lite, USE_DUP_CHECK): a downstream's hop-by-hop
+    retransmission carries the Interest's own nonce, so a next hop that still holds
+    the entry drops it; only one that lost the Interest forwards it."""
+    fw = _fw(nonce_check="ccn-lite", send_nacks=False)
+    (a, up), (_, ru) = _faces(fw, 2)
+    fw.add_route("/p", up.face_id)
+    i = make_interest("/p/1", nonce=42, lifetime_ms=10_000)
+    fw.receive(0.0, a.face_id, i.wire)
+    fw.receive(2.0, a.face_id, i.wire)  # the downstream's retransmission
+    assert fw.counters.loops == 1 and len(ru.sent) == 1
+    # A new nonce (another consumer) is aggregated as under NFD's rule.
+    fw.receive(2.1, a.face_id, make_interest("/p/1", nonce=43, lifetime_ms=10_000).wire)
+    assert fw.counters.loops == 1

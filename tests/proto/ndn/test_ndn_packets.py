@@ -275,3 +275,32 @@ def test_outer_framing_errors():
         decode_packet(b"")
     with pytest.raises(NdnDecodeError):
         decode_packet(b"\x07\x00")
+
+
+def test_ccn_lites_unsigned_data_byte_for_byte():
+    """S4's Data as CCN-lite b036cce writes it (ccnl_ndntlv_prependContent with no
+    options): Name, an empty MetaInfo, Content, SignatureInfo of type DigestSha256,
+    an empty SignatureValue: 90 bytes for a reading of S4. It decodes; a verifier
+    refuses it (no digest to check)."""
+    from iotbench.proto.ndn.signing import UnsignedSigner
+
+    name = Name([b"i3", b"aa:bb:cc:dd:ee:ff:00:11", b"gasval", b"0001"])
+    content = b'{"id":"0x12a77af232","val":3000}'
+    data = make_data(name, content, signer=UnsignedSigner(), meta_info=True)
+    expected = (
+        b"\x06\x58"
+        + name.wire
+        + b"\x14\x00"
+        + b"\x15\x20"
+        + content
+        + b"\x16\x03\x1b\x01\x00"
+        + b"\x17\x00"
+    )
+    assert data.wire == expected and len(data.wire) == 90
+    back = Data(expected)
+    assert back.name == name and back.content == content
+    assert back.signature_value == b"" and back.freshness_period_ms == 0
+    assert not verify(back, DigestSha256Verifier())
+    # The Interest CCN-lite's shell command sends for it: Name, Nonce, InterestLifetime.
+    interest = make_interest(name, nonce=0x01020304, lifetime_ms=10_000)
+    assert interest.wire == b"\x05\x37" + name.wire + b"\x0a\x04\x01\x02\x03\x04\x0c\x02\x27\x10"

@@ -231,3 +231,14 @@ def test_dead_nonce_list_lifetime_and_bound():
     assert len(dnl._order) <= 6
     with pytest.raises(ValueError):
         DeadNonceList(lifetime_s=0)
+
+
+def test_cs_bounded_in_entries_drops_the_oldest_as_ccn_lite_counts_it():
+    cs = ContentStore(max_bytes=1 << 20, max_entries=2)
+    for k in range(4):
+        assert cs.insert(make_data(f"/a/{k}", b"x"), 0.0)
+    assert len(cs) == 2 and cs.peak_entries == 2 and cs.evictions == 2
+    assert Name("/a/3").value in cs and Name("/a/1").value not in cs
+    assert not ContentStore(max_entries=0).insert(make_data("/a", b"x"), 0.0)
+    with pytest.raises(ValueError, match="max_entries"):
+        ContentStore(max_entries=-1)

@@ -40,7 +40,7 @@ from .lp import LpPacket
 from .name import Name, NameLike
 from .signing import Signer
 from .tlv import NdnDecodeError
-from .types import TT, LpType
+from .types import TT, ComponentType, LpType
 
 __all__ = ["AppStats", "NdnApp", "PendingInterest"]
 
@@ -63,10 +63,21 @@ class AppStats:
     decode_errors: int = 0
 
 
+_GONE = object()
+
+
+def _exact_only(interest: Interest) -> bool:
+    """Only a Data of this very name satisfies the Interest (no prefix, no digest)."""
+    if interest.can_be_prefix:
+        return False
+    name = interest.name
+    return not len(name) or name[-1].type != ComponentType.IMPLICIT_SHA256_DIGEST
+
+
 class PendingInterest:
     """An expressed Interest waiting for Data; `cancel()` forgets it silently."""
 
-    __slots__ = ("_app", "interest", "on_data", "on_nack", "on_timeout", "timer")
+    __slots__ = ("_app", "interest", "on_data", "on_nack", "on_timeout", "seq", "timer")
 
     def __init__(
         self,
@@ -82,6 +93,7 @@ class PendingInterest:
         self.on_timeout = on_timeout
         self.on_nack = on_nack
         self.timer: Timer | None = None
+        self.seq = 0  # its place in the order Interests were expressed
 
     def cancel(self) -> None:
         self._app._forget(self)
@@ -95,7 +107,13 @@ class NdnApp:
         self.rng = rng if rng is not None else forwarder.rng
         self.stats = AppStats()
         self.face = forwarder.add_face(self._on_packet, local=True)
-        self._pending: list[PendingInterest] = []
+        # Expressed Interests in the order they went out; the ones only a Data of
+        # their exact name can satisfy are also indexed by it, so a Data is matched
+        # without looking at every Interest still waiting.
+        self._pending: dict[PendingInterest, None] = {}
+        self._exact: dict[bytes, list[PendingInterest]] = {}
+        self._loose: dict[PendingInterest, None] = {}  # the others (CanBePrefix, digest)
+        self._expressed = 0
         self._handlers: dict[bytes, OnInterest] = {}
         self._timers: set[Timer] = set()
         self._destroyed = False
@@ -123,6 +141,8 @@ class NdnApp:
             if pi.timer is not None:
                 pi.timer.cancel()
         self._pending.clear()
+        self._exact.clear()
+        self._loose.clear()
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
@@ -198,7 +218,13 @@ class NdnApp:
         pi.timer = self.forwarder.call_at(
             start + interest.lifetime_ms / 1000.0, lambda: self._on_timeout(pi)
         )
-        self._pending.append(pi)
+        self._pending[pi] = None
+        pi.seq = self._expressed
+        self._expressed += 1
+        if _exact_only(interest):
+            self._exact.setdefault(interest.name.value, []).append(pi)
+        else:
+            self._loose[pi] = None
         self.stats.interests_expressed += 1
         self.forwarder.receive(start, self.face.face_id, interest.wire)
         return pi
@@ -236,16 +262,20 @@ class NdnApp:
         if pi.timer is not None:
             pi.timer.cancel()
             pi.timer = None
-        try:
-            self._pending.remove(pi)
-        except ValueError:
-            pass
+        if self._pending.pop(pi, _GONE) is _GONE:
+            return
+        if self._loose.pop(pi, _GONE) is _GONE:
+            key = pi.interest.name.value
+            same = self._exact[key]
+            same.remove(pi)
+            if not same:
+                del self._exact[key]
 
     def _on_timeout(self, pi: PendingInterest) -> None:
         if pi not in self._pending:
             return
         pi.timer = None
-        self._pending.remove(pi)
+        self._forget(pi)
         self.stats.timeouts += 1
         if pi.on_timeout is not None:
             pi.on_timeout(pi.interest)
@@ -268,7 +298,11 @@ class NdnApp:
             self.stats.decode_errors += 1
 
     def _on_data(self, data: Data) -> None:
-        matched = [pi for pi in self._pending if pi.interest.matches_data(data)]
+        matched = list(self._exact.get(data.name.value, ()))
+        if self._loose:
+            loose = [pi for pi in self._loose if pi.interest.matches_data(data)]
+            if loose:  # in the order they were expressed
+                matched = sorted(matched + loose, key=lambda pi: pi.seq)
         if not matched:
             self.stats.unmatched += 1
             return

@@ -23,6 +23,7 @@ made only of periods (including the empty value) gets three more periods.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple, SupportsIndex, overload
 
@@ -323,6 +324,7 @@ class Name(tuple):
     # once a component was looked at, _components (until then the class's None).
     _value: bytes
     _components: list[Component | None] | None = None
+    _uri: str | None = None  # the URI, once asked for (a Name never changes)
 
     def __new__(cls, components: str | Name | Iterable[Component | bytes | str] = ()) -> Name:
         if isinstance(components, Name):
@@ -376,6 +378,12 @@ class Name(tuple):
     @classmethod
     def from_uri(cls, uri: str) -> Name:
         """Parse an NDN URI: "/a/b", "ndn:/a/b", "ndn://authority/a/b" (authority ignored)."""
+        if cls is Name:
+            return _parse_uri(uri)  # the same URI gives the same (immutable) Name
+        return cls._parse(uri)
+
+    @classmethod
+    def _parse(cls, uri: str) -> Name:
         text = uri.strip()
         if text[:4].lower() == "ndn:":
             text = text[4:]
@@ -550,9 +558,11 @@ class Name(tuple):
     # ---- text ---------------------------------------------------------------------------
 
     def to_uri(self) -> str:
-        if not self._value:
-            return "/"
-        return "".join("/" + c.to_uri() for c in self)
+        uri = self._uri
+        if uri is None:
+            uri = "".join("/" + c.to_uri() for c in self) if self._value else "/"
+            self._uri = uri
+        return uri
 
     def __str__(self) -> str:
         return self.to_uri()
@@ -574,3 +584,10 @@ def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:
 
 
 NameLike = Name | str | Iterable[Component | bytes | str]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_uri(uri: str) -> Name:
+    """Name.from_uri, remembered for the URIs seen last: a name often comes back (a
+    forwarder, an application and a HoPP agent each parse the same one)."""
+    return Name._parse(uri)
