@@ -51,10 +51,13 @@ def test_create_query_update_delete_a_unicast_entity():
     one = call(net, client, Code.GET, "/e/temps", query=["enr=1"])
     assert one.payload.decode() == f"{M[0]} 20\n"  # anycast: the first answer, others cancelled
     resp = call(net, client, Code.PUT, "/e/temps", b'{"eo": "min"}', ct=50)
-    assert resp.code == Code.CHANGED and json.loads(resp.payload)["eo"] == "min"
+    assert resp.code == Code.CHANGED and json.loads(resp.payload)["eo"] == ["min"]
     assert call(net, client, Code.GET, "/e/temps").payload == b"20\n"
     profile = call(net, client, Code.GET, "/e/temps/profile")
-    assert json.loads(profile.payload)["eo"] == "min"
+    assert json.loads(profile.payload)["eo"] == ["min"]
+    # An operation the entity does not offer (its eo) is refused.
+    refused = call(net, client, Code.GET, "/e/temps", query=["eo=avg"])
+    assert refused.code == Code.BAD_REQUEST and b"offers min" in refused.payload
     listing = call(net, client, Code.GET, "/e")
     assert listing.payload == b'</e/temps>;ect="unicast"'
     assert call(net, client, Code.DELETE, "/e/temps").code == Code.DELETED
@@ -187,7 +190,11 @@ def test_nested_entities_and_loops():
     resp = create(
         net,
         client,
-        {"name": "all", "er": [f"coap://[{EM_HOST}]/e/a", f"coap://[{EM_HOST}]/e/b"], "eo": "avg"},
+        {
+            "name": "all",
+            "er": [f"coap://[{EM_HOST}]/e/a", f"coap://[{EM_HOST}]/e/b"],
+            "eo": ["avg", "lst"],
+        },
     )
     assert resp.code == Code.CREATED
     assert call(net, client, Code.GET, "/e/all").payload == b"21.5\n"

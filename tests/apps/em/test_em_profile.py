@@ -33,7 +33,8 @@ def test_defaults_of_a_unicast_profile():
     name, p = parse({"er": [A, B]})
     assert name is None
     assert [m.uri for m in p.members] == [A, B]
-    assert (p.emt, p.ect, p.enr, p.eo, p.delay_ms) == ("con", "unicast", None, "lst", 0.0)
+    assert (p.emt, p.ect, p.enr, p.operation, p.delay_ms) == ("con", "unicast", None, "lst", 0.0)
+    assert p.eo == ("lst", "avg", "min", "max")
     assert p.replies_wanted == 2
     assert p.members[0].host == "fd00::2" and p.members[0].port == 5683
     assert p.members[0].path == ("s", "t")
@@ -43,7 +44,7 @@ def test_every_field_given():
     doc = {"name": "t-1", "er": [A, B, C], "emt": "non", "enr": 1, "eo": "max", "delay": 100}
     name, p = parse(doc)
     assert name == "t-1"
-    assert (p.emt, p.enr, p.eo, p.delay_ms, p.replies_wanted) == ("non", 1, "max", 100.0, 1)
+    assert (p.emt, p.enr, p.eo, p.delay_ms, p.replies_wanted) == ("non", 1, ("max",), 100.0, 1)
     assert json.loads(p.to_json("t-1")) == {
         "name": "t-1", "er": [A, B, C], "emt": "non", "ect": "unicast", "enr": 1,
         "eo": "max", "delay": 100.0,
@@ -72,7 +73,7 @@ def test_a_multicast_profile_defaults_to_non_and_needs_one_path():
         ({"er": ["coaps://[fd00::2]/s"]}, "only coap:// members"),
         ({"er": [A], "emt": "CON"}, 'emt must be one of con, non, not "CON"'),
         ({"er": [A], "ect": "broadcast"}, "ect must be one of unicast, multicast"),
-        ({"er": [A], "eo": "sum"}, "eo must be one of lst, avg, min, max"),
+        ({"er": [A], "eo": "sum"}, 'eo: "sum" is not one of lst, avg, min, max'),
         ({"er": [A, B], "enr": 3}, "enr must be a whole number from 1 to 2"),
         ({"er": [A, B], "enr": 0}, "enr must be a whole number from 1 to 2"),
         ({"er": [A, B], "enr": True}, "enr must be a whole number"),
@@ -100,8 +101,9 @@ def test_too_many_members_and_wrong_formats():
 
 def test_update_replaces_given_fields_and_keeps_ect():
     _, p = parse({"er": [A, B], "eo": "avg", "enr": 2})
-    q = update_profile(p, b'{"eo": "min", "delay": 50}', 50, 64)
-    assert (q.eo, q.delay_ms, q.enr, q.members) == ("min", 50.0, 2, p.members)
+    q = update_profile(p, b'{"eo": ["min", "max"], "delay": 50}', 50, 64)
+    assert (q.eo, q.delay_ms, q.enr, q.members) == (("min", "max"), 50.0, 2, p.members)
+    assert q.operation == "min"
     q = update_profile(p, json.dumps({"er": [A, B, C]}).encode(), 50, 64)
     assert len(q.members) == 3 and q.enr is None  # a new member list waits for all
     with pytest.raises(ProfileError, match="ect is set at creation"):
@@ -113,18 +115,37 @@ def test_update_replaces_given_fields_and_keeps_ect():
         update_profile(m, json.dumps({"er": [A]}).encode(), 50, 64)
 
 
+def test_eo_is_a_list_of_operations_whose_first_is_the_default():
+    _, p = parse({"er": [A, B], "eo": ["max", "avg"]})
+    assert p.eo == ("max", "avg") and p.operation == "max"
+    assert json.loads(p.to_json("x"))["eo"] == ["max", "avg"]
+    assert apply_query(p, ["eo=avg"]).operation == "avg"
+    with pytest.raises(ProfileError, match="this entity offers max, avg"):
+        apply_query(p, ["eo=lst"])
+    assert parse({"er": [A], "eo": "min"})[1].eo == ("min",)  # one name: a list of one
+    for bad, words in [
+        ([], "eo must be a list of distinct operations"),
+        (["avg", "avg"], "eo must be a list of distinct operations"),
+        (["avg", "sum"], 'eo: "sum" is not one of'),
+        (3, "eo must be a list"),
+    ]:
+        with pytest.raises(ProfileError, match=words):
+            parse({"er": [A], "eo": bad})
+
+
 def test_query_overrides():
     _, p = parse({"er": [A, B, C]})
     q = apply_query(p, ["eo=avg", "enr=1", "emt=non", "delay=20"])
-    assert (q.eo, q.enr, q.emt, q.delay_ms) == ("avg", 1, "non", 20.0)
-    assert p.eo == "lst"  # the stored profile is untouched
+    assert (q.operation, q.enr, q.emt, q.delay_ms) == ("avg", 1, "non", 20.0)
+    assert p.eo == ("lst", "avg", "min", "max")  # the stored profile is untouched
+    assert p.operation == "lst"
     for query, words in [
         (["ect=multicast"], "a request may override emt, enr, eo, delay"),
         (["eo"], "give eo=<value> once"),
         (["eo=avg", "eo=min"], "give eo=<value> once"),
         (["enr=x"], "enr='x' is not a number"),
         (["enr=4"], "enr must be a whole number from 1 to 3"),
-        (["eo=median"], "eo must be one of"),
+        (["eo=median"], "this entity offers lst, avg, min, max"),
     ]:
         with pytest.raises(ProfileError, match=words):
             apply_query(p, query)

@@ -326,7 +326,7 @@ class EntityManager:
 
         def done(t: float, outcomes: dict[str, Outcome]) -> None:
             order = [outcomes[m.uri] for m in profile.members if m.uri in outcomes]
-            answer = combine(profile.eo, order, fmt)
+            answer = combine(profile.operation, order, fmt)
             values = sum(1 for o in order if o.ok)
             self._events.append(
                 QueryAnswered(entity.name, answer.code, started, t, len(order), values)

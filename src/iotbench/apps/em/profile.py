@@ -7,7 +7,10 @@ A profile is a JSON object (Content-Format 50, application/json):
      "emt": "con",        message type to members: con (default) or non
      "ect": "unicast",    unicast (default) or multicast; only at creation
      "enr": 2,            replies to wait for (default: all members)
-     "eo": "avg",         lst (default), avg, min or max
+     "eo": ["avg", "max"], the operations it offers on the replies (lst, avg,
+                          min, max), a list whose first entry is the default;
+                          one name alone is a list of one; absent: all four,
+                          lst first
      "delay": 100}        ms between successive unicast requests (default 0)
 
 The study (EXPERIMENTS.md, S6) names the fields but not the encoding; JSON
@@ -67,9 +70,15 @@ class Profile:
     emt: str = "con"
     ect: str = "unicast"
     enr: int | None = None
-    eo: str = "lst"
+    eo: tuple[str, ...] = EO  # the operations offered; the first is the default
     delay_ms: float = 0.0
     mcst_uri: str | None = None
+
+    @property
+    def operation(self) -> str:
+        """What a query does with the replies: the default operation (a query's
+        `eo=` override leaves only its choice)."""
+        return self.eo[0]
 
     @property
     def replies_wanted(self) -> int:
@@ -82,7 +91,7 @@ class Profile:
             "emt": self.emt,
             "ect": self.ect,
             "enr": self.replies_wanted,
-            "eo": self.eo,
+            "eo": list(self.eo),
             "delay": self.delay_ms,
         }
         if self.mcst_uri is not None:
@@ -161,7 +170,7 @@ def apply_query(profile: Profile, query: list[str]) -> Profile:
                 raise ProfileError(f"{key}={value!r} is not a number") from None
         else:
             doc[key] = value
-    return _with_settings(profile, doc)
+    return _with_settings(profile, doc, query=True)
 
 
 # ---- helpers ----------------------------------------------------------------------
@@ -214,12 +223,36 @@ def _choice(doc: dict, key: str, allowed: tuple[str, ...], default: str) -> str:
     return value
 
 
-def _with_settings(profile: Profile, doc: dict) -> Profile:
-    """emt, enr, eo and delay from `doc` (a profile or query overrides), checked."""
+def _operations(value: object, offered: tuple[str, ...], query: bool) -> tuple[str, ...]:
+    """A profile's eo (a list of operations, or one name), or a query's choice
+    among the entity's."""
+    if query:
+        if value not in offered:
+            raise ProfileError(
+                f"eo={_show(value)}: this entity offers {', '.join(offered)} (its profile's eo)"
+            )
+        return (value,)
+    ops = [value] if isinstance(value, str) else value
+    if not isinstance(ops, list) or not ops or len(set(map(str, ops))) != len(ops):
+        raise ProfileError(
+            f"eo must be a list of distinct operations ({', '.join(EO)}), its first the "
+            f"default, not {_show(value)}"
+        )
+    for op in ops:
+        if op not in EO:
+            raise ProfileError(f"eo: {_show(op)} is not one of {', '.join(EO)}")
+    return tuple(ops)
+
+
+def _with_settings(profile: Profile, doc: dict, query: bool = False) -> Profile:
+    """emt, enr, eo and delay from `doc` (a profile, or with `query` a request's
+    overrides), checked."""
     emt = _choice(doc, "emt", EMT, profile.emt)
     if profile.ect == "multicast" and emt != "non":
         raise ProfileError("a multicast entity sends non-confirmable requests: emt must be non")
-    eo = _choice(doc, "eo", EO, profile.eo)
+    eo = profile.eo
+    if "eo" in doc:
+        eo = _operations(doc["eo"], profile.eo if query else EO, query)
     enr = profile.enr
     if "enr" in doc:
         enr = doc["enr"]
