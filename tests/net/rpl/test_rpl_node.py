@@ -455,15 +455,16 @@ def test_a_fixed_parent_is_the_only_parent_and_rank_counts_hops():
     for i in range(4):
         fixed = {1: ll(0), 2: ll(1), 3: ll(2)}.get(i)
         params = RplParams(
-            dis_start_delay_s=1.0, dao_delay_s=0.5, fixed_parent=fixed, hop_rank=True,
+            dis_start_delay_s=1.0,
+            dao_delay_s=0.5,
+            fixed_parent=fixed,
+            hop_rank=True,
             objective="of0",
         )
         nodes.append(params)
     net = Net(4, full)
     for i, params in enumerate(nodes):
-        net.nodes[i] = RplNode(
-            random.Random(i), params, ll(i), gl(i), root=i == 0, dodag_id=gl(0)
-        )
+        net.nodes[i] = RplNode(random.Random(i), params, ll(i), gl(i), root=i == 0, dodag_id=gl(0))
         net.nodes[i].start(0.0)
     net.run(60.0)
     root, *others = net.nodes
