@@ -212,6 +212,23 @@ def test_nested_entities_and_loops():
     assert "would contain itself: a -> all -> a" in resp.payload.decode()
 
 
+def test_a_nested_query_stops_its_inner_queries_when_the_outer_one_ends():
+    """Anycast over two nested entities: the first inner answer ends the outer query,
+    and the other inner query, whose answer could no longer be used, is stopped: its
+    members not yet asked are never asked (a 1 s delay between them)."""
+    net, em, client = em_net(members=4)
+    create(net, client, {"name": "a", "er": M[:2], "delay": 1000})
+    create(net, client, {"name": "b", "er": M[2:], "delay": 1000})
+    outer = [f"coap://[{EM_HOST}]/e/a", f"coap://[{EM_HOST}]/e/b"]
+    create(net, client, {"name": "all", "er": outer, "enr": 1})
+    resp = call(net, client, Code.GET, "/e/all")
+    assert resp.code == Code.CONTENT
+    assert not em._by_request  # no member request of either inner query still open
+    answered = [e for e in em.events() if isinstance(e, QueryAnswered)]
+    # The outer query and the inner one that answered; the stopped one never does.
+    assert [e.name for e in answered][-2:] == ["a", "all"]
+
+
 def test_the_em_survives_garbage_and_keeps_serving():
     net, em, client = em_net()
     for junk in (b"", b"\x40", b"\xff" * 30, bytes(range(64))):

@@ -47,7 +47,7 @@ def test_every_field_given():
     assert (p.emt, p.enr, p.eo, p.delay_ms, p.replies_wanted) == ("non", 1, ("max",), 100.0, 1)
     assert json.loads(p.to_json("t-1")) == {
         "name": "t-1", "er": [A, B, C], "emt": "non", "ect": "unicast", "enr": 1,
-        "eo": "max", "delay": 100.0,
+        "eo": ["max"], "delay": 100.0,
     }  # fmt: skip
 
 

@@ -136,6 +136,7 @@ class _Work:
     group: bool = False  # one request to a multicast group
     finished: bool = False
     timers: list = field(default_factory=list)
+    children: list[_Work] = field(default_factory=list)  # nested entities' queries
 
 
 class EntityManager:
@@ -320,7 +321,7 @@ class EntityManager:
         profile: Profile,
         fmt: int,
         reply: Callable[[float, ResourceResponse], None],
-    ) -> None:
+    ) -> _Work:
         """Query the members of `entity` as `profile` says; `reply` gets the answer."""
         started = now
 
@@ -339,6 +340,7 @@ class EntityManager:
             self._multicast_query(now, work, entity, profile)
         else:
             self._unicast_member(now, work, profile, 0)
+        return work
 
     def _unicast_member(self, now: float, work: _Work, profile: Profile, index: int) -> None:
         if work.finished:
@@ -373,7 +375,7 @@ class EntityManager:
                 t, work, member, member_reply(member.uri, rr.code, rr.payload, rr.content_format)
             )
 
-        self._run_query(now, entity, entity.profile, CT_SENML_JSON, reply)
+        work.children.append(self._run_query(now, entity, entity.profile, CT_SENML_JSON, reply))
 
     def _multicast_query(self, now: float, work: _Work, entity: Entity, profile: Profile) -> None:
         first = profile.members[0]
@@ -455,6 +457,12 @@ class EntityManager:
     def _finish(self, now: float, work: _Work) -> None:
         if work.finished:
             return
+        self._stop(now, work)
+        work.on_done(now, work.outcomes)
+
+    def _stop(self, now: float, work: _Work) -> None:
+        """End the work's timers and requests, and the nested queries it started that
+        are still going (their answer could no longer be used), without answering."""
         work.finished = True
         for entry in work.timers:
             entry[2] = None
@@ -462,7 +470,9 @@ class EntityManager:
             self.endpoint.cancel(now, rid)
             self._by_request.pop(rid, None)
         work.pending.clear()
-        work.on_done(now, work.outcomes)
+        for child in work.children:
+            if not child.finished:
+                self._stop(now, child)
 
     @staticmethod
     def _member_at(members: tuple[Member, ...], source: Hashable) -> Member | None:
