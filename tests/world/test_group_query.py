@@ -57,9 +57,12 @@ def test_unicast_queries_reach_every_member_delay_apart():
         assert (m["group_size"], m["queries"], m["items_delivered"]) == (6, 6, 6)
         assert m["member_reliability"] == 1.0 and m["group_reliability"] == 1.0
     # Five gaps of 200 ms between the six requests to members; without a delay the
-    # six requests queue at the gateway's MAC instead, which costs a little too.
-    gained = slow["response_time_median_s"] - fast["response_time_median_s"]
+    # six requests queue at the gateway's MAC instead, which costs a little too (and
+    # the six answers coming back at once may collide: a CoAP retransmission 2 to 3
+    # s later, so compare the quickest queries).
+    gained = slow["response_time_min_s"] - fast["response_time_min_s"]
     assert 0.85 < gained < 1.0
+    assert slow["response_time_max_s"] < 1.1
     assert (
         fast["response_time_min_s"] <= fast["response_time_p25_s"] <= fast["response_time_median_s"]
     )
@@ -69,10 +72,13 @@ def test_unicast_queries_reach_every_member_delay_apart():
 
 
 def test_multicast_queries_wait_for_the_leisure_and_send_fewer_messages():
-    uni, multi = run("unicast"), run("multicast")
+    # A network where no RPL upkeep (DAOs after the joins) falls into the six queries'
+    # window, which would weigh more than the queries themselves.
+    seed = {"network.seed": 3}
+    uni, multi = run("unicast", **seed), run("multicast", **seed)
     assert multi["member_reliability"] == 1.0 and multi["items_delivered"] == 6
-    # The answer comes with the last member's reply: within the 2 s leisure.
-    assert 0.0 < multi["response_time_max_s"] <= 2.0 + 0.5
+    # The time runs to the last member's reply at the EM: within the 2 s leisure.
+    assert 0.0 < multi["response_time_max_s"] <= 2.0 + 0.1
     assert multi["radio_messages_per_query"] < uni["radio_messages_per_query"]
 
 
@@ -89,7 +95,8 @@ def test_group_query_needs_coap_and_the_uplink_client():
 
 
 def test_members_picked_by_hop_count_average_the_asked_hops():
-    weak = {"network.radio.tx_power_dbm": -25.0}  # four hops deep
+    # Four hops deep; network 2's RPL tree has six nodes one hop from the gateway.
+    weak = {"network.radio.tx_power_dbm": -25.0, "network.seed": 2}
     near = run("unicast", **weak, **{"workload.member_hops_mean": 1.0})
     far = run("unicast", **weak, **{"workload.member_hops_mean": 2.0})
     assert near["group_size"] == far["group_size"] == 6
@@ -137,14 +144,16 @@ def test_nested_entities_on_two_gateways_gather_in_parallel():
     assert nested["radio_messages_per_query"] > 1.8 * flat["radio_messages_per_query"]
 
 
-def test_the_second_network_leaves_the_first_as_it_was():
-    """Its own channel, its own streams: the first network's run is the same (with
-    the network's seed fixed; drawn, it would follow the changed settings)."""
+def test_the_second_network_reaches_the_first_only_through_the_rejection():
+    """Its own channel (6 away: the AT86RF231 rejects it by 54 dB), its own streams:
+    the first network's queries keep their reliability and take about the same time,
+    though each node's twin, a metre's loss away, still leaks in as noise."""
     seed = {"network.seed": 3}
     alone = run("unicast", delay=100, **seed)
     beside = run("unicast", delay=100, **NESTED, **seed)
-    for key in ("member_reliability", "response_time_mean_s", "radio_messages_per_query"):
-        assert beside[key] == alone[key]
+    assert beside["member_reliability"] == alone["member_reliability"] == 1.0
+    assert beside["radio_messages_per_query"] == alone["radio_messages_per_query"]
+    assert beside["response_time_mean_s"] == pytest.approx(alone["response_time_mean_s"], abs=0.01)
     assert beside["mac_frames"] > alone["mac_frames"]  # the second network's RPL
 
 
@@ -166,3 +175,27 @@ def test_the_leisure_can_be_the_rfcs_lower_bound_for_the_group():
     # The EM waits the bound (plus its margin) instead of the 2 s leisure_s.
     assert m["response_time_max_s"] <= bound + 1.0 + 0.05
     assert m["response_time_max_s"] < 2.0
+
+
+def test_a_failed_query_keeps_its_time():
+    """Jammed after the entity exists: no member answers, every query fails, and each
+    one's time (to the EM's 5.04, after the members' CoAP give-up) is counted."""
+    jam = (
+        "[{ position = [18.0, 18.0], rate_bps = 54e6, frame_bytes = 100000000, "
+        'channel = 6, start_s = 125.0, pattern = "poisson" }]'
+    )
+    text = (
+        SCENARIO.format(mode="unicast", delay=0)
+        .replace('topology = "grid"', f'topology = "grid"\ninterferers = {jam}')
+        .replace("[network.roles]", "[network.radio]\nchannel = 17\n\n[network.roles]")
+        .replace("queries = 6", "queries = 2\nquery_start_s = 126.0")
+    )
+    (r,) = expand(parse_scenario(text, "s6.toml"), {}, {"network.seed": 3})
+    m = run_one(r.config, r.seed)
+    assert m["entity_created"] == 1 and m["queries"] == 2 and m["queries_failed"] == 2
+    assert m["member_reliability"] == 0.0
+    # CON to each member: 2 s, doubling, four retransmissions: 93 s at most (RFC 7252).
+    assert 30.0 < m["response_time_min_s"] <= m["response_time_max_s"] < 100.0
+    assert m["response_time_mean_s"] == pytest.approx(
+        (m["response_time_min_s"] + m["response_time_max_s"]) / 2
+    )

@@ -410,9 +410,12 @@ def test_per_node_radio_settings():
     sim, net = network(cfg, seed)
     radios = net.parts["radios"]
     assert radios["n4"].tx_power_dbm == -10.0 and radios["n3"].tx_power_dbm == 3.0
-    # Its own sensitivity, and a CCA threshold 10 dB above it.
+    # Its own sensitivity; the chip's CCA threshold (AT86RF231: -77 dBm) as for all.
     assert radios["n4"].sensitivity_mw == pytest.approx(1e-9)
-    assert radios["n4"].cca_threshold_mw == pytest.approx(1e-8)
+    assert radios["n4"].cca_threshold_mw == pytest.approx(10 ** (-7.7))
+    # Its transmit current follows its power (AT86RF231's datasheet points).
+    assert radios["n4"].power.profile.tx_ma == pytest.approx(7.2 + (11.6 - 7.2) * 7 / 17)
+    assert radios["n3"].power.profile.tx_ma == 14.0
     cfg["network"]["radio"]["nodes"] = {"zz": {"tx_power_dbm": 0.0}}
     with pytest.raises(TopologyError, match="unknown node id 'zz'"):
         network(cfg, seed)
@@ -602,3 +605,39 @@ def test_a_devices_packet_memory_bounds_what_it_queues():
     assert tight["mac_queue_drops"] == roomy["mac_queue_drops"] + tight["pktbuf_drops"]
     plain = run_one(*publish_config())
     assert "pktbuf_peak_bytes" not in plain  # no device, no packet memory
+
+
+def test_a_second_network_leaks_into_the_first_through_the_receivers_rejection():
+    """The second network (a twin on channel 25) and the first (26): each radio hears
+    the other network's radios within reach as interferers, at the power the path
+    loss gives less the AT86RF231's rejection of a channel 5 MHz above (35 dB) or
+    below (32 dB), plus 3 dB and the sensitivity SNR (chips.leak_db)."""
+    from iotbench.net.radio import phy
+    from iotbench.net.radio.chips import leak_db
+    from iotbench.net.radio.propagation import free_space_loss_db
+
+    cfg, seed = config(
+        "coap",
+        extra="[network.uplink]\n[network.second]\nchannel = 25\n",
+        **{
+            "network.roles.client": "uplink",
+            "workload.kind": "group-query",
+            "workload.path": "/s/t",
+        },
+    )
+    cfg["network"]["radio"]["channel"] = 26
+    _, net = network(cfg, seed)
+    first = net.parts["radios"]
+    second = net.parts["second"].parts["radios"]
+    # n2 and its twin b.n2 share a place: 1 m's free-space loss (the reference).
+    reference = free_space_loss_db(1.0, 2480.0)
+    heard = {itf.name: mw for itf, mw in first["n2"].interferers}
+    # 40 m away, 48 dB more loss puts the others under the interference floor.
+    assert set(heard) == {"b.n2 into channel 26"}
+    expected = 3.0 - reference - leak_db(32.0)  # b.n2 on 25 is 5 MHz below n2 on 26
+    assert phy.mw_to_dbm(heard["b.n2 into channel 26"]) == pytest.approx(expected)
+    twin = {itf.name: mw for itf, mw in second["b.n2"].interferers}
+    assert phy.mw_to_dbm(twin["n2 into channel 25"]) == pytest.approx(
+        3.0 - reference - leak_db(35.0)
+    )
+    assert second["b.n2"].leak.name == "b.n2 into channel 26"

@@ -440,4 +440,14 @@ def typed(node: Node, value: Any) -> Any:
 
 
 def _typed_fields(node: Section, value: dict) -> dict[str, Any]:
-    return {name: typed(child, value.get(name)) for name, child in node.fields.items()}
+    return {name: typed(child, _stored(child, value, name)) for name, child in node.fields.items()}
+
+
+def _stored(child: Node, value: dict, name: str) -> Any:
+    """A validated value's key; a key it lacks (a configuration stored by an earlier
+    version, before the key existed) gets the key's default."""
+    if name in value:
+        return value[name]
+    if isinstance(child, Field) and child.default not in (REQUIRED, OPTIONAL):
+        return child.default
+    return None

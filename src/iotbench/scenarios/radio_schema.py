@@ -10,6 +10,7 @@ docs/radio.md and docs/sixlowpan-rpl.md.
 from __future__ import annotations
 
 from iotbench.net.radio import phy
+from iotbench.net.radio.chips import CHIPS
 from iotbench.scenarios.fields import OPTIONAL, Field, Invalid, Section, Tagged
 
 TOPOLOGIES = ("pair", "line", "star", "grid", "random", "building", "file")
@@ -149,22 +150,27 @@ VARIATION = Tagged(
 )
 
 ENERGY = Section(
-    doc="Radio currents at the supply voltage (defaults: AT86RF231 at 3 V).",
+    doc="Radio currents at the supply voltage; absent: the chip's (net/radio/chips.py).",
     fields={
         "voltage_v": Field("float", "Supply voltage.", 3.0, gt=0),
-        "off_ma": Field("float", "SLEEP current.", 0.00002, ge=0),
-        "idle_ma": Field("float", "TRX_OFF current.", 0.4, ge=0),
-        "listen_ma": Field("float", "RX_ON (listening) current.", 12.3, ge=0),
-        "rx_ma": Field("float", "Current while receiving a frame.", 12.3, ge=0),
+        "off_ma": Field("float", "Sleep current; absent: the chip's.", OPTIONAL, ge=0),
+        "idle_ma": Field(
+            "float", "Idle current (transceiver off, oscillator on); absent: the chip's.",
+            OPTIONAL, ge=0,
+        ),
+        "listen_ma": Field("float", "Listening (RX on) current; absent: the chip's.", OPTIONAL, ge=0),
+        "rx_ma": Field(
+            "float", "Current while receiving a frame; absent: the chip's.", OPTIONAL, ge=0
+        ),
         "tx_ma": Field(
             "float",
-            "Current while transmitting: the AT86RF231's is 14 mA at +3 dBm, 11.6 mA at "
-            "0 dBm, 7.2 mA at -17 dBm; set it with the TX power.",
-            14.0,
+            "Current while transmitting; absent: the chip's at each node's TX power "
+            "(AT86RF231: 14 mA at +3 dBm, 11.6 at 0, 7.2 at -17; CC2520: 27.9 at +1).",
+            OPTIONAL,
             ge=0,
         ),
     },
-)
+)  # fmt: skip
 
 
 NODE_RADIO_KEYS = {"tx_power_dbm": (-40.0, 30.0), "sensitivity_dbm": (-130.0, -40.0)}
@@ -193,20 +199,36 @@ def _check_radio(radio: dict) -> None:
 RADIO = Section(
     doc="The 802.15.4 radio of every node (2.4 GHz O-QPSK, 250 kbit/s).",
     fields={
+        "chip": Field(
+            "str",
+            "The transceiver (net/radio/chips.py, docs/radio.md): its datasheet and driver "
+            "give every value below the scenario leaves out, and its rejection of other "
+            "802.15.4 channels.",
+            "at86rf231",
+            choices=tuple(CHIPS),
+        ),
         "channel": Field("int", "802.15.4 channel.", 26, ge=11, le=26),
         "tx_power_dbm": Field(
-            "float", "Transmit power (AT86RF231: -17 to +3 dBm).", 3.0, ge=-40, le=30
+            "float",
+            "Transmit power; absent: the chip's default (AT86RF231: +3 dBm; CC2520: +1 dBm, "
+            "Contiki's driver).",
+            OPTIONAL,
+            ge=-40,
+            le=30,
         ),
         "sensitivity_dbm": Field(
             "float",
-            "Receiver sensitivity: PER 1 % at a 20-byte PSDU (AT86RF231: -101 dBm).",
-            -101.0,
+            "Receiver sensitivity, PER 1 % at a 20-byte PSDU; absent: the chip's "
+            "(AT86RF231: -101 dBm; CC2520: -98 dBm).",
+            OPTIONAL,
             ge=-130,
             le=-40,
         ),
         "cca_threshold_dbm": Field(
             "float",
-            "CCA energy threshold; absent: 10 dB above the sensitivity (the standard's limit).",
+            "CCA energy threshold; absent: the chip's as its driver sets it (AT86RF231: "
+            "-77 dBm, its reset value; CC2520: -84 dBm, Contiki's). 802.15.4 allows at most "
+            "10 dB above the -85 dBm sensitivity it specifies: -75 dBm.",
             OPTIONAL,
             ge=-130,
             le=0,
@@ -253,13 +275,44 @@ RADIO = Section(
 )
 
 MAC = Section(
-    doc="IEEE 802.15.4 unslotted CSMA/CA MAC (defaults: the standard's).",
+    doc="The MAC: IEEE 802.15.4 unslotted CSMA/CA (defaults: the standard's), or Contiki's "
+    "CSMA over NullRDC (docs/radio.md).",
     fields={
+        "kind": Field(
+            "str",
+            "ieee802154: the standard's CSMA/CA with its backoffs and frame retries "
+            "(net/mac/csma.py); contiki: Contiki's csma.c over NullRDC, per-neighbour "
+            "queues and backoffs of 125 ms and more (net/mac/contiki_csma.py; S6's nodes).",
+            "ieee802154",
+            choices=("ieee802154", "contiki"),
+        ),
+        "max_transmissions": Field(
+            "int",
+            "contiki: transmissions of a frame before it is given up (a busy channel "
+            "costs none); 5, SICSLOWPAN_CONF_MAX_MAC_TRANSMISSIONS on the RM090/WiSMote.",
+            5,
+            ge=1,
+            le=255,
+        ),
+        "neighbour_queues": Field(
+            "int",
+            "contiki: neighbours with frames queued at once (CSMA_MAX_NEIGHBOR_QUEUES).",
+            2,
+            ge=1,
+        ),
+        "backoff_unit_s": Field(
+            "float",
+            "contiki: T, the backoff unit: CLOCK_SECOND / NETSTACK_RDC_CHANNEL_CHECK_RATE.",
+            0.125,
+            gt=0,
+        ),
         "min_be": Field("int", "macMinBE.", 3, ge=0, le=8),
         "max_be": Field("int", "macMaxBE.", 5, ge=3, le=8),
         "max_csma_backoffs": Field("int", "macMaxCSMABackoffs.", 4, ge=0, le=5),
         "max_frame_retries": Field("int", "macMaxFrameRetries.", 3, ge=0, le=7),
-        "queue_frames": Field("int", "Transmit queue limit per node.", 16, ge=1),
+        "queue_frames": Field(
+            "int", "Transmit queue limit per node (contiki: QUEUEBUF_NUM, 8 there).", 16, ge=1
+        ),
         "address_mode": Field(
             "str",
             "Addresses in frames: extended (EUI-64) or short (16 bits).",
@@ -359,28 +412,79 @@ ROUTING = Section(
             choices=("smrf", "none"),
         ),
         "max_routes": Field("int", "RPL: downward routes a node stores at most.", 1024, ge=1),
+        "max_neighbours": Field(
+            "int",
+            "RPL: neighbours a node keeps (candidate parents and their ETX); absent: 32.",
+            OPTIONAL,
+            ge=1,
+        ),
+        "max_group_routes": Field(
+            "int",
+            "RPL with SMRF: multicast groups a node keeps routes for (Contiki's "
+            "UIP_CONF_DS6_MADDR_NBU / MCAST6_ROUTES); absent: as many as max_routes allows.",
+            OPTIONAL,
+            ge=1,
+        ),
+        "smrf_delay_s": Field(
+            "float",
+            "SMRF: the delay unit D before a node forwards a multicast datagram (Contiki-NG: "
+            "1/8 s; Contiki 2014: 4 ticks of 1/128 s).",
+            0.125,
+            ge=0,
+        ),
+        "smrf_spread": Field(
+            "int", "SMRF: the delay is D times a random whole factor 1 .. this.", 2, ge=1
+        ),
+        "smrf_buffers": Field(
+            "int",
+            "SMRF: datagrams waiting to be forwarded at once; a newer one replaces the "
+            "oldest (Contiki's smrf.c has one buffer); absent: no limit.",
+            OPTIONAL,
+            ge=1,
+        ),
     },
     optional=True,
 )
 
 INTERFERER = Section(
-    doc="An external Wi-Fi-like interferer (never defers; CCA senses it).",
+    doc="A Wi-Fi interferer at 2.4 GHz: never defers to 802.15.4; 802.15.4 radios take "
+    "the part of its power in their channel (spectrum of 802.11 OFDM or DSSS) as noise, "
+    "and their CCA senses it (net/radio/wifi.py).",
     fields={
-        "position": Field("list", "[x, y] or [x, y, z], metres.", item=Field("float", "")),
+        "position": Field(
+            "list",
+            "[x, y] or [x, y, z], metres: the station (the sender).",
+            item=Field("float", ""),
+        ),
+        "floor": Field("int", "The station's floor (a building's floors attenuate).", 0, ge=0),
         "rate_bps": Field("float", "Offered load (S6 sweeps 0 to 28.5 Mbit/s).", ge=0),
         "channel": Field("int", "Wi-Fi channel (1..14).", 6, ge=1, le=14),
-        "tx_power_dbm": Field("float", "Transmit power.", 20.0, ge=-20, le=36),
-        "frame_bytes": Field("int", "Bytes per burst (one 802.11 frame).", 1500, ge=1),
-        "phy_rate_bps": Field("float", "802.11 PHY rate.", 54e6, gt=0),
-        "start_s": Field("float", "When it starts.", 0.0, ge=0),
+        "tx_power_dbm": Field("float", "Transmit power of each Wi-Fi node.", 20.0, ge=-20, le=36),
         "pattern": Field(
             "str",
-            "How its frames come: `poisson` (a steady stream, gaps exponential) or "
-            "`trains` (back-to-back trains of `train_frames` frames on average, idle "
-            "between them: bursty traffic like an office's).",
-            "poisson",
-            choices=("poisson", "trains"),
+            "How its frames come: `iperf` (iperf's UDP test from the station to its "
+            "access point: datagrams paced at the rate, each in a data frame after DIFS "
+            "and backoff, the access point's ACK after SIFS, its beacons every 102.4 ms), "
+            "`poisson` (bare bursts, gaps exponential) or `trains` (back-to-back trains "
+            "of `train_frames` bursts on average, idle between them: bursty traffic).",
+            "iperf",
+            choices=("iperf", "poisson", "trains"),
         ),
+        "ap_position": Field(
+            "list",
+            "iperf: [x, y] or [x, y, z] of the access point (the receiver, which sends "
+            "the ACKs and beacons), on the station's floor; absent: 1 m from the station "
+            "along x.",
+            OPTIONAL,
+            item=Field("float", ""),
+        ),
+        "payload_bytes": Field(
+            "int", "iperf: UDP payload per datagram (iperf's default 1,470).", 1470, ge=1, le=2272
+        ),
+        "beacons": Field("bool", "iperf: the access point's beacons (every 102.4 ms).", True),
+        "frame_bytes": Field("int", "poisson, trains: bytes per burst.", 1500, ge=1),
+        "phy_rate_bps": Field("float", "802.11 PHY rate of the data frames.", 54e6, gt=0),
+        "start_s": Field("float", "When it starts.", 0.0, ge=0),
         "train_frames": Field(
             "float", "Mean frames per train (pattern `trains`; geometric).", 20.0, ge=1
         ),

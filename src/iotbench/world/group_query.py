@@ -36,8 +36,11 @@ members in parallel, each with the configured delay. Each network has
 `producer_count` members, picked alike (the second network is a twin).
 
 Per-query measurements (metrics below): the members whose value the answer
-holds, whether all did, and the response time from the client's request to
-the EM's answer. Messages and bytes in the radio network count every
+holds, whether all did, and the response time of every query, answered or
+not: from the client's request to the EM's answer at the client (a failed
+query's error answer, or the client's CoAP give-up); for a multicast entity
+the study's, to the arrival of the last member's reply at the EM (the EM's
+answer when no member replied). Min, mean, max and the five-number summary. Messages and bytes in the radio network count every
 802.15.4 frame sent (data, MAC ACKs, routing; on both radio networks, not
 the Ethernet links) from the first query to the last answer, per query.
 """
@@ -191,6 +194,7 @@ class GroupQueryWorkload:
             default_leisure_s=leisure,
             separate_response_after_s=em["separate_response_after_s"],
         )
+        self._answered: list = []  # the EMs' QueryAnswered events since the last answer
         self.em, self.em_driver = self._entity_manager(net, "coap/em")
         self.members: list[Member] = []
         self.member_hops: list[int] = []
@@ -251,7 +255,9 @@ class GroupQueryWorkload:
                 local_hosts=tuple(address_text(i.address) for i in gateway.interfaces),
             ),
         )
-        driver = DatagramDriver(self.sim, gateway, em, _ignore, codec.header_length, COAP_PORT)
+        driver = DatagramDriver(
+            self.sim, gateway, em, self._answered.append, codec.header_length, COAP_PORT
+        )
         return em, driver
 
     def _profile(self, name: str, uris: list[str], mode: str | None = None) -> dict:
@@ -295,11 +301,11 @@ class GroupQueryWorkload:
         if item is None:
             return
         now = self.sim.now
+        self.response_times.append(self._response_time(item, now))
         if isinstance(event, ResponseReceived) and event.response.code == codec.Code.CONTENT:
             text = event.response.payload.decode("utf-8", "replace")
             values = sum(1 for line in text.splitlines() if line and " error: " not in line)
             self.values.append(values)
-            self.response_times.append(now - item.t_start)
             self.items.finish(item, now, DELIVERED, len(event.response.payload))
         else:
             self.values.append(0)
@@ -309,6 +315,16 @@ class GroupQueryWorkload:
         else:
             self._end_counts = self._radio_counts()
             self.sim.stop()
+
+    def _response_time(self, item: Item, now: float) -> float:
+        """A query's time, answered or failed: from the client's request to the EM's
+        answer at the client; for a multicast entity, to the arrival of the last
+        member's reply at the EM (the study's), or the answer when none replied."""
+        mine = [e for e in self._answered if e.name == ENTITY]
+        self._answered.clear()
+        if self.em_settings["mode"] == "multicast" and mine and mine[-1].last_reply is not None:
+            return mine[-1].last_reply - item.t_start
+        return now - item.t_start
 
     def _created(self, event: object) -> None:
         ok = isinstance(event, ResponseReceived) and event.response.code == codec.Code.CREATED
@@ -349,7 +365,10 @@ class GroupQueryWorkload:
         if self._end_counts is not None and n:
             out["radio_messages_per_query"] = (self._end_counts[0] - self._start_counts[0]) / n
             out["radio_bytes_per_query"] = (self._end_counts[1] - self._start_counts[1]) / n
+        # Every query's time, the failed ones' included (at the EM's answer, or the
+        # client's give-up): dropping them would average the rare survivors.
         times = sorted(self.response_times)
+        out["queries_failed"] = sum(1 for v in answered if v == 0)
         out["response_time_mean_s"] = sum(times) / len(times) if times else math.nan
         for label, q in (("min", 0.0), ("p25", 0.25), ("median", 0.5), ("p75", 0.75), ("max", 1.0)):
             out[f"response_time_{label}_s"] = _quantile(times, q)

@@ -20,9 +20,9 @@ Bottom to top, for every node of the topology (world/topology.py):
    positions, link draws and members' hop counts: a twin) on its own
    802.15.4 channel, under the prefix fd02::/64, its nodes named `b.<id>`,
    its gateway the root of its own DODAG and joined to the first gateway by
-   an Ethernet link (fd03::/64). The two channels do not disturb each other
-   (the model has no adjacent-channel leakage between 802.15.4 channels, 5
-   MHz apart, where receivers reject 30 dB and more). S6 nests entities on
+   an Ethernet link (fd03::/64). Each network's frames reach the other's
+   radios as the receivers' rejection of another channel lets them
+   (net/radio/chips.py): as noise, and sensed by CCA. S6 nests entities on
    two gateways this way.
 
 The network's randomness (shadowing, fading, reception draws, interferers,
@@ -33,6 +33,7 @@ conditions; the MACs' backoffs belong to the run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -43,12 +44,14 @@ from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.lowpan.fragments import Reassembler
 from iotbench.net.lowpan.interface import LowpanInterface
+from iotbench.net.mac.contiki_csma import ContikiCsmaMac, ContikiParams
 from iotbench.net.mac.csma import CsmaMac, MacParams
 from iotbench.net.node import Node
 from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
+from iotbench.net.radio.chips import CHIPS, leak_db
 from iotbench.net.radio.energy import EnergyProfile, RadioEnergy
-from iotbench.net.radio.interferer import WifiInterferer, WifiTraffic, in_band_fraction
+from iotbench.net.radio.interferer import LeakingTransmitter, WifiInterferer
 from iotbench.net.radio.medium import Radio, RadioMedium
 from iotbench.net.radio.neighbours import connect
 from iotbench.net.radio.propagation import (
@@ -58,6 +61,7 @@ from iotbench.net.radio.propagation import (
     PathLoss,
     RayleighFading,
 )
+from iotbench.net.radio.wifi import ACCESS_POINT, STATION, WifiTraffic, in_band_fraction
 from iotbench.net.routing.smrf import Smrf
 from iotbench.net.routing.tree import Tree, fewest_hops, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
@@ -101,6 +105,7 @@ def build_radio_network(
         second, _ = _one_network(sim, second_network(network), protocol, observers, l2_mtu, SECOND)
         net.parts["second"] = second
         net.parts["gateways_link"] = _join_gateways(sim, cfg.second, net, second, observers)
+        _leak_between(cfg, net.parts["streams"], net, second)
         # One table of how datagrams split into layers for both networks: the second
         # network's forwarders carry datagrams to the first one's hosts too.
         layers = next(iter(hosts.values())).app_layers
@@ -150,6 +155,11 @@ def _one_network(
         pan_id=cfg.mac.pan_id,
         interframe_spacing=cfg.mac.interframe_spacing,
     )
+    contiki = ContikiParams(
+        backoff_unit_s=cfg.mac.backoff_unit_s,
+        max_transmissions=cfg.mac.max_transmissions,
+        neighbour_queues=cfg.mac.neighbour_queues,
+    )
     macs = []
     for i, radio in enumerate(radios):
         address = (
@@ -157,7 +167,11 @@ def _one_network(
             if cfg.mac.address_mode == "short"
             else mac.extended_address(i + 1, subnet.index)
         )
-        macs.append(CsmaMac(sim, radio, address, sim.rng(f"mac/{radio.name}"), params, observers))
+        rng = sim.rng(f"mac/{radio.name}")
+        if cfg.mac.kind == "contiki":
+            macs.append(ContikiCsmaMac(sim, radio, address, rng, params, observers, contiki))
+        else:
+            macs.append(CsmaMac(sim, radio, address, rng, params, observers))
     rpl_drivers: list[RplDriver] = []
     profiles = device_profiles(cfg, topology)
     # A device's packet memory bounds what its MAC queues (every stack) and what
@@ -183,9 +197,16 @@ def _one_network(
         if cfg.routing.multicast == "smrf":
             for (name, host), (parent, below) in zip(hosts.items(), multicast, strict=True):
                 host.multicast_forwarder = Smrf(
-                    sim, interfaces[name], sim.rng(f"smrf/{name}"), parent, below
+                    sim,
+                    interfaces[name],
+                    sim.rng(f"smrf/{name}"),
+                    parent,
+                    below,
+                    delay_s=cfg.routing.smrf_delay_s,
+                    spread=cfg.routing.smrf_spread,
+                    buffers=cfg.routing.smrf_buffers,
                 )
-    interferers = _interferers(sim, cfg, medium, streams)
+    interferers = _interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
     ids = [n.id for n in topology.nodes]
 
     def tree_path(a: str, b: str) -> list[str]:
@@ -259,10 +280,16 @@ def build_radio(
     """The medium and one radio per node, with their neighbour lists."""
     radio_cfg = cfg.radio
     medium = RadioMedium(sim, radio_cfg.channel, streams("radio/reception"), observers)
-    energy = EnergyProfile(**radio_cfg.energy._values)
-    cca = radio_cfg.cca_threshold_dbm
-    if cca is None:
-        cca = radio_cfg.sensitivity_dbm + 10.0
+    chip = CHIPS[radio_cfg.chip]
+    given = radio_cfg.energy
+    currents = {
+        "off_ma": chip.off_ma,
+        "idle_ma": chip.idle_ma,
+        "listen_ma": chip.rx_ma,
+        "rx_ma": chip.rx_ma,
+    }
+    currents = {k: _given(getattr(given, k), v) for k, v in currents.items()}
+    cca = _given(radio_cfg.cca_threshold_dbm, chip.cca_threshold_dbm)
     own = radio_cfg.nodes or {}
     unknown = sorted(set(own) - {n.id for n in topology.nodes})
     if unknown:
@@ -270,17 +297,19 @@ def build_radio(
     radios = []
     for i, node in enumerate(topology.nodes):
         mine = own.get(node.id, {})
-        sensitivity = mine.get("sensitivity_dbm", radio_cfg.sensitivity_dbm)
-        tx_power = mine.get("tx_power_dbm", radio_cfg.tx_power_dbm)
+        sensitivity = mine.get(
+            "sensitivity_dbm", _given(radio_cfg.sensitivity_dbm, chip.sensitivity_dbm)
+        )
+        tx_power = mine.get("tx_power_dbm", _given(radio_cfg.tx_power_dbm, chip.tx_power_dbm))
+        tx_ma = _given(given.tx_ma, chip.tx_current_ma(tx_power))
+        energy = EnergyProfile(voltage_v=given.voltage_v, tx_ma=tx_ma, **currents)
         radio = Radio(
             medium,
             i,
             node.id,
             tx_power_dbm=tx_power,
             sensitivity_dbm=sensitivity,
-            cca_threshold_dbm=cca
-            if radio_cfg.cca_threshold_dbm is not None
-            else sensitivity + 10.0,
+            cca_threshold_dbm=cca,
             noise_floor_dbm=radio_cfg.noise_floor_dbm,
             energy=RadioEnergy(sim.now, energy),
         )
@@ -312,6 +341,10 @@ def build_radio(
     else:
         medium.variation = NoVariation()
     return medium, radios
+
+
+def _given(value, default):
+    return default if value is None else value
 
 
 def path_loss_of(radio_cfg: Settings) -> PathLoss:
@@ -532,6 +565,8 @@ def start_rpl(
         "dao_ack_timeout_s": routing.dao_ack_timeout_s,
         "default_lifetime": routing.default_lifetime,
         "lifetime_unit": routing.lifetime_unit_s,
+        "max_neighbours": routing.max_neighbours,
+        "max_group_routes": routing.max_group_routes,
     }
     params = replace(params, **{k: v for k, v in given.items() if v is not None})
     gateway = topology.ids("gateway")[0]
@@ -628,7 +663,12 @@ def _join_gateways(
     return link
 
 
-def _interferers(sim: Simulator, cfg: Settings, medium: RadioMedium, streams) -> list:
+def _interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int]) -> list:
+    """The Wi-Fi interferers: for each of its emitters (the station, and for iperf
+    traffic its access point), the power each radio takes in its channel, from
+    the same path loss as the radios' links (distance, floors between, one
+    shadowing draw per emitter and radio) and the share of the emitter's
+    spectrum in the channel (wifi.py)."""
     out = []
     if not cfg.interferers:
         return out
@@ -636,26 +676,73 @@ def _interferers(sim: Simulator, cfg: Settings, medium: RadioMedium, streams) ->
     shadowing_db = cfg.radio.path_loss.shadowing_db
     shadow = streams("interferers/shadowing")
     for k, spec in enumerate(cfg.interferers):
-        position = tuple(spec.position) + (0.0,) * (3 - len(spec.position))
-        fraction = in_band_fraction(spec.channel, medium.channel)
-        targets = []
-        for radio in medium.radios:
-            d = sum((a - b) ** 2 for a, b in zip(radio.position, position, strict=True)) ** 0.5
-            loss = path_loss.mean_loss_db(d, medium.frequency_mhz)
-            loss += shadow.gauss(0.0, shadowing_db)
-            mw = phy.dbm_to_mw(spec.tx_power_dbm - loss) * fraction
-            floor_mw = radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
-            if mw >= floor_mw:
-                targets.append((radio, mw))
         traffic = WifiTraffic(
             spec.rate_bps,
-            spec.frame_bytes,
-            spec.phy_rate_bps,
-            spec.start_s,
-            spec.pattern,
-            spec.train_frames,
+            pattern=spec.pattern,
+            start_s=spec.start_s,
+            phy_rate_bps=spec.phy_rate_bps,
+            payload_bytes=spec.payload_bytes,
+            beacons=spec.beacons,
+            frame_bytes=spec.frame_bytes,
+            train_frames=spec.train_frames,
         )
+        station = _xyz(spec.position)
+        places = {STATION: station}
+        if spec.pattern == "iperf":
+            ap = spec.ap_position
+            places[ACCESS_POINT] = _xyz(ap) if ap is not None else (station[0] + 1.0, *station[1:])
+        # The mean power (mW, whole spectrum) each emitter puts at each radio.
+        powers = {}
+        for emitter, place in places.items():
+            powers[emitter] = []
+            for radio, floor in zip(medium.radios, floors, strict=True):
+                d = math.dist(radio.position, place)
+                between = abs(floor - spec.floor)
+                loss = path_loss.mean_loss_db(d, medium.frequency_mhz, between)
+                loss += shadow.gauss(0.0, shadowing_db)
+                powers[emitter].append(phy.dbm_to_mw(spec.tx_power_dbm - loss))
+        targets = {}
+        for emitter, modulation in traffic.emitters:
+            fraction = in_band_fraction(spec.channel, medium.channel, modulation)
+            targets[emitter, modulation] = [
+                (radio, mw * fraction)
+                for radio, mw in zip(medium.radios, powers[emitter], strict=True)
+                if mw * fraction
+                >= radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
+            ]
         interferer = WifiInterferer(f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
         interferer.start()
         out.append(interferer)
     return out
+
+
+def _leak_between(cfg: Settings, streams, first: Network, second: Network) -> None:
+    """Each network's frames reach the other's radios through the receivers'
+    rejection of another channel (chips.py): as noise, and sensed by CCA. The
+    same path loss as every link (one shadowing draw per pair of radios, for
+    both directions)."""
+    chip = CHIPS[cfg.radio.chip]
+    path_loss = path_loss_of(cfg.radio)
+    sigma = cfg.radio.path_loss.shadowing_db
+    below_noise = 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
+    shadow = streams("radio/adjacent-channel-shadowing")
+    a_medium, b_medium = first.parts["medium"], second.parts["medium"]
+    a_nodes, b_nodes = first.parts["topology"].nodes, second.parts["topology"].nodes
+    a_to_b = leak_db(chip.rejection_db(b_medium.channel, a_medium.channel))
+    b_to_a = leak_db(chip.rejection_db(a_medium.channel, b_medium.channel))
+    for a, a_node in zip(a_medium.radios, a_nodes, strict=True):
+        for b, b_node in zip(b_medium.radios, b_nodes, strict=True):
+            d = math.dist(a_node.position, b_node.position)
+            floors = abs(a_node.floor - b_node.floor)
+            loss = path_loss.mean_loss_db(d, a_medium.frequency_mhz, floors)
+            loss += shadow.gauss(0.0, sigma)
+            for tx, rx, medium, rejected_db in ((a, b, b_medium, a_to_b), (b, a, a_medium, b_to_a)):
+                mw = phy.dbm_to_mw(tx.tx_power_dbm - loss - rejected_db)
+                if mw >= rx.noise_mw * below_noise:
+                    if tx.leak is None:
+                        tx.leak = LeakingTransmitter(f"{tx.name} into channel {medium.channel}")
+                    rx.interferers.append((tx.leak, mw))
+
+
+def _xyz(position) -> tuple[float, float, float]:
+    return tuple(position) + (0.0,) * (3 - len(position))

@@ -27,6 +27,7 @@ class RadioNet:
         cca_threshold_dbm: float = -91.0,
         link_prr: dict | None = None,
         path_loss: PathLoss = PATH_LOSS,
+        mac_class=CsmaMac,
     ) -> None:
         self.sim = Simulator(seed)
         self.recorder = PacketRecorder()
@@ -57,7 +58,7 @@ class RadioNet:
             link_prr=link_prr,
         )
         for i, radio in enumerate(self.radios):
-            m = CsmaMac(
+            m = mac_class(
                 self.sim,
                 radio,
                 mac.extended_address(i + 1),
@@ -75,7 +76,7 @@ class RadioNet:
         )
 
     def _sender(self, name):
-        return lambda dst, acked, n: self.sent.append((self.sim.now, name, dst, acked, n))
+        return lambda dst, status, n: self.sent.append((self.sim.now, name, dst, status, n))
 
     def address(self, i: int) -> bytes:
         return self.macs[i].address

@@ -1,5 +1,5 @@
-"""The Wi-Fi interferer: its spectrum in an 802.15.4 channel, and its bursts, drawn
-as radios ask about them."""
+"""Interferers: the bursts radios ask about, drawn as they ask (a Wi-Fi station and
+its access point) or recorded as they start (an 802.15.4 radio on another channel)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ import random
 
 import pytest
 
-from iotbench.net.radio.interferer import (
+from iotbench.net.radio.interferer import HISTORY_S, LeakingTransmitter, WifiInterferer
+from iotbench.net.radio.wifi import (
+    ACCESS_POINT,
     DIFS_S,
-    HISTORY_S,
+    DSSS,
+    OFDM,
     SLOT_S,
-    WifiInterferer,
+    STATION,
     WifiTraffic,
-    in_band_fraction,
 )
+
+DATA = (STATION, OFDM)
 
 
 class _Radio:
@@ -23,20 +27,16 @@ class _Radio:
         self.interferers: list = []
 
 
-def wifi(rate_bps: float, seed: int = 1, start_s: float = 0.0, **traffic) -> WifiInterferer:
-    return WifiInterferer(
+def wifi(rate_bps: float, seed: int = 1, start_s: float = 0.0, **traffic):
+    """The station's bursts of a bare-burst interferer (pattern poisson by default)."""
+    traffic.setdefault("pattern", "poisson")
+    itf = WifiInterferer(
         "wifi",
         WifiTraffic(rate_bps, start_s=start_s, **traffic),
-        [(_Radio(), 1.0)],
+        {DATA: [(_Radio(), 1.0)]},
         random.Random(seed),
     )
-
-
-def test_in_band_fraction_follows_the_ofdm_mask():
-    inside = in_band_fraction(6, 17)  # 2435 MHz, 2 MHz from Wi-Fi channel 6's centre
-    beside = in_band_fraction(1, 26)  # 2480 MHz, 68 MHz away: the -40 dBr floor
-    assert inside == pytest.approx(10 ** (-9.8 / 10), rel=0.05)
-    assert beside < inside / 1000
+    return itf.bursts[DATA]
 
 
 def test_the_bursts_are_the_same_whoever_asks_and_when():
@@ -57,12 +57,12 @@ def test_the_offered_load_sets_the_airtime():
     for rate in (5e6, 20e6):
         itf = wifi(rate, seed=3)
         bursts, busy = itf.stats(20.0)
-        airtime = WifiTraffic(rate).burst_s
+        airtime = WifiTraffic(rate, pattern="poisson").data_s
         assert bursts == pytest.approx(20.0 * rate / (8 * 1500), rel=0.03)
         assert busy == pytest.approx(bursts * airtime, rel=0.01)
     # Beyond what the air carries: back to back, DIFS and 0..15 slots apart.
     _, busy = wifi(54e6).stats(10.0)
-    burst = WifiTraffic(54e6).burst_s
+    burst = WifiTraffic(54e6, pattern="poisson").data_s
     assert busy / 10.0 == pytest.approx(burst / (burst + DIFS_S + 7.5 * SLOT_S), rel=0.01)
 
 
@@ -78,23 +78,56 @@ def test_memory_stays_flat_however_long_the_run():
     itf = wifi(54e6)
     for t in range(1, 20001):  # 20 s at a burst every ~0.3 ms: ~70,000 bursts
         itf.overlaps(t * 1e-3 - 1e-4, t * 1e-3)
-    assert len(itf._starts) < 4096 + HISTORY_S / 1e-4
+    assert len(itf.starts) < 4096 + HISTORY_S / 1e-4
     bursts, _ = itf.stats(20.0)
     assert bursts > 50_000
 
 
-def test_start_makes_the_targets_hear_it():
-    radio = _Radio()
-    itf = WifiInterferer("wifi", WifiTraffic(1e6), [(radio, 2.0)], random.Random(1))
+def test_start_makes_the_targets_hear_each_emitter_with_its_own_power():
+    near, far = _Radio(), _Radio()
+    targets = {
+        (STATION, OFDM): [(near, 2.0), (far, 0.5)],
+        (ACCESS_POINT, OFDM): [(near, 1.0)],
+        (ACCESS_POINT, DSSS): [(near, 0.1)],
+    }
+    itf = WifiInterferer("wifi", WifiTraffic(5e6), targets, random.Random(1))
     itf.start()
-    assert radio.interferers == [(itf, 2.0)]
+    assert [(b.name, mw) for b, mw in near.interferers] == [
+        ("wifi station ofdm", 2.0),
+        ("wifi ap ofdm", 1.0),
+        ("wifi ap dsss", 0.1),
+    ]
+    assert [(b.name, mw) for b, mw in far.interferers] == [("wifi station ofdm", 0.5)]
+    # The access point's ACKs follow the station's data frames, SIFS after.
+    data = itf.bursts[STATION, OFDM].overlaps(0.0, 0.01)
+    acks = itf.bursts[ACCESS_POINT, OFDM].overlaps(0.0, 0.01)
+    assert len(acks) in (len(data), len(data) - 1)
+    assert all(a[0] == pytest.approx(d[1] + 16e-6) for d, a in zip(data, acks))
+    counts = itf.stats(1.0)
+    assert counts[STATION, OFDM][0] == pytest.approx(1.0 / 2.352e-3, abs=2)
+    assert counts[ACCESS_POINT, DSSS][0] in (9, 10)
+
+
+def test_an_interferer_nobody_hears_draws_nothing():
+    itf = WifiInterferer("wifi", WifiTraffic(28.5e6), {}, random.Random(1))
+    assert itf.stats(10.0)[DATA] == (0, 0.0)
+
+
+def test_a_leaking_transmitter_serves_what_it_recorded():
+    leak = LeakingTransmitter("n3 on channel 25")
+    leak.record(1.0, 1.004)
+    leak.record(1.010, 1.012)
+    assert leak.overlaps(0.9, 1.002) == [(1.0, 1.002)]
+    assert leak.overlaps(1.003, 1.011) == [(1.003, 1.004), (1.010, 1.011)]
+    assert leak.on_air(1.011) and not leak.on_air(1.005)
+    assert leak.stats(2.0) == (2, pytest.approx(0.006))
 
 
 def test_trains_carry_the_same_load_in_bursts_of_back_to_back_frames():
     trains = wifi(3e6, seed=7, pattern="trains", train_frames=20)
     bursts, busy = trains.stats(60.0)
     assert bursts == pytest.approx(60.0 * 3e6 / (8 * 1500), rel=0.08)
-    assert busy == pytest.approx(bursts * WifiTraffic(3e6).burst_s, rel=1e-6)
+    assert busy == pytest.approx(bursts * WifiTraffic(3e6, pattern="trains").data_s, rel=1e-6)
     pieces = trains.overlaps(60.0 - HISTORY_S, 60.0) + trains.overlaps(60.0, 80.0)
     gaps = [b - a for (_, a), (b, _) in zip(pieces, pieces[1:])]
     back_to_back = [g for g in gaps if g <= DIFS_S + 15 * SLOT_S + 1e-12]
@@ -114,13 +147,6 @@ def test_at_one_load_trains_leave_an_802154_frame_more_clear_gaps():
         return sum(not itf.overlaps(t, t + frame_s) for t in starts) / len(starts)
 
     lam = rate / (8 * 1500)
-    steady = math.exp(-lam * (frame_s + WifiTraffic(rate).burst_s))
+    steady = math.exp(-lam * (frame_s + WifiTraffic(rate, pattern="poisson").data_s))
     assert clear("poisson") == pytest.approx(steady, abs=0.02)
     assert clear("trains") == pytest.approx(0.89, abs=0.02)
-
-
-def test_traffic_rejects_an_unknown_pattern():
-    with pytest.raises(ValueError, match="pattern 'bursty' is not one of"):
-        WifiTraffic(1e6, pattern="bursty")
-    with pytest.raises(ValueError, match="train_frames"):
-        WifiTraffic(1e6, pattern="trains", train_frames=0.5)

@@ -8,11 +8,12 @@ import pytest
 from radio_harness import RadioNet
 
 from iotbench.net import ieee802154 as mac
-from iotbench.net.mac.csma import MacParams
+from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams
 from iotbench.net.packet import BROADCAST, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
-from iotbench.net.radio.interferer import WifiInterferer, WifiTraffic
+from iotbench.net.radio.interferer import WifiInterferer
 from iotbench.net.radio.medium import LISTEN, TX
+from iotbench.net.radio.wifi import OFDM, STATION, WifiTraffic
 
 US = 1e-6
 BACKOFF, CCA, TURNAROUND = 320 * US, 128 * US, 192 * US
@@ -53,8 +54,8 @@ def test_idle_channel_unicast_with_ack_takes_backoff_cca_turnaround_frame_ack():
         assert t_rx == pytest.approx(data.t_sent + DATA_AIR)
         assert ack.t_sent == pytest.approx(t_rx + TURNAROUND)
         assert len(ack.data) == 5 and ack.src == "n1" and ack.dst == "n0"
-        ((t_ok, _, dst, acked, tries),) = net.sent
-        assert (dst, acked, tries) == (net.address(1), True, 1)
+        ((t_ok, _, dst, status, tries),) = net.sent
+        assert (dst, status, tries) == (net.address(1), SENT, 1)
         assert t_ok == pytest.approx(ack.t_sent + ACK_AIR)
     assert seen_k == set(range(8))  # every backoff slot of the first window occurs
 
@@ -83,8 +84,8 @@ def test_no_ack_retries_macmaxframeretries_times_then_drops():
         gap = b.t_sent - (a.t_sent + (len(a.data) + 6) * 32 * US)
         k = (gap - phy.ACK_WAIT_S - CCA - TURNAROUND) / BACKOFF
         assert k == pytest.approx(round(k), abs=1e-6) and 0 <= round(k) <= 7
-    ((_, _, dst, acked, tries),) = net.sent
-    assert (dst, acked, tries) == (nobody, False, 4)
+    ((_, _, dst, status, tries),) = net.sent
+    assert (dst, status, tries) == (nobody, NO_ACK, 4)
     assert net.macs[0].counters.no_ack == 1 and net.macs[0].counters.retries == 3
     assert net.macs[0].links[nobody].no_ack == 1
 
@@ -176,8 +177,8 @@ def test_no_capture_of_a_later_stronger_frame():
 def test_csma_gives_up_after_macmaxcsmabackoffs_under_a_saturating_interferer():
     net = RadioNet([(0, 0, 0), (10, 0, 0)])
     # A Wi-Fi transmitter 5 m away sending one endless burst: every CCA is busy.
-    jam = WifiTraffic(rate_bps=54e6, frame_bytes=10**8)
-    targets = [(r, phy.dbm_to_mw(-50.0)) for r in net.radios]
+    jam = WifiTraffic(rate_bps=54e6, pattern="poisson", frame_bytes=10**8)
+    targets = {(STATION, OFDM): [(r, phy.dbm_to_mw(-50.0)) for r in net.radios]}
     WifiInterferer("wifi", jam, targets, net.sim.rng("wifi")).start()
     for i in range(10):
         net.send_at(0.5 + i * 0.1, 0, 1)
@@ -186,16 +187,19 @@ def test_csma_gives_up_after_macmaxcsmabackoffs_under_a_saturating_interferer():
     assert c.channel_access_failures == 10
     assert c.cca_busy == 10 * (MacParams().max_csma_backoffs + 1)  # NB = 0 .. 4
     assert c.frames == 0 and net.frames(0) == []
-    assert [acked for *_, acked, _ in net.sent] == [False] * 10
+    assert [status for *_, status, _ in net.sent] == [CHANNEL_ACCESS_FAILURE] * 10
 
 
 def test_interference_below_the_cca_threshold_still_corrupts_frames():
     """A burst too weak for CCA (-95 dBm < -91 dBm) but as strong as a weak link's
     signal makes that link's frames fail: CCA does not protect against it."""
     net = RadioNet([(0, 0, 0), (75, 0, 0)])  # about -96.5 dBm at n1
-    jam = WifiTraffic(rate_bps=54e6, frame_bytes=10**8)
+    jam = WifiTraffic(rate_bps=54e6, pattern="poisson", frame_bytes=10**8)
     WifiInterferer(
-        "wifi", jam, [(net.radios[1], phy.dbm_to_mw(-95.0))], net.sim.rng("wifi")
+        "wifi",
+        jam,
+        {(STATION, OFDM): [(net.radios[1], phy.dbm_to_mw(-95.0))]},
+        net.sim.rng("wifi"),
     ).start()
     for i in range(20):
         net.send_at(0.5 + i * 0.05, 0, 1)

@@ -371,6 +371,21 @@ def test_one_childs_no_path_leaves_the_group_to_the_other_children():
     assert all(node.next_hop(GROUP) is None for node in net.nodes)
 
 
+def test_a_node_keeps_routes_for_at_most_max_group_routes_groups():
+    """Contiki keeps 6 multicast routes (S6): a seventh group is refused where the
+    table is full, and the unicast routes are not affected."""
+    params = RplParams(dis_start_delay_s=1.0, dao_delay_s=0.5, max_group_routes=2)
+    net = Net(3, {(0, 1), (1, 2)}, params)
+    net.run(60.0)
+    groups = [bytes.fromhex(f"ff1e00000000000000000000008900{k:02x}") for k in (1, 2, 3)]
+    for group in groups:
+        net.nodes[2].add_target(net.now, group)
+    net.run(net.now + 30.0)
+    assert [net.nodes[1].next_hop(g) for g in groups] == [ll(2), ll(2), None]
+    assert net.nodes[1].counters["group_routes_refused"] >= 1
+    assert net.nodes[1].next_hop(gl(2)) == ll(2)
+
+
 def test_joining_a_group_announces_the_group_not_the_whole_sub_dodag():
     """A new target is announced on its own: resending every route below on each
     join made DAOs multiply up the tree (a storm when 30 members join at once)."""

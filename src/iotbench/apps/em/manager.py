@@ -107,7 +107,8 @@ class EmParams:
 
 @dataclass(frozen=True, slots=True)
 class QueryAnswered:
-    """The EM answered a query of entity `name`: how many members gave a value."""
+    """The EM answered a query of entity `name`: how many members gave a value, and
+    when the last member's reply came (None: none replied)."""
 
     name: str
     code: int
@@ -115,6 +116,7 @@ class QueryAnswered:
     answered: float
     members: int
     values: int
+    last_reply: float | None = None
 
 
 @dataclass(slots=True)
@@ -137,6 +139,7 @@ class _Work:
     finished: bool = False
     timers: list = field(default_factory=list)
     children: list[_Work] = field(default_factory=list)  # nested entities' queries
+    last_reply: float | None = None  # when a member's reply last came
 
 
 class EntityManager:
@@ -330,7 +333,9 @@ class EntityManager:
             answer = combine(profile.operation, order, fmt)
             values = sum(1 for o in order if o.ok)
             self._events.append(
-                QueryAnswered(entity.name, answer.code, started, t, len(order), values)
+                QueryAnswered(
+                    entity.name, answer.code, started, t, len(order), values, work.last_reply
+                )
             )
             reply(t, ResourceResponse(answer.code, answer.payload, answer.content_format))
 
@@ -431,14 +436,21 @@ class EntityManager:
         elif isinstance(event, RequestFailed):
             reason = _FAILURES.get(event.reason)
             outcome = timed_out(member.uri) if reason is None else failed(member.uri, reason)
+            self._member_done(now, work, member, outcome, replied=False)
+            return
         else:
             return
         self._member_done(now, work, member, outcome)
 
-    def _member_done(self, now: float, work: _Work, member: Member, outcome: Outcome) -> None:
+    def _member_done(
+        self, now: float, work: _Work, member: Member, outcome: Outcome, replied: bool = True
+    ) -> None:
+        """A member's request ended: with its reply (`replied`), or without one."""
         if work.finished:
             return
         work.outcomes[member.uri] = outcome
+        if replied:
+            work.last_reply = now
         successes = sum(1 for o in work.outcomes.values() if o.ok)
         if (work.wanted and successes >= work.wanted) or len(work.outcomes) == len(work.members):
             self._finish(now, work)

@@ -27,7 +27,8 @@ the energy accounts already keep apart.
 
 The MAC is a small state machine driven by the kernel. Its upper layer gives
 it payloads with `send` and hears `on_receive(payload, src, dst, pkt)` and
-`on_sent(dst, acked, transmissions)`; it never sees the radio.
+`on_sent(dst, status, transmissions)` (SENT, NO_ACK or CHANNEL_ACCESS_FAILURE);
+it never sees the radio.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
 
-CHANNEL_ACCESS_FAILURE = "channel-access-failure"
+# How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
+# acknowledged), never acknowledged after its retries, or never sent because the
+# channel stayed busy.
+SENT = "sent"
 NO_ACK = "no-ack"
+CHANNEL_ACCESS_FAILURE = "channel-access-failure"
 # The addressee of a unicast to an address no radio has: nobody locks on.
 NOBODY = object()
 
@@ -133,7 +138,7 @@ class CsmaMac:
         radio.address = address
         self.medium.register_address(radio, address)
         self.on_receive: Callable[[bytes, bytes, bytes, Packet], None] = _ignore
-        self.on_sent: Callable[[bytes, bool, int], None] | None = None
+        self.on_sent: Callable[[bytes, str, int], None] | None = None
         self.counters = MacCounters()
         self.links: dict[bytes, LinkCounters] = {}
         self._queue: deque[_Outgoing] = deque()
@@ -171,6 +176,27 @@ class CsmaMac:
         The header lengths split `payload` for the per-layer byte metrics:
         `link_extra` bytes of it belong below IP (6LoWPAN's headers).
         """
+        out = self._outgoing(
+            dst, payload, link_extra, ip_header_len, transport_header_len, app_header_len, kind
+        )
+        if not self._has_room(out):
+            self._drop(out)
+            return False
+        self._queue.append(out)
+        if self._current is None:
+            self._next()
+        return True
+
+    def _outgoing(
+        self,
+        dst: bytes,
+        payload: bytes,
+        link_extra: int,
+        ip_header_len: int,
+        transport_header_len: int,
+        app_header_len: int,
+        kind: str,
+    ) -> _Outgoing:
         broadcast = dst == mac.BROADCAST
         seq = self._seq
         self._seq = (seq + 1) & 0xFF
@@ -192,20 +218,21 @@ class CsmaMac:
             radio = self.medium.by_address.get(dst)
             out.dst_radio = radio if radio is not None else NOBODY
             out.dst_name = radio.name if radio is not None else None
+        return out
+
+    def _has_room(self, out: _Outgoing) -> bool:
+        """Whether the queue and the packet memory take the frame (taking its bytes)."""
         pktbuf = self.pktbuf
-        if len(self._queue) >= self.params.queue_frames or (
-            pktbuf is not None and not pktbuf.take(len(frame))
-        ):
-            self.counters.queue_drops += 1
-            pkt = self._packet(out)
-            pkt.t_sent = pkt.t_done = self.sim.now
-            pkt.fate = QUEUE_FULL
-            self.observers.finished(pkt)
-            return False
-        self._queue.append(out)
-        if self._current is None:
-            self._next()
-        return True
+        return self.queued < self.params.queue_frames and (
+            pktbuf is None or pktbuf.take(len(out.frame))
+        )
+
+    def _drop(self, out: _Outgoing) -> None:
+        self.counters.queue_drops += 1
+        pkt = self._packet(out)
+        pkt.t_sent = pkt.t_done = self.sim.now
+        pkt.fate = QUEUE_FULL
+        self.observers.finished(pkt)
 
     # ------------------------------------------------------------ CSMA-CA
 
@@ -253,7 +280,7 @@ class CsmaMac:
             self.counters.channel_access_failures += 1
             if out.ack:
                 self._link(out.dst).channel_access_failures += 1
-            self._finish(out, acked=False)
+            self._finish(out, CHANNEL_ACCESS_FAILURE)
         else:
             self._backoff(out)
 
@@ -288,7 +315,7 @@ class CsmaMac:
         self._committed = False
         out = self._current
         if not out.ack:
-            self._finish(out, acked=True)
+            self._finish(out, SENT)
             return
         self._awaiting_ack = True
         self._ack_token += 1
@@ -305,20 +332,24 @@ class CsmaMac:
             return
         self.counters.no_ack += 1
         self._link(out.dst).no_ack += 1
-        self._finish(out, acked=False)
+        self._finish(out, NO_ACK)
 
-    def _finish(self, out: _Outgoing, acked: bool) -> None:
+    def _finish(self, out: _Outgoing, status: str) -> None:
         """The frame is done with (sent, or given up); on to the next after the IFS."""
-        if self.pktbuf is not None:
-            self.pktbuf.give(len(out.frame))
-        if out.ack and self.on_sent is not None:
-            self.on_sent(out.dst, acked, out.retries + 1)
-        if acked and self.params.interframe_spacing:
+        self._release(out, status, out.retries + 1)
+        if status == SENT and self.params.interframe_spacing:
             long = len(out.frame) > phy.MAX_SIFS_FRAME_BYTES
             ifs = phy.LIFS_S if long else phy.SIFS_S
             self.sim.post(self.sim.now + ifs, self._next)
         else:
             self._next()
+
+    def _release(self, out: _Outgoing, status: str, transmissions: int) -> None:
+        """The frame leaves the MAC: its memory back, the upper layer told."""
+        if self.pktbuf is not None:
+            self.pktbuf.give(len(out.frame))
+        if out.ack and self.on_sent is not None:
+            self.on_sent(out.dst, status, transmissions)
 
     def _link(self, dst: bytes) -> LinkCounters:
         link = self.links.get(dst)
@@ -339,7 +370,7 @@ class CsmaMac:
                 self._ack_token += 1
                 self.counters.acks_received += 1
                 self._link(self._current.dst).acked += 1
-                self._finish(self._current, acked=True)
+                self._finish(self._current, SENT)
             return
         dst_len = 2 if (fc >> 10) & 0x3 == mac.ADDR_SHORT else 8
         src_len = 2 if (fc >> 14) & 0x3 == mac.ADDR_SHORT else 8

@@ -123,6 +123,7 @@ class Radio:
         "incoming",
         "index",
         "interferers",
+        "leak",
         "locked",
         "mac",
         "medium",
@@ -165,6 +166,8 @@ class Radio:
         self.neighbours: list[tuple[Radio, float, int]] = []
         # (interferer, power in mW here while it bursts), filled by WifiInterferer.start
         self.interferers: list[tuple[object, float]] = []
+        # Its frames as radios on other channels hear them (interferer.py), if any do.
+        self.leak = None
         self.power_mw = 0.0  # from every signal on the air here, noise excluded
         self.incoming = 0  # how many signals that is
         self.energy = 0.0  # integral of power_mw over time (mW s), for CCA
@@ -310,6 +313,8 @@ class RadioMedium:
         mws = self.variation.powers(radio.neighbours, now)
         tx = Transmission(radio, pkt, dst, now, end, receivers, mws)
         radio.set_state(TX, now)
+        if radio.leak is not None:
+            radio.leak.record(now, end)
         pkt.medium = self
         pkt.t_sent = now
         # Every receiver that locks onto the frame without being its addressee

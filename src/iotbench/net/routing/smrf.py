@@ -10,7 +10,11 @@ it delivers it to its own applications when it is a member.
 
 The delay lets the parent's broadcast end before the child's begins (it was
 introduced for duty-cycled MACs): D = `delay_s` (1/8 s in Contiki-NG), times
-a random whole factor 1 .. `spread` (2 there: the slots of D in 250 ms).
+a random whole factor 1 .. `spread` (2 there: the slots of D in 250 ms;
+Contiki 2014's smrf.c: 4 ticks of 1/128 s times 1 .. 4, 31 to 125 ms).
+`buffers` bounds the datagrams waiting for their delay: Contiki's smrf.c
+keeps one, and a datagram that comes while it waits takes its place (the
+waiting one is never forwarded).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class Smrf:
         members_below: Callable[[bytes], bool],
         delay_s: float = 0.125,
         spread: int = 2,
+        buffers: int | None = None,
     ) -> None:
         self.sim = sim
         self.iface = iface
@@ -40,8 +45,11 @@ class Smrf:
         self.members_below = members_below
         self.delay_s = delay_s
         self.spread = max(1, spread)
+        self.buffers = buffers
+        self._waiting: list[list] = []  # [datagram, group], in arrival order
         self.forwarded = 0
         self.dropped = 0
+        self.replaced = 0
 
     def __call__(self, data: bytes, link_src: bytes | None, group: bytes, hop_limit: int) -> bool:
         """A multicast datagram arrived; True if this node accepts it."""
@@ -50,11 +58,24 @@ class Smrf:
             self.dropped += 1
             return False
         if self.members_below(group):
-            self.forwarded += 1
             copy = data[:7] + bytes((hop_limit - 1,)) + data[8:]
             delay = self.delay_s * (1 + self.rng.randrange(self.spread))
-            self.sim.schedule(delay, self._send, copy, group)
+            if self.buffers is not None and len(self._waiting) >= self.buffers:
+                oldest = self._waiting.pop(0)
+                oldest[0] = None  # its timer finds nothing to send
+                self.replaced += 1
+            entry = [copy, group]
+            self._waiting.append(entry)
+            self.sim.schedule(delay, self._due, entry)
         return True
+
+    def _due(self, entry: list) -> None:
+        data, group = entry
+        if data is None:
+            return
+        self._waiting.remove(entry)
+        self.forwarded += 1
+        self._send(data, group)
 
     def _send(self, data: bytes, group: bytes) -> None:
         node = self.iface.node

@@ -24,6 +24,7 @@ from iotbench.net.icmpv6 import (
 from iotbench.net.ip import build_ipv6
 from iotbench.net.lowpan.codec import compress
 from iotbench.net.lowpan.interface import LowpanInterface, address_of, mac_of
+from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, SENT
 from iotbench.net.node import HOP_LIMIT, LINK_LOCAL_PREFIX, Node, is_multicast
 from iotbench.net.rpl.node import (
     DAO_BASE_BYTES,
@@ -92,9 +93,14 @@ class RplDriver:
             self.rpl.receive(self.sim.now, src, dst, code, body)
             self.pump()
 
-    def _on_sent(self, dst: bytes, acked: bool, transmissions: int) -> None:
+    def _on_sent(self, dst: bytes, status: str, transmissions: int) -> None:
+        # A frame the MAC never sent (the channel stayed busy) says nothing about the
+        # link: Contiki's link statistics (rpl_link_neighbor_callback) take only
+        # acknowledged and unacknowledged transmissions, and so does ETX here.
+        if status == CHANNEL_ACCESS_FAILURE:
+            return
         neighbour = address_of(LINK_LOCAL_PREFIX, dst)
-        if self.rpl.link_result(self.sim.now, neighbour, acked, transmissions):
+        if self.rpl.link_result(self.sim.now, neighbour, status == SENT, transmissions):
             self.pump()
 
     def _loop_check(self, link_src: bytes | None, next_hop: bytes | None) -> bool:

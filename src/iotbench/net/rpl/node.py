@@ -38,7 +38,8 @@ What it does:
 - link ETX from the MAC's results: an exponentially weighted moving average
   of the transmissions each frame took, a frame never acknowledged counting
   `etx_noack_penalty`;
-- everything is bounded: neighbours, routes, DAOs awaiting an ACK.
+- everything is bounded: neighbours, routes (multicast groups' apart too, as
+  Contiki's table of 6), DAOs awaiting an ACK.
 
 Choices RFC 6550 leaves open are documented in docs/sixlowpan-rpl.md.
 """
@@ -102,6 +103,7 @@ class RplParams:
     etx_noack_penalty: float = 8.0
     max_neighbours: int = 32
     max_routes: int = 1024
+    max_group_routes: float = math.inf  # of max_routes, the multicast groups' at most
     #: Targets per DAO; the driver sets as many as fit one link frame (a fragmented
     #: DAO is lost whenever one of its fragments is).
     targets_per_dao: int = 4
@@ -704,6 +706,9 @@ class RplNode:
             del self._routes[group]
             self._events.append(RouteRemoved(group))
             return group not in self.targets
+        if route is None and self._group_routes() >= self.params.max_group_routes:
+            self._count("group_routes_refused")
+            return False
         route = self._store_route(now, group, src, transit)
         if route is None:
             return False
@@ -712,6 +717,9 @@ class RplNode:
         route.children[src] = route.expires
         route.expires = max(route.children.values())
         return group not in self.targets
+
+    def _group_routes(self) -> int:
+        return sum(1 for address in self._routes if _is_group(address))
 
     def _expire_routes(self, now: float) -> None:
         for address, route in list(self._routes.items()):
