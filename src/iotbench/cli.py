@@ -271,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  iotbench serve coap                                  127.0.0.1:5683\n"
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
         "  iotbench serve coap-em --host ::1 --port 5690            members: iotbench serve coap\n"
+        "  iotbench serve coap-em --host :: --allow-members fd00::/64   members on fd00::/64\n"
         "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
         "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
         "  iotbench serve mqttsn-gateway --port 1884 --broker 127.0.0.1:1883\n"
@@ -310,6 +311,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="the longest a query waits for members before it answers with those that"
         " did (the rest: 'no response'); default: CoAP's give-up, 93 s for CON",
+    )
+    em.add_argument(
+        "--allow-members",
+        nargs="+",
+        metavar="PREFIX",
+        help="networks whose addresses may be members (e.g. fd00::/64 192.168.1.0/24),"
+        " besides this host's loopback; a profile naming another is refused with 4.03;"
+        " 'any' allows every address (the EM then reflects requests anywhere)."
+        " Default: loopback only",
+    )
+    em.add_argument(
+        "--max-entities-per-client",
+        type=_positive_int,
+        metavar="N",
+        help="entities one client address may create (default: 8; beyond: 5.03, Max-Age)",
+    )
+    em.add_argument(
+        "--max-queries-per-client",
+        type=_positive_int,
+        metavar="N",
+        help="queries one client address may have in progress (default: 4; beyond: 5.03)",
     )
     gateway = p.add_argument_group("mqttsn-gateway")
     gateway.add_argument(

@@ -168,3 +168,44 @@ def test_libcoap_drives_a_unicast_entity(em_setup, require_peer):
         require_peer, "-m", "post", "-t", "50", "-e", '{"er": [], "x": 1}', f"{base}/e"
     )
     assert "4.00" in out and "unknown field 'x'" in out
+
+
+def test_libcoap_creates_and_queries_a_64_member_entity_in_blocks(em_setup, require_peer):
+    """A 64-member profile (about 2.6 kB) goes up in Block1 blocks; the EM's echo of it
+    and the 64-line `lst` answer are larger than its 1,024-byte blocks, so they come
+    back in Block2 blocks (RFC 7959 2.5, 3.2), which coap-client reassembles. (A
+    single datagram of that size was discarded by coap-client as too big.)"""
+    base = f"coap://127.0.0.1:{em_setup.port}"
+    members = [f"{em_setup.members[k % 3]}?n={k}" for k in range(64)]
+    body = profile("big", members).decode()
+    assert len(body) > 2048
+    out = coap_client(require_peer, "-m", "post", "-b", "1024", "-e", body, f"{base}/e")
+    echoed = json.loads(out.strip().splitlines()[-1])
+    assert echoed["name"] == "big" and len(echoed["er"]) == 64
+    out = coap_client(require_peer, "-m", "get", f"{base}/e/big")
+    assert len([line for line in out.splitlines() if re.search(READING, line)]) == 64
+
+
+def test_serve_coap_em_asks_only_allowed_members(require_peer):
+    """By default the EM may ask only this host's members: a profile naming another
+    address is refused with 4.03, so that it cannot be made to reflect requests
+    elsewhere; --allow-members opens a network."""
+    outside = profile("x", ["coap://192.0.2.7/s/t"]).decode()
+    procs = []
+    try:
+        proc, port = _serve("coap-em")
+        procs.append(proc)
+        out = coap_client(
+            require_peer, "-m", "post", "-t", "50", "-e", outside, f"coap://127.0.0.1:{port}/e"
+        )
+        assert "4.03" in out and "--allow-members" in out
+        proc, port = _serve("coap-em", "--allow-members", "192.0.2.0/24")
+        procs.append(proc)
+        out = coap_client(
+            require_peer, "-m", "post", "-t", "50", "-e", outside, f"coap://127.0.0.1:{port}/e"
+        )
+        assert json.loads(out.strip().splitlines()[-1])["name"] == "x"
+    finally:
+        errors = [stop(p) for p in procs]
+    for err in errors:
+        assert "Traceback" not in err, err

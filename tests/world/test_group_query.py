@@ -128,8 +128,9 @@ NESTED = {"network.second": {"channel": 20}}
 
 
 def test_nested_entities_on_two_gateways_gather_in_parallel():
-    """Six members on each of two networks: the top entity asks the two entities at
-    once, so a query takes one network's five 200 ms gaps, not eleven."""
+    """Six members on each of two networks: the top entity asks the two entities 200
+    ms apart, and each gathers its members in parallel with the other, so a query
+    takes one network's five 200 ms gaps and one more, not eleven."""
     flat = run("unicast", delay=200, **NESTED)
     nested = run("unicast", delay=200, **NESTED, **{"workload.entity": "nested"})
     assert flat["group_size"] == 6 and nested["group_size"] == 12
@@ -138,8 +139,8 @@ def test_nested_entities_on_two_gateways_gather_in_parallel():
         assert m["entity_created"] == 1 and m["entity_create_attempts"] == 1
     # The second network is a twin: its six members sit where the first's do.
     assert nested["member_hops_mean"] == flat["member_hops_mean"]
-    assert 1.0 < nested["response_time_median_s"] < 1.0 + 0.2
-    assert nested["response_time_median_s"] - flat["response_time_median_s"] < 0.05
+    assert 1.2 < nested["response_time_median_s"] < 1.2 + 0.2
+    assert 0.15 < nested["response_time_median_s"] - flat["response_time_median_s"] < 0.25
     # Both networks' frames count, the Ethernet links' do not.
     assert nested["radio_messages_per_query"] > 1.8 * flat["radio_messages_per_query"]
 
@@ -199,3 +200,31 @@ def test_a_failed_query_keeps_its_time():
     assert m["response_time_mean_s"] == pytest.approx(
         (m["response_time_min_s"] + m["response_time_max_s"]) / 2
     )
+
+
+SLIP_HOST = {
+    "network.uplink": {"kind": "serial", "framing": "slip", "baud": 115200},
+    "workload.em_on": "uplink",
+}
+
+
+def test_the_em_on_the_gateways_host_behind_slip():
+    """S6's EM ran on a Linux host behind Contiki's rpl-border-router on a 115,200 baud
+    SLIP line: every request to a member and its answer cross the line (about 6 ms
+    for a 70-byte datagram), and a multicast request goes down the DODAG from the
+    border router as if it had sent it."""
+    seed = {"network.seed": 3}
+    on_gateway = run("unicast", delay=100, **seed, **{**SLIP_HOST, "workload.em_on": "gateway"})
+    on_host = run("unicast", delay=100, **seed, **SLIP_HOST)
+    assert on_host["member_reliability"] == on_gateway["member_reliability"] == 1.0
+    # On the host: five 100 ms gaps, and the last member's request and answer cross
+    # the line (10 ms or more). On the gateway, the client's request and the EM's
+    # six-line answer (about 300 bytes, 26 ms) cross it instead.
+    assert on_host["response_time_min_s"] > 0.5 + 2 * 60 / 11520
+    assert on_gateway["response_time_min_s"] > on_host["response_time_min_s"] + 0.01
+    multi = run("multicast", **seed, **SLIP_HOST)
+    assert multi["entity_created"] == 1 and multi["member_reliability"] == 1.0
+    nested = run(
+        "unicast", delay=100, **seed, **SLIP_HOST, **NESTED, **{"workload.entity": "nested"}
+    )
+    assert nested["group_size"] == 12 and nested["member_reliability"] == 1.0

@@ -76,7 +76,7 @@ class Interface:
         self.channel.send(Packet(data, ip_header_len, transport_header_len, app_header_len))
 
     def receive(self, pkt: Packet) -> None:
-        self.node.receive_ip(pkt.data)
+        self.node.receive_ip(pkt.data, arrived_on=self)
 
 
 class Node:
@@ -224,6 +224,12 @@ class Node:
         self, src_port: int, dst: bytes, dst_port: int, payload: bytes, app_header_len: int = 0
     ) -> None:
         """Send one UDP datagram; `app_header_len` marks how much of it is protocol header."""
+        if dst in self._local:
+            # To ourselves (two applications on one host): no link, delivered next.
+            segment = ip.build_udp(dst, dst, src_port, dst_port, payload)
+            packet = ip.build_ipv6(dst, dst, ip.IPPROTO_UDP, segment)
+            self.sim.post(self.sim.now, self.receive_ip, packet)
+            return
         route = self.route(dst)
         if route is None:
             self.no_route += 1
@@ -287,8 +293,11 @@ class Node:
 
     # ------------------------------------------------------------ receiving
 
-    def receive_ip(self, data: bytes, link_src: bytes | None = None) -> None:
-        """An IP packet arrived on one of our interfaces (from `link_src`, on a radio)."""
+    def receive_ip(
+        self, data: bytes, link_src: bytes | None = None, arrived_on: object = None
+    ) -> None:
+        """An IP packet arrived on one of our interfaces (from `link_src`, on a radio;
+        `arrived_on`, a point-to-point interface)."""
         try:
             if data[0] >> 4 == 4:
                 # Unpacked at once: cheaper than reading the named fields one by one.
@@ -305,7 +314,7 @@ class Node:
                 h6 = ip.parse_ipv6(data)
                 dst = h6.dst
                 if self.forwarding and dst not in self._local:
-                    if self._forward_or_keep(data, h6, link_src):
+                    if self._forward_or_keep(data, h6, link_src, arrived_on):
                         return
                 body = data[h6.header_len : h6.header_len + h6.payload_len]
                 if h6.fragmented:
@@ -326,11 +335,24 @@ class Node:
         if handler is not None:
             handler(body, src, dst)
 
-    def _forward_or_keep(self, data: bytes, h6, link_src: bytes | None) -> bool:
+    def _forward_or_keep(
+        self, data: bytes, h6, link_src: bytes | None, arrived_on: object = None
+    ) -> bool:
         """A packet not addressed to one of our addresses: True if it is not for us
         (forwarded or dropped), False if we take it (a multicast group we are in)."""
         dst = h6.dst
         if is_multicast(dst):
+            group_iface = self.group_interface
+            if arrived_on is not None and group_iface is not None and dst[1] != 0x02:
+                # A border router's host sent a group datagram: it goes down the
+                # DODAG as if the router had sent it (Contiki's rpl-border-router
+                # hands SLIP's multicast to its own multicast engine).
+                if h6.hop_limit > 1:
+                    self.forwarded += 1
+                    copy = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]
+                    transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
+                    group_iface.send(copy, ip.IPV6_HEADER_LEN, transport, app, dst)
+                return True
             accepted = True
             # Link-local groups (all nodes, all RPL nodes) stay on the link.
             if self.multicast_forwarder is not None and dst[1] != 0x02:

@@ -25,6 +25,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 #: Options of `iotbench serve` that one server alone understands (their default is None).
 SERVE_ONLY = {
     "member_timeout": "coap-em",
+    "allow_members": "coap-em",
+    "max_entities_per_client": "coap-em",
+    "max_queries_per_client": "coap-em",
     "prefix": "ndn",
     "signer": "ndn",
     "hmac_key": "ndn",
@@ -105,8 +108,40 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
             ]
         )
 
-    params = EmParams(member_timeout_s=args.member_timeout)
+    params = EmParams(
+        member_timeout_s=args.member_timeout,
+        allowed_members=_allowed_members(args.allow_members),
+        max_entities_per_client=args.max_entities_per_client or EM_ENTITIES_PER_CLIENT,
+        max_queries_per_client=args.max_queries_per_client or EM_QUERIES_PER_CLIENT,
+    )
     await serve_coap_em(args.host, args.port, params=params, on_ready=ready)
+
+
+#: What `serve coap-em` allows by default: members on this host only, and per client
+#: address 8 entities and 4 queries in progress (docs/coap-em.md, "Safeguards").
+EM_LOOPBACK = ("127.0.0.0/8", "::1/128")
+EM_ENTITIES_PER_CLIENT = 8
+EM_QUERIES_PER_CLIENT = 4
+
+
+def _allowed_members(prefixes: list[str] | None) -> tuple[str, ...] | None:
+    """--allow-members: networks members may be in (besides this host); `any` lifts
+    the restriction."""
+    if not prefixes:
+        return EM_LOOPBACK
+    if "any" in prefixes:
+        return None
+    import ipaddress
+
+    for prefix in prefixes:
+        try:
+            ipaddress.ip_network(prefix, strict=False)
+        except ValueError:
+            raise UserError(
+                f"--allow-members {prefix!r}: expected a network such as fd00::/64 or "
+                "192.168.1.0/24, or any"
+            ) from None
+    return EM_LOOPBACK + tuple(prefixes)
 
 
 async def _http_server(args: argparse.Namespace) -> None:

@@ -56,6 +56,9 @@ NODES = Section(
         "spacing_m": Field("float", "Distance between neighbours (line, grid).", 10.0, gt=0),
         "radius_m": Field("float", "Radius of the circle around n0 (star).", 10.0, gt=0),
         "columns": Field("int", "Nodes per row (grid); absent: a square grid.", OPTIONAL, ge=1),
+        "row_spacing_m": Field(
+            "float", "Distance between rows (grid); absent: spacing_m.", OPTIONAL, gt=0
+        ),
         "area_m": Field(
             "list",
             "[width, depth] or [width, depth, height], metres: where random nodes are drawn; "
@@ -412,6 +415,12 @@ ROUTING = Section(
             choices=("smrf", "none"),
         ),
         "max_routes": Field("int", "RPL: downward routes a node stores at most.", 1024, ge=1),
+        "etx_noack_penalty": Field(
+            "float",
+            "RPL: the ETX a frame never acknowledged counts (Contiki's MRHOF: 10); absent: 8.",
+            OPTIONAL,
+            ge=1,
+        ),
         "max_neighbours": Field(
             "int",
             "RPL: neighbours a node keeps (candidate parents and their ETX); absent: 32.",
@@ -420,8 +429,8 @@ ROUTING = Section(
         ),
         "max_group_routes": Field(
             "int",
-            "RPL with SMRF: multicast groups a node keeps routes for (Contiki's "
-            "UIP_CONF_DS6_MADDR_NBU / MCAST6_ROUTES); absent: as many as max_routes allows.",
+            "RPL with SMRF: multicast groups a node keeps routes for, beside max_routes "
+            "(Contiki's UIP_CONF_MAX_MCAST6_ROUTES table); absent: no limit.",
             OPTIONAL,
             ge=1,
         ),
@@ -550,6 +559,23 @@ UPLINK = Section(
             OPTIONAL,
             choices=("slip", "ethos"),
         ),
+        "busy_wait": Field(
+            "bool",
+            "Serial: the border router's CPU waits for each byte it writes to the host "
+            "(Contiki's SLIP on the MSP430): meanwhile its radio keeps `radio_fifo_frames` "
+            "received frames, its serial input `input_packets` packets, and its MAC sends "
+            "nothing (net/busy_wait.py); absent: false.",
+            OPTIONAL,
+        ),
+        "input_packets": Field(
+            "int", "busy_wait: packets from the host the node buffers; absent: 2.", OPTIONAL, ge=1
+        ),
+        "radio_fifo_frames": Field(
+            "int",
+            "busy_wait: received frames the radio holds (the CC2520's FIFO: 1); absent: 1.",
+            OPTIONAL,
+            ge=1,
+        ),
         "delay_s": Field(
             "float", "Propagation delay (ethernet; a serial line has none).", 0.0005, ge=0
         ),
@@ -569,10 +595,19 @@ UPLINK = Section(
 
 SECOND = Section(
     doc="A second radio network: the first one again (same layout, link draws and "
-    "roles; node ids `b.<id>`) on its own 802.15.4 channel and prefix fd02::/64, its "
-    "gateway joined to the first's by an Ethernet link (fd03::/64).",
+    "roles; node ids `b.<id>`), shifted by `offset_m`, on its own 802.15.4 channel and "
+    "prefix fd02::/64, its gateway (or, with network.uplink, its gateway's own host) "
+    "joined to the first's by an Ethernet link (fd03::/64).",
     fields={
         "channel": Field("int", "Its 802.15.4 channel (not the first network's).", ge=11, le=26),
+        "offset_m": Field(
+            "list",
+            "[dx, dy] or [dx, dy, dz], metres: its nodes sit this far from the first's "
+            "(S6's second network: other nodes of the same room); absent: at the same "
+            "places (a twin).",
+            OPTIONAL,
+            item=Field("float", ""),
+        ),
         "rate_bps": Field(
             "int", "The gateways' link rate; 0 = no serialisation delay.", 100_000_000, ge=0
         ),

@@ -336,6 +336,15 @@ WORKLOAD = Section(
             "flat",
             choices=("flat", "nested"),
         ),
+        "em_on": Field(
+            "str",
+            "group-query: where the Entity Managers run: gateway, on the radio border "
+            "router; uplink, on the gateway's host behind network.uplink (S6's Linux host "
+            "behind Contiki's rpl-border-router on a serial line), the client beside it; "
+            "absent: gateway.",
+            OPTIONAL,
+            choices=("gateway", "uplink"),
+        ),
         "member_hops_mean": Field(
             "float",
             "group-query: pick the producer_count members by hop count so that their mean "

@@ -30,9 +30,10 @@ whose gateway is joined to the first's by Ethernet): an EM on each gateway;
 the client creates on the second gateway's EM an entity of that network's
 members, on the first's an entity of its own members, then the entity it
 queries there, whose two members are those entities (the local one is asked
-directly, the other over Ethernet). The top entity asks both at once (delay
-0): that is what nesting buys, the two radio networks gathering their
-members in parallel, each with the configured delay. Each network has
+directly, the other over Ethernet). The top entity inserts the configured
+delay between its two requests, as the study's nested entity did, and each
+subgroup's entity the same delay between its members: the two radio
+networks gather their members in parallel, which is what nesting buys. Each network has
 `producer_count` members, picked alike (the second network is a twin).
 
 Per-query measurements (metrics below): the members whose value the answer
@@ -165,8 +166,11 @@ class GroupQueryWorkload:
         self.query_start_s = workload.get("query_start_s")
         path = workload["path"]
         self.em_settings = em
-        gateway = net.node("gateway")
-        self.gateway_host = address_text(net.address(gateway))
+        # Where the EMs run: on the gateways (the radio border routers), or on the
+        # gateways' hosts behind them, as the study ran them (`workload.em_on`).
+        self.em_role = workload.get("em_on") or "gateway"
+        em_node = net.node(self.em_role)
+        self.gateway_host = address_text(net.address(em_node))
         networks = [net]
         second = net.parts.get("second")
         nested = workload["entity"] == "nested"
@@ -208,9 +212,10 @@ class GroupQueryWorkload:
                 [f"coap://[{address_text(network.address(node))}]{path}" for node in chosen]
             )
         # The EM as the client sees it: the gateway's address on the client's link
-        # (its uplink), which is also where its answers come from.
+        # (its uplink), which is also where its answers come from; on the client's
+        # own host, its address there.
         client_prefix = net.address(net.node("client"))[:8]
-        facing = [i.address for i in gateway.interfaces if i.address[:8] == client_prefix]
+        facing = [i.address for i in em_node.interfaces if i.address[:8] == client_prefix]
         em_host = address_text(facing[0]) if facing else self.gateway_host
         self.em_addr = (em_host, COAP_PORT)
         # The entities to create, in order: (EM address, profile).
@@ -218,9 +223,11 @@ class GroupQueryWorkload:
             self.to_create = [(self.em_addr, self._profile(ENTITY, member_uris[0]))]
         else:
             self.second_em, self.second_em_driver = self._entity_manager(second, "coap/em2")
-            # The second EM as the first reaches it: its end of the gateways' link.
-            link = net.parts["gateways_link"]
-            second_host = address_text(link.b.address)
+            # The second EM as the first reaches it: its address on the interface that
+            # leads to the first (where its answers come from).
+            second_em = second.node(self.em_role)
+            towards_first = second_em.interface_for(net.address(em_node))
+            second_host = address_text(towards_first.address)
             top = [
                 f"coap://[{self.gateway_host}]/e/{FIRST_ENTITY}",
                 f"coap://[{second_host}]/e/{SECOND_ENTITY}",
@@ -228,7 +235,7 @@ class GroupQueryWorkload:
             self.to_create = [
                 ((second_host, COAP_PORT), self._profile(SECOND_ENTITY, member_uris[1])),
                 (self.em_addr, self._profile(FIRST_ENTITY, member_uris[0])),
-                (self.em_addr, {**self._profile(ENTITY, top, mode="unicast"), "delay": 0}),
+                (self.em_addr, self._profile(ENTITY, top, mode="unicast")),
             ]
         self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
         self.client_driver = DatagramDriver(
@@ -245,8 +252,8 @@ class GroupQueryWorkload:
         self._end_counts: tuple[int, int] | None = None
 
     def _entity_manager(self, net: Network, stream: str) -> tuple[EntityManager, DatagramDriver]:
-        """An EM on `net`'s gateway, on the CoAP port."""
-        gateway = net.node("gateway")
+        """An EM on `net`'s gateway (or its host), on the CoAP port."""
+        gateway = net.node(self.em_role)
         em = EntityManager(
             CoapEndpoint(self.sim.rng(stream), self.em_params),
             EmParams(

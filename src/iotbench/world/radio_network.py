@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
-from iotbench.net import serial
+from iotbench.net import ip, serial
+from iotbench.net.busy_wait import BusyWaitInterface, SerialBusyWait
 from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.lowpan.fragments import Reassembler
@@ -99,13 +100,26 @@ def build_radio_network(
 ) -> Network:
     net, cfg = _one_network(sim, network, protocol, observers, l2_mtu, FIRST)
     hosts, interfaces = net.hosts, net.interfaces
+    if protocol == "ndn" and (cfg.second is not None or cfg.uplink is not None):
+        raise TopologyError("network.second, network.uplink: NDN nodes have no IP links")
+    second = None
     if cfg.second is not None:
-        if protocol == "ndn":
-            raise TopologyError("network.second: NDN nodes have no IP link between gateways")
         second, _ = _one_network(sim, second_network(network), protocol, observers, l2_mtu, SECOND)
         net.parts["second"] = second
-        net.parts["gateways_link"] = _join_gateways(sim, cfg.second, net, second, observers)
         _leak_between(cfg, net.parts["streams"], net, second)
+    if cfg.uplink is not None:
+        net.parts["uplink"] = _uplink(sim, cfg.uplink, net, FIRST_HOST, observers)
+    if second is not None:
+        if cfg.uplink is not None:
+            # Each gateway has its host, and the hosts are joined by Ethernet (S6's).
+            second.parts["uplink"] = _uplink(sim, cfg.uplink, second, SECOND_HOST, observers)
+            net.parts["gateways_link"] = _join(
+                sim, cfg.second, net, "uplink", second, "uplink", observers
+            )
+        else:
+            net.parts["gateways_link"] = _join(
+                sim, cfg.second, net, "gateway", second, "gateway", observers
+            )
         # One table of how datagrams split into layers for both networks: the second
         # network's forwarders carry datagrams to the first one's hosts too.
         layers = next(iter(hosts.values())).app_layers
@@ -114,12 +128,6 @@ def build_radio_network(
             host.app_layers = layers
         hosts.update(second.hosts)
         interfaces.update(second.interfaces)
-    if cfg.uplink is not None:
-        if protocol == "ndn":
-            raise TopologyError("network.uplink: NDN nodes have no IP uplink")
-        net.parts["uplink"] = _uplink(
-            sim, cfg.uplink, hosts, interfaces, net.parts["topology"], observers
-        )
     return net
 
 
@@ -132,7 +140,8 @@ def second_network(network: dict) -> dict:
     # Its clients are the first network's: the uplink host stays where it is.
     roles = {**network["roles"], "client": "gateway"}
     rest = {k: v for k, v in network.items() if k not in ("second", "uplink")}
-    return {**rest, "radio": radio, "roles": roles}
+    offset = network["second"].get("offset_m")
+    return {**rest, "radio": radio, "roles": roles, **({"offset_m": offset} if offset else {})}
 
 
 def _one_network(
@@ -253,6 +262,8 @@ def radio_layout(
     topology = build_topology(network, streams("topology"))
     if subnet.id_prefix:
         topology = topology.renamed(subnet.id_prefix)
+        if network.get("offset_m"):
+            topology = topology.shifted(network["offset_m"])
     medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
@@ -566,6 +577,7 @@ def start_rpl(
         "default_lifetime": routing.default_lifetime,
         "lifetime_unit": routing.lifetime_unit_s,
         "max_neighbours": routing.max_neighbours,
+        "etx_noack_penalty": routing.etx_noack_penalty,
         "max_group_routes": routing.max_group_routes,
     }
     params = replace(params, **{k: v for k, v in given.items() if v is not None})
@@ -593,17 +605,33 @@ def start_rpl(
     return drivers
 
 
-def _uplink(sim, cfg: Settings, hosts, interfaces, topology, observers) -> PointToPointLink:
-    gateway_id = topology.ids("gateway")[0]
-    gateway = hosts[gateway_id]
-    host = Node(sim, "uplink")
-    if cfg.kind == "serial":
-        gw_if, host_if, link = _serial(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
-    else:
-        gw_if, host_if, link = _ethernet(sim, cfg, gateway, "fd01::1", host, "fd01::2", observers)
+@dataclass(frozen=True)
+class UplinkHost:
+    """A gateway's host: its name, and the addresses of the link's two ends."""
+
+    name: str
+    gateway_address: str
+    host_address: str
+
+
+FIRST_HOST = UplinkHost("uplink", "fd01::1", "fd01::2")
+SECOND_HOST = UplinkHost("b.uplink", "fd04::1", "fd04::2")
+
+
+def _uplink(sim, cfg: Settings, net: Network, where: UplinkHost, observers) -> PointToPointLink:
+    """The gateway's host behind a serial line or Ethernet; in `net` its role is
+    `uplink` (the client role `uplink` of the first network names it)."""
+    hosts, interfaces = net.hosts, net.interfaces
+    gateway = net.node("gateway")
+    host = Node(sim, where.name)
+    connect = _serial if cfg.kind == "serial" else _ethernet
+    gw_if, host_if, link = connect(
+        sim, cfg, gateway, where.gateway_address, host, where.host_address, observers
+    )
     if cfg.profile is not None:
         host.use_cpu(Cpu(sim), get_profile(cfg.profile))
-    hosts["uplink"], interfaces["uplink"] = host, host_if
+    hosts[where.name], interfaces[where.name] = host, host_if
+    net.roles["uplink"] = (where.name,)
     # The border router's default route leads out of the radio network, to the uplink;
     # groups (multicast) it sends go down the DODAG, into the radio.
     gateway.group_interface = gateway.interfaces[0]
@@ -632,34 +660,80 @@ def _ethernet(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: s
 
 def _serial(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str, observers):
     """The serial line between a border router (a) and its host (b): the packets'
-    framed bytes at the UART's rate, no propagation delay (net/serial.py)."""
-    a_if = a.add_interface(a_address, cfg.mtu_bytes)
+    framed bytes at the UART's rate, no propagation delay (net/serial.py); with
+    `busy_wait`, the router's CPU waits for the bytes it writes (net/busy_wait.py)."""
+    framed = serial.LINE_BYTES[cfg.framing or "slip"]
+    rate_bps = serial.line_rate_bps(cfg.baud or SLIP_BAUD)
+    if cfg.busy_wait:
+        gate = SerialBusyWait(
+            sim,
+            8 / rate_bps,
+            framed,
+            fifo_frames=cfg.radio_fifo_frames or 1,
+            input_packets=cfg.input_packets or 2,
+        )
+        a_if = BusyWaitInterface(
+            a, f"{a.name}-serial", ip.address_bytes(a_address), cfg.mtu_bytes, gate
+        )
+        radio_mac = a.interfaces[0].mac
+        if not isinstance(radio_mac, ContikiCsmaMac):
+            raise TopologyError(
+                "network.uplink.busy_wait models Contiki's border router: it needs "
+                'network.mac.kind = "contiki"'
+            )
+        a.attach_interface(a_if)
+        radio_mac.gate = gate
+    else:
+        a_if = a.add_interface(a_address, cfg.mtu_bytes)
     b_if = b.add_interface(b_address, cfg.mtu_bytes)
     link = PointToPointLink(
         sim,
         a_if,
         b_if,
-        rate_bps=serial.line_rate_bps(cfg.baud or SLIP_BAUD),
+        rate_bps=rate_bps,
         queue_packets=cfg.queue_packets,
         observers=observers,
-        framed_bytes=serial.LINE_BYTES[cfg.framing or "slip"],
+        framed_bytes=framed,
     )
     return a_if, b_if, link
 
 
-def _join_gateways(
-    sim: Simulator, cfg: Settings, first: Network, second: Network, observers: Observers
+def _join(
+    sim: Simulator,
+    cfg: Settings,
+    first: Network,
+    a_role: str,
+    second: Network,
+    b_role: str,
+    observers: Observers,
 ) -> PointToPointLink:
-    """An Ethernet link between the two gateways. The second gateway's default route
-    leads to the first; the first reaches the second network's nodes through it
-    (a route per node: the first gateway's own default route leads to its uplink)."""
-    a, b = first.node("gateway"), second.node("gateway")
+    """An Ethernet link between the first network's node of `a_role` and the second's
+    of `b_role` (their gateways, or their gateways' hosts). The second network's
+    gateway sends what leaves its network over it; the first reaches the second
+    network's nodes (and its host) through it, a route per node."""
+    a, b = first.node(a_role), second.node(b_role)
     a_if, b_if, link = _ethernet(sim, cfg, a, GATEWAYS_LINK[0], b, GATEWAYS_LINK[1], observers)
-    b.group_interface = b.interfaces[0]  # its groups go down its own DODAG
-    b.set_default_route(b_if, None)
+    a.forwarding = True  # a host: between its gateway and the other host
+    gateway = second.node("gateway")
+    gateway.group_interface = gateway.interfaces[0]  # its groups go down its own DODAG
+    if b is gateway:
+        b.set_default_route(b_if, None)
+    else:
+        # The second host: its gateway's way out is the host; the host's, the Ethernet
+        # (the second network's nodes it reaches through its gateway).
+        b.set_default_route(b_if, None)
+        b.forwarding = True
+        host_link = second.parts["uplink"]
+        to_gateway = host_link.b if host_link.a.node is gateway else host_link.a
+        for node in second.hosts.values():
+            if node is not b:
+                for iface in node.interfaces:
+                    b.add_route(iface.address, to_gateway)
+    for node in second.hosts.values():
+        for iface in node.interfaces:
+            if iface is not b_if:
+                a.add_route(iface.address, a_if)
     a.add_route(b_if.address, a_if)
-    for iface in second.interfaces.values():
-        a.add_route(iface.address, a_if)
     return link
 
 

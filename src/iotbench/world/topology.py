@@ -6,7 +6,8 @@ optional per-link packet reception ratios, and roles. The kinds:
 
 - `line`: `count` nodes `spacing_m` apart on the x axis (n0 first);
 - `star`: n0 at the origin, the others evenly on a circle of `radius_m`;
-- `grid`: `count` nodes row by row, `columns` per row, `spacing_m` apart;
+- `grid`: `count` nodes row by row, `columns` per row, `spacing_m` apart
+  (rows `row_spacing_m` apart, if given);
 - `random`: uniform in `area_m` = [width, depth] (drawn by the network seed);
 - `building`: a generated office building (see `building_positions`), whose
   candidate positions the network seed draws `count` nodes from;
@@ -26,7 +27,7 @@ import io
 import math
 import random
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from iotbench.scenarios.errors import ScenarioError
@@ -60,6 +61,19 @@ class Topology:
             if node.id == node_id:
                 return i
         raise KeyError(node_id)
+
+    def shifted(self, offset: tuple[float, ...]) -> Topology:
+        """The same topology with every node moved by `offset` (metres)."""
+        dx, dy, dz = (tuple(offset) + (0.0, 0.0, 0.0))[:3]
+        return replace(
+            self,
+            nodes=tuple(
+                NodeSpec(
+                    n.id, (n.position[0] + dx, n.position[1] + dy, n.position[2] + dz), n.floor
+                )
+                for n in self.nodes
+            ),
+        )
 
     def renamed(self, prefix: str) -> Topology:
         """The same topology with `prefix` before every node id (a second network's)."""
@@ -173,8 +187,9 @@ def _generate(kind: str, cfg: dict, rng: random.Random) -> list[NodeSpec]:
     if kind == "grid":
         columns = cfg.get("columns") or math.ceil(math.sqrt(count))
         step = cfg["spacing_m"]
+        row_step = cfg.get("row_spacing_m") or step
         return [
-            NodeSpec(f"n{i}", ((i % columns) * step, (i // columns) * step, 0.0))
+            NodeSpec(f"n{i}", ((i % columns) * step, (i // columns) * row_step, 0.0))
             for i in range(count)
         ]
     if kind == "random":

@@ -238,3 +238,44 @@ def test_the_em_survives_garbage_and_keeps_serving():
     assert call(net, client, Code.GET, "/e/t").code == Code.CONTENT
     for data, _ in em.datagrams_to_send():
         decode(data)
+
+
+def test_members_outside_the_allowed_networks_are_refused():
+    """Not a reflector: an EM that may ask only fd00::/125 refuses a member beyond it
+    (4.03, at creation and on update), and its own entities stay allowed."""
+    params = EmParams(local_hosts=(EM_HOST,), allowed_members=("fd00::/125",))
+    net, _em, client = em_net(members=4, em_params=params)
+    assert create(net, client, {"name": "in", "er": M[:2]}).code == Code.CREATED
+    outside = "coap://[2001:db8::7]/s/t"
+    resp = create(net, client, {"name": "out", "er": [M[0], outside]})
+    assert resp.code == Code.FORBIDDEN
+    assert outside in resp.payload.decode() and "fd00::/125" in resp.payload.decode()
+    resp = call(net, client, Code.PUT, "/e/in", json.dumps({"er": [outside]}).encode(), ct=50)
+    assert resp.code == Code.FORBIDDEN
+    nested = {"name": "all", "er": [f"coap://[{EM_HOST}]/e/in"]}
+    assert create(net, client, nested).code == Code.CREATED
+    with pytest.raises(ValueError, match="not a network"):
+        EmParams(allowed_members=("fd00::/200",))
+
+
+def test_one_client_may_create_and_query_only_so_much():
+    """5.03 with Max-Age beyond a client's entities, and beyond its queries in
+    progress; a query that ends frees its place."""
+    params = EmParams(local_hosts=(EM_HOST,), max_entities_per_client=2, max_queries_per_client=1)
+    net, _em, client = em_net(members=3, em_params=params)
+    # "a" takes 6 s: three members 3 s apart.
+    assert create(net, client, {"name": "a", "er": M[:3], "delay": 3000}).code == Code.CREATED
+    assert create(net, client, {"name": "b", "er": M[:1]}).code == Code.CREATED
+    resp = create(net, client, {"name": "c", "er": M[:1]})
+    assert resp.code == Code.SERVICE_UNAVAILABLE and resp.get_uint(Opt.MAX_AGE) == 60
+    call(net, client, Code.DELETE, "/e/b")
+    assert create(net, client, {"name": "c", "er": M[:1]}).code == Code.CREATED
+    # Two queries at once: the second is refused while the first is in progress.
+    first = client.request(net.now, EM, Code.GET, "/e/a")
+    second = client.request(net.now, EM, Code.GET, "/e/c")
+    net.run(net.now + 20)
+    answers = {e.request_id: e.response for e in client.events()}
+    assert answers[first].code == Code.CONTENT
+    assert answers[second].code == Code.SERVICE_UNAVAILABLE
+    assert answers[second].get_uint(Opt.MAX_AGE) == 5
+    assert call(net, client, Code.GET, "/e/c").code == Code.CONTENT

@@ -214,3 +214,38 @@ def test_unfinished_transfers_are_bounded():
     # ...and they expire after EXCHANGE_LIFETIME.
     server.receive(1000.0, _raw_get(50_000, BlockOption(1, False, 0)), CLIENT)
     assert len(server._representations) == 0
+
+
+def _post(server, mid: int, block2=None, payload=b"") -> Message:
+    msg = Message(Type.CON, Code.POST, mid, b"\x01", payload=payload)
+    msg.add_option(Opt.URI_PATH, b"make")
+    if block2 is not None:
+        msg.block2 = block2
+    server.receive(0.0, raw(msg), CLIENT)
+    ((resp, _),) = drain(server)
+    return resp
+
+
+def test_a_posts_large_response_goes_in_block2_blocks_without_running_it_again():
+    """RFC 7959 3.2: the 2.01's body comes in blocks; the client asks for the later
+    ones by POSTing again with Block2, answered from the kept response. The handler
+    runs once; a later block with nothing kept is 4.08, never a second run."""
+    server = endpoint(2, block_size_bytes=64)
+    made = []
+
+    def make(req, addr):
+        made.append(req.payload)
+        return ResourceResponse(code=Code.CREATED, payload=BODY)
+
+    server.add_resource("/make", make, methods={Code.POST})
+    first = _post(server, 1, payload=b"profile")
+    assert first.code == Code.CREATED and first.block2 == BlockOption(0, True, 2)
+    assert first.get_uint(Opt.SIZE2) == len(BODY)
+    body = first.payload
+    for n in range(1, 5):
+        resp = _post(server, 1 + n, block2=BlockOption(n, False, 2))
+        assert resp.code == Code.CREATED and resp.block2.num == n
+        body += resp.payload
+    assert body == BODY and made == [b"profile"]
+    late = _post(server, 9, block2=BlockOption(2, False, 2))
+    assert late.code == Code.REQUEST_ENTITY_INCOMPLETE and made == [b"profile"]

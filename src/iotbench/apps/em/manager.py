@@ -86,6 +86,15 @@ class EmParams:
     member_timeout_s: the longest a query (or a join) waits for members,
     after which those still silent are "no response"; None: CoAP's own
     give-up (MAX_TRANSMIT_WAIT, 93 s, for CON; the NON timeout for NON).
+
+    What keeps a reachable EM from being a reflector (`iotbench serve
+    coap-em` sets them; None: no limit, as in the simulator):
+    allowed_members: the networks (CIDR, e.g. "fd00::/64") member addresses
+    must lie in; a profile naming another is refused with 4.03 (this EM's
+    own entities are always allowed). max_entities_per_client,
+    max_queries_per_client: entities one client address may have created,
+    and queries it may have in progress at once; beyond them 5.03 with
+    Max-Age (retry_after_s, or for entities a minute).
     """
 
     max_entities: int = 64
@@ -95,8 +104,21 @@ class EmParams:
     local_hosts: tuple[str, ...] = ()
     multicast_unavailable: str | None = None
     member_timeout_s: float | None = None
+    allowed_members: tuple[str, ...] | None = None
+    max_entities_per_client: int | None = None
+    max_queries_per_client: int | None = None
+    retry_after_s: int = 5
 
     def __post_init__(self) -> None:
+        if self.allowed_members is not None:
+            for prefix in self.allowed_members:
+                try:
+                    ipaddress.ip_network(prefix, strict=False)
+                except ValueError:
+                    raise ValueError(
+                        f"EmParams.allowed_members: {prefix!r} is not a network such as "
+                        "fd00::/64 or 192.168.1.0/24"
+                    ) from None
         if self.max_entities < 1 or self.max_members < 1:
             raise ValueError("EmParams.max_entities and max_members must be >= 1")
         if not self.multicast_margin_s >= 0:
@@ -152,6 +174,8 @@ class EntityManager:
         self._timers: list[list] = []  # heap of [time, seq, callback, args] (None: cancelled)
         self._seq = 0
         self._by_request: dict[int, _Work] = {}
+        self._creators: dict[str, str] = {}  # entity name -> the client that created it
+        self._queries_of: dict[str, int] = {}  # client -> its queries in progress
         self._next_name = 1
         self._now = 0.0  # the time of the call being handled (handlers get no clock)
         endpoint.add_resource(COLLECTION, self._on_collection, content_format=CT_LINK_FORMAT)
@@ -233,6 +257,9 @@ class EntityManager:
             )
         except ProfileError as exc:
             return _error(exc.code, str(exc))
+        refused = self._refused(addr, profile)
+        if refused is not None:
+            return refused
         if name is None:
             name = self._free_name()
         elif name in self.entities:
@@ -245,6 +272,7 @@ class EntityManager:
         loop = self._nesting_loop(name, profile)
         if loop:
             return _error(Code.BAD_REQUEST, loop)
+        self._creators[name] = _client(addr)
         if profile.ect == "unicast":
             self._store(Entity(name, profile))
             return _created(name, profile)
@@ -264,6 +292,9 @@ class EntityManager:
                 )
             except ProfileError as exc:
                 return _error(exc.code, str(exc))
+            outside = self._outside_members(profile)
+            if outside is not None:
+                return outside
             loop = self._nesting_loop(name, profile)
             if loop:
                 return _error(Code.BAD_REQUEST, loop)
@@ -288,6 +319,7 @@ class EntityManager:
 
     def _forget(self, entity: Entity) -> None:
         self.entities.pop(entity.name, None)
+        self._creators.pop(entity.name, None)
         base = f"{COLLECTION}/{entity.name}"
         self.endpoint.remove_resource(base)
         self.endpoint.remove_resource(f"{base}/profile")
@@ -315,7 +347,63 @@ class EntityManager:
                 Code.NOT_ACCEPTABLE,
                 f"answers are text/plain ({CT_TEXT}) or SenML+JSON ({CT_SENML_JSON})",
             )
-        return self._later(lambda reply: self._run_query(now, entity, profile, fmt, reply))
+        client = _client(addr)
+        limit = self.params.max_queries_per_client
+        if limit is not None and self._queries_of.get(client, 0) >= limit:
+            return _busy(
+                f"{client} has {limit} queries in progress, the most one client may",
+                self.params.retry_after_s,
+            )
+        self._queries_of[client] = self._queries_of.get(client, 0) + 1
+
+        def answered(t: float, rr: ResourceResponse, reply=None) -> None:
+            self._queries_of[client] -= 1
+            if not self._queries_of[client]:
+                del self._queries_of[client]
+            reply(t, rr)
+
+        return self._later(
+            lambda reply: self._run_query(
+                now, entity, profile, fmt, lambda t, rr: answered(t, rr, reply)
+            )
+        )
+
+    # =================================================================== safeguards
+
+    def _refused(self, addr: Hashable, profile: Profile) -> ResourceResponse | None:
+        """Why a client may not create this entity (members outside the allowed
+        networks, or its entities at their limit), or None."""
+        outside = self._outside_members(profile)
+        if outside is not None:
+            return outside
+        limit = self.params.max_entities_per_client
+        client = _client(addr)
+        if limit is not None and sum(1 for c in self._creators.values() if c == client) >= limit:
+            return _busy(
+                f"{client} has created {limit} entities, the most one client may; delete one",
+                60,
+            )
+        return None
+
+    def _outside_members(self, profile: Profile) -> ResourceResponse | None:
+        allowed = self.params.allowed_members
+        if allowed is None:
+            return None
+        networks = [ipaddress.ip_network(p, strict=False) for p in allowed]
+        for member in profile.members:
+            if member.host in self.params.local_hosts:
+                continue  # this EM's own entity
+            try:
+                address = ipaddress.ip_address(member.host)
+            except ValueError:
+                address = None
+            if address is None or not any(address in n for n in networks):
+                return _error(
+                    Code.FORBIDDEN,
+                    f"member {member.uri} is outside the networks this EM may ask "
+                    f"({', '.join(allowed)}); start it with --allow-members",
+                )
+        return None
 
     def _run_query(
         self,
@@ -634,6 +722,21 @@ _FAILURES = {
     "reset": "reset (the member rejected the request)",
     "unreachable": "unreachable (no route to it, or nothing listens on its port)",
 }
+
+
+def _client(addr: Hashable) -> str:
+    """A client's address (a datagram's source host), which the limits count by."""
+    return str(addr[0]) if isinstance(addr, tuple) else str(addr)
+
+
+def _busy(message: str, retry_after_s: int) -> ResourceResponse:
+    """5.03 Service Unavailable, with Max-Age: when to try again (RFC 7252 5.9.3.4)."""
+    return ResourceResponse(
+        Code.SERVICE_UNAVAILABLE,
+        message.encode("utf-8"),
+        CT_TEXT,
+        options=((Opt.MAX_AGE, retry_after_s.to_bytes(4, "big").lstrip(b"\0")),),
+    )
 
 
 def _error(code: int, message: str) -> ResourceResponse:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
-from iotbench.net.packet import DATA
+from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
 from iotbench.sim import Simulator
 
@@ -80,6 +80,8 @@ class ContikiCsmaMac(CsmaMac):
         self._ready: deque[_NeighbourQueue] = deque()  # due while the radio was busy
         self._sending: _NeighbourQueue | None = None
         self._frames = 0
+        # A border router's CPU that waits for its serial line (net/busy_wait.py).
+        self.gate = None
         unit = self.contiki.backoff_unit_s / self.contiki.clock_tick_s
         self._unit_ticks = max(1, round(unit))
 
@@ -116,6 +118,11 @@ class ContikiCsmaMac(CsmaMac):
     # ------------------------------------------------------------ one attempt
 
     def _attempt(self, queue: _NeighbourQueue) -> None:
+        gate = self.gate
+        if gate is not None and gate.busy():
+            # The CPU waits for the serial line: nothing runs until it is done.
+            self.sim.post(gate.until, self._attempt, queue)
+            return
         if self._sending is not None:
             self._ready.append(queue)
             return
@@ -126,6 +133,13 @@ class ContikiCsmaMac(CsmaMac):
         out.retries = queue.transmissions
         self._current = out
         self._cca_start()
+
+    def _take(self, pkt: Packet, fc: int, seq: int) -> None:
+        # The radio acknowledged the frame in hardware; the CPU takes it when it can.
+        if self.gate is None:
+            super()._take(pkt, fc, seq)
+        else:
+            self.gate.radio_frame(lambda: CsmaMac._take(self, pkt, fc, seq))
 
     def _channel_busy(self) -> None:
         self.counters.cca_busy += 1

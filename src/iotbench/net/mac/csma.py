@@ -372,12 +372,18 @@ class CsmaMac:
                 self._link(self._current.dst).acked += 1
                 self._finish(self._current, SENT)
             return
+        if fc & mac.ACK_REQUEST:
+            self._send_ack(seq, sender)
+        self._take(pkt, fc, seq)
+
+    def _take(self, pkt: Packet, fc: int, seq: int) -> None:
+        """A data frame for this node, acknowledged: on to the upper layer, unless it
+        repeats the last frame from its source."""
+        data = pkt.data
         dst_len = 2 if (fc >> 10) & 0x3 == mac.ADDR_SHORT else 8
         src_len = 2 if (fc >> 14) & 0x3 == mac.ADDR_SHORT else 8
         src_end = 5 + dst_len + src_len
         src = data[5 + dst_len : src_end][::-1]
-        if fc & mac.ACK_REQUEST:
-            self._send_ack(seq, sender)
         if self._last_seq.get(src) == seq:
             self.counters.duplicates += 1
             return

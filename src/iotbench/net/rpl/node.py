@@ -38,8 +38,8 @@ What it does:
 - link ETX from the MAC's results: an exponentially weighted moving average
   of the transmissions each frame took, a frame never acknowledged counting
   `etx_noack_penalty`;
-- everything is bounded: neighbours, routes (multicast groups' apart too, as
-  Contiki's table of 6), DAOs awaiting an ACK.
+- everything is bounded: neighbours, routes, multicast groups' routes (a
+  table of their own, as Contiki's of 6), DAOs awaiting an ACK.
 
 Choices RFC 6550 leaves open are documented in docs/sixlowpan-rpl.md.
 """
@@ -103,7 +103,7 @@ class RplParams:
     etx_noack_penalty: float = 8.0
     max_neighbours: int = 32
     max_routes: int = 1024
-    max_group_routes: float = math.inf  # of max_routes, the multicast groups' at most
+    max_group_routes: float = math.inf  # multicast groups' routes, beside max_routes
     #: Targets per DAO; the driver sets as many as fit one link frame (a fragmented
     #: DAO is lost whenever one of its fragments is).
     targets_per_dao: int = 4
@@ -679,7 +679,8 @@ class RplNode:
         expires = now + self._lifetime_s(transit.path_lifetime)
         route = self._routes.get(address)
         if route is None:
-            if len(self._routes) >= self.params.max_routes:
+            # Groups have a table of their own (max_group_routes), as in Contiki.
+            if not _is_group(address) and self._unicast_routes() >= self.params.max_routes:
                 self._count("routes_refused")
                 return None
             route = self._routes[address] = _Route(src, expires, transit.path_sequence)
@@ -720,6 +721,9 @@ class RplNode:
 
     def _group_routes(self) -> int:
         return sum(1 for address in self._routes if _is_group(address))
+
+    def _unicast_routes(self) -> int:
+        return len(self._routes) - self._group_routes()
 
     def _expire_routes(self, now: float) -> None:
         for address, route in list(self._routes.items()):

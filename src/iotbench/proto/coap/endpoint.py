@@ -83,8 +83,11 @@ Choices the RFCs leave open, and what this endpoint does:
   cuts Block2 blocks from the representation it kept at block 0 (per peer
   and URI, so a changing resource never mixes states within one transfer),
   assembles Block1 uploads per peer, method and URI, and keeps at most 64 of
-  each for EXCHANGE_LIFETIME. Error responses go whole. Not implemented:
-  Q-Block (RFC 9177), BERT, and Block2 continuation of POST/PUT responses.
+  each for EXCHANGE_LIFETIME. A POST's or PUT's large response goes in Block2
+  blocks too; the client asks for the later ones by sending the request
+  again with Block2 (RFC 7959 3.2), answered from the kept response, never
+  by running the request again (4.08 when nothing is kept). Error responses
+  go whole. Not implemented: Q-Block (RFC 9177), BERT.
 - Deferred answers: a handler that returns a Deferred answers later with
   respond(). A CON request gets its empty ACK at once, or after
   separate_response_after_s when that is set (so that an answer ready by
@@ -229,11 +232,20 @@ _BLOCKS = 5  # its first Block2 block came; a child request fetches the rest (RF
 
 #: Requests whose responses a client fetches block by block (RFC 7959 2.4).
 _BLOCK2_METHODS = (Code.GET, Code.FETCH)
+# What a server cuts into Block2 blocks: GET and FETCH responses, and a POST's or
+# PUT's (RFC 7959 2.5 and 3.2: the client asks for the later blocks by sending
+# the request again with Block2 and no payload).
+_BLOCK2_SERVED = (Code.GET, Code.FETCH, Code.POST, Code.PUT)
 
 
 def _empty(type_bits: int, mid: int) -> bytes:
     """Wire bytes of an Empty message: version 1, no token, code 0.00."""
     return bytes((0x40 | (type_bits << 4), 0, mid >> 8, mid & 0xFF))
+
+
+def _asks_later_block_of_an_update(msg: Message) -> bool:
+    block = msg.block2
+    return block is not None and block.num > 0 and msg.code in (Code.POST, Code.PUT)
 
 
 def _is_success(code: int) -> bool:
@@ -1533,6 +1545,12 @@ class CoapEndpoint:
         if whole is not msg:
             last_block1 = BlockOption(msg.block1.num, False, msg.block1.szx)  # 2.5: the last
         kept = self._later_block(now, msg, addr)
+        if kept is None and _asks_later_block_of_an_update(msg):
+            # Never run a POST or PUT again for a later block of its response.
+            error = self._response_to(msg, Code.REQUEST_ENTITY_INCOMPLETE)
+            error.payload = b"Block2: no response of this request is kept; send it again"
+            self._respond(now, msg, addr, seen, error, multicast=multicast)
+            return
         if kept is not None:
             # RFC 7959 2.4: later blocks come from the representation block 0 was
             # cut from; the handler (which may answer only later) is not asked again.
@@ -1554,11 +1572,11 @@ class CoapEndpoint:
     def _later_block(self, now: float, msg: Message, addr: Hashable) -> Message | None:
         """The representation kept for a request for block 1 or later, if any."""
         block = msg.block2
-        if block is None or block.num == 0 or msg.code not in _BLOCK2_METHODS:
+        if block is None or block.num == 0 or msg.code not in _BLOCK2_SERVED:
             return None
         if msg.has_option(Opt.OBSERVE):
             return None
-        kept = self._representations.get(now, (addr, uri_key(msg)))
+        kept = self._representations.get(now, (addr, msg.code, uri_key(msg)))
         if kept is None:
             return None
         resp = kept.copy()
@@ -1628,8 +1646,10 @@ class CoapEndpoint:
         A response larger than our block size, or one to a request with Block2,
         goes out in blocks; every block of one transfer comes from the
         representation its block 0 was cut from."""
-        if request.code not in _BLOCK2_METHODS or not _is_success(resp.code):
+        if request.code not in _BLOCK2_SERVED or not _is_success(resp.code):
             return resp
+        if resp.code == Code.CONTINUE:
+            return resp  # 2.31: a Block1 upload goes on (RFC 7959 2.9.1)
         asked = request.block2
         own = self.params.block_size_bytes
         if asked is None:
@@ -1645,7 +1665,7 @@ class CoapEndpoint:
             # 2.4: the size asked for or smaller on block 0; later blocks keep
             # the size the client learned from block 0.
             szx = min(asked.szx, szx_of(own)) if own is not None and num == 0 else asked.szx
-        key = (addr, uri_key(request))
+        key = (addr, request.code, uri_key(request))
         source = resp
         if num > 0:
             kept = self._representations.get(now, key)
