@@ -230,8 +230,9 @@ name = "coap"
 
 
 def test_two_radio_networks_and_their_gateways_link_in_one_pcapng(tmp_path, require_peer):
-    """Each medium is an interface of its own: both 802.15.4 channels, the uplink and
-    the Ethernet link on which the first gateway's EM asks the second's."""
+    """Each medium is an interface of its own: both 802.15.4 channels, each gateway's
+    uplink to its host and the Ethernet link on which the first host's EM asks the
+    second's."""
     exe = require_peer("tshark")
     (run,) = expand(parse_scenario(NESTED), {}, {"network.lowpan.compression": "none"})
     pcap = tmp_path / "nested.pcap"
@@ -240,11 +241,18 @@ def test_two_radio_networks_and_their_gateways_link_in_one_pcapng(tmp_path, requ
     assert_clean(exe, pcap)
     rows = fields(exe, pcap, "frame.interface_name", "ipv6.src", "ipv6.dst", "coap.code")
     interfaces = {row[0] for row in rows}
-    assert interfaces == {"802.15.4 channel 26", "802.15.4 channel 20", "uplink", "gateways link"}
+    assert interfaces == {
+        "802.15.4 channel 26",
+        "802.15.4 channel 20",
+        "uplink",
+        "second uplink",
+        "gateways link",
+    }
     second = [row for row in rows if row[0] == "802.15.4 channel 20" and row[1]]
     assert second and all(row[1].startswith(("fd02::", "fe80::")) for row in second)
-    # On the gateways' link: the client creates the second entity (a POST routed through
-    # the first gateway), then the first gateway's EM asks it (a GET) in every query.
-    link = [(row[1], row[3]) for row in rows if row[0] == "gateways link"]
-    assert link.count(("fd01::2", "2")) == 1
-    assert link.count(("fd03::1", "1")) == 3
+    # On the hosts' link: the client's host (fd03::1 on that link) creates the second
+    # entity (a POST), then the first gateway's EM (fd01::1) asks the second gateway's
+    # (fd04::1) in every query (a GET), through both hosts.
+    link = [(row[1], row[2], row[3]) for row in rows if row[0] == "gateways link"]
+    assert link.count(("fd03::1", "fd04::1", "2")) == 1
+    assert link.count(("fd01::1", "fd04::1", "1")) == 3

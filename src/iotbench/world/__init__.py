@@ -155,8 +155,10 @@ def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
     if second is not None:
         other = second.parts["medium"]
         media.append(((other,), LINKTYPE_IEEE802_15_4_WITHFCS, other.name))
-    for name in ("uplink", "gateways_link"):
-        link = net.parts.get(name)
+    links = [(name, net.parts.get(name)) for name in ("uplink", "gateways_link")]
+    if second is not None:
+        links.append(("second uplink", second.parts.get("uplink")))
+    for name, link in links:
         if link is not None:
             media.append(((link.a_to_b, link.b_to_a), LINKTYPE_RAW, name.replace("_", " ")))
     if len(media) == 1:

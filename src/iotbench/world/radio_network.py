@@ -91,7 +91,7 @@ class Subnet:
 
 FIRST = Subnet(0, PREFIX, "")
 SECOND = Subnet(1, bytes.fromhex("fd02000000000000"), "b.")
-GATEWAYS_LINK = ("fd03::1", "fd03::2")  # the first gateway's end, the second's
+GATEWAYS_LINK = ("fd03::1", "fd03::2")  # the first network's end (gateway or host), the second's
 SLIP_BAUD = 115_200  # a serial uplink's rate when the scenario names none
 
 

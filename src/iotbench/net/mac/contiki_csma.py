@@ -26,6 +26,15 @@ its own retry policy above a radio driver that senses the channel once
   second.
 - One radio: a queue whose time comes while the radio is sending or
   waiting for an ACK goes right after (Contiki's NullRDC busy-waits).
+- A frame the node sends because of one it received (a forwarded packet, a
+  reply) is tried after the radio's automatic ACK of the received frame has
+  gone (turnaround and ACK: 0.54 ms). The CPU cannot be sooner: it reads the
+  frame from the RX FIFO over SPI, runs 6LoWPAN and uIP and writes the TX
+  FIFO before it strobes STXONCCA. Were it tried during the ACK, NullRDC
+  would see SFD high (`receiving_packet()`) and back off for 125 to 250 ms
+  at every hop, which the real CPU never does. The CPU's own time is not
+  modelled (it is not published); the ACK's end is its lower bound. (A
+  backoff that ends during an ACK waits for it too; the window is 0.54 ms.)
 
 Broadcasts (the null address's queue) are sent once and count as sent.
 """
@@ -123,7 +132,7 @@ class ContikiCsmaMac(CsmaMac):
             # The CPU waits for the serial line: nothing runs until it is done.
             self.sim.post(gate.until, self._attempt, queue)
             return
-        if self._sending is not None:
+        if self._sending is not None or self._acking:
             self._ready.append(queue)
             return
         if not queue.frames:
@@ -179,7 +188,14 @@ class ContikiCsmaMac(CsmaMac):
             exponent = min(queue.transmissions, c.max_backoff_exponent)
             ticks = self._unit_ticks + self.rng.randrange((1 << exponent) * self._unit_ticks)
             self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt, queue)
-        while self._ready and self._sending is None:
+        self._attempt_ready()
+
+    def _ack_done(self, tx, delivered: bool) -> None:
+        super()._ack_done(tx, delivered)
+        self._attempt_ready()
+
+    def _attempt_ready(self) -> None:
+        while self._ready and self._sending is None and not self._acking:
             self._attempt(self._ready.popleft())
 
     def _next(self) -> None:  # csma.py's single queue is not used
