@@ -620,8 +620,8 @@ def test_s6_members_sit_at_the_studys_hop_counts_and_the_delay_spaces_the_reques
         {"workload.queries": 5},
     ):
         got[run.params["group_size"]] = run_one(run.config, run.seed)
-    # The study's averages for these sizes: the grid's RPL tree has enough one-hop
-    # nodes (six) for ten members to average 1.4 (six at one hop, four at two).
+    # The study's averages for these sizes: the grid's tree has nine one-hop nodes;
+    # ten members average 1.4 as nine at one hop and one at five.
     assert [got[g]["member_hops_mean"] for g in ("5", "10", "40")] == pytest.approx([1.0, 1.4, 2.4])
     for g, m in got.items():
         assert m["member_reliability"] == 1.0 and m["queries"] == 5
