@@ -217,6 +217,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_report)
 
     p = commands.add_parser(
+        "compare",
+        help="the studies' published figures against ours, from stored results",
+        description="For every figure the studies published (and we release), print the\n"
+        "published value, ours from the stored runs of the matching scenario and point,\n"
+        "the difference and a verdict: agrees (within the figure's stated exactness:\n"
+        "a printed number to its last digit, 'about' within 10 %, a range, a bound, or a\n"
+        "finding's checks over our metrics), differs, or not run (with the command that\n"
+        "makes the runs it needs). docs/studies/ explains every difference.",
+        epilog="examples:\n"
+        "  iotbench compare                          results/ (every run's folder below it)\n"
+        "  iotbench compare results/reproduce        after `iotbench reproduce`\n"
+        "  iotbench compare results/s6-delay-sweep --study S6\n"
+        "  iotbench compare results --json           one JSON object per figure\n",
+        formatter_class=formatter,
+    )
+    p.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=Path("results"),
+        metavar="RESULTS",
+        help="a results folder, or a folder of them (default: results)",
+    )
+    p.add_argument(
+        "--study", default=None, metavar="S1,S6", help="only these studies (default: all)"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per figure")
+    p.set_defaults(handler=cmd_compare)
+
+    p = commands.add_parser(
         "reproduce",
         help="run every built-in scenario of the studies and write one report",
         description="Run every built-in scenario of the chosen studies (all by default) into\n"
@@ -841,6 +871,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from iotbench.runner.reproduce import parse_studies
+    from iotbench.validation import compare, load_studies, stored_runs
+    from iotbench.validation.render import comparison_json, comparison_table
+
+    studies = load_studies()
+    if args.study:
+        wanted = parse_studies(args.study, [s.study for s in studies])
+        studies = [s for s in studies if s.study in wanted]
+    results = compare(studies, stored_runs(args.dir))
+    if args.json:
+        for line in comparison_json(results):
+            print(json.dumps(line, ensure_ascii=False))
+        return EXIT_OK
+    out = console()
+    for result in results:
+        print_table(out, comparison_table(result))
+    for result in results:
+        out.print(result.summary(), highlight=False)
+    return EXIT_OK
+
+
+def _published_summary(out: Path, studies: list[str]) -> list[str]:
+    """One line per study: how many of its published figures ours agree with."""
+    from iotbench.validation import compare, load_studies, stored_runs
+
+    chosen = [s for s in load_studies() if s.study in studies]
+    lines = [r.summary() for r in compare(chosen, stored_runs(out))]
+    if lines:
+        lines.append(f"`iotbench compare {out}` shows every figure")
+    return lines
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import time
 
@@ -896,6 +959,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     write_errors_log(out, failures)  # each campaign wrote only its own
     index = build_report(out, err)
     print_table(console(), table)
+    for line in _published_summary(out, studies):
+        console().print(line, highlight=False)
     err.print(f"report: {index}", highlight=False, soft_wrap=True)
     if failures:
         err.print(

@@ -79,6 +79,18 @@ def test_the_reproduce_report_opens_cleanly(browser, tmp_path: Path) -> None:
     hrefs = [a.get_attribute("href") for a in browser.find_elements("tag name", "a")]
     assert sum(h.endswith(".pcap") for h in hrefs) == 36 + 6
     assert any(h.endswith("/results.duckdb") for h in hrefs)
+    # Published vs ours first: a summary line per study, linking to its table, each
+    # figure with a verdict, the table above the study's scenarios.
+    summary = browser.find_elements("css selector", "ul.published-summary li")
+    assert [li.text.split(":")[0] for li in summary] == ["S1", "S5"]
+    assert all(" figures agree" in li.text for li in summary)
+    for study, figures in (("S1", 18), ("S5", 5)):
+        rows = browser.find_elements("css selector", f"#published-{study} tbody tr")
+        assert len(rows) == figures
+        verdicts = {row.find_elements("tag name", "td")[5].text for row in rows}
+        assert verdicts <= {"agrees", "differs", "not run"} and "agrees" in verdicts
+    html = index.read_text(encoding="utf-8")
+    assert html.index('id="published-S1-section"') < html.index('id="s1-object-download"')
 
 
 def test_the_checks_see_what_is_broken(browser, tmp_path: Path) -> None:

@@ -54,9 +54,22 @@ def build_report(out_dir: str | Path, console: Console | None = None) -> Path:
     files = [(f"../{DB_NAME}", "every run's parameters, seed and metrics (DuckDB)")]
     if (out / ERRORS_LOG).is_file():
         files.append((f"../{ERRORS_LOG}", "tracebacks of the runs that failed"))
+    published = _published(runs, {s.study for s in sections if s.study})
     index = report_dir / "index.html"
-    html.write(index, html.Page(sections, software_versions(), files))
+    html.write(index, html.Page(sections, software_versions(), files, published))
     return index
+
+
+def _published(runs: dict[str, list], studies: set[str]) -> list[html.Published]:
+    """The published figures of the studies these runs belong to, against ours."""
+    from iotbench.validation import compare, load_studies
+    from iotbench.validation.render import comparison_html
+
+    chosen = [s for s in load_studies() if s.study in studies]
+    return [
+        html.Published(r.study.study, r.summary(), comparison_html(r))
+        for r in compare(chosen, runs)
+    ]
 
 
 def software_versions() -> list[tuple[str, str]]:

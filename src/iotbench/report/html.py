@@ -19,6 +19,9 @@ figure { margin: 1rem 0; } img { max-width: 100%; border: 1px solid #eee; }
 .meta, .note { color: #666; font-size: 0.85rem; }
 details { margin: 0.5rem 0 1rem; } summary { cursor: pointer; }
 pre { background: #f7f7f7; padding: 0.75rem; overflow-x: auto; font-size: 0.8rem; }
+tr.verdict-agrees td:nth-child(6) { color: #17702a; font-weight: 600; }
+tr.verdict-differs td:nth-child(6) { color: #9a5b00; font-weight: 600; }
+tr.verdict-not-run td { color: #888; }
 """
 
 
@@ -40,10 +43,20 @@ class Section:
 
 
 @dataclass
+class Published:
+    """A study's published figures against ours (validation/)."""
+
+    study: str
+    summary: str  # "S1: 14 of 18 figures agree (4 differ)"
+    table: str  # HTML
+
+
+@dataclass
 class Page:
     sections: list[Section]
     software: list[tuple[str, str]]  # (package, version) of the report's maker
     files: list[tuple[str, str]]  # (relative link, what it is): the DuckDB file, errors.log
+    published: list[Published] = field(default_factory=list)
 
 
 def render(page: Page) -> str:
@@ -56,6 +69,7 @@ def render(page: Page) -> str:
         "<h1>iotbench report</h1>",
         '<p class="meta">Tables show means over repetitions (n = runs); plots show means '
         "with min/max error bars when there are repetitions.</p>",
+        *_summary(page.published),
         _contents(page.sections),
         '<h2 id="files">Files and software</h2>',
         "<ul>",
@@ -68,10 +82,40 @@ def render(page: Page) -> str:
         ),
         "</tbody></table>",
     ]
+    published = {p.study: p for p in page.published}
     for section in page.sections:
+        study = published.pop(section.study, None)
+        if study is not None:  # the study's comparison above its scenarios
+            parts += _published(study)
         parts += _section(section)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _summary(published: list[Published]) -> list[str]:
+    """The front page's first word: how each study's published figures compare."""
+    if not published:
+        return []
+    e = html.escape
+    items = "".join(
+        f'<li><a href="#published-{e(p.study)}-section">{e(p.summary)}</a></li>' for p in published
+    )
+    return [
+        '<h2 id="published-summary">Published vs ours</h2>',
+        '<p class="meta">Each study\'s released figures against ours from these runs: '
+        "agrees (within the figure's stated exactness), differs (the study's page in "
+        "docs/studies/ explains why), not run.</p>",
+        f'<ul class="published-summary">{items}</ul>',
+    ]
+
+
+def _published(study: Published) -> list[str]:
+    e = html.escape
+    return [
+        f'<h2 id="published-{e(study.study)}-section">{e(study.study)}: published vs ours</h2>',
+        f'<p class="meta">{e(study.summary)}</p>',
+        study.table,
+    ]
 
 
 def _contents(sections: list[Section]) -> str:
@@ -98,13 +142,13 @@ def _section(section: Section) -> list[str]:
         "<table><tbody>",
         *(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in section.parameters),
         "</tbody></table>",
-        section.summary_table,
     ]
-    for file_name, title in section.images:
+    for file_name, title in section.images:  # the figures first, then the tables
         parts.append(
             f'<figure><img src="{e(file_name)}" alt="{e(title)}">'
             f"<figcaption>{e(title)}</figcaption></figure>"
         )
+    parts.append(section.summary_table)
     parts += [f'<p class="note">{e(note)}</p>' for note in section.notes]
     parts += [
         "<details><summary>All metrics</summary>",
