@@ -47,7 +47,7 @@ class Comparison:
         f = self.figure
         unit = f" {f.unit}" if f.unit else ""
         if f.exactness == "finding":
-            return f.what
+            return "holds"  # the study found it; `what` says what it is
         if f.exactness == "range":
             low, high = f.published
             return f"{_num(low)} to {_num(high)}{unit}"

@@ -21,7 +21,7 @@ _STYLE = {AGREES: "green", DIFFERS: "yellow", NOT_RUN: "dim"}
 def difference_text(row: Comparison) -> str:
     if row.difference is None:
         return ""
-    return f"{row.difference:+.3g}"
+    return f"{row.difference:+.3g}" if row.difference else "0"
 
 
 def why_text(row: Comparison) -> str:
