@@ -252,8 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every built-in scenario of the chosen studies (all by default) into\n"
         "one folder, then write one report (OUT/report/index.html) that links every\n"
         "study's tables and figures. --quick runs each scenario's reduced version\n"
-        "(fewer items, shorter runs: its [quick] table) for a first look in about two\n"
-        "minutes on two cores. Re-running skips what is stored.",
+        "(fewer items, shorter runs: its [quick] table) for a first look in about three\n"
+        "minutes on two cores. It ends with one line per study: how many of the figures\n"
+        "the study published agree with ours (`iotbench compare` shows them all).\n"
+        "Re-running skips what is stored.",
         epilog="examples:\n"
         "  iotbench reproduce --quick                 a first look at every study\n"
         "  iotbench reproduce --study S1,S3 --jobs 2  two studies, in full\n"
