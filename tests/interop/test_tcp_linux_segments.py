@@ -92,6 +92,13 @@ def publish_one_item(port: int, qos: int) -> None:
             return
         data = sock.recv(4096)
         assert data, "mosquitto closed first"
+        # Let the broker finish the write that woke us (it holds its socket's lock
+        # until its send returns). A real-time client that preempts it mid-send
+        # makes our next segment wait in the broker's backlog, and Linux then
+        # acknowledges or orders it otherwise: a race of the test's own making,
+        # not a rule of TCP. 2 ms is far below the delayed ACK's 40 ms, so it
+        # changes no decision the comparison is about.
+        time.sleep(0.002)
         client.receive_data(0.0, data)
 
 
@@ -99,6 +106,10 @@ def _publish_as_realtime_process(port: int, qos: int, cpu: int) -> None:
     os.sched_setaffinity(0, {cpu})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     publish_one_item(port, qos)
+    # Back to an ordinary process before exiting: tearing down a fork of a large
+    # test process takes a while, and as a real-time process on the broker's CPU
+    # it would keep the broker from acknowledging our FIN until our RTO resent it.
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def mosquitto_pid(config: Path) -> int:
