@@ -34,21 +34,28 @@ def why_text(row: Comparison) -> str:
     return f"{page}: {row.detail}" if row.detail else page
 
 
+def _cells(row: Comparison, why: str) -> tuple[str, ...]:
+    """One row's cells, in COLUMNS' order."""
+    return (
+        row.figure.what,
+        row.figure.where,
+        row.published_text(),
+        row.ours_text(),
+        difference_text(row),
+        row.verdict,
+        why,
+    )
+
+
 def comparison_table(result: StudyComparison) -> Table:
     table = Table(title=f"{result.study.study}: published vs ours — {result.study.title}")
     for column in COLUMNS:
         table.add_column(column, overflow="fold")
     for row in result.rows:
         style = _STYLE[row.verdict]
-        table.add_row(
-            row.figure.what,
-            row.figure.where,
-            row.published_text(),
-            row.ours_text(),
-            difference_text(row),
-            f"[{style}]{row.verdict}[/{style}]",
-            why_text(row),
-        )
+        cells = list(_cells(row, why_text(row)))
+        cells[5] = f"[{style}]{row.verdict}[/{style}]"
+        table.add_row(*cells)
     return table
 
 
@@ -80,16 +87,7 @@ def comparison_html(result: StudyComparison) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
     rows = []
     for row in result.rows:
-        cells = (
-            row.figure.what,
-            row.figure.where,
-            row.published_text(),
-            row.ours_text(),
-            difference_text(row),
-            row.verdict,
-            why_text(row),
-        )
-        body = "".join(f"<td>{escape(c)}</td>" for c in cells)
+        body = "".join(f"<td>{escape(c)}</td>" for c in _cells(row, why_text(row)))
         rows.append(f'<tr class="verdict-{row.verdict.replace(" ", "-")}">{body}</tr>')
     return (
         f'<table class="published" id="published-{result.study.study}">'
@@ -109,14 +107,5 @@ def comparison_markdown(result: StudyComparison) -> str:
             why = f"[{row.figure.why}]({row.figure.why})" + (
                 f": {row.detail}" if row.detail else ""
             )
-        cells = (
-            row.figure.what,
-            row.figure.where,
-            row.published_text(),
-            row.ours_text(),
-            difference_text(row),
-            row.verdict,
-            why,
-        )
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row, why)) + " |")
     return "\n".join(lines)
