@@ -84,8 +84,8 @@ def run(nodes: int, minutes: float, layout: str, spacing: float, seed: int) -> d
     from iotbench.metrics.traffic import TrafficMeter
     from iotbench.scenarios import expand, parse_scenario
     from iotbench.sim import Simulator
-    from iotbench.world.network import build_network
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.networks import build_network
+    from iotbench.world.workloads.publish import PublishWorkload
 
     text = scenario_text(nodes, minutes, layout, spacing)
     (the_run,) = expand(parse_scenario(text, label="bench/scale.py"))

@@ -8,7 +8,7 @@ import pytest
 from iotbench.proto.coap.group import leisure_lower_bound_s
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.world import run_one
-from iotbench.world.group_query import member_response_bytes
+from iotbench.world.workloads.group_query import member_response_bytes
 
 SCENARIO = """
 name = "s6-test"

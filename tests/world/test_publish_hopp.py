@@ -13,7 +13,7 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.net import ieee802154 as mac
 from iotbench.proto.ndn import hopp
 from iotbench.world import run_one
-from iotbench.world.publish_hopp import HoppAgent, HoppParams, NdnHopp, _Trickle
+from iotbench.world.workloads.publish.hopp import HoppAgent, HoppParams, NdnHopp, _Trickle
 
 TRICKLE_IMIN_S = HoppParams().trickle_imin_s
 

@@ -12,7 +12,7 @@ from test_radio_network import publish_config
 from iotbench.proto.ndn.interest import Interest
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.world import run_one
-from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull, address_text
+from iotbench.world.workloads.publish.ndn import NdnInterestNotification, NdnPull, address_text
 
 S4_NDN = {
     "protocol.ndn.retx_max": 4,

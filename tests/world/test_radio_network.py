@@ -13,8 +13,8 @@ from iotbench.net import ip
 from iotbench.scenarios import expand, parse_scenario
 from iotbench.sim import Simulator
 from iotbench.world import run_one
-from iotbench.world.network import build_network
-from iotbench.world.topology import TopologyError
+from iotbench.world.networks import build_network
+from iotbench.world.networks.topology import TopologyError
 
 BASE = """
 name = "radio"
@@ -446,7 +446,7 @@ def test_fewest_hops_are_breadth_first_over_the_trees_links():
 
 def test_jittered_readings_come_at_random_intervals_within_the_bounds(monkeypatch):
     """workload.jitter (S4's code: 0.5): every wait uniform in [m/2, 3m/2]."""
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.workloads.publish import PublishWorkload
 
     taken: list[tuple[int, float]] = []
     publish = PublishWorkload._publish
@@ -530,7 +530,7 @@ def test_the_ndn_gateway_takes_the_gateway_profile(monkeypatch):
     from spies import instances
     from test_publish_ndn import S4_NDN
 
-    from iotbench.world.publish_ndn import NdnPull
+    from iotbench.world.workloads.publish.ndn import NdnPull
 
     built = instances(monkeypatch, NdnPull)
     cfg, seed = publish_config("ndn", **{**S4_NDN, "network.device.gateway_profile": "a8"})
@@ -567,7 +567,7 @@ def test_an_unanswered_observe_registration_is_sent_again(monkeypatch):
     from spies import spy
 
     from iotbench.net.radio.medium import RadioMedium
-    from iotbench.world.publish_coap import CoapObserve
+    from iotbench.world.workloads.publish.coap import CoapObserve
 
     add_radio = RadioMedium.add_radio
 

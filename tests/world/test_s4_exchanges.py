@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from spies import instances
 
-import iotbench.world as world
+import iotbench.world.run as world
 from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ieee802154 as mac
 from iotbench.net.radio.medium import RadioMedium

@@ -1,4 +1,4 @@
-"""When a publish run's events happen (world/schedules.py): S4's jittered waits."""
+"""When a publish run's events happen (world/workloads/publish/schedules.py): S4's jittered waits."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 
 from iotbench.sim import Simulator
-from iotbench.world.schedules import PerSource, RoundRobin, Waits
+from iotbench.world.workloads.publish.schedules import PerSource, RoundRobin, Waits
 
 
 def fired(schedule_cls, waits, sources=3, count=4, until=float("inf")):

@@ -12,7 +12,7 @@ from iotbench.cli import main
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.scenarios.fields import validate
 from iotbench.scenarios.schema import NETWORK
-from iotbench.world.topology import (
+from iotbench.world.networks.topology import (
     BuildingPlan,
     TopologyError,
     build_topology,

@@ -1,6 +1,6 @@
 """Sensor readings and objects served as CoAP resources.
 
-One helper for the simulated server (world/protocols.py) and the real one
+One helper for the simulated server (world/protocols/__init__.py) and the real one
 (real/coap.py), so both answer with the same bytes and options.
 """
 

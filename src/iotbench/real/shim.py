@@ -4,7 +4,7 @@ This machine's kernel has no netem, so real-mode impairment happens in user
 space. The shim listens on a UDP address for clients and relays their
 datagrams to a server, and back; in between, each datagram crosses the same
 two-node network a simulation builds from a scenario's `network` section
-(`world/network.py`): real IPv4/IPv6 and UDP headers, fragmentation to the
+(`world/networks/pair.py`): real IPv4/IPv6 and UDP headers, fragmentation to the
 link MTU and reassembly, the link's rate, drop-tail queue and propagation
 delay, and the impairment models of each direction (loss, extra delay,
 outages, redraws). Only the clock differs: `RealTimeClock` instead of the
@@ -37,7 +37,7 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.pcap import pcap_header, pcap_record
 from iotbench.net.packet import Packet
 from iotbench.real.clock import RealTimeClock
-from iotbench.world.network import Network, build_two_node_network
+from iotbench.world.networks import Network, build_two_node_network
 
 #: UDP payload that fits one IP datagram (65535 minus the IP and UDP headers).
 MAX_PAYLOAD = {4: 65535 - 20 - 8, 6: 65535 - 8}

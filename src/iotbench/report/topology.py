@@ -18,7 +18,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from iotbench.net.routing.tree import Tree, reception_ratio
-from iotbench.world.topology import Topology
+from iotbench.world.networks.topology import Topology
 
 FLOOR_GAP_M = 10.0
 
@@ -98,7 +98,7 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     from iotbench.scenarios.fields import typed
     from iotbench.scenarios.schema import NETWORK
     from iotbench.sim import Simulator
-    from iotbench.world.network import build_network
+    from iotbench.world.networks import build_network
 
     network = config["network"]
     cfg = typed(NETWORK, network)

@@ -199,7 +199,7 @@ def _validated_combinations(
 def _with_layout(scenario: Scenario, config: dict, where: str) -> dict:
     """A file topology's nodes and links, read once and carried in the run's config,
     so a run needs no file and its config hash changes when the file does."""
-    from iotbench.world.topology import load_layout, load_links
+    from iotbench.world.networks.topology import load_layout, load_links
 
     network = config["network"]
     nodes = network.get("nodes") or {}

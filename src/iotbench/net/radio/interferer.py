@@ -15,7 +15,7 @@ SINR, a CCA window). Bursts cost no kernel events.
   its own, since each reaches the radios with its own power: the station's
   data frames, the access point's ACKs (OFDM) and beacons (DSSS).
 - `LeakingTransmitter`: an 802.15.4 radio on another channel, heard through
-  the receiver's adjacent-channel rejection (world/radio_network.py); its
+  the receiver's adjacent-channel rejection (world/networks/radio.py); its
   bursts are its frames, recorded as they start.
 """
 

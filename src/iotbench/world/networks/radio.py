@@ -1,6 +1,6 @@
 """Builds a radio network: 802.15.4 nodes on a shared medium, from the topology up.
 
-Bottom to top, for every node of the topology (world/topology.py):
+Bottom to top, for every node of the topology (topology.py):
 
 1. a `Radio` on the channel's `RadioMedium`, with the node's TX power,
    sensitivity, CCA threshold and energy profile; neighbour lists from the
@@ -13,7 +13,7 @@ Bottom to top, for every node of the topology (world/topology.py):
    address;
 4. routing: RPL storing mode on every node (net/rpl), or the static tree of
    least ETX (net/routing/tree.py) with its routes installed; SMRF for
-   multicast; NDN always uses the static tree (world/ndn.py);
+   multicast; NDN always uses the static tree (world/protocols/ndn.py);
 5. the interferers, and the gateway's uplink (a point-to-point link to the
    host `uplink`, prefix fd01::/64) when the scenario has one;
 6. `network.second`: a second radio network, the first one again (the same
@@ -71,8 +71,8 @@ from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
 from iotbench.scenarios.fields import Settings, typed
 from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
-from iotbench.world.network import Network
-from iotbench.world.topology import Topology, TopologyError, build_topology
+from iotbench.world.networks.base import Network
+from iotbench.world.networks.topology import Topology, TopologyError, build_topology
 
 PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
 UPLINK_PREFIX = bytes.fromhex("fd01000000000000")

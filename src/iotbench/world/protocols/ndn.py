@@ -2,7 +2,7 @@
 
 On a pair network they share one 802.15.4-like link (S5's set-up); on a
 radio network every node runs an NDN forwarder with a unicast face to each
-of its neighbours in the routing tree (world/radio_network.py), and the
+of its neighbours in the routing tree (world/networks/radio.py), and the
 forwarders from the consumer to the producer have the producer's prefix in
 their FIB towards it, so Interests travel the tree hop by hop and Data
 comes back on the PIT's breadcrumbs. The consumer fetches one Data per
@@ -40,7 +40,7 @@ from iotbench.proto.ndn.signing import (
     generate_ecdsa_key,
 )
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
 
 # The profile operation that creating a Data with each signature costs.
 CREATE_OPERATION = {

@@ -12,7 +12,7 @@ Nretry re-sends is started again 0 to 2 ms later; a session the gateway
 ends is connected again the same way.
 
 The broker is on the `client` node (S4: rsmb on the gateway's host, here
-the transparent MQTT-SN gateway beside an MQTT broker, world/mqttsn.py); a
+the transparent MQTT-SN gateway beside an MQTT broker, world/protocols/mqttsn.py); a
 subscriber there receives the readings. A QoS 0 reading is handed over when
 it is sent; a QoS 1 one is given up when its PUBLISH is (its Nretry
 re-sends unanswered).
@@ -34,11 +34,11 @@ from iotbench.proto.mqttsn.codec import header_length as sn_header_length
 from iotbench.proto.mqttsn.params import MqttSnClientParams
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim import Simulator
-from iotbench.world.mqttsn import retry_settings, sink_broker
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
+from iotbench.world.protocols.mqttsn import retry_settings, sink_broker
 
 if TYPE_CHECKING:
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.workloads.publish.sender import Publisher
 
 #: mqtt_pub_cli: the wait before each (re)connection and re-registration.
 RECONNECT_S = (0.0, 0.002)
@@ -51,7 +51,7 @@ class MqttSnPublish:
     schedule = "per-source"
     requests = None
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         cfg = config["protocol"]["mqttsn"]
         self.work = work
         self.sim = sim

@@ -59,11 +59,11 @@ from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
-from iotbench.world.network import Network
-from iotbench.world.publish_ndn import NdnSender, NdnTree
+from iotbench.world.networks import Network
+from iotbench.world.workloads.publish.ndn import NdnSender, NdnTree
 
 if TYPE_CHECKING:
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.workloads.publish.sender import Publisher
 
 
 @dataclass(frozen=True)
@@ -438,7 +438,7 @@ class NdnHopp(NdnSender):
 
     drives = "push"
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)

@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from iotbench.apps.requesters import ItemClient
 from iotbench.sim import Simulator
-from iotbench.world.coap import build_coap
-from iotbench.world.http import build_http
-from iotbench.world.mqtt import build_mqtt
-from iotbench.world.mqttsn import build_mqttsn
-from iotbench.world.ndn import build_ndn
-from iotbench.world.network import Network
-from iotbench.world.quic import build_quic
+from iotbench.world.networks import Network
+from iotbench.world.protocols.coap import build_coap
+from iotbench.world.protocols.http import build_http
+from iotbench.world.protocols.mqtt import build_mqtt
+from iotbench.world.protocols.mqttsn import build_mqttsn
+from iotbench.world.protocols.ndn import build_ndn
+from iotbench.world.protocols.quic import build_quic
 
 BUILDERS: dict[str, Callable[[Simulator, Network, dict], ItemClient]] = {
     "coap": build_coap,

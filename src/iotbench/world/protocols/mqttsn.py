@@ -17,7 +17,7 @@ from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
 
 BROKER_PORT = 1883  # the broker also takes MQTT over TCP on the sink
 

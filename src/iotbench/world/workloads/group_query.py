@@ -56,6 +56,7 @@ from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.metrics.observers import Observer, Observers
+from iotbench.metrics.traffic import TrafficMeter
 from iotbench.net.ip import address_text
 from iotbench.net.packet import Packet
 from iotbench.net.radio.medium import RadioMedium
@@ -67,8 +68,9 @@ from iotbench.proto.coap.endpoint import (
 )
 from iotbench.proto.coap.group import leisure_lower_bound_s, serve_membership
 from iotbench.sim import Simulator
-from iotbench.world.coap import COAP_PORT, coap_params
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
+from iotbench.world.protocols.coap import COAP_PORT, coap_params
+from iotbench.world.workloads.base import Workload
 
 ENTITY = "group"
 #: A nested query's entities: each network's members, on its own gateway.
@@ -149,9 +151,21 @@ class RadioFrames(Observer):
             self.bytes += len(pkt.data)
 
 
-class GroupQueryWorkload:
+class GroupQueryWorkload(Workload):
+    """`workload.kind = "group-query"` (see the module doc)."""
+
+    @staticmethod
+    def item_count(workload: dict) -> int:
+        return workload["queries"]
+
     def __init__(
-        self, sim: Simulator, net: Network, config: dict, items: ItemLog, observers: Observers
+        self,
+        sim: Simulator,
+        net: Network,
+        config: dict,
+        items: ItemLog,
+        observers: Observers,
+        traffic: TrafficMeter | None = None,
     ) -> None:
         workload = config["workload"]
         self.radio = RadioFrames()
@@ -355,7 +369,7 @@ class GroupQueryWorkload:
     def _radio_counts(self) -> tuple[int, int]:
         return self.radio.frames, self.radio.bytes
 
-    def metrics(self) -> dict[str, float | int]:
+    def metrics(self, run: dict[str, float | int] | None = None) -> dict[str, float | int]:
         g = len(self.members)
         answered = self.values
         n = len(answered)

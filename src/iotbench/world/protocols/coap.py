@@ -12,7 +12,7 @@ from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import CoapEndpoint, RequestFailed, ResponseReceived
 from iotbench.proto.coap.params import CoapParams
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
 
 COAP_PORT = 5683
 

@@ -16,8 +16,8 @@ from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
-from iotbench.world.tcp import tcp_params
+from iotbench.world.networks import Network
+from iotbench.world.protocols.tcp import tcp_params
 
 
 def build_mqtt(sim: Simulator, net: Network, config: dict) -> ItemClient:

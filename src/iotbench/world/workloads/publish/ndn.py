@@ -1,9 +1,9 @@
-"""The publish workload over NDN (S4's `ndn` and `ndn-inot`): senders for world/publish.py.
+"""The publish workload over NDN (S4's `ndn` and `ndn-inot`): senders for world/workloads/publish/workload.py.
 
 As S4's code runs it (5G-I3/ACM-ICN-2018, apps/ndn_vanilla and
 apps/ndn_ipush, on CCN-lite): every node of the radio network runs a
 forwarder with a unicast face to each of its neighbours in the routing tree
-(world/ndn.py), and forwards hop by hop, each forwarder retransmitting an
+(world/protocols/ndn.py), and forwards hop by hop, each forwarder retransmitting an
 Interest that got no Data (`protocol.ndn.retx_max`, `retx_interval_s`; S4: 4
 times, 2 s apart, with the Interest's own nonce, so a next hop that still
 holds it drops the copy: `protocol.ndn.nonce_check = "ccn-lite"`).
@@ -63,16 +63,16 @@ from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
-from iotbench.world.ndn import (
+from iotbench.world.networks import Network
+from iotbench.world.protocols.ndn import (
     CREATE_OPERATION,
     make_signer,
     scenario_forwarder_config,
     tree_forwarders,
 )
-from iotbench.world.network import Network
 
 if TYPE_CHECKING:
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.workloads.publish.sender import Publisher
 
 #: apps/ndn_ipush: the acknowledgement's content, "ACK" and the zero snprintf ends it with.
 ACK_CONTENT = b"ACK\x00"
@@ -188,7 +188,7 @@ class NdnTree:
 
 
 class NdnSender:
-    """What every NDN sender reports through its tree (world/publish.py's Sender)."""
+    """What every NDN sender reports through its tree (world/workloads/publish/workload.py's Sender)."""
 
     tree: NdnTree
     requests: int | None = None  # a push, unless a sender counts its polls
@@ -212,7 +212,7 @@ class NdnPull(NdnSender):
 
     drives = "pull"
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
@@ -312,7 +312,7 @@ class NdnInterestNotification(NdnSender):
     drives = "push"
     content_id = staticmethod(notification_id)
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)

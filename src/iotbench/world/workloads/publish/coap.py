@@ -52,11 +52,11 @@ from iotbench.proto.coap.endpoint import (
 )
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim import Simulator
-from iotbench.world.coap import COAP_PORT, coap_params
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
+from iotbench.world.protocols.coap import COAP_PORT, coap_params
 
 if TYPE_CHECKING:
-    from iotbench.world.publish import PublishWorkload
+    from iotbench.world.workloads.publish.sender import Publisher
 
 #: What handling one CoAP message costs a node with a CPU (network.device): a
 #: request at a server, or a response; a notification at an observing client.
@@ -100,7 +100,7 @@ class CoapPut(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         cfg = config["protocol"]["coap"]
         self.work = work
         self.sim = sim
@@ -197,7 +197,7 @@ class CoapGet(_CoapSender):
 
     drives = "pull"
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         cfg = config["protocol"]["coap"]
         self.work = work
         self.sim = sim
@@ -337,7 +337,7 @@ class CoapObserve(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: PublishWorkload, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
         cfg = config["protocol"]["coap"]
         self.work = work
         self.sim = sim

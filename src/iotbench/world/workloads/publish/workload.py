@@ -5,7 +5,7 @@
 - A push (CoAP PUT and Observe, MQTT-SN, NDN Interest Notification, HoPP):
   each producer takes a reading every `interval_s`, each wait drawn
   uniformly from [m (1 - jitter), m (1 + jitter)] (S4's code: jitter 0.5;
-  world/schedules.py), and the reading is the item; it is delivered when it
+  world/workloads/publish/schedules.py), and the reading is the item; it is delivered when it
   reaches the gateway's application. The time to content arrival runs from
   the reading.
 - A pull (CoAP GET, NDN), as S4's code drives it: the gateway issues a
@@ -23,11 +23,11 @@
   time to content arrival runs from the request that brought it.
 
 A reading is S4's 32-byte JSON object, {"id":"0x..........","val":NNNN},
-whose id names the producer and the item (world/readings.py).
+whose id names the producer and the item (apps/readings.py).
 
 How a reading travels is the protocol's, a `Sender` per exchange
-(world/publish_coap.py, publish_mqttsn.py, publish_ndn.py,
-publish_hopp.py). A producer whose sender is not ready takes no reading (an
+(coap.py, mqttsn.py, ndn.py and hopp.py beside this module; the table in
+senders.py). A producer whose sender is not ready takes no reading (an
 Observe producer nobody observes yet, an MQTT-SN client whose topic is not
 registered): S4's code counts only what it sends.
 
@@ -49,8 +49,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
-from typing import Protocol
 
 from iotbench.apps.readings import (
     IDLE_COUNTER,
@@ -73,69 +71,21 @@ from iotbench.metrics.publish import (
     publish_metrics,
 )
 from iotbench.metrics.timeseries import SeriesTable
+from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
-from iotbench.world.publish_coap import CoapGet, CoapObserve, CoapPut
-from iotbench.world.publish_hopp import NdnHopp
-from iotbench.world.publish_mqttsn import MqttSnPublish
-from iotbench.world.publish_ndn import NdnInterestNotification, NdnPull
-from iotbench.world.schedules import SCHEDULES, PerSource, Waits
-
-
-class Sender(Protocol):
-    """How one exchange carries the readings (see the module doc)."""
-
-    producers: list  # one entry per producer, in the network's order
-    #: "push": the producers' schedule drives (send); "pull": the gateway's (request,
-    #: or poll with workload.poll_interval_s).
-    drives: str
-    #: A pull's gateway schedule: "per-source" (a timer per producer) or "round-robin".
-    schedule: str
-    #: Optional: `content_id(frame)`, the item whose content a frame carries (link
-    #: stress); absent: the reading id found in it (apps/readings.py).
-    requests: int | None  # requests the gateway sent (a pull); None for a push
-
-    def start(self) -> None: ...
-
-    def ready(self, producer: int) -> bool:
-        """Can the producer take a reading now?"""
-
-    def send(self, producer: int, rid: int, payload: bytes) -> None:
-        """The producer took a reading: carry it (a push), or hold it (a polled pull)."""
-
-    def request(self, producer: int, rid: int) -> None:
-        """A pull: the gateway asks the producer for item `rid` now."""
-
-    def poll(self, producer: int) -> None:
-        """A polled pull: the gateway asks the producer for what it has."""
-
-    def app_retransmissions(self) -> int:
-        """Retransmissions above the MAC so far."""
-
-    def forwarders(self) -> dict[str, Forwarder]:
-        """NDN: each node's forwarder, by host name; empty otherwise."""
-
+from iotbench.world.networks import Network
+from iotbench.world.workloads.base import Workload
+from iotbench.world.workloads.publish.schedules import SCHEDULES, PerSource, Waits
+from iotbench.world.workloads.publish.senders import SENDERS
 
 #: Points of the time series over the publishing period (workload.series_points).
 SERIES_POINTS = 60
 
-#: The sender of each exchange: for CoAP by workload.coap_exchange, for NDN by
-#: workload.ndn_exchange, otherwise by protocol name.
-SENDERS: dict[str, Callable[..., Sender]] = {
-    "put": CoapPut,
-    "get": CoapGet,
-    "observe": CoapObserve,
-    "mqttsn": MqttSnPublish,
-    "pull": NdnPull,
-    "inot": NdnInterestNotification,
-    "hopp": NdnHopp,
-}
-
 UNBOUNDED = 1 << 30  # events per source when publishing lasts `duration_s`
 
 
-class PublishWorkload:
+class PublishWorkload(Workload):
     """The schedules and the items; a Sender carries the readings."""
 
     def __init__(
@@ -145,6 +95,7 @@ class PublishWorkload:
         config: dict,
         items: ItemLog,
         observers: Observers | None = None,
+        traffic: TrafficMeter | None = None,
     ) -> None:
         """With `observers`, the run also measures S4's link stress (metrics())."""
         workload = config["workload"]
@@ -435,6 +386,9 @@ class PublishWorkload:
             self.skipped,
             self.period,
         )
+
+    def sampling_events(self) -> int:
+        return self.series.events if self.series else 0
 
     def series_table(self) -> SeriesTable | None:
         """The run's time series and distributions (metrics/publish.py), once it

@@ -11,7 +11,7 @@ from iotbench.proto.quic.certs import certificate_pem, make_certificate
 from iotbench.proto.quic.endpoint import QuicClient, QuicServer, RequestFailed, ResponseReceived
 from iotbench.proto.quic.params import QuicParams
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
+from iotbench.world.networks import Network
 
 SERVER_NAME = "sensor.iotbench"
 

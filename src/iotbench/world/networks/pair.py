@@ -1,24 +1,13 @@
-"""Builds the network of one run from the scenario's `network` section.
-
-A `Network` is a value: its hosts by id, the roles they play, the interface
-each one uses, and the media between them. Protocol set-ups (world/coap.py
-...) ask it for the node of a role and its address; they never see how the
-network was made.
-
-`pair` (this module): two nodes, `client` (role client) and `server` (role
+"""A pair network (`network.topology = "pair"`): two nodes, `client` (role client) and `server` (role
 producer), joined by one point-to-point link whose two directions carry
 their own impairments (`to_server`, `to_client`; `both` applies to each
 direction with independent random streams). The nodes are IP hosts, or
 (network.link.layer = "ieee802154") nodes that put their protocol straight
 into 802.15.4 frames. Every other topology is a radio network
-(world/radio_network.py).
+(radio.py).
 """
 
 from __future__ import annotations
-
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
@@ -34,65 +23,14 @@ from iotbench.net.impairments import (
     UniformDelay,
     random_outages,
 )
-from iotbench.net.l2 import L2Interface, L2Node
+from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
-from iotbench.net.node import Interface, Node
+from iotbench.net.node import Node
 from iotbench.sim import RngStreams, Simulator
-
-# name -> that component's random stream
-Streams = Callable[[str], random.Random]
+from iotbench.world.networks.base import Network, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
-
-
-@dataclass
-class Network:
-    hosts: dict[str, Node | L2Node]
-    roles: dict[str, tuple[str, ...]]
-    # The interface each host uses towards the others (its radio, or its link end).
-    interfaces: dict[str, Interface | L2Interface]
-    redraws: list[Redraw] = field(default_factory=list)
-    link: PointToPointLink | None = None  # pair networks
-    parts: dict[str, object] = field(default_factory=dict)  # radio networks: see there
-
-    def ids(self, role: str) -> tuple[str, ...]:
-        return self.roles.get(role, ())
-
-    def node(self, role: str) -> Node | L2Node:
-        """The one node that plays `role`."""
-        ids = self.ids(role)
-        if len(ids) != 1:
-            raise ValueError(f"the network has {len(ids)} nodes with role {role!r}, not one")
-        return self.hosts[ids[0]]
-
-    def nodes(self, role: str) -> list[Node | L2Node]:
-        return [self.hosts[i] for i in self.ids(role)]
-
-    def interface(self, host: Node | L2Node) -> Interface | L2Interface:
-        return self.interfaces[host.name]
-
-    def address(self, host: Node | L2Node) -> bytes:
-        """The address others reach `host` at (its global IP address, or its MAC address)."""
-        return self.interfaces[host.name].address
-
-
-def build_network(
-    sim: Simulator,
-    network: dict,
-    items: ItemLog,
-    total_items: int,
-    observers: Observers,
-    protocol: dict | None = None,
-) -> Network:
-    """The network of a run: a pair, or a radio network (for the protocol's kind of node)."""
-    if network.get("topology", "pair") != "pair":
-        from iotbench.world.radio_network import build_radio_network
-
-        name = protocol["name"] if protocol else ""
-        l2_mtu = protocol.get("ndn", {}).get("mtu_bytes") if protocol else None
-        return build_radio_network(sim, network, name, observers, l2_mtu)
-    return build_two_node_network(sim, network, items, total_items, observers)
 
 
 def build_two_node_network(

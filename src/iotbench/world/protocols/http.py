@@ -10,8 +10,8 @@ from iotbench.apps.sensors import make_resource
 from iotbench.net.ip import address_text
 from iotbench.net.tcp import Connected, TcpStack
 from iotbench.sim import Simulator
-from iotbench.world.network import Network
-from iotbench.world.tcp import tcp_params
+from iotbench.world.networks import Network
+from iotbench.world.protocols.tcp import tcp_params
 
 
 def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:

@@ -1,0 +1,31 @@
+"""The networks a run can have: a pair of nodes on one point-to-point link
+(pair.py), or a radio network of 802.15.4 nodes built from a topology
+(radio.py, topology.py), with its devices, uplinks and a second network.
+`build_network` picks one from the scenario's `network` section."""
+
+from __future__ import annotations
+
+from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.sim import Simulator
+from iotbench.world.networks.base import Network, Streams
+from iotbench.world.networks.pair import build_two_node_network
+from iotbench.world.networks.radio import build_radio_network
+
+__all__ = ["Network", "Streams", "build_network", "build_two_node_network"]
+
+
+def build_network(
+    sim: Simulator,
+    network: dict,
+    items: ItemLog,
+    total_items: int,
+    observers: Observers,
+    protocol: dict | None = None,
+) -> Network:
+    """The network of a run: a pair, or a radio network (for the protocol's kind of node)."""
+    if network.get("topology", "pair") != "pair":
+        name = protocol["name"] if protocol else ""
+        l2_mtu = protocol.get("ndn", {}).get("mtu_bytes") if protocol else None
+        return build_radio_network(sim, network, name, observers, l2_mtu)
+    return build_two_node_network(sim, network, items, total_items, observers)

@@ -1,0 +1,152 @@
+"""Runs one simulation from a validated scenario config: build the network, build
+the workload on it, run, collect the metrics.
+
+`run_one` is the only entry point the runner needs: config + seed in, metrics
+out (and a pcap file when asked). Everything it builds (nodes, link, protocol
+stacks, workload) lives and dies inside the call, so runs are independent and
+can execute in any process, in any order.
+"""
+
+from __future__ import annotations
+
+import json
+
+from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
+from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.pcap import (
+    LINKTYPE_IEEE802_15_4_WITHFCS,
+    LINKTYPE_RAW,
+    PcapNgWriter,
+    PcapWriter,
+)
+from iotbench.metrics.radio import radio_metrics
+from iotbench.metrics.series import NodeSeries
+from iotbench.metrics.timeseries import RunMetrics
+from iotbench.metrics.traffic import TrafficMeter
+from iotbench.sim import Simulator
+from iotbench.world.networks import Network, build_network
+from iotbench.world.networks.radio import check_network
+from iotbench.world.networks.topology import TopologyError
+from iotbench.world.workloads import WORKLOADS
+
+LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
+
+
+def run_one(
+    config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
+) -> dict[str, float | int]:
+    """Run one simulation; its metrics (a publish run's are `RunMetrics`, with its
+    time series for the results store). `pcap_path`: write the packets there;
+    `series_path`: a radio network's per-node energy and counters over time (CSV)."""
+    sim = Simulator(seed)
+    items = ItemLog()
+    kind = WORKLOADS[config["workload"]["kind"]]
+    traffic = TrafficMeter(sim, windowed=kind.windowed_traffic)
+    observers = Observers(traffic)
+    protocol = config["protocol"]["name"]
+    count = kind.item_count(config["workload"])
+    net = build_network(sim, config["network"], items, count, observers, config["protocol"])
+    # The node whose packets S3's `packets_total` counts: the sensor, which is the
+    # producer (the server in request-response scenarios).
+    sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
+    frames = NdnFrameMeter(sensor) if protocol == "ndn" and sensor is not None else None
+    if frames is not None:
+        observers.add(frames)
+    pcap = _pcap_writer(sim, net, config["network"], pcap_path)
+    if pcap is not None:
+        observers.add(pcap)
+    series = None
+    if series_path and "radios" in net.parts:
+        series = NodeSeries(
+            sim,
+            series_path,
+            list(radio_parts(net)["radios"].values()),
+            list(radio_parts(net)["macs"].values()),
+            config["network"]["radio"]["series_interval_s"],
+        )
+    outputs = [o for o in (pcap, series) if o is not None]
+    try:
+        workload = kind(sim, net, config, items, observers, traffic)
+        workload.start()
+        sim.run(until=config["max_sim_time_s"])
+        items.close_undelivered()
+    except BaseException:
+        for output in outputs:
+            output.abort()
+        raise
+    for output in outputs:
+        output.close()
+    metrics = workload.leading_metrics()
+    t_first = traffic.window_start
+    metrics.update(traffic.wire_metrics())
+    if sensor is not None:
+        metrics.update(traffic.node_metrics(sensor))
+    metrics.update(item_metrics(items.stats, t_first))
+    if frames is not None:
+        metrics.update(rtt_ms_metrics(items.stats))
+        metrics.update(frames.metrics())
+    if "radios" in net.parts:
+        metrics.update(traffic.kind_metrics())
+        metrics.update(radio_metrics(radio_parts(net), sim.now))
+    metrics.update(workload.metrics(metrics))
+    table = workload.series_table()
+    metrics["sim_time_s"] = sim.now
+    # A time series only reads the run: the same run with or without one has the
+    # same metrics, its sampling events not counted.
+    sampling = (series.events if series else 0) + workload.sampling_events()
+    metrics["sim_events"] = sim.events_processed - sampling
+    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
+    return RunMetrics(metrics, table) if table is not None else metrics
+
+
+def radio_parts(net: Network) -> dict:
+    """The radio network's parts, with a second network's radios, MACs and RPL
+    nodes added (its metrics count with the first's; the tree is the first's)."""
+    second = net.parts.get("second")
+    if second is None:
+        return net.parts
+    both = dict(net.parts)
+    for key in ("radios", "macs"):
+        both[key] = {**net.parts[key], **second.parts[key]}
+    both["rpl"] = [*net.parts["rpl"], *second.parts["rpl"]]
+    return both
+
+
+def check_networks(configs, label: str = "") -> None:
+    """Check every distinct radio network of these run configs before anything runs,
+    so a network that cannot work is one clear error, not a failure per run."""
+    seen: set[str] = set()
+    for config in configs:
+        network = config["network"]
+        if network.get("topology", "pair") == "pair":
+            continue
+        key = json.dumps([network, config["protocol"]["name"]], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            try:
+                check_network(network, config["protocol"]["name"])
+            except TopologyError as exc:
+                raise TopologyError(f"{label}: {exc}" if label else str(exc)) from None
+
+
+def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
+    if not path:
+        return None
+    medium = net.parts.get("medium")
+    if medium is None:
+        return PcapWriter(sim, path, LINKTYPES[network["link"]["layer"]])
+    media = [((medium,), LINKTYPE_IEEE802_15_4_WITHFCS, medium.name)]
+    second = net.parts.get("second")
+    if second is not None:
+        other = second.parts["medium"]
+        media.append(((other,), LINKTYPE_IEEE802_15_4_WITHFCS, other.name))
+    links = [(name, net.parts.get(name)) for name in ("uplink", "gateways_link")]
+    if second is not None:
+        links.append(("second uplink", second.parts.get("uplink")))
+    for name, link in links:
+        if link is not None:
+            media.append(((link.a_to_b, link.b_to_a), LINKTYPE_RAW, name.replace("_", " ")))
+    if len(media) == 1:
+        return PcapWriter(sim, path, LINKTYPE_IEEE802_15_4_WITHFCS)
+    return PcapNgWriter(sim, path, media)

@@ -1,0 +1,63 @@
+"""What every workload is to the run: built on a network, started, then measured.
+
+`run_one` (world/run.py) knows workloads only through this interface. A
+workload is built after the network, with the run's item log (where its items
+start and end), its observers (which see every packet) and its traffic meter;
+`start` schedules its first events; after the simulation, `leading_metrics`
+and `metrics` give what it measured, around the metrics every run has.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from iotbench.metrics.items import ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.timeseries import SeriesTable
+from iotbench.metrics.traffic import TrafficMeter
+from iotbench.sim import Simulator
+from iotbench.world.networks import Network
+
+
+class Workload:
+    """The defaults of the interface; a workload overrides what it measures."""
+
+    #: The traffic meter counts a window from the first item's start to the last
+    #: one's end (an object download), not the whole run.
+    windowed_traffic: ClassVar[bool] = False
+
+    @staticmethod
+    def item_count(workload: dict) -> int:
+        """The items the run will have (the network's per-item outages use it)."""
+        return workload["items"]
+
+    def __init__(
+        self,
+        sim: Simulator,
+        net: Network,
+        config: dict,
+        items: ItemLog,
+        observers: Observers,
+        traffic: TrafficMeter,
+    ) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Schedule the workload's first events."""
+        raise NotImplementedError
+
+    def leading_metrics(self) -> dict[str, float | int]:
+        """Metrics that open the run's row, before the network's (S1's download time)."""
+        return {}
+
+    def metrics(self, run: dict[str, float | int]) -> dict[str, float | int]:
+        """The workload's own metrics, given the run's so far."""
+        return {}
+
+    def series_table(self) -> SeriesTable | None:
+        """The run's time series for the results store, if the workload keeps one."""
+        return None
+
+    def sampling_events(self) -> int:
+        """Kernel events that only sampled a time series (not counted as the run's)."""
+        return 0

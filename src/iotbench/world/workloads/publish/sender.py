@@ -1,0 +1,69 @@
+"""What a publish run's sender is, and what it may ask of the workload.
+
+The two sides of the publish workload meet here, so that neither imports the
+other: the workload (workload.py) drives a `Sender` (one per exchange: coap.py,
+mqttsn.py, ndn.py, hopp.py), and a sender reports what happens to the
+readings through the `Publisher` it was built with.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from iotbench.proto.ndn.forwarder import Forwarder
+
+
+class Sender(Protocol):
+    """How one exchange carries the readings (see the module doc)."""
+
+    producers: list  # one entry per producer, in the network's order
+    #: "push": the producers' schedule drives (send); "pull": the gateway's (request,
+    #: or poll with workload.poll_interval_s).
+    drives: str
+    #: A pull's gateway schedule: "per-source" (a timer per producer) or "round-robin".
+    schedule: str
+    #: Optional: `content_id(frame)`, the item whose content a frame carries (link
+    #: stress); absent: the reading id found in it (apps/readings.py).
+    requests: int | None  # requests the gateway sent (a pull); None for a push
+
+    def start(self) -> None: ...
+
+    def ready(self, producer: int) -> bool:
+        """Can the producer take a reading now?"""
+
+    def send(self, producer: int, rid: int, payload: bytes) -> None:
+        """The producer took a reading: carry it (a push), or hold it (a polled pull)."""
+
+    def request(self, producer: int, rid: int) -> None:
+        """A pull: the gateway asks the producer for item `rid` now."""
+
+    def poll(self, producer: int) -> None:
+        """A polled pull: the gateway asks the producer for what it has."""
+
+    def app_retransmissions(self) -> int:
+        """Retransmissions above the MAC so far."""
+
+    def forwarders(self) -> dict[str, Forwarder]:
+        """NDN: each node's forwarder, by host name; empty otherwise."""
+
+
+class Publisher(Protocol):
+    """What a sender reports to, and asks of, the publish workload."""
+
+    def handed_over(self, rid: int) -> None:
+        """The reading left its producer with no end-to-end acknowledgement to come."""
+
+    def arrived(self, payload: bytes, since: float | None = None) -> bool:
+        """A reading reached the gateway's application; False if it is not one."""
+
+    def delivered(self, rid: int, size: int, since: float | None = None) -> None:
+        """Item `rid` is at the gateway (`since`: when a polled reading's request left)."""
+
+    def failed(self, rid: int, when: float | None = None) -> None:
+        """Item `rid` can no longer arrive (given up, replaced, expired)."""
+
+    def reading_for(self, rid: int) -> bytes:
+        """The reading a producer returns when asked for item `rid` (a pull)."""
+
+    def idle_reading(self, producer: int) -> bytes:
+        """A reading that is no item (a resource's state before its first reading)."""

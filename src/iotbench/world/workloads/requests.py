@@ -1,0 +1,87 @@
+"""Request loops: a client asks the server for items, one after another or on a
+period, over the scenario's protocol (world/protocols/). The object download
+(S1) is one item whose time, from its first packet to the object's arrival, is
+the run's headline."""
+
+from __future__ import annotations
+
+import math
+
+from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
+from iotbench.metrics.items import DELIVERED, Item, ItemLog
+from iotbench.metrics.observers import Observers
+from iotbench.metrics.traffic import TrafficMeter
+from iotbench.sim import Simulator
+from iotbench.world.networks import Network
+from iotbench.world.protocols import build_client
+from iotbench.world.workloads.base import Workload
+
+
+class SequentialRequests(Workload):
+    """`workload.kind = "sequential"`: the next request when the last one has ended."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        net: Network,
+        config: dict,
+        items: ItemLog,
+        observers: Observers,
+        traffic: TrafficMeter,
+    ) -> None:
+        workload = config["workload"]
+        self.start_s = workload["start_s"]
+        self.requester = self._requester(
+            sim, build_client(sim, net, config), items, self.item_count(workload), workload
+        )
+
+    def _requester(self, sim, client, items, count, workload):
+        return SequentialRequester(sim, client, items, count)
+
+    def start(self) -> None:
+        self.requester.start(self.start_s)
+
+
+class PeriodicRequests(SequentialRequests):
+    """`workload.kind = "periodic"`: a request every `interval_s`, whatever came back."""
+
+    def _requester(self, sim, client, items, count, workload):
+        return PeriodicRequester(sim, client, items, count, workload["interval_s"])
+
+
+class ObjectDownload(SequentialRequests):
+    """`workload.kind = "object-download"`: one object; the traffic counts from the
+    first packet the client sends for it (a connection that only primes a Fast Open
+    cookie before is not part of it) to the object's arrival."""
+
+    windowed_traffic = True
+
+    @staticmethod
+    def item_count(workload: dict) -> int:
+        return 1
+
+    def __init__(
+        self,
+        sim: Simulator,
+        net: Network,
+        config: dict,
+        items: ItemLog,
+        observers: Observers,
+        traffic: TrafficMeter,
+    ) -> None:
+        self.items = items
+        self.traffic = traffic
+        self._item: list[Item] = []
+        client_id = net.ids("client")[0]
+        items.on_start.append(lambda index: traffic.arm_window(client_id))
+        items.on_end.append(self._item.append)
+        items.on_end.append(
+            lambda item: traffic.close_window(sim.now) if item.status == DELIVERED else None
+        )
+        super().__init__(sim, net, config, items, observers, traffic)
+
+    def leading_metrics(self) -> dict[str, float | int]:
+        item = self._item[0] if self._item else self.items.open.get(0)
+        t_first = self.traffic.window_start
+        done = item is not None and item.status == DELIVERED and t_first is not None
+        return {"object_download_time_s": item.t_end - t_first if done else math.nan}
