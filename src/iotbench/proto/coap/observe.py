@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, MutableMapping
+from typing import Protocol
 
 from .codec import Message
 from .options import Opt
-
-if TYPE_CHECKING:
-    from .resources import Resource
 
 __all__ = [
     "FRESHNESS_TIMEOUT_S",
@@ -77,6 +74,13 @@ class ClientObservation:
         return True
 
 
+class ObservedResource(Protocol):
+    """What an observation needs of its resource (resources.py's `Resource`): the
+    list of observers it is an entry of."""
+
+    observers: MutableMapping[tuple[Hashable, bytes], Observer]
+
+
 class Observer:
     """One entry in a resource's list of observers (RFC 7641 4.1).
 
@@ -101,7 +105,7 @@ class Observer:
     )
 
     def __init__(
-        self, addr: Hashable, token: bytes, resource: Resource, request: Message, now: float
+        self, addr: Hashable, token: bytes, resource: ObservedResource, request: Message, now: float
     ) -> None:
         self.addr = addr
         self.token = token

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .codec import Code, Message
-
-if TYPE_CHECKING:
-    from .observe import Observer
+from .observe import Observer
 
 __all__ = [
     "CT_LINK_FORMAT",

@@ -30,7 +30,7 @@ downstream retransmission would only double the traffic).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .fib import NextHop
 from .interest import Interest
@@ -39,7 +39,6 @@ from .types import NackReason
 
 if TYPE_CHECKING:
     from .data import Data
-    from .forwarder import Forwarder
 
 __all__ = ["STRATEGIES", "BestRoute", "Multicast", "Strategy", "make_strategy"]
 
@@ -49,6 +48,31 @@ _SEVERITY = {NackReason.CONGESTION: 0, NackReason.DUPLICATE: 1, NackReason.NO_RO
 
 def least_severe(reasons: list[int]) -> int:
     return min(reasons, key=lambda r: _SEVERITY.get(r, 3)) if reasons else NackReason.NONE
+
+
+class StrategySettings(Protocol):
+    """The forwarder settings a strategy reads."""
+
+    retx_max: int
+    retx_suppression_s: float
+
+
+class Forwarder(Protocol):
+    """What a strategy may ask of the forwarder that calls it (forwarder.py): its
+    side of the hooks, so that strategies need not import the forwarder."""
+
+    config: StrategySettings
+
+    def next_hops(self, interest: Interest) -> list[NextHop]:
+        """FIB next hops for `interest`, best first."""
+
+    def send_interest(
+        self, now: float, entry: PitEntry, face_id: int, interest: Interest | None = None
+    ) -> bool:
+        """Forward the entry's Interest to one upstream face and record it."""
+
+    def reject_pending_interest(self, now: float, entry: PitEntry, reason: int) -> None:
+        """Give up on `entry`: Nack its downstreams and remove it."""
 
 
 class Strategy:
