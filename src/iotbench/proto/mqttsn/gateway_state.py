@@ -1,0 +1,169 @@
+"""What the MQTT-SN gateway keeps per client and per broker connection (gateway.py):
+the client states of 6.14, a client's session, its link to the broker and its
+messages in flight."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from iotbench.proto.mqtt.client import MqttClient
+from iotbench.proto.mqtt.codec import Will
+from iotbench.proto.retransmit import Retransmission
+
+from .codec import (
+    Connect,
+    Message,
+    Subscribe,
+)
+from .registry import TopicRegistry
+
+# Client states (6.14, figure 4, seen from the gateway); disconnected and lost
+# clients have no state here.
+WILL_TOPIC = "will-topic"  # WILLTOPICREQ sent
+WILL_MSG = "will-message"  # WILLMSGREQ sent
+CONNECTING = "connecting"  # waiting for the broker's CONNACK
+ACTIVE = "active"
+ASLEEP = "asleep"
+AWAKE = "awake"
+SETTING_UP = (WILL_TOPIC, WILL_MSG, CONNECTING)
+CONNECTED = (ACTIVE, ASLEEP, AWAKE)
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """The address of a client behind a forwarder (5.5)."""
+
+    forwarder: Hashable
+    node_id: bytes
+
+
+@dataclass(slots=True)
+class MqttSnGatewayStats:
+    """Counters for diagnosis (metrics come from packet records, not from here)."""
+
+    datagrams_received: int = 0
+    datagrams_sent: int = 0
+    decode_errors: int = 0
+    unexpected: int = 0
+    internal_errors: int = 0
+    refused: int = 0
+    unknown_clients: int = 0
+    invalid_topic_ids: int = 0
+    retransmissions: int = 0
+    dropped_buffer_full: int = 0
+    dropped_qos_minus_one: int = 0
+    dropped_rejected: int = 0
+    messages_from_clients: int = 0
+    messages_to_clients: int = 0
+
+
+class BrokerLink:
+    """One MQTT connection to the broker: the stream a driver carries, the MqttClient on it."""
+
+    __slots__ = ("mqtt", "owner", "stream")
+
+    def __init__(self, stream: int, mqtt: MqttClient, owner: ClientSession | None) -> None:
+        self.stream = stream
+        self.mqtt = mqtt
+        self.owner = owner  # None: the gateway's own QoS -1 connection
+
+
+class Delivery:
+    """A message from the broker on its way to one client."""
+
+    __slots__ = ("payload", "qos", "retain", "topic")
+
+    def __init__(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+
+
+class Outgoing:
+    """A REGISTER, PUBLISH QoS 1/2 or PUBREL the gateway sent to a client, awaiting its reply."""
+
+    __slots__ = ("delivery", "message", "retx")
+
+    def __init__(self, message: Message, retx: Retransmission, delivery: Delivery | None) -> None:
+        self.message = message
+        self.retx = retx
+        self.delivery = delivery  # what a PUBLISH carries, to send again after a sleep
+
+
+class ClientSession:
+    """What the gateway keeps per MQTT-SN client."""
+
+    __slots__ = (
+        "addr",
+        "awaiting_pubrel",
+        "client_id",
+        "clean_session",
+        "keep_alive_s",
+        "known_ids",
+        "last_heard_s",
+        "link",
+        "next_msg_id",
+        "out",
+        "pubs",
+        "pubs_by_msg_id",
+        "queue",
+        "scheduled",
+        "since_s",
+        "sleep_s",
+        "state",
+        "subs",
+        "topics",
+        "unsubs",
+        "will_changed",
+        "will_msg",
+        "will_qos",
+        "will_retain",
+        "will_topic",
+    )
+
+    def __init__(self, addr: Hashable, m: Connect, now: float, max_topics: int) -> None:
+        self.addr = addr
+        self.client_id = m.client_id
+        self.clean_session = m.clean_session
+        self.keep_alive_s = m.duration_s
+        self.state = WILL_TOPIC
+        self.since_s = now
+        self.last_heard_s = now
+        self.sleep_s = 0
+        self.link: BrokerLink | None = None
+        self.topics = TopicRegistry(max_topics)
+        self.known_ids: set[int] = set()  # normal ids the client has acknowledged or chosen
+        self.will_topic: str | None = None
+        self.will_msg = b""
+        self.will_qos = 0
+        self.will_retain = False
+        self.will_changed = False
+        # client -> broker
+        self.pubs: dict[int, tuple[int, int, int]] = {}  # MQTT pid -> (msg id, topic id, QoS)
+        self.pubs_by_msg_id: dict[int, int] = {}  # MQTT-SN msg id -> MQTT pid, in flight
+        self.awaiting_pubrel: set[int] = set()
+        self.subs: dict[int, tuple[int, Subscribe, str]] = {}  # pid -> (msg id, SUBSCRIBE, filter)
+        self.unsubs: dict[int, int] = {}  # pid -> msg id
+        # broker -> client
+        self.queue: deque[Delivery] = deque()
+        self.out: Outgoing | None = None
+        self.next_msg_id = 1
+        self.scheduled: float | None = None  # deadline of this client's live timer entry
+
+    def will(self) -> Will | None:
+        if self.will_topic is None:
+            return None
+        return Will(self.will_topic, self.will_msg, self.will_qos, self.will_retain)
+
+    def new_msg_id(self) -> int:
+        msg_id = self.next_msg_id
+        self.next_msg_id = msg_id % 0xFFFF + 1
+        return msg_id
+
+
+def mqtt_text_ok(s: str) -> bool:
+    """A string MQTT 3.1.1 can carry (1.5.3: no U+0000; lengths fit)."""
+    return "\0" not in s and len(s.encode("utf-8")) <= 0xFFFF
