@@ -26,6 +26,9 @@ from iotbench.proto.errors import DecodeError
 MAX_FRAME_BYTES = 127  # aMaxPHYPacketSize
 PHY_OVERHEAD_BYTES = 6
 FCS_BYTES = 2
+# The most a data frame carries: 127 bytes less a 21-byte header (PAN ID
+# compression, extended addresses) and the FCS.
+MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES - 21 - FCS_BYTES
 ACK_FRAME_BYTES = 5
 BROADCAST = b"\xff\xff"
 DEFAULT_PAN_ID = 0x23
