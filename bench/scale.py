@@ -83,6 +83,7 @@ def run(nodes: int, minutes: float, layout: str, spacing: float, seed: int) -> d
     from iotbench.metrics.observers import Observers
     from iotbench.metrics.traffic import TrafficMeter
     from iotbench.scenarios import expand, parse_scenario
+    from iotbench.scenarios.settings import run_settings
     from iotbench.sim import Simulator
     from iotbench.world.networks import build_network
     from iotbench.world.workloads.publish import PublishWorkload
@@ -94,8 +95,9 @@ def run(nodes: int, minutes: float, layout: str, spacing: float, seed: int) -> d
     sim = Simulator(seed)
     items = ItemLog()
     traffic = TrafficMeter(sim)
-    net = build_network(sim, config["network"], items, 0, Observers(traffic), config["protocol"])
-    workload = PublishWorkload(sim, net, config, items)
+    settings = run_settings(config)
+    net = build_network(sim, settings.network, items, 0, Observers(traffic), settings.protocol)
+    workload = PublishWorkload(sim, net, settings, items)
     workload.start()
     t1 = time.perf_counter()
     sim.run(until=config["max_sim_time_s"])

@@ -6,6 +6,7 @@ modules together)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -112,3 +113,33 @@ def test_no_module_over_the_line_limit():
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+# What a run's settings are called below the loader: none of them may be read as a
+# dict there (scenarios/settings.py turns a config into typed values once).
+SETTINGS_NAMES = (
+    r"config|settings|cfg|network|workload|protocol|coap|ndn|em|spec|link_cfg|radio_cfg|"
+    r"nodes_cfg|routing|impair|both|own"
+)
+BELOW_THE_LOADER = ("iotbench/world", "iotbench/real/shim.py")
+
+
+def test_no_settings_dict_is_read_below_the_loader():
+    reads = re.compile(rf"\b({SETTINGS_NAMES})(\[\"|\.get\(\"|\.items\(\))")
+    found = [
+        f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+        for place in BELOW_THE_LOADER
+        for path in (
+            [SRC / place] if place.endswith(".py") else sorted((SRC / place).rglob("*.py"))
+        )
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if reads.search(line)
+    ]
+    assert found == []
+
+
+def test_the_settings_check_sees_a_dict_read():
+    reads = re.compile(rf"\b({SETTINGS_NAMES})(\[\"|\.get\(\"|\.items\(\))")
+    assert reads.search('rate = config["network"]')
+    assert reads.search('x = cfg.get("retx_max", 0)')
+    assert not reads.search("rate = config.network.link.rate_bps")

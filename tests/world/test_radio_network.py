@@ -11,6 +11,7 @@ from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers, PacketRecorder  # noqa: F401
 from iotbench.net import ip
 from iotbench.scenarios import expand, parse_scenario
+from iotbench.scenarios.settings import run_settings
 from iotbench.sim import Simulator
 from iotbench.world import run_one
 from iotbench.world.networks import build_network
@@ -49,7 +50,8 @@ def config(protocol: str = "coap", extra: str = "", **overrides) -> tuple[dict, 
 def network(cfg: dict, seed: int = 1, recorder: PacketRecorder | None = None):
     sim = Simulator(seed)
     observers = Observers(*([recorder] if recorder else []))
-    net = build_network(sim, cfg["network"], ItemLog(), 0, observers, cfg["protocol"])
+    settings = run_settings(cfg)
+    net = build_network(sim, settings.network, ItemLog(), 0, observers, settings.protocol)
     return sim, net
 
 

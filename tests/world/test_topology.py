@@ -12,6 +12,7 @@ from iotbench.cli import main
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.scenarios.fields import validate
 from iotbench.scenarios.schema import NETWORK
+from iotbench.scenarios.settings import network_settings
 from iotbench.world.networks.topology import (
     BuildingPlan,
     TopologyError,
@@ -22,7 +23,7 @@ from iotbench.world.networks.topology import (
 
 def topology(text: dict, seed: int = 1):
     network = validate(NETWORK, {**text, "seed": seed})
-    return build_topology(network, random.Random(seed))
+    return build_topology(network_settings(network), random.Random(seed))
 
 
 def test_line_star_grid_positions_and_ids():
@@ -131,7 +132,7 @@ def test_csv_nodes_and_links_end_up_in_the_run_config(tmp_path):
         {"from": "gw", "to": "a", "prr": 0.9},
         {"from": "a", "to": "b", "prr": 1.0},
     ]
-    t = build_topology(run.config["network"], random.Random(0))
+    t = build_topology(network_settings(run.config["network"]), random.Random(0))
     assert t.link_prr == {("gw", "a"): 0.9, ("a", "b"): 1.0}
     # The file's content is part of the run: another file, another config hash.
     (tmp_path / "l.csv").write_text("from,to,prr\ngw,a,0.5\n")
@@ -145,7 +146,7 @@ def test_toml_nodes_and_links(tmp_path):
         '[[link]]\nfrom = "s"\nto = "gw"\nprr = 0.75\n'
     )
     (run,) = runs_of(tmp_path, "t.toml")
-    t = build_topology(run.config["network"], random.Random(0))
+    t = build_topology(network_settings(run.config["network"]), random.Random(0))
     assert [(n.id, n.position) for n in t.nodes] == [("gw", (0, 0, 0)), ("s", (5, 5, 1))]
     assert t.link_prr == {("s", "gw"): 0.75}
 

@@ -37,6 +37,7 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.pcap import pcap_header, pcap_record
 from iotbench.net.packet import Packet
 from iotbench.real.clock import RealTimeClock
+from iotbench.scenarios.settings import network_settings
 from iotbench.world.networks import Network, build_two_node_network
 
 #: UDP payload that fits one IP datagram (65535 minus the IP and UDP headers).
@@ -151,7 +152,8 @@ class _Relay(asyncio.DatagramProtocol):
 class ImpairmentShim:
     """Relays UDP between clients and `server` through the simulated network.
 
-    `network` is a validated scenario `network` section (with its `seed`);
+    `network` is a validated scenario `network` section (with its `seed`), parsed
+    into settings here;
     `total_items` is what random-items outages choose among.
     """
 
@@ -168,15 +170,16 @@ class ImpairmentShim:
         self.limits = limits or ShimLimits()
         self.stats = ShimStats()
         self.loop = asyncio.get_running_loop()
-        self.clock = RealTimeClock(self.loop, network["seed"])
+        settings = network_settings(network)
+        self.clock = RealTimeClock(self.loop, settings.seed)
         self.log = LinkLog(self.stats, pcap, epoch=time.time())
         if pcap is not None:
             pcap.write(pcap_header())
         self.items = DatagramItems()
         self.net: Network = build_two_node_network(
-            self.clock, network, self.items, total_items, Observers(self.log)
+            self.clock, settings, self.items, total_items, Observers(self.log)
         )
-        self.ip_version = network["ip_version"]
+        self.ip_version = settings.ip_version
         self.client_node = self.net.node("client")
         self.server_node = self.net.node("producer")
         self._sim_client = self.net.address(self.client_node)

@@ -20,7 +20,9 @@ from iotbench.scenarios import ScenarioError, UserError, expand, load_scenario
 from iotbench.scenarios.fields import Invalid, dotted, validate
 from iotbench.scenarios.merge import set_path
 from iotbench.scenarios.schema import NETWORK
+from iotbench.scenarios.settings import network_settings
 from iotbench.scenarios.sweep import parse_filter, parse_override
+from iotbench.world.networks import is_radio_network
 
 DEFAULT_SEED = 1
 
@@ -108,20 +110,22 @@ def _scenario_network(args: argparse.Namespace, overrides: dict) -> tuple[dict, 
 
 
 def _check_usable(network: dict, items: int | None, origin: str) -> None:
-    topology = network.get("topology", "pair")
-    if topology != "pair":
+    settings = network_settings(network)
+    if is_radio_network(settings):
         raise UserError(
-            f"{origin}: network.topology = {topology!r}: the shim relays UDP over a "
+            f"{origin}: network.topology = {settings.topology!r}: the shim relays UDP over a "
             "point-to-point IP link only (network.topology = 'pair'), not through a radio network"
         )
-    if network["link"]["layer"] != "ip":
+    if settings.link.layer != "ip":
         raise UserError(
-            f"{origin}: network.link.layer = {network['link']['layer']!r}: the shim relays "
+            f"{origin}: network.link.layer = {settings.link.layer!r}: the shim relays "
             "UDP over IP links only"
         )
-    for direction, parts in network.get("impair", {}).items():
-        outages = (parts or {}).get("outages") or {}
-        if outages.get("model") == "random-items" and not items:
+    impair = settings.impair
+    for direction in impair.keys() if impair is not None else ():
+        parts = getattr(impair, direction)
+        outages = parts.outages if parts is not None else None
+        if outages is not None and outages.model == "random-items" and not items:
             raise UserError(
                 f"{origin}: network.impair.{direction}.outages: random-items outages choose "
                 "among a number of items: give --items N"

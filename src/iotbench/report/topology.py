@@ -95,15 +95,14 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     `routing`: which tree was drawn."""
     from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
-    from iotbench.scenarios.fields import typed
-    from iotbench.scenarios.schema import NETWORK
+    from iotbench.scenarios.settings import run_settings
     from iotbench.sim import Simulator
     from iotbench.world.networks import build_network
 
-    network = config["network"]
-    cfg = typed(NETWORK, network)
+    settings = run_settings(config)
+    cfg = settings.network
     sim = Simulator(0)
-    net = build_network(sim, network, ItemLog(), 0, Observers(), config["protocol"])
+    net = build_network(sim, cfg, ItemLog(), 0, Observers(), settings.protocol)
     topology, radios = net.parts["topology"], list(net.parts["radios"].values())
     tree = net.parts["tree"]
     routing = "static tree of least ETX"

@@ -18,11 +18,13 @@ with the dotted path and a message that names what is allowed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 Path = tuple[str | int, ...]
@@ -73,6 +75,9 @@ class Section:
     checks: tuple[Callable[[dict], None], ...] = ()
     # Runs on the raw table before full validation (not on partial configs).
     prepare: Callable[[dict], dict] | None = None
+    # Where its settings type is named from (dotted) when it sits at several places;
+    # otherwise the place it sits.
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -383,64 +388,90 @@ def leaf_keys(node: Node, prefix: str = "") -> list[str]:
 
 
 # --- typed settings -------------------------------------------------------------
+#
+# What the simulator's builders read instead of raw dicts: every section of the
+# schema is its own frozen dataclass, generated from the section itself, so the
+# schema stays the one description of a key (its type, range, default, doc) and
+# the types cannot drift from it.
 
 
 class Settings:
-    """A validated section as a read-only object: every key of its schema is an
-    attribute (absent optional keys read as None), nested sections are Settings,
-    lists are tuples. What the simulator's builders read instead of raw dicts."""
+    """The base of every section's settings type: a frozen dataclass whose fields
+    are the section's keys (an absent optional key reads as None), nested sections
+    their own types, lists tuples, free tables (per-node values) read-only
+    mappings."""
 
-    __slots__ = ("_values",)
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        object.__setattr__(self, "_values", values)
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("settings are read-only")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Settings) and self._values == other._values
-
-    def __hash__(self) -> int:
-        return hash(tuple(sorted(self._values)))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
-        return f"Settings({inner})"
+    __slots__ = ()
 
     def keys(self) -> list[str]:
-        return list(self._values)
+        return [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+
+    def as_kwargs(self, *omit: str) -> dict[str, Any]:
+        """Its values by key (not nested), to build a parameter object from."""
+        return {k: getattr(self, k) for k in self.keys() if k not in omit}
 
 
-def typed(node: Node, value: Any) -> Any:
-    """`value` (validated against `node`) as `Settings`, tuples and plain values."""
+_TYPES: dict[tuple[int, str], type] = {}
+
+
+def settings_type(node: Section, name: str, tag: tuple[str, str] | None = None) -> type:
+    """The settings type of section `node` (of a Tagged's variant `tag` = (key, value)),
+    made once; `name` is its class name when it is made."""
+    key = (id(node), tag[1] if tag else "")
+    cls = _TYPES.get(key)
+    if cls is None:
+        names = ([tag[0]] if tag else []) + list(node.fields)
+        cls = dataclasses.make_dataclass(
+            name,
+            [(n, Any) for n in names],
+            bases=(Settings,),
+            frozen=True,
+            slots=True,
+        )
+        cls.__module__ = __name__
+        cls.__doc__ = node.doc
+        _TYPES[key] = cls
+    return cls
+
+
+def typed(node: Node, value: Any, name: str = "") -> Any:
+    """`value` (validated against `node`) as settings, tuples and plain values.
+    `name`: where it sits in a run's config (dotted; "" is the whole config),
+    which names the types made for it (network.radio: NetworkRadioSettings)."""
     if isinstance(node, Tagged):
         if value is None:
             return None
-        variant = node.variants[value[node.tag]]
-        out = {node.tag: value[node.tag]}
-        out.update(_typed_fields(variant, value))
-        return Settings(out)
+        variant = value[node.tag]
+        section = node.variants[variant]
+        cls = settings_type(section, _class_name(f"{name}.{variant}"), (node.tag, variant))
+        return cls(variant, **_typed_fields(section, value, name))
     if isinstance(node, Section):
         if value is None:
             return None
-        return Settings(_typed_fields(node, value))
+        name = node.name or name
+        return settings_type(node, _class_name(name))(**_typed_fields(node, value, name))
     if isinstance(value, dict):
-        return copy.deepcopy(value) if node.redraw or node.type == "table" else value
+        if node.redraw:
+            return typed(REDRAW, value, "redraw")
+        return MappingProxyType(copy.deepcopy(value))
     if isinstance(value, list):
         item = node.item
-        return tuple(typed(item, v) if item is not None else v for v in value)
+        return tuple(typed(item, v, name) if item is not None else v for v in value)
     return value
 
 
-def _typed_fields(node: Section, value: dict) -> dict[str, Any]:
-    return {name: typed(child, _stored(child, value, name)) for name, child in node.fields.items()}
+def _class_name(dotted: str) -> str:
+    if not dotted:
+        return "RunSettings"
+    words = [w for part in dotted.split(".") for w in part.replace("-", "_").split("_") if w]
+    return "".join(w[:1].upper() + w[1:] for w in words) + "Settings"
+
+
+def _typed_fields(node: Section, value: dict, name: str) -> dict[str, Any]:
+    return {
+        key: typed(child, _stored(child, value, key), f"{name}.{key}" if name else key)
+        for key, child in node.fields.items()
+    }
 
 
 def _stored(child: Node, value: dict, name: str) -> Any:

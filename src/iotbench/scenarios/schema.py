@@ -204,6 +204,7 @@ DIRECTION = Section(
     doc="Impairments of one link direction. Absent parts mean no impairment.",
     fields={"loss": LOSS, "delay": DELAY, "outages": OUTAGES},
     optional=True,
+    name="network.impair.direction",
 )
 
 IMPAIR = Section(

@@ -9,8 +9,6 @@ can execute in any process, in any order.
 
 from __future__ import annotations
 
-import json
-
 from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
@@ -24,8 +22,9 @@ from iotbench.metrics.radio import radio_metrics
 from iotbench.metrics.series import NodeSeries
 from iotbench.metrics.timeseries import RunMetrics
 from iotbench.metrics.traffic import TrafficMeter
+from iotbench.scenarios.settings import Settings, run_settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network, build_network
+from iotbench.world.networks import Network, build_network, is_radio_network
 from iotbench.world.networks.radio import check_network
 from iotbench.world.networks.topology import TopologyError
 from iotbench.world.workloads import WORKLOADS
@@ -34,26 +33,28 @@ LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(
-    config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
+    config: Settings, seed: int, pcap_path: str | None = None, series_path: str | None = None
 ) -> dict[str, float | int]:
-    """Run one simulation; its metrics (a publish run's are `RunMetrics`, with its
+    """Run one simulation of `config` (a run's validated config, as the results store
+    keeps it; parsed into settings here, once); its metrics (a publish run's are `RunMetrics`, with its
     time series for the results store). `pcap_path`: write the packets there;
     `series_path`: a radio network's per-node energy and counters over time (CSV)."""
+    settings = run_settings(config)
     sim = Simulator(seed)
     items = ItemLog()
-    kind = WORKLOADS[config["workload"]["kind"]]
+    kind = WORKLOADS[settings.workload.kind]
     traffic = TrafficMeter(sim, windowed=kind.windowed_traffic)
     observers = Observers(traffic)
-    protocol = config["protocol"]["name"]
-    count = kind.item_count(config["workload"])
-    net = build_network(sim, config["network"], items, count, observers, config["protocol"])
+    protocol = settings.protocol.name
+    count = kind.item_count(settings.workload)
+    net = build_network(sim, settings.network, items, count, observers, settings.protocol)
     # The node whose packets S3's `packets_total` counts: the sensor, which is the
     # producer (the server in request-response scenarios).
     sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
     frames = NdnFrameMeter(sensor) if protocol == "ndn" and sensor is not None else None
     if frames is not None:
         observers.add(frames)
-    pcap = _pcap_writer(sim, net, config["network"], pcap_path)
+    pcap = _pcap_writer(sim, net, settings.network, pcap_path)
     if pcap is not None:
         observers.add(pcap)
     series = None
@@ -63,13 +64,13 @@ def run_one(
             series_path,
             list(radio_parts(net)["radios"].values()),
             list(radio_parts(net)["macs"].values()),
-            config["network"]["radio"]["series_interval_s"],
+            settings.network.radio.series_interval_s,
         )
     outputs = [o for o in (pcap, series) if o is not None]
     try:
-        workload = kind(sim, net, config, items, observers, traffic)
+        workload = kind(sim, net, settings, items, observers, traffic)
         workload.start()
-        sim.run(until=config["max_sim_time_s"])
+        sim.run(until=settings.max_sim_time_s)
         items.close_undelivered()
     except BaseException:
         for output in outputs:
@@ -106,36 +107,36 @@ def radio_parts(net: Network) -> dict:
     second = net.parts.get("second")
     if second is None:
         return net.parts
-    both = dict(net.parts)
+    merged = dict(net.parts)
     for key in ("radios", "macs"):
-        both[key] = {**net.parts[key], **second.parts[key]}
-    both["rpl"] = [*net.parts["rpl"], *second.parts["rpl"]]
-    return both
+        merged[key] = {**net.parts[key], **second.parts[key]}
+    merged["rpl"] = [*net.parts["rpl"], *second.parts["rpl"]]
+    return merged
 
 
 def check_networks(configs, label: str = "") -> None:
     """Check every distinct radio network of these run configs before anything runs,
     so a network that cannot work is one clear error, not a failure per run."""
     seen: set[str] = set()
-    for config in configs:
-        network = config["network"]
-        if network.get("topology", "pair") == "pair":
+    for config in map(run_settings, configs):
+        network = config.network
+        if not is_radio_network(network):
             continue
-        key = json.dumps([network, config["protocol"]["name"]], sort_keys=True)
+        key = repr((network, config.protocol.name))
         if key not in seen:
             seen.add(key)
             try:
-                check_network(network, config["protocol"]["name"])
+                check_network(network, config.protocol.name)
             except TopologyError as exc:
                 raise TopologyError(f"{label}: {exc}" if label else str(exc)) from None
 
 
-def _pcap_writer(sim: Simulator, net: Network, network: dict, path: str | None):
+def _pcap_writer(sim: Simulator, net: Network, network: Settings, path: str | None):
     if not path:
         return None
     medium = net.parts.get("medium")
     if medium is None:
-        return PcapWriter(sim, path, LINKTYPES[network["link"]["layer"]])
+        return PcapWriter(sim, path, LINKTYPES[network.link.layer])
     media = [((medium,), LINKTYPE_IEEE802_15_4_WITHFCS, medium.name)]
     second = net.parts.get("second")
     if second is not None:

@@ -7,25 +7,32 @@ from __future__ import annotations
 
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks.base import Network, Streams
 from iotbench.world.networks.pair import build_two_node_network
 from iotbench.world.networks.radio import build_radio_network
 
-__all__ = ["Network", "Streams", "build_network", "build_two_node_network"]
+__all__ = ["Network", "Streams", "build_network", "build_two_node_network", "is_radio_network"]
+
+
+def is_radio_network(network: Settings) -> bool:
+    """A radio network (any topology but pair, which is also what an absent one means)."""
+    return network.topology not in (None, "pair")
 
 
 def build_network(
     sim: Simulator,
-    network: dict,
+    network: Settings,
     items: ItemLog,
     total_items: int,
     observers: Observers,
-    protocol: dict | None = None,
+    protocol: Settings | None = None,
 ) -> Network:
     """The network of a run: a pair, or a radio network (for the protocol's kind of node)."""
-    if network.get("topology", "pair") != "pair":
-        name = protocol["name"] if protocol else ""
-        l2_mtu = protocol.get("ndn", {}).get("mtu_bytes") if protocol else None
+    if is_radio_network(network):
+        name = protocol.name if protocol else ""
+        ndn = protocol.ndn if protocol else None
+        l2_mtu = ndn.mtu_bytes if ndn is not None else None
         return build_radio_network(sim, network, name, observers, l2_mtu)
     return build_two_node_network(sim, network, items, total_items, observers)

@@ -26,6 +26,7 @@ from iotbench.net.impairments import (
 from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import RngStreams, Simulator
 from iotbench.world.networks.base import Network, Streams
 
@@ -34,45 +35,49 @@ DIRECTIONS = ("to_server", "to_client")
 
 
 def build_two_node_network(
-    sim: Simulator, network: dict, items: ItemLog, total_items: int, observers: Observers
+    sim: Simulator, network: Settings, items: ItemLog, total_items: int, observers: Observers
 ) -> Network:
-    link_cfg = network["link"]
-    if link_cfg["layer"] == "ieee802154":
+    link_cfg = network.link
+    if link_cfg.layer == "ieee802154":
         # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
         client, server = L2Node(sim, "client", 1), L2Node(sim, "server", 2)
-        client_if = client.add_interface(link_cfg["mtu_bytes"])
-        server_if = server.add_interface(link_cfg["mtu_bytes"])
+        client_if = client.add_interface(link_cfg.mtu_bytes)
+        server_if = server.add_interface(link_cfg.mtu_bytes)
         overhead = ieee802154.PHY_OVERHEAD_BYTES
     else:
-        client_addr, server_addr = ADDRESSES[network["ip_version"]]
+        client_addr, server_addr = ADDRESSES[network.ip_version]
         client, server = Node(sim, "client"), Node(sim, "server")
-        client_if = client.add_interface(client_addr, link_cfg["mtu_bytes"])
-        server_if = server.add_interface(server_addr, link_cfg["mtu_bytes"])
+        client_if = client.add_interface(client_addr, link_cfg.mtu_bytes)
+        server_if = server.add_interface(server_addr, link_cfg.mtu_bytes)
         overhead = 0
     # The network draws from streams of its own seed (network.seed), so runs that
     # differ only in protocol meet the same losses, delays and outages.
-    streams: Streams = RngStreams(network["seed"]).stream if "seed" in network else sim.rng
-    impair = network.get("impair", {})
-    both = impair.get("both", {})
+    streams: Streams = RngStreams(network.seed).stream if network.seed is not None else sim.rng
+    impair = network.impair
+    both = impair.both if impair is not None else None
     # An outage takes the whole link down: under `both`, the two directions share one.
-    shared_outages = _outages(sim, streams, "link/both", both.get("outages"), items, total_items)
+    shared_outages = _outages(sim, streams, "link/both", _part(both, "outages"), items, total_items)
     redraw_targets: dict[tuple[str, str, str], list] = {}
     impairments = {}
     for direction in DIRECTIONS:
-        own = impair.get(direction, {})
+        own = getattr(impair, direction) if impair is not None else None
         name = f"link/{direction}"
-        loss = _loss(streams, name, own.get("loss", both.get("loss")))
-        delay = _delay(streams, name, own.get("delay", both.get("delay")))
+        loss_spec = _part(own, "loss") or _part(both, "loss")
+        delay_spec = _part(own, "delay") or _part(both, "delay")
+        loss = _loss(streams, name, loss_spec)
+        delay = _delay(streams, name, delay_spec)
+        own_outages = _part(own, "outages")
         outages = (
-            _outages(sim, streams, name, own["outages"], items, total_items)
-            if "outages" in own
+            _outages(sim, streams, name, own_outages, items, total_items)
+            if own_outages is not None
             else shared_outages
         )
         impairments[direction] = Impairment(loss=loss, delay=delay, outages=outages)
-        for part, model in (("loss", loss), ("delay", delay)):
-            section = direction if part in own else "both"
-            for key, value in (own.get(part) or both.get(part) or {}).items():
-                if isinstance(value, dict):
+        for part, model, spec in (("loss", loss, loss_spec), ("delay", delay, delay_spec)):
+            section = direction if _part(own, part) is not None else "both"
+            for key in spec.keys() if spec is not None else ():
+                value = getattr(spec, key)
+                if isinstance(value, Settings):
                     redraw_targets.setdefault((section, part, key), []).append((model, value))
     # A parameter redrawn under `both` takes the same value in each direction.
     redraws = []
@@ -82,7 +87,7 @@ def build_two_node_network(
             streams(f"link/{section}/{part}/{key}/redraw"),
             [model for model, _ in targets],
             key,
-            *value["uniform"],
+            *value.uniform,
         )
         _schedule_redraw(sim, redraw, value, items)
         redraws.append(redraw)
@@ -90,9 +95,9 @@ def build_two_node_network(
         sim,
         client_if,
         server_if,
-        rate_bps=link_cfg["rate_bps"],
-        delay_s=link_cfg["delay_s"],
-        queue_packets=link_cfg["queue_packets"],
+        rate_bps=link_cfg.rate_bps,
+        delay_s=link_cfg.delay_s,
+        queue_packets=link_cfg.queue_packets,
         impair_a_to_b=impairments["to_server"],
         impair_b_to_a=impairments["to_client"],
         observers=observers,
@@ -107,78 +112,83 @@ def build_two_node_network(
     )
 
 
+def _part(direction: Settings | None, part: str) -> Settings | None:
+    """One part (loss, delay, outages) of a direction's impairments, if it has one."""
+    return getattr(direction, part) if direction is not None else None
+
+
 def _initial(value) -> float:
     # A redrawn parameter gets its first value when its schedule first fires (at
     # the first item or at t=0); until then the low end is a placeholder.
-    return value["uniform"][0] if isinstance(value, dict) else value
+    return value.uniform[0] if isinstance(value, Settings) else value
 
 
-def _loss(streams: Streams, name: str, spec: dict | None):
-    if not spec or spec["model"] == "none":
+def _loss(streams: Streams, name: str, spec: Settings | None):
+    if not spec or spec.model == "none":
         return None
     rng = streams(f"{name}/loss")
-    if spec["model"] == "bernoulli":
-        return BernoulliLoss(rng, _initial(spec["p"]))
+    if spec.model == "bernoulli":
+        return BernoulliLoss(rng, _initial(spec.p))
     return GilbertElliottLoss(
         rng,
-        _initial(spec["p_good_to_bad"]),
-        _initial(spec["p_bad_to_good"]),
-        _initial(spec.get("loss_good", 0.0)),
-        _initial(spec.get("loss_bad", 1.0)),
+        _initial(spec.p_good_to_bad),
+        _initial(spec.p_bad_to_good),
+        _initial(spec.loss_good),
+        _initial(spec.loss_bad),
     )
 
 
-def _delay(streams: Streams, name: str, spec: dict | None):
-    if not spec or spec["model"] == "none":
+def _delay(streams: Streams, name: str, spec: Settings | None):
+    if not spec or spec.model == "none":
         return None
     rng = streams(f"{name}/delay")
-    model = spec["model"]
+    model = spec.model
     if model == "constant":
-        return ConstantDelay(_initial(spec["s"]))
+        return ConstantDelay(_initial(spec.s))
     if model == "uniform":
-        return UniformDelay(rng, _initial(spec["low_s"]), _initial(spec["high_s"]))
-    return NormalDelay(rng, _initial(spec["mean_s"]), _initial(spec["stddev_s"]))
+        return UniformDelay(rng, _initial(spec.low_s), _initial(spec.high_s))
+    return NormalDelay(rng, _initial(spec.mean_s), _initial(spec.stddev_s))
 
 
 def _outages(
     sim: Simulator,
     streams: Streams,
     name: str,
-    spec: dict | None,
+    spec: Settings | None,
     items: ItemLog,
     total_items: int,
 ) -> Outages:
-    if not spec or spec["model"] == "none":
+    if not spec or spec.model == "none":
         return Outages()
     rng = streams(f"{name}/outages")
-    model = spec["model"]
+    model = spec.model
     if model == "scheduled":
         outages = Outages()
-        for start in spec["start_s"]:
-            outages.add(start, spec["duration_s"])
+        for start in spec.start_s:
+            outages.add(start, spec.duration_s)
         return outages
     if model == "random":
-        return random_outages(rng, spec["count"], spec["duration_s"], tuple(spec["window_s"]))
+        return random_outages(rng, spec.count, spec.duration_s, tuple(spec.window_s))
     # random-items: each outage begins when a randomly chosen item starts, so every
     # protocol meets the same number of outages however fast it works.
     outages = Outages()
     total = total_items
-    chosen = set(rng.sample(range(total), min(spec["count"], total)))
+    chosen = set(rng.sample(range(total), min(spec.count, total)))
 
     def on_item(index: int) -> None:
         if index in chosen:
-            outages.add(sim.now, spec["duration_s"])
+            outages.add(sim.now, spec.duration_s)
 
     items.on_start.append(on_item)
     return outages
 
 
-def _schedule_redraw(sim: Simulator, redraw: Redraw, value: dict, items: ItemLog) -> None:
-    if "every_items" in value:
-        every = value["every_items"]
+def _schedule_redraw(sim: Simulator, redraw: Redraw, value: Settings, items: ItemLog) -> None:
+    if value.every_items is not None:
+        every = value.every_items
         items.on_start.append(lambda index: redraw.fire() if index % every == 0 else None)
     else:
-        every_s = value["every_s"]
+        every_s = value.every_s
 
         def tick() -> None:
             redraw.fire()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -68,7 +69,7 @@ from iotbench.net.routing.tree import Tree, fewest_hops, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
-from iotbench.scenarios.fields import Settings, typed
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
 from iotbench.world.networks.base import Network
@@ -96,7 +97,11 @@ SLIP_BAUD = 115_200  # a serial uplink's rate when the scenario names none
 
 
 def build_radio_network(
-    sim: Simulator, network: dict, protocol: str, observers: Observers, l2_mtu: int | None = None
+    sim: Simulator,
+    network: Settings,
+    protocol: str,
+    observers: Observers,
+    l2_mtu: int | None = None,
 ) -> Network:
     net, cfg = _one_network(sim, network, protocol, observers, l2_mtu, FIRST)
     hosts, interfaces = net.hosts, net.interfaces
@@ -104,7 +109,9 @@ def build_radio_network(
         raise TopologyError("network.second, network.uplink: NDN nodes have no IP links")
     second = None
     if cfg.second is not None:
-        second, _ = _one_network(sim, second_network(network), protocol, observers, l2_mtu, SECOND)
+        second, _ = _one_network(
+            sim, second_network(network), protocol, observers, l2_mtu, SECOND, cfg.second.offset_m
+        )
         net.parts["second"] = second
         _leak_between(cfg, net.parts["streams"], net, second)
     if cfg.uplink is not None:
@@ -131,29 +138,34 @@ def build_radio_network(
     return net
 
 
-def second_network(network: dict) -> dict:
-    """The `network` section of the second radio network: the first's on its own channel."""
-    radio = dict(network.get("radio", {}))
-    radio["channel"] = network["second"]["channel"]
-    if radio.get("nodes"):
-        radio["nodes"] = {SECOND.id_prefix + k: v for k, v in radio["nodes"].items()}
-    # Its clients are the first network's: the uplink host stays where it is.
-    roles = {**network["roles"], "client": "gateway"}
-    rest = {k: v for k, v in network.items() if k not in ("second", "uplink")}
-    offset = network["second"].get("offset_m")
-    return {**rest, "radio": radio, "roles": roles, **({"offset_m": offset} if offset else {})}
+def second_network(network: Settings) -> Settings:
+    """The `network` section of the second radio network: the first's on its own
+    channel, its per-node radios renamed, its clients the first network's (the
+    uplink host stays where it is). Its shift is network.second.offset_m."""
+    radio = network.radio
+    nodes = radio.nodes
+    if nodes:
+        nodes = MappingProxyType({SECOND.id_prefix + k: v for k, v in nodes.items()})
+    return replace(
+        network,
+        radio=replace(radio, channel=network.second.channel, nodes=nodes),
+        roles=replace(network.roles, client="gateway"),
+        second=None,
+        uplink=None,
+    )
 
 
 def _one_network(
     sim: Simulator,
-    network: dict,
+    network: Settings,
     protocol: str,
     observers: Observers,
     l2_mtu: int | None,
     subnet: Subnet,
+    offset_m: tuple[float, ...] | None = None,
 ) -> tuple[Network, Settings]:
     cfg, streams, topology, medium, radios, tree = radio_layout(
-        sim, network, protocol, observers, subnet
+        sim, network, protocol, observers, subnet, offset_m
     )
     params = MacParams(
         min_be=cfg.mac.min_be,
@@ -247,23 +259,22 @@ def _one_network(
 
 def radio_layout(
     sim: Simulator,
-    network: dict,
+    network: Settings,
     protocol: str,
     observers: Observers,
     subnet: Subnet = FIRST,
+    offset_m: tuple[float, ...] | None = None,
 ):
-    """What decides whether a radio network can work: its topology, radios with
-    their neighbour lists, and routing tree, checked (a TopologyError says why
-    not). (typed settings, streams, topology, medium, radios, tree)"""
-    from iotbench.scenarios.schema import NETWORK
-
-    cfg = typed(NETWORK, network)
-    streams = RngStreams(network["seed"]).stream
+    """What decides whether a radio network can work: its topology (shifted by
+    `offset_m`), radios with their neighbour lists, and routing tree, checked (a
+    TopologyError says why not). (settings, streams, topology, medium, radios, tree)"""
+    cfg = network
+    streams = RngStreams(network.seed).stream
     topology = build_topology(network, streams("topology"))
     if subnet.id_prefix:
         topology = topology.renamed(subnet.id_prefix)
-        if network.get("offset_m"):
-            topology = topology.shifted(network["offset_m"])
+        if offset_m:
+            topology = topology.shifted(offset_m)
     medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
@@ -275,11 +286,18 @@ def radio_layout(
     return cfg, streams, topology, medium, radios, tree
 
 
-def check_network(network: dict, protocol: str) -> None:
+def check_network(network: Settings, protocol: str) -> None:
     """Check a radio network without simulating it (see radio_layout)."""
     radio_layout(Simulator(0), network, protocol, Observers())
-    if network.get("second"):
-        radio_layout(Simulator(0), second_network(network), protocol, Observers(), SECOND)
+    if network.second is not None:
+        radio_layout(
+            Simulator(0),
+            second_network(network),
+            protocol,
+            Observers(),
+            SECOND,
+            network.second.offset_m,
+        )
 
 
 # --------------------------------------------------------------------- radio

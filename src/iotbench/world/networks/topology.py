@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from iotbench.scenarios.errors import ScenarioError
+from iotbench.scenarios.settings import Settings
 
 Position = tuple[float, float, float]
 
@@ -151,31 +152,31 @@ def building_positions(plan: BuildingPlan) -> list[tuple[Position, int]]:
 # --------------------------------------------------------------------- generators
 
 
-def build_topology(network: dict, rng: random.Random, where: str = "network") -> Topology:
+def build_topology(network: Settings, rng: random.Random, where: str = "network") -> Topology:
     """The topology of a validated `network` section (not for kind = pair)."""
-    kind = network["topology"]
-    nodes_cfg = network["nodes"]
+    kind = network.topology
+    nodes_cfg = network.nodes
     if kind == "file":
         nodes, links = _from_layout(nodes_cfg)
-        where = nodes_cfg.get("file", where)
+        where = nodes_cfg.file or where
     else:
         nodes = _generate(kind, nodes_cfg, rng)
         links = {}
     _check_unique(nodes, where)
-    area = nodes_cfg.get("area_m")
+    area = nodes_cfg.area_m
     if area is not None:
-        _check_area(nodes, area, nodes_cfg.get("file", where))
-    roles = _roles(network["roles"], nodes, kind, rng, where)
+        _check_area(nodes, area, nodes_cfg.file or where)
+    roles = _roles(network.roles, nodes, kind, rng, where)
     return Topology(kind, tuple(nodes), roles, links)
 
 
-def _generate(kind: str, cfg: dict, rng: random.Random) -> list[NodeSpec]:
-    count = cfg["count"]
+def _generate(kind: str, cfg: Settings, rng: random.Random) -> list[NodeSpec]:
+    count = cfg.count
     if kind == "line":
-        step = cfg["spacing_m"]
+        step = cfg.spacing_m
         return [NodeSpec(f"n{i}", (i * step, 0.0, 0.0)) for i in range(count)]
     if kind == "star":
-        r = cfg["radius_m"]
+        r = cfg.radius_m
         others = count - 1
         ring = [
             (r * math.cos(2 * math.pi * k / others), r * math.sin(2 * math.pi * k / others), 0.0)
@@ -185,21 +186,22 @@ def _generate(kind: str, cfg: dict, rng: random.Random) -> list[NodeSpec]:
             NodeSpec(f"n{i + 1}", p) for i, p in enumerate(ring)
         ]
     if kind == "grid":
-        columns = cfg.get("columns") or math.ceil(math.sqrt(count))
-        step = cfg["spacing_m"]
-        row_step = cfg.get("row_spacing_m") or step
+        columns = cfg.columns or math.ceil(math.sqrt(count))
+        step = cfg.spacing_m
+        row_step = cfg.row_spacing_m or step
         return [
             NodeSpec(f"n{i}", ((i % columns) * step, (i // columns) * row_step, 0.0))
             for i in range(count)
         ]
     if kind == "random":
-        width, depth = cfg["area_m"][:2]
+        width, depth = cfg.area_m[:2]
         return [
             NodeSpec(f"n{i}", (rng.uniform(0, width), rng.uniform(0, depth), 0.0))
             for i in range(count)
         ]
     # building: draw `count` of the candidate positions, kept in plan order.
-    plan = BuildingPlan(**cfg.get("building", {}))
+    building = cfg.building
+    plan = BuildingPlan(**building.as_kwargs()) if building is not None else BuildingPlan()
     candidates = building_positions(plan)
     if count > len(candidates):
         raise TopologyError(
@@ -232,7 +234,7 @@ def _check_area(nodes: list[NodeSpec], area: list[float], where: str) -> None:
 
 
 def _roles(
-    cfg: dict, nodes: list[NodeSpec], kind: str, rng: random.Random, where: str
+    cfg: Settings, nodes: list[NodeSpec], kind: str, rng: random.Random, where: str
 ) -> dict[str, tuple[str, ...]]:
     ids = [n.id for n in nodes]
     known = set(ids)
@@ -245,7 +247,7 @@ def _roles(
             )
         return node_id
 
-    gateway = cfg["gateway"]
+    gateway = cfg.gateway
     if gateway == "auto":
         # The centre of a star, the first of a line or grid; drawn elsewhere.
         gateway = ids[0] if kind in ("line", "star", "grid") else rng.choice(ids)
@@ -254,7 +256,7 @@ def _roles(
         gateway = min(nodes, key=lambda n: sum(c * c for c in n.position)).id
     check(gateway, "gateway")
     others = [i for i in ids if i != gateway]
-    listed, count = cfg["producers"], cfg.get("producer_count")
+    listed, count = cfg.producers, cfg.producer_count
     if listed and count is not None:
         raise TopologyError(f"{where}.roles: give producers or producer_count, not both")
     if listed:
@@ -272,7 +274,7 @@ def _roles(
         chosen = sorted(rng.sample(others, count), key=ids.index)
     else:
         chosen = others
-    client = cfg["client"]
+    client = cfg.client
     if client == "gateway":
         client = gateway
     elif client != "uplink":  # the uplink host is not a radio node
@@ -391,9 +393,9 @@ def _link_row(label: str, where: str, row) -> dict:
     return {"from": str(row["from"]).strip(), "to": str(row["to"]).strip(), "prr": prr}
 
 
-def _from_layout(cfg: dict) -> tuple[list[NodeSpec], dict[tuple[str, str], float]]:
-    layout = cfg["layout"]
-    label = cfg.get("file", "network.nodes.layout")
+def _from_layout(cfg: Settings) -> tuple[list[NodeSpec], dict[tuple[str, str], float]]:
+    layout = cfg.layout
+    label = cfg.file or "network.nodes.layout"
     nodes = [NodeSpec(n["id"], tuple(n["position"]), n.get("floor", 0)) for n in layout["nodes"]]
     ids = {n.id for n in nodes}
     links: dict[tuple[str, str], float] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from iotbench.apps.requesters import ItemClient
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import build_coap
@@ -19,7 +20,7 @@ from iotbench.world.protocols.mqttsn import build_mqttsn
 from iotbench.world.protocols.ndn import build_ndn
 from iotbench.world.protocols.quic import build_quic
 
-BUILDERS: dict[str, Callable[[Simulator, Network, dict], ItemClient]] = {
+BUILDERS: dict[str, Callable[[Simulator, Network, Settings], ItemClient]] = {
     "coap": build_coap,
     "http": build_http,
     "mqtt": build_mqtt,
@@ -29,5 +30,5 @@ BUILDERS: dict[str, Callable[[Simulator, Network, dict], ItemClient]] = {
 }
 
 
-def build_client(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    return BUILDERS[config["protocol"]["name"]](sim, net, config)
+def build_client(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    return BUILDERS[config.protocol.name](sim, net, config)

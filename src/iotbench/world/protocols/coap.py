@@ -11,23 +11,24 @@ from iotbench.net.ip import address_text
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import CoapEndpoint, RequestFailed, ResponseReceived
 from iotbench.proto.coap.params import CoapParams
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
 COAP_PORT = 5683
 
 
-def coap_params(cfg: dict, **overrides) -> CoapParams:
+def coap_params(cfg: Settings, **overrides) -> CoapParams:
     """protocol.coap's parameters (keyword arguments add or override CoapParams')."""
     return CoapParams(
-        ack_timeout_s=cfg["ack_timeout_s"],
-        ack_random_factor=cfg["ack_random_factor"],
-        max_retransmit=cfg["max_retransmit"],
-        nstart=cfg["nstart"],
-        non_timeout_s=cfg.get("non_timeout_s"),
-        rto=cfg["rto"],
-        backoff=cfg["backoff"],
-        block_size_bytes=cfg.get("block_size_bytes"),
+        ack_timeout_s=cfg.ack_timeout_s,
+        ack_random_factor=cfg.ack_random_factor,
+        max_retransmit=cfg.max_retransmit,
+        nstart=cfg.nstart,
+        non_timeout_s=cfg.non_timeout_s,
+        rto=cfg.rto,
+        backoff=cfg.backoff,
+        block_size_bytes=cfg.block_size_bytes,
         **overrides,
     )
 
@@ -35,14 +36,14 @@ def coap_params(cfg: dict, **overrides) -> CoapParams:
 class CoapItemClient:
     """One CoAP GET per item, CON or NON, against the server's resource."""
 
-    def __init__(self, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
+    def __init__(self, sim: Simulator, net: Network, config: Settings) -> None:
+        cfg = config.protocol.coap
         self.sim = sim
-        self.path = config["workload"]["path"]
-        self.confirmable = cfg["type"] == "con"
+        self.path = config.workload.path
+        self.confirmable = cfg.type == "con"
         self.server = (address_text(net.address(net.node("producer"))), COAP_PORT)
         self.endpoint = CoapEndpoint(
-            sim.rng("coap/client"), coap_params(cfg), token_length=cfg["token_length"]
+            sim.rng("coap/client"), coap_params(cfg), token_length=cfg.token_length
         )
         self.driver = DatagramDriver(
             sim, net.node("client"), self.endpoint, self._on_event, codec.header_length
@@ -75,19 +76,17 @@ class CoapItemClient:
                 done(item, False, 0)
 
 
-def start_coap_server(sim: Simulator, net: Network, config: dict) -> CoapEndpoint:
-    cfg = config["protocol"]["coap"]
-    workload = config["workload"]
-    resource = make_resource(
-        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
-    )
+def start_coap_server(sim: Simulator, net: Network, config: Settings) -> CoapEndpoint:
+    cfg = config.protocol.coap
+    workload = config.workload
+    resource = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
     endpoint = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
-    serve_reading(endpoint, workload["path"], resource)
+    serve_reading(endpoint, workload.path, resource)
     server = net.node("producer")
     DatagramDriver(sim, server, endpoint, lambda event: None, codec.header_length, COAP_PORT)
     return endpoint
 
 
-def build_coap(sim: Simulator, net: Network, config: dict) -> ItemClient:
+def build_coap(sim: Simulator, net: Network, config: Settings) -> ItemClient:
     start_coap_server(sim, net, config)
     return CoapItemClient(sim, net, config)

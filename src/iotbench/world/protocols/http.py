@@ -9,6 +9,7 @@ from iotbench.apps.requesters import ItemClient
 from iotbench.apps.sensors import make_resource
 from iotbench.net.ip import address_text
 from iotbench.net.tcp import Connected, TcpStack
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.tcp import tcp_params
@@ -24,33 +25,31 @@ def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:
     sock = stack.connect(server, port, on_event)
 
 
-def build_http(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["http"]
-    tcp_cfg = config["protocol"]["tcp"]
-    workload = config["workload"]
+def build_http(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    cfg = config.protocol.http
+    tcp_cfg = config.protocol.tcp
+    workload = config.workload
     params = tcp_params(tcp_cfg)
     server_node, client_node = net.node("producer"), net.node("client")
     server_stack = TcpStack(sim, server_node, params)
     client_stack = TcpStack(sim, client_node, params)
-    resource = make_resource(
-        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
-    )
-    resources = {workload["path"]: resource}
-    port = cfg["port"]
-    response_headers = [tuple(h) for h in cfg["response_headers"]]
-    request_headers = [tuple(h) for h in cfg["request_headers"]]
-    per_request = cfg["connection"] == "per-request"
+    resource = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
+    resources = {workload.path: resource}
+    port = cfg.port
+    response_headers = [tuple(h) for h in cfg.response_headers]
+    request_headers = [tuple(h) for h in cfg.request_headers]
+    per_request = cfg.connection == "per-request"
     server = net.address(server_node)
     host = host_header(address_text(server), port)
 
     def connect(on_event, data: bytes, header_len: int):
         return client_stack.connect(server, port, on_event, data=data, header_len=header_len)
 
-    if tcp_cfg["prime_fast_open"]:
+    if tcp_cfg.prime_fast_open:
         prime_fast_open(client_stack, server, port)
-    if cfg["version"] == "1.1":
+    if cfg.version == "1.1":
         Http1Server(server_stack, port, resources, response_headers)
-        return Http1Client(connect, host, workload["path"], request_headers, per_request)
-    minimal = cfg["minimal_settings"]
+        return Http1Client(connect, host, workload.path, request_headers, per_request)
+    minimal = cfg.minimal_settings
     Http2Server(server_stack, port, resources, response_headers, minimal)
-    return Http2Client(connect, host, workload["path"], request_headers, per_request, minimal)
+    return Http2Client(connect, host, workload.path, request_headers, per_request, minimal)

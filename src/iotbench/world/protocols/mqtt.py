@@ -15,42 +15,41 @@ from iotbench.net.tcp import TcpStack
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.tcp import tcp_params
 
 
-def build_mqtt(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["mqtt"]
-    workload = config["workload"]
-    params = tcp_params(config["protocol"]["tcp"])
+def build_mqtt(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    cfg = config.protocol.mqtt
+    workload = config.workload
+    params = tcp_params(config.protocol.tcp)
     sink = net.node("client")
     sink_stack = TcpStack(sim, sink, params)
     sensor_stack = TcpStack(sim, net.node("producer"), params)
     broker = BrokerApp(
-        sim, sink_stack, cfg["port"], MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams())
+        sim, sink_stack, cfg.port, MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams())
     )
-    sensor = make_resource(
-        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
-    )
+    sensor = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
     publisher = PerItemPublisher(
         sim,
         sensor_stack,
         net.address(sink),
-        cfg["port"],
-        cfg["topic"],
-        cfg["qos"],
+        cfg.port,
+        cfg.topic,
+        cfg.qos,
         sensor,
         MqttClientParams(
-            client_id=cfg["client_id"],
-            keep_alive_s=cfg["keep_alive_s"],
-            retry_interval_s=cfg.get("retry_interval_s"),
+            client_id=cfg.client_id,
+            keep_alive_s=cfg.keep_alive_s,
+            retry_interval_s=cfg.retry_interval_s,
         ),
         sim.rng("mqtt/publisher"),
     )
     subscriber = MqttClient(
         sim.rng("mqtt/subscriber"), MqttClientParams(client_id="sink", keep_alive_s=0)
     )
-    subscriber.subscribe(sim.now, [(cfg["topic"], cfg["qos"])])
+    subscriber.subscribe(sim.now, [(cfg.topic, cfg.qos)])
     LocalClient(sim, broker, subscriber, publisher.deliveries.on_event, name="subscriber")
     return publisher

@@ -16,18 +16,19 @@ from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
 from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.mqttsn.params import MqttSnClientParams, MqttSnGatewayParams
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
 BROKER_PORT = 1883  # the broker also takes MQTT over TCP on the sink
 
 
-def retry_settings(cfg: dict) -> dict:
+def retry_settings(cfg: Settings) -> dict:
     """Tretry and Nretry (spec 6.13) from protocol.mqttsn."""
-    return {"retry_interval_s": cfg["retry_interval_s"], "max_retries": cfg["max_retries"]}
+    return {"retry_interval_s": cfg.retry_interval_s, "max_retries": cfg.max_retries}
 
 
-def sink_broker(sim: Simulator, sink, cfg: dict) -> BrokerApp:
+def sink_broker(sim: Simulator, sink, cfg: Settings) -> BrokerApp:
     """The MQTT broker on the sink (MQTT over TCP on BROKER_PORT) and the transparent
     MQTT-SN gateway beside it on protocol.mqttsn.port."""
     broker = BrokerApp(
@@ -37,44 +38,40 @@ def sink_broker(sim: Simulator, sink, cfg: dict) -> BrokerApp:
         MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams()),
     )
     gateway = MqttSnGateway(sim.rng("mqttsn/gateway"), MqttSnGatewayParams(**retry_settings(cfg)))
-    GatewayDriver(sim, sink, gateway, cfg["port"], broker)
+    GatewayDriver(sim, sink, gateway, cfg.port, broker)
     return broker
 
 
-def build_mqttsn(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["mqttsn"]
-    workload = config["workload"]
+def build_mqttsn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    cfg = config.protocol.mqttsn
+    workload = config.workload
     sink, sensor_node = net.node("client"), net.node("producer")
     retry = retry_settings(cfg)
     broker = sink_broker(sim, sink, cfg)
-    if not cfg["retransmit"]:
+    if not cfg.retransmit:
         # S3's studied client: one transmission each; a reply that does not come
         # within its wait timer (the keep-alive) abandons the session.
-        wait = cfg["keep_alive_s"] or cfg["retry_interval_s"]
+        wait = cfg.keep_alive_s or cfg.retry_interval_s
         client_retry = {"retry_interval_s": float(wait), "max_retries": 0}
     else:
         client_retry = retry
     client = MqttSnClient(
         sim.rng("mqttsn/client"),
-        MqttSnClientParams(
-            client_id=cfg["client_id"], keep_alive_s=cfg["keep_alive_s"], **client_retry
-        ),
+        MqttSnClientParams(client_id=cfg.client_id, keep_alive_s=cfg.keep_alive_s, **client_retry),
     )
-    sensor = make_resource(
-        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
-    )
+    sensor = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
     publisher = PerItemSnPublisher(
         sim,
         sensor_node,
         client,
-        (address_text(net.address(sink)), cfg["port"]),
-        cfg["topic"],
-        cfg["qos"],
+        (address_text(net.address(sink)), cfg.port),
+        cfg.topic,
+        cfg.qos,
         sensor,
     )
     subscriber = MqttClient(
         sim.rng("mqtt/subscriber"), MqttClientParams(client_id="sink", keep_alive_s=0)
     )
-    subscriber.subscribe(sim.now, [(cfg["topic"], max(cfg["qos"], 0))])
+    subscriber.subscribe(sim.now, [(cfg.topic, max(cfg.qos, 0))])
     LocalClient(sim, broker, subscriber, publisher.deliveries.on_event, name="subscriber")
     return publisher

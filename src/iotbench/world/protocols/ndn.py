@@ -39,6 +39,7 @@ from iotbench.proto.ndn.signing import (
     UnsignedSigner,
     generate_ecdsa_key,
 )
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -124,12 +125,12 @@ class NdnConsumer:
         node.cpu.run(cost, express)
 
 
-def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["ndn"]
-    workload = config["workload"]
-    profile = get_profile(cfg["profile"])
+def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    cfg = config.protocol.ndn
+    workload = config.workload
+    profile = get_profile(cfg.profile)
     forwarder_config = scenario_forwarder_config(cfg)
-    prefix = Name(cfg["prefix"])
+    prefix = Name(cfg.prefix)
     consumer_host, producer_host = net.node("client"), net.node("producer")
     if net.link is not None:  # a pair: one link, one face each way
         consumer = NdnNode(sim, "client", profile, forwarder_config, sim.rng("ndn/client"))
@@ -144,18 +145,18 @@ def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
         route_prefix(net, nodes, prefix, consumer_host.name, producer_host.name)
         others = [n for n in nodes.values() if n is not consumer and n is not producer]
 
-    sensor = make_resource(workload["resource"], sim.rng("sensor"))
+    sensor = make_resource(workload.resource, sim.rng("sensor"))
     maker = DataMaker(
-        make_signer(cfg["signature"], sim, prefix),
-        cfg["data_bytes"],
+        make_signer(cfg.signature, sim, prefix),
+        cfg.data_bytes,
         sensor,
-        cfg.get("freshness_period_ms"),
+        cfg.freshness_period_ms,
     )
     consumer_app = NdnApp.create(consumer.forwarder)
     producer_app = NdnApp.create(producer.forwarder)
-    item_client = NdnConsumer(consumer, consumer_app, prefix, cfg["interest_lifetime_ms"])
+    item_client = NdnConsumer(consumer, consumer_app, prefix, cfg.interest_lifetime_ms)
 
-    create_cost = profile.cost_s(CREATE_OPERATION[cfg["signature"]])
+    create_cost = profile.cost_s(CREATE_OPERATION[cfg.signature])
 
     def on_interest(interest) -> None:
         def answer() -> None:
@@ -166,30 +167,30 @@ def build_ndn(sim: Simulator, net: Network, config: dict) -> ItemClient:
 
     # The producer's application answers whatever its cache cannot.
     producer_app.register_prefix(prefix, on_interest)
-    source = cfg["data_source"]
+    source = cfg.data_source
     if source != "producer-app":
         cache_app = producer_app if source == "producer-cache" else consumer_app
-        for index in range(workload["items"]):
+        for index in range(workload.items):
             cache_app.put_data(maker.make(item_client.name_of(index)), now=sim.now)
     for node in (consumer, producer, *others):
         node.pump()
     return item_client
 
 
-def scenario_forwarder_config(cfg: dict, **overrides) -> ForwarderConfig:
+def scenario_forwarder_config(cfg: Settings, **overrides) -> ForwarderConfig:
     """`protocol.ndn`'s tables and timers; what it leaves out, the device profile's."""
     tables = {
-        key: cfg[key]
+        key: getattr(cfg, key)
         for key in ("pit_max_entries", "cs_max_bytes", "cs_max_entries", "fib_max_entries")
-        if cfg.get(key) is not None
+        if getattr(cfg, key) is not None
     }
-    return get_profile(cfg["profile"]).forwarder_config(
+    return get_profile(cfg.profile).forwarder_config(
         # The constrained stacks S4 and S5 describe send no Nacks.
         send_nacks=False,
-        pit_overflow=cfg.get("pit_overflow", "drop-new"),
-        retx_max=cfg.get("retx_max", 0),
-        retx_interval_s=cfg.get("retx_interval_s", 2.0),
-        nonce_check=cfg.get("nonce_check", "nfd"),
+        pit_overflow=cfg.pit_overflow,
+        retx_max=cfg.retx_max,
+        retx_interval_s=cfg.retx_interval_s,
+        nonce_check=cfg.nonce_check,
         **{**tables, **overrides},
     )
 

@@ -10,6 +10,7 @@ from iotbench.net.ip import address_text
 from iotbench.proto.quic.certs import certificate_pem, make_certificate
 from iotbench.proto.quic.endpoint import QuicClient, QuicServer, RequestFailed, ResponseReceived
 from iotbench.proto.quic.params import QuicParams
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -52,32 +53,30 @@ class QuicItemClient:
                 done(item, False, 0)
 
 
-def build_quic(sim: Simulator, net: Network, config: dict) -> ItemClient:
-    cfg = config["protocol"]["quic"]
-    workload = config["workload"]
+def build_quic(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+    cfg = config.protocol.quic
+    workload = config.workload
     params = QuicParams(
-        connection=cfg["connection"],
-        zero_rtt=cfg["zero_rtt"],
-        idle_timeout_s=cfg["idle_timeout_s"],
-        initial_rtt_s=cfg["initial_rtt_s"],
-        congestion_control=cfg["congestion_control"],
+        connection=cfg.connection,
+        zero_rtt=cfg.zero_rtt,
+        idle_timeout_s=cfg.idle_timeout_s,
+        initial_rtt_s=cfg.initial_rtt_s,
+        congestion_control=cfg.congestion_control,
     )
     # The run's certificate depends on its seed alone (see proto/quic/certs.py).
     cert, key = make_certificate(sim.rng("quic/certificate").getrandbits(63), SERVER_NAME)
-    sensor = make_resource(
-        workload["resource"], sim.rng("sensor"), workload.get("object_size_bytes", 0)
-    )
-    path = workload["path"]
+    sensor = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
+    path = workload.path
 
     def answer(request: bytes) -> bytes:
         return sensor.read() if request.decode("utf-8", "replace") == path else b""
 
     server = QuicServer(params, cert, key, answer)
     server_node, client_node = net.node("producer"), net.node("client")
-    DatagramDriver(sim, server_node, server, lambda event: None, quic_bytes, cfg["port"])
+    DatagramDriver(sim, server_node, server, lambda event: None, quic_bytes, cfg.port)
     client = QuicClient(params, certificate_pem(cert), SERVER_NAME)
     item_client = QuicItemClient(
-        sim, None, client, (address_text(net.address(server_node)), cfg["port"]), path
+        sim, None, client, (address_text(net.address(server_node)), cfg.port), path
     )
     item_client.driver = DatagramDriver(sim, client_node, client, item_client.on_event, quic_bytes)
     return item_client

@@ -15,6 +15,7 @@ from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -27,15 +28,15 @@ class Workload:
     windowed_traffic: ClassVar[bool] = False
 
     @staticmethod
-    def item_count(workload: dict) -> int:
+    def item_count(workload: Settings) -> int:
         """The items the run will have (the network's per-item outages use it)."""
-        return workload["items"]
+        return workload.items
 
     def __init__(
         self,
         sim: Simulator,
         net: Network,
-        config: dict,
+        config: Settings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,

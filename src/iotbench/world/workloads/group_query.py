@@ -67,6 +67,7 @@ from iotbench.proto.coap.endpoint import (
     ResponseReceived,
 )
 from iotbench.proto.coap.group import leisure_lower_bound_s, serve_membership
+from iotbench.scenarios.settings import Settings, em_settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import COAP_PORT, coap_params
@@ -80,20 +81,6 @@ CT_JSON = 50
 #: join: every one must) tries again after CREATE_RETRY_S, CREATE_ATTEMPTS in all.
 CREATE_RETRY_S = 60.0
 CREATE_ATTEMPTS = 5
-
-#: protocol.coap.em defaults (the scenario schema documents each).
-EM_DEFAULTS = {
-    "mode": "unicast",
-    "delay_ms": 0.0,
-    "emt": "con",
-    "leisure_s": 5.0,
-    "multicast_margin_s": 1.0,
-    "separate_response_after_s": 1.0,
-}
-
-
-def em_settings(coap: dict) -> dict:
-    return {**EM_DEFAULTS, **coap.get("em", {})}
 
 
 def member_response_bytes(token_length: int) -> int:
@@ -113,7 +100,7 @@ def member_response_bytes(token_length: int) -> int:
 class Member:
     """One member node: its reading at `path`, and /mc."""
 
-    def __init__(self, sim: Simulator, node, cfg: dict, path: str, leisure_s: float) -> None:
+    def __init__(self, sim: Simulator, node, cfg: Settings, path: str, leisure_s: float) -> None:
         self.node = node
         self.rng = sim.rng(f"member/{node.name}")
         params = replace(coap_params(cfg), default_leisure_s=leisure_s)
@@ -155,42 +142,42 @@ class GroupQueryWorkload(Workload):
     """`workload.kind = "group-query"` (see the module doc)."""
 
     @staticmethod
-    def item_count(workload: dict) -> int:
-        return workload["queries"]
+    def item_count(workload: Settings) -> int:
+        return workload.queries
 
     def __init__(
         self,
         sim: Simulator,
         net: Network,
-        config: dict,
+        config: Settings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter | None = None,
     ) -> None:
-        workload = config["workload"]
+        workload = config.workload
         self.radio = RadioFrames()
         observers.add(self.radio)
-        cfg = config["protocol"]["coap"]
+        cfg = config.protocol.coap
         em = em_settings(cfg)
         self.sim = sim
         self.items = items
-        self.queries = workload["queries"]
-        self.gap_s = workload.get("interval_s", 1.0)
-        self.start_s = workload["start_s"]
-        self.query_start_s = workload.get("query_start_s")
-        path = workload["path"]
+        self.queries = workload.queries
+        self.gap_s = workload.interval_s if workload.interval_s is not None else 1.0
+        self.start_s = workload.start_s
+        self.query_start_s = workload.query_start_s
+        path = workload.path
         self.em_settings = em
         # Where the EMs run: on the gateways (the radio border routers), or on the
         # gateways' hosts behind them, as the study ran them (`workload.em_on`).
-        self.em_role = workload.get("em_on") or "gateway"
+        self.em_role = workload.em_on or "gateway"
         em_node = net.node(self.em_role)
         self.gateway_host = address_text(net.address(em_node))
         networks = [net]
         second = net.parts.get("second")
-        nested = workload["entity"] == "nested"
+        nested = workload.entity == "nested"
         if nested:
             networks.append(second)
-        target = workload.get("member_hops_mean")
+        target = workload.member_hops_mean
         chosen_per_network = []
         for network in networks:
             chosen = network.nodes("producer")
@@ -200,17 +187,17 @@ class GroupQueryWorkload(Workload):
                 members_rng = network.parts["streams"]("workload/members")
                 chosen = pick_members(network, len(chosen), target, members_rng)
             chosen_per_network.append(chosen)
-        leisure = em["leisure_s"]
-        if em.get("leisure_rate_bps") is not None:
+        leisure = em.leisure_s
+        if em.leisure_rate_bps is not None:
             # RFC 7252 8.2's lower bound for the group each EM addresses.
             size = member_response_bytes(coap_params(cfg).token_length)
             group = len(chosen_per_network[0])
-            leisure = leisure_lower_bound_s(size, group, em["leisure_rate_bps"])
+            leisure = leisure_lower_bound_s(size, group, em.leisure_rate_bps)
         self.leisure_s = leisure
         self.em_params = replace(
             coap_params(cfg),
             default_leisure_s=leisure,
-            separate_response_after_s=em["separate_response_after_s"],
+            separate_response_after_s=em.separate_response_after_s,
         )
         self._answered: list = []  # the EMs' QueryAnswered events since the last answer
         self.em, self.em_driver = self._entity_manager(net, "coap/em")
@@ -272,7 +259,7 @@ class GroupQueryWorkload(Workload):
             CoapEndpoint(self.sim.rng(stream), self.em_params),
             EmParams(
                 max_members=max(64, len(net.ids("producer"))),
-                multicast_margin_s=self.em_settings["multicast_margin_s"],
+                multicast_margin_s=self.em_settings.multicast_margin_s,
                 local_hosts=tuple(address_text(i.address) for i in gateway.interfaces),
             ),
         )
@@ -283,9 +270,9 @@ class GroupQueryWorkload(Workload):
 
     def _profile(self, name: str, uris: list[str], mode: str | None = None) -> dict:
         em = self.em_settings
-        profile = {"name": name, "er": uris, "ect": mode or em["mode"], "delay": em["delay_ms"]}
+        profile = {"name": name, "er": uris, "ect": mode or em.mode, "delay": em.delay_ms}
         if profile["ect"] == "unicast":
-            profile["emt"] = em["emt"]
+            profile["emt"] = em.emt
         return profile
 
     def start(self) -> None:
@@ -343,7 +330,7 @@ class GroupQueryWorkload(Workload):
         member's reply at the EM (the study's), or the answer when none replied."""
         mine = [e for e in self._answered if e.name == ENTITY]
         self._answered.clear()
-        if self.em_settings["mode"] == "multicast" and mine and mine[-1].last_reply is not None:
+        if self.em_settings.mode == "multicast" and mine and mine[-1].last_reply is not None:
             return mine[-1].last_reply - item.t_start
         return now - item.t_start
 

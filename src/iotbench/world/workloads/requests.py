@@ -11,6 +11,7 @@ from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
 from iotbench.metrics.items import DELIVERED, Item, ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.traffic import TrafficMeter
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols import build_client
@@ -24,13 +25,13 @@ class SequentialRequests(Workload):
         self,
         sim: Simulator,
         net: Network,
-        config: dict,
+        config: Settings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,
     ) -> None:
-        workload = config["workload"]
-        self.start_s = workload["start_s"]
+        workload = config.workload
+        self.start_s = workload.start_s
         self.requester = self._requester(
             sim, build_client(sim, net, config), items, self.item_count(workload), workload
         )
@@ -46,7 +47,7 @@ class PeriodicRequests(SequentialRequests):
     """`workload.kind = "periodic"`: a request every `interval_s`, whatever came back."""
 
     def _requester(self, sim, client, items, count, workload):
-        return PeriodicRequester(sim, client, items, count, workload["interval_s"])
+        return PeriodicRequester(sim, client, items, count, workload.interval_s)
 
 
 class ObjectDownload(SequentialRequests):
@@ -57,14 +58,14 @@ class ObjectDownload(SequentialRequests):
     windowed_traffic = True
 
     @staticmethod
-    def item_count(workload: dict) -> int:
+    def item_count(workload: Settings) -> int:
         return 1
 
     def __init__(
         self,
         sim: Simulator,
         net: Network,
-        config: dict,
+        config: Settings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,

@@ -37,6 +37,7 @@ with `protocol.coap.token_length`-byte tokens (gcoap: 2).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from iotbench.apps.driver import DatagramDriver
@@ -51,6 +52,7 @@ from iotbench.proto.coap.endpoint import (
     ResponseReceived,
 )
 from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import COAP_PORT, coap_params
@@ -100,12 +102,12 @@ class CoapPut(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+        cfg = config.protocol.coap
         self.work = work
         self.sim = sim
-        self.path = config["workload"]["path"]
-        self.confirmable = cfg["type"] == "con"
+        self.path = config.workload.path
+        self.confirmable = cfg.type == "con"
         self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading
         sink = net.node("client")
         self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
@@ -117,7 +119,7 @@ class CoapPut(_CoapSender):
         self.producers = []
         for index, node in enumerate(net.nodes("producer")):
             endpoint = CoapEndpoint(
-                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg["token_length"]
+                sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg.token_length
             )
             driver = DatagramDriver(
                 sim,
@@ -165,10 +167,10 @@ class _Gateway:
     """The gateway's client endpoint, shared by the GET and Observe senders."""
 
     def __init__(
-        self, sim: Simulator, net: Network, cfg: dict, on_event, operation: str = COAP_MESSAGE
+        self, sim: Simulator, net: Network, cfg: Settings, on_event, operation: str = COAP_MESSAGE
     ) -> None:
         self.endpoint = CoapEndpoint(
-            sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg["token_length"]
+            sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg.token_length
         )
         self.driver = DatagramDriver(
             sim,
@@ -197,13 +199,13 @@ class CoapGet(_CoapSender):
 
     drives = "pull"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+        cfg = config.protocol.coap
         self.work = work
         self.sim = sim
-        self.path = config["workload"]["path"]
-        self.confirmable = cfg["type"] == "con"
-        self.token_length = cfg["token_length"]
+        self.path = config.workload.path
+        self.confirmable = cfg.type == "con"
+        self.token_length = cfg.token_length
         self.gateway = _Gateway(sim, net, cfg, self._on_event)
         self.requests = 0
         self._open: dict[int, _Request] = {}  # gateway request id -> request
@@ -337,18 +339,18 @@ class CoapObserve(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["coap"]
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+        cfg = config.protocol.coap
         self.work = work
         self.sim = sim
-        self.path = config["workload"]["path"]
-        self.start_s = config["workload"]["start_s"]
+        self.path = config.workload.path
+        self.start_s = config.workload.start_s
         # aiocoap keeps its NON registration open while coap_observe_cli waits for
         # the answer (at most 10 s), longer than gcoap's NON timeout.
         self.gateway = _Gateway(
             sim,
             net,
-            {**cfg, "non_timeout_s": OBSERVE_WAIT_S[1]},
+            replace(cfg, non_timeout_s=OBSERVE_WAIT_S[1]),
             self._on_event,
             COAP_NOTIFICATION,
         )

@@ -57,6 +57,7 @@ from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.proto.ndn.types import TT
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
 from iotbench.world.networks import Network
@@ -427,10 +428,13 @@ def _not_pulled(interest: Interest) -> None:
 HOPP_KEYS = {f.name for f in fields(HoppParams)}
 
 
-def hopp_params(cfg: dict) -> HoppParams:
-    """`protocol.ndn.hopp` as HoppParams (absent keys: the reference's defaults)."""
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if v is not None}
-    return HoppParams(**{k: v for k, v in values.items() if k in HOPP_KEYS})
+def hopp_params(cfg: Settings | None) -> HoppParams:
+    """`protocol.ndn.hopp` as HoppParams (absent keys, or no section: the reference's
+    defaults)."""
+    if cfg is None:
+        return HoppParams()
+    given = cfg.as_kwargs()
+    return HoppParams(**{k: v for k, v in given.items() if v is not None and k in HOPP_KEYS})
 
 
 class NdnHopp(NdnSender):
@@ -438,11 +442,11 @@ class NdnHopp(NdnSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
-        self.params = hopp_params(config["protocol"]["ndn"].get("hopp") or {})
+        self.params = hopp_params(config.protocol.ndn.hopp)
         self.lifetime_ms = tree.lifetime_ms
         self.prefix_uri = tree.prefix.to_uri()  # the content proxy's: the gateway's
         self.producers = tree.producers

@@ -33,6 +33,7 @@ from iotbench.proto.mqttsn.client import MqttSnClient, QueueFull
 from iotbench.proto.mqttsn.codec import header_length as sn_header_length
 from iotbench.proto.mqttsn.params import MqttSnClientParams
 from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.mqttsn import retry_settings, sink_broker
@@ -51,13 +52,13 @@ class MqttSnPublish:
     schedule = "per-source"
     requests = None
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
-        cfg = config["protocol"]["mqttsn"]
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+        cfg = config.protocol.mqttsn
         self.work = work
         self.sim = sim
-        self.topic = cfg["topic"]
-        self.qos = cfg["qos"]
-        self.start_s = config["workload"]["start_s"]
+        self.topic = cfg.topic
+        self.qos = cfg.qos
+        self.start_s = config.workload.start_s
         sink = net.node("client")
         broker = sink_broker(sim, sink, cfg)
         subscriber = MqttClient(
@@ -65,13 +66,13 @@ class MqttSnPublish:
         )
         subscriber.subscribe(sim.now, [(self.topic, self.qos)])
         LocalClient(sim, broker, subscriber, self._received, name="subscriber")
-        self.gateway = (address_text(net.address(sink)), cfg["port"])
+        self.gateway = (address_text(net.address(sink)), cfg.port)
         self._rng = sim.rng("workload/mqttsn")
         params = {
             **retry_settings(cfg),
-            "keep_alive_s": cfg["keep_alive_s"],
-            "max_inflight": cfg["max_inflight"],
-            "give_up": cfg["give_up"],
+            "keep_alive_s": cfg.keep_alive_s,
+            "max_inflight": cfg.max_inflight,
+            "give_up": cfg.give_up,
         }
         self.producers = [
             _SnProducer(self, node, link_layer_id(net, node), params)

@@ -62,6 +62,7 @@ from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.types import TT
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.ndn import (
@@ -87,18 +88,19 @@ class NdnTree:
     """What the NDN exchanges share: a forwarder on every node, the producers' names,
     the routes HoPP's set-up leaves, and the CPU cost of creating packets."""
 
-    def __init__(self, sim: Simulator, net: Network, config: dict, **overrides) -> None:
-        cfg = config["protocol"]["ndn"]
+    def __init__(self, sim: Simulator, net: Network, config: Settings, **overrides) -> None:
+        cfg = config.protocol.ndn
         self.sim = sim
         self.net = net
-        self.lifetime_ms = cfg["interest_lifetime_ms"]
-        self.prefix = Name(cfg["prefix"])
-        self.resource = config["workload"]["path"].rstrip("/").rsplit("/", 1)[-1] or "data"
-        profile = get_profile(cfg["profile"])
+        self.lifetime_ms = cfg.interest_lifetime_ms
+        self.prefix = Name(cfg.prefix)
+        self.resource = config.workload.path.rstrip("/").rsplit("/", 1)[-1] or "data"
+        profile = get_profile(cfg.profile)
         self.nodes = tree_forwarders(sim, net, profile, scenario_forwarder_config(cfg, **overrides))
         self.gateway_name = net.node("client").name
         self.gateway = self.nodes[self.gateway_name]
-        gateway_profile = config["network"].get("device", {}).get("gateway_profile")
+        device = config.network.device
+        gateway_profile = device.gateway_profile if device is not None else None
         if gateway_profile is not None:  # network.device: the gateway's own device
             self.gateway.profile = get_profile(gateway_profile)
         self.gateway_app = NdnApp.create(self.gateway.forwarder)
@@ -107,7 +109,7 @@ class NdnTree:
         self.producers = [self.nodes[name] for name in self.producer_names]
         self.apps = [NdnApp.create(node.forwarder) for node in self.producers]
         self.prefixes = [self.prefix.append(address_text(net.address(host))) for host in hosts]
-        self.signature = cfg["signature"]
+        self.signature = cfg.signature
         self.signers = [make_signer(self.signature, sim, p) for p in self.prefixes]
         self.gateway_signer = make_signer(self.signature, sim, self.prefix)
         self._create_data = CREATE_OPERATION[self.signature]
@@ -212,14 +214,14 @@ class NdnPull(NdnSender):
 
     drives = "pull"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
         tree.hopp_routes()
         self.producers = tree.producers
         count = len(self.producers)
-        self.polled = config["workload"].get("poll_interval_s") is not None
+        self.polled = config.workload.poll_interval_s is not None
         # Polled: readings each producer has published, what the gateway has had and
         # what it has an Interest out for.
         self.had: list[set[int]] = [set() for _ in range(count)]
@@ -312,7 +314,7 @@ class NdnInterestNotification(NdnSender):
     drives = "push"
     content_id = staticmethod(notification_id)
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: dict) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)

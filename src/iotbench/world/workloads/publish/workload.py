@@ -73,6 +73,7 @@ from iotbench.metrics.publish import (
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.workloads.base import Workload
@@ -92,23 +93,23 @@ class PublishWorkload(Workload):
         self,
         sim: Simulator,
         net: Network,
-        config: dict,
+        config: Settings,
         items: ItemLog,
         observers: Observers | None = None,
         traffic: TrafficMeter | None = None,
     ) -> None:
         """With `observers`, the run also measures S4's link stress (metrics())."""
-        workload = config["workload"]
+        workload = config.workload
         self.sim = sim
         self.net = net
         self.items = items
-        self.interval_s = workload["interval_s"]
-        self.jitter = workload["jitter"]
-        self.poll_s = workload.get("poll_interval_s")
-        self.start_s = workload["start_s"]
-        self.drain_s = workload["drain_s"]
-        duration = workload.get("duration_s")
-        self.per_producer = UNBOUNDED if duration is not None else workload["items"]
+        self.interval_s = workload.interval_s
+        self.jitter = workload.jitter
+        self.poll_s = workload.poll_interval_s
+        self.start_s = workload.start_s
+        self.drain_s = workload.drain_s
+        duration = workload.duration_s
+        self.per_producer = UNBOUNDED if duration is not None else workload.items
         self.until = self.start_s + duration if duration is not None else math.inf
         # The publishing period, over which energy and the time series are taken.
         self.period_end = (
@@ -120,9 +121,11 @@ class PublishWorkload(Workload):
         self._handed: deque[tuple[float, int]] = deque()  # (hand-over time, reading id)
         self._values = sim.rng("sensor")
         self.skipped = 0  # readings a producer could not take (its sender not ready)
-        name = config["protocol"]["name"]
+        name = config.protocol.name
         exchange = {"coap": "coap_exchange", "ndn": "ndn_exchange"}.get(name)
-        self.sender = SENDERS[workload[exchange] if exchange else name](self, sim, net, config)
+        self.sender = SENDERS[getattr(workload, exchange) if exchange else name](
+            self, sim, net, config
+        )
         self.polling = self.sender.drives == "pull" and self.poll_s is not None
         producers = net.nodes("producer")
         self._items_running = True  # the schedule that opens items has events to come
@@ -164,7 +167,7 @@ class PublishWorkload(Workload):
         if observers is not None and "radios" in net.parts:
             sim.at(self.start_s, self._energy_snapshot, "start")
             sim.at(self.period_end, self._energy_snapshot, "end")
-            points = workload.get("series_points") or SERIES_POINTS
+            points = workload.series_points or SERIES_POINTS
             index = {name: i for i, name in enumerate(net.hosts)}
             forwarders = [(index[n], f) for n, f in self.sender.forwarders().items()]
             self.series = PublishSeries(
