@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from iotbench import __version__
+from iotbench.argtypes import positive_float, positive_int
+from iotbench.real.arguments import add_real_commands
 from iotbench.scenarios import (
     Run,
     Scenario,
@@ -40,8 +42,6 @@ EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # What a shell reports for a Unix tool that SIGPIPE ended (128 + 13).
 EXIT_BROKEN_PIPE = 141
 # servers `serve` runs on real sockets
-SERVE_PROTOCOLS = ("coap", "coap-em", "http", "mqtt", "mqttsn-gateway", "ndn")
-CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
 BENCHMARKS = {  # `bench NAME` -> its module
     "ndn-api": "iotbench.bench_commands.ndn_api",
     "security": "iotbench.bench_commands.security",
@@ -100,7 +100,7 @@ def _add_execution(p: argparse.ArgumentParser) -> None:
     """--jobs, --executor, --address: where and how many runs execute."""
     p.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="worker processes (default: the number of CPUs; 1 = in this process); "
         "with --executor ray, the most runs in flight at once",
@@ -280,308 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_execution(p)
     p.set_defaults(handler=cmd_reproduce)
 
-    p = commands.add_parser(
-        "serve",
-        help="run a protocol server on a real socket",
-        description="Serve the sensor resources with the simulator's protocol stack on a real\n"
-        "socket, until Ctrl-C. CoAP: /voltage (observable), /json, /o, /store,\n"
-        "/.well-known/core; at most 16 observations per client and 1,000 per resource,\n"
-        "every 5th notification confirmable, and an observer that is gone (no ACK, a\n"
-        "reset, or the OS's port unreachable) is dropped (RFC 7641 4.5); /mc joins and\n"
-        "leaves IPv6 multicast groups (S6).\n"
-        "CoAP Entity Manager (coap-em): groups of CoAP resources behind one resource\n"
-        "(S6, docs/coap-em.md): POST /e with a JSON profile, then GET /e/<name>.\n"
-        "HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
-        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
-        "MQTT-SN gateway: a transparent MQTT-SN 1.2 gateway on UDP for an MQTT broker\n"
-        "(--broker), one MQTT connection per MQTT-SN client.\n"
-        "NDN: a forwarder with faces on UDP and TCP (one port, NFD's framing) and a\n"
-        "producer answering Interests for PREFIX/voltage, PREFIX/json and PREFIX/o with\n"
-        "signed Data holding a new reading; the name after the resource is free\n"
-        "(e.g. PREFIX/voltage/seq=7) and the Data carries the Interest's name.",
-        epilog="examples:\n"
-        "  iotbench serve coap                                  127.0.0.1:5683\n"
-        "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
-        "  iotbench serve coap-em --host ::1 --port 5690            members: iotbench serve coap\n"
-        "  iotbench serve coap-em --host :: --allow-members fd00::/64   members on fd00::/64\n"
-        "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
-        "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
-        "  iotbench serve mqttsn-gateway --port 1884 --broker 127.0.0.1:1883\n"
-        "  iotbench serve mqttsn-gateway --port 1884 --predefined-topic 7=sensors/t7\n"
-        "  iotbench serve ndn                                   UDP and TCP 127.0.0.1:6363\n"
-        "  iotbench serve ndn --prefix /lab/s1 --signer hmac --hmac-key secret --freshness 500\n"
-        "  iotbench serve ndn --ecdsa-key key.pem               a fixed P-256 key (PEM or DER)\n",
-        formatter_class=formatter,
-    )
-    p.add_argument("protocol", choices=SERVE_PROTOCOLS, help="protocol stack")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    p.add_argument(
-        "--port",
-        type=_port,
-        default=None,
-        help="port to bind (default: coap and coap-em 5683, http 8080, mqtt 1883, mqttsn-gateway 1883"
-        " (UDP), ndn 6363)",
-    )
-    p.add_argument(
-        "--object-size",
-        type=_non_negative_int,
-        default=100,
-        metavar="BYTES",
-        help="size of the object at /o, coap, http and ndn (default: %(default)s)",
-    )
-    p.add_argument(
-        "--observe-interval",
-        type=_positive_float,
-        default=5.0,
-        metavar="S",
-        help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
-    )
-    em = p.add_argument_group("coap-em")
-    em.add_argument(
-        "--member-timeout",
-        type=_positive_float,
-        metavar="S",
-        help="the longest a query waits for members before it answers with those that"
-        " did (the rest: 'no response'); default: CoAP's give-up, 93 s for CON",
-    )
-    em.add_argument(
-        "--allow-members",
-        nargs="+",
-        metavar="PREFIX",
-        help="networks whose addresses may be members (e.g. fd00::/64 192.168.1.0/24),"
-        " besides this host's loopback; a profile naming another is refused with 4.03;"
-        " 'any' allows every address (the EM then reflects requests anywhere)."
-        " Default: loopback only",
-    )
-    em.add_argument(
-        "--max-entities-per-client",
-        type=_positive_int,
-        metavar="N",
-        help="entities one client address may create (default: 8; beyond: 5.03, Max-Age)",
-    )
-    em.add_argument(
-        "--max-queries-per-client",
-        type=_positive_int,
-        metavar="N",
-        help="queries one client address may have in progress (default: 4; beyond: 5.03)",
-    )
-    gateway = p.add_argument_group("mqttsn-gateway")
-    gateway.add_argument(
-        "--broker",
-        metavar="HOST:PORT",
-        help="the MQTT broker to bridge to (default: 127.0.0.1:1883)",
-    )
-    gateway.add_argument(
-        "--predefined-topic",
-        action="append",
-        metavar="ID=TOPIC",
-        help="a predefined topic id (1-65534) and its topic name, known to the clients"
-        " in advance; they may publish to it with QoS -1; repeat for more",
-    )
-    ndn = p.add_argument_group("ndn")
-    ndn.add_argument("--prefix", help="name the producer serves (default: /iotbench/sensor)")
-    ndn.add_argument(
-        "--signer",
-        choices=("ecdsa", "hmac", "digest"),
-        help="Data signature (default: ecdsa, or hmac with --hmac-key). ecdsa (P-256,"
-        " SHA-256) because a consumer verifies it with the public key alone, which the"
-        " server prints and publishes as Data at the KeyLocator name: no secret to share."
-        " hmac (HMAC-SHA256) needs --hmac-key at both ends; digest (DigestSha256) shows"
-        " integrity only",
-    )
-    ndn.add_argument("--hmac-key", metavar="SECRET", help="the HMAC key (text, UTF-8)")
-    ndn.add_argument(
-        "--ecdsa-key",
-        type=Path,
-        metavar="FILE",
-        help="P-256 private key, PEM or DER, unencrypted (default: a new key each start)",
-    )
-    ndn.add_argument(
-        "--freshness",
-        type=_non_negative_int,
-        metavar="MS",
-        help="FreshnessPeriod of the Data, in milliseconds (default: 1000)",
-    )
-    p.set_defaults(handler=cmd_serve)
-
-    p = commands.add_parser(
-        "client",
-        help="send one request (or publish/subscribe) over a real socket",
-        description="Send one request with the simulator's protocol stack over a real socket.\n"
-        "The payload goes to stdout, the response code and timing to stderr; the exit\n"
-        "status is 0 for a 2.xx response and 1 otherwise. --observe N shows every\n"
-        "reading (the registration's response, then N notifications) and one summary.\n"
-        "Where nothing listens (the OS reports port or host unreachable, or refuses\n"
-        "the connection), every client fails at once and says so.\n\n"
-        "MQTT-SN works the same way with mqttsn://host[:port]/topic URIs (UDP port 1883)\n"
-        "through a gateway; --topic-id N uses a predefined topic id, --qos -1 publishes\n"
-        "without a connection (predefined topics only).\n\n"
-        "MQTT: METHOD is pub or sub, URI is mqtt://[user[:password]@]host[:port]/topic\n"
-        "(port 1883; write a # wildcard as %23). pub publishes --payload --count times\n"
-        "and waits until each is done (QoS 1: PUBACK, QoS 2: PUBCOMP); sub prints each\n"
-        "payload on stdout until --count messages arrived or --timeout passed. Exit status\n"
-        "0 on success, 1 if the broker refused, the connection failed or the time ran out\n"
-        "before --count messages.",
-        epilog="examples:\n"
-        "  iotbench client coap GET coap://127.0.0.1/voltage\n"
-        "  iotbench client coap GET coap://127.0.0.1/voltage --observe 3\n"
-        "  iotbench client coap PUT coap://127.0.0.1/store --payload hello --non\n"
-        "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n"
-        "  iotbench client coap GET coap://127.0.0.1/o --block-size 64\n"
-        "  iotbench client mqtt sub 'mqtt://127.0.0.1/sensors/%23' --qos 1 --count 3\n"
-        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload 21.5 --qos 1\n"
-        "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n"
-        "  iotbench client mqttsn pub mqttsn://127.0.0.1:1884/sensors/t1 --payload 21.5 --qos 1\n"
-        "  iotbench client mqttsn pub mqttsn://127.0.0.1:1884 --topic-id 7 --qos -1 --payload x\n",
-        formatter_class=formatter,
-    )
-    p.add_argument("protocol", choices=CLIENT_PROTOCOLS, help="protocol stack")
-    p.add_argument(
-        "method", metavar="METHOD", help="coap: GET, POST, PUT or DELETE; mqtt: pub or sub"
-    )
-    p.add_argument(
-        "uri",
-        metavar="URI",
-        help="e.g. coap://127.0.0.1/voltage or mqtt://127.0.0.1/sensors/t1",
-    )
-    p.add_argument("--payload", help="request payload or message to publish (text)")
-    p.add_argument(
-        "--content-format",
-        type=_non_negative_int,
-        metavar="N",
-        help="Content-Format of the payload, e.g. 0 text/plain, 50 application/json",
-    )
-    p.add_argument("--non", action="store_true", help="send a non-confirmable request")
-    p.add_argument(
-        "--block-size",
-        type=int,
-        choices=(16, 32, 64, 128, 256, 512, 1024),
-        metavar="BYTES",
-        help="CoAP: RFC 7959 block-wise: ask for responses in blocks of this size and "
-        "upload payloads larger than it in blocks (default: follow the server's blocks, "
-        "upload whole); 16, 32, ... 1024",
-    )
-    p.add_argument(
-        "--observe",
-        type=_non_negative_int,
-        default=0,
-        metavar="N",
-        help="register as an observer (RFC 7641) and wait for N notifications",
-    )
-    p.add_argument(
-        "--qos",
-        type=int,
-        choices=(-1, 0, 1, 2),
-        default=None,
-        help="mqtt, mqttsn: QoS of the publication or subscription (default: 0; -1: MQTT-SN"
-        " publish without a connection)",
-    )
-    p.add_argument(
-        "--topic-id",
-        type=_non_negative_int,
-        default=None,
-        metavar="N",
-        help="mqttsn: a predefined topic id instead of the URI's topic name",
-    )
-    p.add_argument("--retain", action="store_true", help="mqtt pub: retain the message")
-    p.add_argument(
-        "--count",
-        type=_non_negative_int,
-        default=None,
-        metavar="N",
-        help="mqtt: publish N times (default 1), or receive N messages (default: no limit)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=None,
-        metavar="S",
-        help="give up after S seconds (default: the protocol's own give-up time, 93 s for CoAP;"
-        " a subscription without --count ends here)",
-    )
-    p.set_defaults(handler=cmd_client)
-
-    p = commands.add_parser(
-        "shim",
-        help="relay real UDP traffic through a simulated, impaired network",
-        description="Listen for UDP clients on --listen and relay their datagrams to the server\n"
-        "at --to, and back, through the network of a scenario: the simulator's own IP, UDP,\n"
-        "fragmentation, link (rate, queue, delay, MTU) and impairment models (loss, delay,\n"
-        "outages, redraws), running in real time. to_server impairments apply to what\n"
-        "clients send, to_client ones to the answers. Each client gets a socket of its own\n"
-        "towards the server. Item-based schedules count each client datagram as an item.\n"
-        "Runs until Ctrl-C, then prints what it relayed and what the link dropped.\n\n"
-        "The network comes from a scenario (--scenario, with --filter picking one network\n"
-        "of its sweep) or from the [network] table of a TOML file (--network); --set\n"
-        "changes network.* keys of either (see docs/scenarios.md for every key).",
-        epilog="examples:\n"
-        "  iotbench serve coap --port 5683 &\n"
-        "  iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 \\\n"
-        "      --scenario s3-robustness --filter condition=loss-10\n"
-        "  iotbench client coap GET coap://127.0.0.1:5684/voltage    through the shim\n\n"
-        "  iotbench shim --listen [::1]:5684 --to 127.0.0.1:5683 --network lossy.toml --pcap shim.pcap\n"
-        "  iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 --network lossy.toml \\\n"
-        "      --set network.link.delay_s=0.2 --seed 7\n\n"
-        "  lossy.toml:  [network.link]\n"
-        "               rate_bps = 250000\n"
-        "               delay_s = 0.005\n"
-        "               [network.impair.to_server.loss]\n"
-        '               model = "bernoulli"\n'
-        "               p = 0.05\n",
-        formatter_class=formatter,
-    )
-    p.add_argument(
-        "--listen",
-        required=True,
-        metavar="HOST:PORT",
-        help="UDP address for the clients (port 0: any free port)",
-    )
-    p.add_argument("--to", required=True, metavar="HOST:PORT", help="the UDP server to relay to")
-    p.add_argument("--scenario", metavar="NAME|FILE", help="take the network of this scenario")
-    p.add_argument(
-        "--filter",
-        action="append",
-        default=[],
-        metavar="AXIS=V",
-        help="with --scenario: keep only runs with this axis value, until one network is left",
-    )
-    p.add_argument("--network", type=Path, metavar="FILE", help="a TOML file with [network]")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        dest="overrides",
-        help="override a network.* key, e.g. network.link.delay_s=0.1 (repeatable)",
-    )
-    p.add_argument(
-        "--seed",
-        type=_non_negative_int,
-        help="seed of the network's random streams (default: the scenario's network seed, or 1)",
-    )
-    p.add_argument(
-        "--items",
-        type=_positive_int,
-        metavar="N",
-        help="how many items random-items outages choose among (default: the scenario's"
-        " workload.items)",
-    )
-    p.add_argument("--pcap", metavar="FILE", help="write the simulated link's packets here")
-    p.add_argument(
-        "--max-clients",
-        type=_positive_int,
-        default=1024,
-        metavar="N",
-        help="client addresses relayed at once (default: %(default)s)",
-    )
-    p.add_argument(
-        "--idle-timeout",
-        type=_positive_float,
-        default=300.0,
-        metavar="S",
-        help="forget a client silent for S seconds (default: %(default)s)",
-    )
-    p.set_defaults(handler=cmd_shim)
+    add_real_commands(commands, formatter, serve=cmd_serve, client=cmd_client, shim=cmd_shim)
 
     p = commands.add_parser(
         "bench",
@@ -598,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("benchmark", choices=sorted(BENCHMARKS), help="which benchmark")
     p.add_argument(
         "--seconds",
-        type=_positive_float,
+        type=positive_float,
         default=1.0,
         metavar="S",
         help="measuring time per operation, both sides together (default: %(default)s)",
@@ -635,45 +334,10 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--reps",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="repetitions per combination (default: the scenario's)",
     )
-
-
-def _int_at_least(low: int, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    return _int_at_least(1, text)
-
-
-def _non_negative_int(text: str) -> int:
-    return _int_at_least(0, text)
-
-
-def _port(text: str) -> int:
-    value = _non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port number (0..65535)")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

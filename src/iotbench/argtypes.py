@@ -1,0 +1,41 @@
+"""Argument types of the command line: numbers with their bounds, ports, each
+refusing bad text with a message argparse shows as a usage error."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def int_at_least(low: int, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return int_at_least(1, text)
+
+
+def non_negative_int(text: str) -> int:
+    return int_at_least(0, text)
+
+
+def port(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0..65535)")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
