@@ -66,10 +66,6 @@ def test_lists_are_tuples_and_tables_read_only():
     config = expand(load_scenario("s6-office"), {}, {})[0].config
     network = network_settings(config["network"])
     assert isinstance(network.nodes.area_m, tuple) or network.nodes.area_m is None
-    nodes = network.radio.nodes
-    if nodes is not None:
-        with pytest.raises(TypeError):
-            nodes["x"] = {}  # type: ignore[index]
     layout = network.nodes.layout
     if layout is not None:
         with pytest.raises(TypeError):
@@ -94,3 +90,26 @@ def test_as_kwargs_gives_a_sections_own_values():
     kwargs = link.as_kwargs("layer")
     assert "layer" not in kwargs and kwargs["rate_bps"] == 250000.0
     assert set(kwargs) | {"layer"} == set(link.keys())
+
+
+def test_per_node_radio_overrides_are_settings_by_node_id():
+    text = """
+name = "radio"
+description = "Three nodes, the gateway's radio louder."
+[network]
+topology = "line"
+nodes = { count = 3, spacing_m = 20.0 }
+roles = { gateway = "n0", producers = ["n1", "n2"] }
+radio = { nodes = { n0 = { tx_power_dbm = 0 } } }
+[workload]
+kind = "publish"
+items = 1
+interval_s = 5.0
+[protocol]
+name = "coap"
+"""
+    nodes = run_settings(_run(text)).network.radio.nodes
+    assert list(nodes) == ["n0"]
+    assert nodes["n0"].tx_power_dbm == 0 and nodes["n0"].sensitivity_dbm is None
+    with pytest.raises(TypeError):
+        nodes["n1"] = nodes["n0"]  # type: ignore[index]

@@ -62,7 +62,7 @@ class Field:
     le: float | None = None
     pattern: str | None = None
     pattern_doc: str = ""
-    item: Node | None = None  # element spec of a list
+    item: Node | None = None  # element spec of a list; of a table, its values' (settings)
     length: int | None = None  # exact length of a list
     redraw: bool = False  # may instead be a redraw table (see REDRAW)
 
@@ -453,6 +453,8 @@ def typed(node: Node, value: Any, name: str = "") -> Any:
     if isinstance(value, dict):
         if node.redraw:
             return typed(REDRAW, value, "redraw")
+        if isinstance(node.item, Section):  # a table keyed by id, of one section's values
+            return MappingProxyType({k: typed(node.item, v, name) for k, v in value.items()})
         return MappingProxyType(copy.deepcopy(value))
     if isinstance(value, list):
         item = node.item

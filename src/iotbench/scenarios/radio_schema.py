@@ -177,6 +177,11 @@ ENERGY = Section(
 
 
 NODE_RADIO_KEYS = {"tx_power_dbm": (-40.0, 30.0), "sensitivity_dbm": (-130.0, -40.0)}
+# One node's radio overrides, as the simulator reads them (validated by _check_radio).
+NODE_RADIO = Section(
+    doc="One node's radio, overriding network.radio's values.",
+    fields={key: Field("float", key, OPTIONAL) for key in NODE_RADIO_KEYS},
+)
 
 
 def _check_radio(radio: dict) -> None:
@@ -257,6 +262,7 @@ RADIO = Section(
             "Per-node radios: node id -> { tx_power_dbm, sensitivity_dbm } overriding the "
             "values above, e.g. nodes = { gw = { tx_power_dbm = 0.0 } }.",
             OPTIONAL,
+            item=NODE_RADIO,
         ),
         "prr_frame_bytes": Field(
             "int",

@@ -325,11 +325,13 @@ def build_radio(
         raise TopologyError(f"network.radio.nodes: unknown node id {unknown[0]!r}")
     radios = []
     for i, node in enumerate(topology.nodes):
-        mine = own.get(node.id, {})
-        sensitivity = mine.get(
-            "sensitivity_dbm", _given(radio_cfg.sensitivity_dbm, chip.sensitivity_dbm)
+        mine = own.get(node.id)  # the node's own radio settings, if it has any
+        own_sensitivity = mine.sensitivity_dbm if mine is not None else None
+        own_tx_power = mine.tx_power_dbm if mine is not None else None
+        sensitivity = _given(
+            own_sensitivity, _given(radio_cfg.sensitivity_dbm, chip.sensitivity_dbm)
         )
-        tx_power = mine.get("tx_power_dbm", _given(radio_cfg.tx_power_dbm, chip.tx_power_dbm))
+        tx_power = _given(own_tx_power, _given(radio_cfg.tx_power_dbm, chip.tx_power_dbm))
         tx_ma = _given(given.tx_ma, chip.tx_current_ma(tx_power))
         energy = EnergyProfile(voltage_v=given.voltage_v, tx_ma=tx_ma, **currents)
         radio = Radio(
