@@ -1,10 +1,10 @@
-"""A pair network (`network.topology = "pair"`): two nodes, `client` (role client) and `server` (role
-producer), joined by one point-to-point link whose two directions carry
-their own impairments (`to_server`, `to_client`; `both` applies to each
-direction with independent random streams). The nodes are IP hosts, or
-(network.link.layer = "ieee802154") nodes that put their protocol straight
-into 802.15.4 frames. Every other topology is a radio network
-(radio.py).
+"""A pair network (`network.topology = "pair"`, or none): two nodes, `client`
+(role client) and `server` (role producer), joined by one point-to-point link
+whose two directions carry their own impairments (`to_server`, `to_client`;
+`both` applies to each direction with independent random streams). The nodes
+are IP hosts, or (network.link.layer = "ieee802154") nodes that put their
+protocol straight into 802.15.4 frames. Every other topology is a radio
+network (radio.py).
 """
 
 from __future__ import annotations
