@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from iotbench.apps.requesters import PeriodicRequester, SequentialRequester
+from iotbench.apps.requesters import ItemClient, PeriodicRequester, SequentialRequester
 from iotbench.metrics.items import DELIVERED, Item, ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.traffic import TrafficMeter
@@ -36,7 +36,9 @@ class SequentialRequests(Workload):
             sim, build_client(sim, net, config), items, self.item_count(workload), workload
         )
 
-    def _requester(self, sim, client, items, count, workload):
+    def _requester(
+        self, sim: Simulator, client: ItemClient, items: ItemLog, count: int, workload: Settings
+    ) -> SequentialRequester | PeriodicRequester:
         return SequentialRequester(sim, client, items, count)
 
     def start(self) -> None:
@@ -46,7 +48,9 @@ class SequentialRequests(Workload):
 class PeriodicRequests(SequentialRequests):
     """`workload.kind = "periodic"`: a request every `interval_s`, whatever came back."""
 
-    def _requester(self, sim, client, items, count, workload):
+    def _requester(
+        self, sim: Simulator, client: ItemClient, items: ItemLog, count: int, workload: Settings
+    ) -> SequentialRequester | PeriodicRequester:
         return PeriodicRequester(sim, client, items, count, workload.interval_s)
 
 
