@@ -60,6 +60,7 @@ import random
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from ..keepalive import given_up_s
 from .codec import (
     SUBACK_FAILURE,
     ConnAck,
@@ -376,8 +377,8 @@ class MqttBroker:
             timeout = self.params.connect_timeout_s
             return None if timeout is None else c.opened_s + timeout
         deadline = c.session.outbox.next_deadline()
-        if c.keep_alive_s:
-            alive = c.last_received_s + KEEP_ALIVE_GRACE * c.keep_alive_s
+        alive = given_up_s(c.last_received_s, c.keep_alive_s, KEEP_ALIVE_GRACE)
+        if alive is not None:
             deadline = alive if deadline is None else min(deadline, alive)
         return deadline
 
@@ -405,7 +406,8 @@ class MqttBroker:
                 self.stats.connect_timeouts += 1
                 self._close(now, c, "connect-timeout")
             return
-        if c.keep_alive_s and now >= c.last_received_s + KEEP_ALIVE_GRACE * c.keep_alive_s:
+        alive = given_up_s(c.last_received_s, c.keep_alive_s, KEEP_ALIVE_GRACE)
+        if alive is not None and now >= alive:
             self.stats.keep_alive_timeouts += 1
             self._close(now, c, "keep-alive-timeout")
             return

@@ -58,6 +58,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
+from ..keepalive import ping_due_s
 from .codec import (
     MAX_REMAINING_LENGTH,
     ConnAck,
@@ -186,8 +187,10 @@ class MqttClient:
             if self._ping_sent_s is not None:
                 if p.ping_timeout is not None:
                     deadlines.append(self._ping_sent_s + p.ping_timeout)
-            elif p.keep_alive_s:
-                deadlines.append(self._last_sent_s + p.keep_alive_s)
+            else:
+                ping = ping_due_s(self._last_sent_s, p.keep_alive_s)
+                if ping is not None:
+                    deadlines.append(ping)
             retry = self._outbox.next_deadline()
             if retry is not None:
                 deadlines.append(retry)
@@ -343,8 +346,10 @@ class MqttClient:
             if timeout is not None and now >= self._ping_sent_s + timeout:
                 self._close("keep-alive-timeout")
                 return
-        elif p.keep_alive_s and now >= self._last_sent_s + p.keep_alive_s:
-            self._send_ping(now)
+        else:
+            ping = ping_due_s(self._last_sent_s, p.keep_alive_s)
+            if ping is not None and now >= ping:
+                self._send_ping(now)
         self.stats.retransmissions += self._outbox.handle_timer(now)
 
     # =====================================================================

@@ -77,6 +77,7 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
+from iotbench.proto.keepalive import ping_due_s
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.mqtt.topics import is_valid_filter, is_valid_topic
 from iotbench.proto.retransmit import Retransmission
@@ -239,8 +240,10 @@ class MqttSnClient:
             for op in (self._control, self._ping, *self._inflight)
             if op is not None and op.retx is not None
         ]
-        if self.state == ACTIVE and self._ping is None and self.params.keep_alive_s:
-            deadlines.append(self._last_sent_s + self.params.keep_alive_s)
+        if self.state == ACTIVE and self._ping is None:
+            ping = ping_due_s(self._last_sent_s, self.params.keep_alive_s)
+            if ping is not None:
+                deadlines.append(ping)
         discovery = self._discovery.next_deadline()
         if discovery is not None:
             deadlines.append(discovery)
@@ -469,12 +472,8 @@ class MqttSnClient:
                 continue
             if op is not None and op.retx is not None and op.retx.deadline_s <= now:
                 self._on_retry_timer(now, op)
-        if (
-            self.state == ACTIVE
-            and self._ping is None
-            and self.params.keep_alive_s
-            and now >= self._last_sent_s + self.params.keep_alive_s
-        ):
+        ping = ping_due_s(self._last_sent_s, self.params.keep_alive_s)
+        if self.state == ACTIVE and self._ping is None and ping is not None and now >= ping:
             self._start_ping(now)
 
     # =====================================================================

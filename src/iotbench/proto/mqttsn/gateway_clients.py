@@ -11,6 +11,7 @@ import heapq
 from collections.abc import Hashable
 from dataclasses import replace
 
+from iotbench.proto.keepalive import given_up_s
 from iotbench.proto.mqtt.params import MqttClientParams
 from iotbench.proto.mqtt.topics import is_valid_topic
 
@@ -320,8 +321,9 @@ class GatewayClients:
         if c.state in SETTING_UP:
             deadlines.append(c.since_s + self.params.connect_timeout_s)
         elif c.state == ACTIVE:
-            if c.keep_alive_s:
-                deadlines.append(c.last_heard_s + c.keep_alive_s * factor)
+            alive = given_up_s(c.last_heard_s, c.keep_alive_s, factor)
+            if alive is not None:
+                deadlines.append(alive)
         else:
             deadlines.append(c.last_heard_s + c.sleep_s * factor)
         if c.out is not None:
@@ -360,7 +362,8 @@ class GatewayClients:
                 self._drop(now, c, "connect-timeout", graceful=True)
                 return
         elif c.state == ACTIVE:
-            if c.keep_alive_s and now >= c.last_heard_s + c.keep_alive_s * factor:
+            alive = given_up_s(c.last_heard_s, c.keep_alive_s, factor)
+            if alive is not None and now >= alive:
                 self._drop(now, c, "keep-alive-timeout", graceful=False)
                 return
         elif now >= c.last_heard_s + c.sleep_s * factor:
