@@ -33,12 +33,13 @@ LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(
-    config: Settings, seed: int, pcap_path: str | None = None, series_path: str | None = None
+    config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
 ) -> dict[str, float | int]:
-    """Run one simulation of `config` (a run's validated config, as the results store
-    keeps it; parsed into settings here, once); its metrics (a publish run's are `RunMetrics`, with its
-    time series for the results store). `pcap_path`: write the packets there;
-    `series_path`: a radio network's per-node energy and counters over time (CSV)."""
+    """Run one simulation of `config` (a run's validated config, as the results
+    store keeps it; parsed into settings here, once) and return its metrics (a
+    publish run's are `RunMetrics`, with its time series for the results store).
+    `pcap_path`: write the packets there; `series_path`: a radio network's
+    per-node energy and counters over time (CSV)."""
     settings = run_settings(config)
     sim = Simulator(seed)
     items = ItemLog()
