@@ -1,11 +1,10 @@
-"""DTLS 1.2 record protection with AES-128-CCM-8 (RFC 6347 4.1, RFC 6655, RFC 5246 6.2.3.3).
+"""DTLS 1.2 records (RFC 6347 4.1) and their protection with AES-128-CCM-8 (RFC 6655).
 
-What S4's security micro-benchmark puts on every CoAP datagram: the record
-header and the AEAD's explicit nonce and tag, once the handshake has
-derived the keys (TLS_PSK_WITH_AES_128_CCM_8, the cipher suite RFC 7252
-9.1.3.1 makes mandatory for CoAP with pre-shared keys). The handshake is
-not modelled: it happens once per session, the benchmark measures the cost
-per protected packet.
+The record layer of proto/dtls: a datagram holds one or more records
+(RFC 6347 4.1.1), each a header and a payload; epoch 0's payloads are in the
+clear, later epochs' are protected with the keys the handshake derived
+(TLS_PSK_WITH_AES_128_CCM_8, the cipher suite RFC 7252 9.1.3.1 makes
+mandatory for CoAP with pre-shared keys).
 
     record = header (13) | nonce_explicit (8) | ciphertext (n) | tag (8)
     header = type (1) | version 254.253 (2) | epoch (2) | sequence_number (6) | length (2)
@@ -34,6 +33,9 @@ EXPLICIT_NONCE_LEN = 8
 TAG_LEN = 8  # CCM-8
 OVERHEAD = HEADER_LEN + EXPLICIT_NONCE_LEN + TAG_LEN
 DTLS_1_2 = (254, 253)
+#: RFC 6347 4.1: before the version is settled, a peer may send records
+#: stamped DTLS 1.0 (OpenSSL's HelloVerifyRequest is); both are read.
+RECORD_VERSIONS = frozenset({DTLS_1_2, (254, 255)})
 APPLICATION_DATA = 23
 CONTENT_TYPES = (20, 21, 22, 23)  # change_cipher_spec, alert, handshake, application_data
 MAX_SEQUENCE = (1 << 48) - 1
@@ -69,19 +71,51 @@ class RecordHeader:
         return struct.pack("!H", self.epoch) + self.sequence.to_bytes(6, "big")
 
 
+def plain_record(content_type: int, epoch: int, sequence: int, payload: bytes) -> bytes:
+    """A record whose payload travels in the clear (epoch 0, before ChangeCipherSpec)."""
+    return RecordHeader(content_type, epoch, sequence, len(payload)).encode() + payload
+
+
+def split_records(datagram: bytes) -> list[tuple[RecordHeader, bytes]]:
+    """Every record in a datagram, as (header, the whole record's bytes).
+
+    A record that does not parse ends the datagram: RFC 6347 4.1.2.7 lets a
+    receiver discard what it cannot read, and what came before stays valid.
+    Raises DtlsDecodeError only when not even the first record parses.
+    """
+    out: list[tuple[RecordHeader, bytes]] = []
+    pos = 0
+    while pos < len(datagram):
+        if len(datagram) - pos < HEADER_LEN:
+            break
+        length = int.from_bytes(datagram[pos + 11 : pos + 13], "big")
+        record = datagram[pos : pos + HEADER_LEN + length]
+        try:
+            header = decode_header(record)
+        except DtlsDecodeError:
+            if not out:
+                raise
+            break
+        out.append((header, record))
+        pos += len(record)
+    if not out:
+        raise DtlsDecodeError(f"a DTLS record header is {HEADER_LEN} bytes, got {len(datagram)}")
+    return out
+
+
 def decode_header(record: bytes) -> RecordHeader:
     if len(record) < HEADER_LEN:
         raise DtlsDecodeError(f"a DTLS record header is {HEADER_LEN} bytes, got {len(record)}")
     ctype, major, minor, epoch, seq, length = _HEADER.unpack_from(record)
     if ctype not in CONTENT_TYPES:
         raise DtlsDecodeError(f"unknown record content type {ctype}")
-    if (major, minor) != DTLS_1_2:
-        raise DtlsDecodeError(f"record version {major}.{minor} is not DTLS 1.2 (254.253)")
+    if (major, minor) not in RECORD_VERSIONS:
+        raise DtlsDecodeError(f"record version {major}.{minor} is not DTLS 1.2 or 1.0")
     if len(record) - HEADER_LEN != length:
         raise DtlsDecodeError(
             f"record length field {length}, {len(record) - HEADER_LEN} bytes follow"
         )
-    return RecordHeader(ctype, epoch, int.from_bytes(seq, "big"), length)
+    return RecordHeader(ctype, epoch, int.from_bytes(seq, "big"), length, (major, minor))
 
 
 class Ccm8Protection:

@@ -1,0 +1,256 @@
+"""DTLS under a CoAP endpoint: one association per peer address (coap/secured.py's layer).
+
+As a client (given PskClientCredentials), the first datagram the endpoint
+sends to a peer starts a handshake; datagrams wait (bounded, params.py)
+until it is done, and then travel as application data records. A failed
+handshake drops them; the next datagram to that peer starts a new one, so
+CoAP's own retransmission paces the attempts.
+
+As a server (given PskServerCredentials), a ClientHello is answered without
+keeping any state, by a HelloVerifyRequest carrying a cookie (RFC 6347
+4.2.1):
+
+    cookie = HMAC-SHA256(secret, peer address | client_version | random |
+                         session_id | cipher_suites | compression_methods)[0:16]
+
+and only a ClientHello that returns that cookie, proving the peer receives
+at its address, creates an association. So a spoofed flood gets one small
+HelloVerifyRequest per ClientHello (shorter than the ClientHello: no
+amplification) and costs no memory. A verified ClientHello from an address
+that has an association, with a new random, replaces it (a client that
+rebooted, RFC 6347 4.2.8). At most `max_sessions` associations are kept;
+the least recently active one makes room.
+
+Datagrams from a peer without an association, other than a ClientHello, are
+dropped; so is the endpoint's datagram to a peer a server-only layer has no
+session with (a server never initiates a handshake).
+"""
+
+from __future__ import annotations
+
+import hmac as std_hmac
+import random
+from collections import OrderedDict, deque
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives import hashes, hmac
+
+from . import messages
+from .connection import (
+    HANDSHAKE,
+    DtlsConnection,
+    HandshakeDone,
+    HandshakeFailed,
+    SessionClosed,
+)
+from .messages import ClientHello, HelloVerifyRequest
+from .params import DtlsParams, PskClientCredentials, PskServerCredentials
+from .record import DtlsDecodeError, plain_record, split_records
+
+COOKIE_LEN = 16
+
+
+@dataclass(slots=True)
+class DtlsStats:
+    hello_verify_requests: int = 0  # stateless cookie answers sent
+    handshakes_started: int = 0
+    handshakes_done: int = 0
+    handshakes_failed: int = 0
+    sessions_evicted: int = 0
+    datagrams_dropped: int = 0  # from or to a peer without a usable association
+
+
+class DtlsLayer:
+    """A DatagramSecurity (coap/secured.py) that speaks DTLS 1.2 with pre-shared keys."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        params: DtlsParams | None = None,
+        *,
+        client: PskClientCredentials | None = None,
+        server: PskServerCredentials | None = None,
+    ) -> None:
+        if client is None and server is None:
+            raise ValueError("a DTLS layer needs client credentials, server credentials or both")
+        self.rng = rng
+        self.params = params or DtlsParams()
+        self.client_credentials = client
+        self.server_credentials = server
+        self.stats = DtlsStats()
+        self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
+        self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
+        self._queued: dict[Hashable, deque[bytes]] = {}
+        self._out: list[tuple[bytes, Hashable]] = []
+        self._plain: list[tuple[bytes, Hashable]] = []
+        self._events: list[object] = []
+
+    # -- DatagramSecurity
+
+    def outgoing(self, now: float, data: bytes, addr: Hashable) -> None:
+        conn = self._sessions.get(addr)
+        if conn is not None and conn.established:
+            conn.send(data)
+            self._collect(conn)
+            return
+        if conn is None:
+            if self.client_credentials is None:
+                self.stats.datagrams_dropped += 1
+                return
+            conn = DtlsConnection.client(now, addr, self.rng, self.params, self.client_credentials)
+            self.stats.handshakes_started += 1
+            self._keep(addr, conn)
+        queue = self._queued.setdefault(addr, deque(maxlen=self.params.max_queued))
+        queue.append(data)
+        self._collect(conn)
+
+    def incoming(self, now: float, data: bytes, addr: Hashable) -> None:
+        conn = self._sessions.get(addr)
+        if self.server_credentials is not None and _starts_with_client_hello(data):
+            if self._on_client_hello(now, data, addr, conn):
+                return
+        if conn is None:
+            self.stats.datagrams_dropped += 1
+            return
+        self._sessions.move_to_end(addr)
+        conn.receive(now, data)
+        self._collect(conn)
+
+    def datagrams_to_send(self) -> list[tuple[bytes, Hashable]]:
+        out, self._out = self._out, []
+        return out
+
+    def plaintexts(self) -> list[tuple[bytes, Hashable]]:
+        out, self._plain = self._plain, []
+        return out
+
+    def events(self) -> list[object]:
+        out, self._events = self._events, []
+        return out
+
+    def next_timer(self) -> float | None:
+        deadlines = [t for c in self._sessions.values() if (t := c.next_timer()) is not None]
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now: float) -> None:
+        for conn in list(self._sessions.values()):
+            deadline = conn.next_timer()
+            if deadline is not None and deadline <= now:
+                conn.handle_timer(now)
+                self._collect(conn)
+
+    # -- sessions
+
+    def session(self, addr: Hashable) -> DtlsConnection | None:
+        return self._sessions.get(addr)
+
+    def close(self, addr: Hashable) -> None:
+        """End the session with `addr` (close_notify when established)."""
+        conn = self._sessions.get(addr)
+        if conn is not None:
+            conn.close()
+            self._collect(conn)
+
+    def close_all(self) -> None:
+        for addr in list(self._sessions):
+            self.close(addr)
+
+    # -- internals
+
+    def _on_client_hello(
+        self, now: float, data: bytes, addr: Hashable, conn: DtlsConnection | None
+    ) -> bool:
+        """Answer or accept a ClientHello; False when it belongs to `conn`'s handshake."""
+        try:
+            header, record = split_records(data)[0]
+            piece = messages.decode_fragments(record[13:])[0]
+            if not piece.whole:
+                raise DtlsDecodeError("a fragmented ClientHello")
+            hello = ClientHello.decode(piece.body)
+        except DtlsDecodeError:
+            self.stats.datagrams_dropped += 1
+            return True
+        if conn is not None and not conn.finished and hello.random == conn.client_random:
+            return False  # the same handshake's hello again: the association answers
+        expected = self._cookie(addr, hello)
+        if not std_hmac.compare_digest(hello.cookie, expected):
+            verify = messages.whole_message(
+                messages.HELLO_VERIFY_REQUEST,
+                piece.message_seq,
+                HelloVerifyRequest(expected).encode(),
+            )
+            # RFC 6347 4.2.1: the ClientHello's record sequence number, echoed.
+            self._out.append((plain_record(HANDSHAKE, 0, header.sequence, verify.encode()), addr))
+            self.stats.hello_verify_requests += 1
+            return True
+        if conn is not None:
+            self._drop(addr)
+        conn = DtlsConnection.server(
+            now,
+            addr,
+            self.rng,
+            self.params,
+            self.server_credentials,
+            piece,
+            header.sequence,
+            len(data),
+        )
+        self.stats.handshakes_started += 1
+        self._keep(addr, conn)
+        self._collect(conn)
+        return True
+
+    def _cookie(self, addr: Hashable, hello: ClientHello) -> bytes:
+        h = hmac.HMAC(self._cookie_secret, hashes.SHA256())
+        h.update(repr(addr).encode())
+        h.update(bytes(hello.version) + hello.random + hello.session_id)
+        h.update(b"".join(s.to_bytes(2, "big") for s in hello.cipher_suites))
+        h.update(bytes(hello.compression_methods))
+        return h.finalize()[:COOKIE_LEN]
+
+    def _keep(self, addr: Hashable, conn: DtlsConnection) -> None:
+        while len(self._sessions) >= self.params.max_sessions:
+            oldest = next(iter(self._sessions))
+            self.stats.sessions_evicted += 1
+            self.close(oldest)
+            self._drop(oldest)
+        self._sessions[addr] = conn
+
+    def _drop(self, addr: Hashable) -> None:
+        self._sessions.pop(addr, None)
+        self._queued.pop(addr, None)
+
+    def _collect(self, conn: DtlsConnection) -> None:
+        addr = conn.peer
+        for event in conn.events():
+            if isinstance(event, HandshakeDone):
+                self.stats.handshakes_done += 1
+                for data in self._queued.pop(addr, ()):
+                    conn.send(data)
+            elif isinstance(event, HandshakeFailed):
+                self.stats.handshakes_failed += 1
+            self._events.append(event)
+        self._out.extend((d, addr) for d in conn.datagrams_to_send())
+        self._plain.extend((p, addr) for p in conn.plaintexts())
+        if conn.finished and self._sessions.get(addr) is conn:
+            self._drop(addr)
+
+
+def _starts_with_client_hello(data: bytes) -> bool:
+    """Cheap look at the first record: an epoch-0 handshake record holding a ClientHello."""
+    return (
+        len(data) > 25
+        and data[0] == HANDSHAKE
+        and data[3:5] == b"\x00\x00"
+        and data[13] == messages.CLIENT_HELLO
+    )
+
+
+__all__ = [
+    "DtlsLayer",
+    "DtlsStats",
+    "HandshakeDone",
+    "HandshakeFailed",
+    "SessionClosed",
+]
