@@ -25,7 +25,9 @@ session takeover (3.1.4); topic filters with `+`, `#` and the `$` rule
 in both directions with QoS downgrade to min(publish QoS, granted QoS)
 (3.8.4); an in-flight window and a queue per session (flows.py), queueing
 for offline persistent sessions; keep-alive enforcement (1.5 x keep-alive,
-3.1.2.10).
+3.1.2.10); optionally, user names and passwords (auth.py) and topic access
+control (acl.py) as mosquitto's password_file, allow_anonymous and
+acl_file have them.
 
 Choices the specification leaves open, and what this broker does:
 
@@ -45,9 +47,17 @@ Choices the specification leaves open, and what this broker does:
 - A syntactically invalid filter in SUBSCRIBE or UNSUBSCRIBE, or a PUBLISH
   or will to an invalid topic name, is a protocol violation: the
   connection is closed (4.8). SUBACK 0x80 is kept for filters refused
-  because of max_subscriptions_per_session.
+  because of max_subscriptions_per_session or the ACL.
 - Topics starting with `$` may be published to like any other; only the
   wildcard rule of 4.7.2 treats them specially.
+- With an ACL (mosquitto's rules): a filter the client may not read gets
+  SUBACK 0x80, the other filters of the SUBSCRIBE are granted; a PUBLISH to
+  a topic it may not write completes its QoS flow and goes nowhere (3.1.1
+  cannot report it); each message reaches only subscribers that may read
+  its topic, retained ones too; a will is published only if its client may
+  write its topic, checked when it is published (as mosquitto 2.0 does); a
+  persistent session taken up by a client that may read less loses the
+  waiting messages that client may not read.
 - A repeated PUBLISH QoS 2 with a stored Packet Identifier gets PUBREC again
   and is not delivered again (method B of 4.3.3); an unknown PUBREL still
   gets PUBCOMP. Acknowledgements for unknown ids are ignored and counted.
@@ -61,6 +71,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ..keepalive import given_up_s
+from .acl import ClientAcl
+from .auth import refusal
 from .codec import (
     SUBACK_FAILURE,
     ConnAck,
@@ -119,6 +131,10 @@ class MqttBrokerStats:
     dropped_offline_qos0: int = 0
     retained_refused: int = 0
     subscriptions_refused: int = 0
+    denied_subscriptions: int = 0
+    denied_publishes: int = 0
+    denied_deliveries: int = 0
+    denied_wills: int = 0
     wills_published: int = 0
     unknown_acks: int = 0
 
@@ -126,7 +142,7 @@ class MqttBrokerStats:
 class _Session:
     """What the broker keeps per client id (3.1.2.4), online or not."""
 
-    __slots__ = ("clean", "client_id", "conn", "inbox", "outbox", "subscriptions")
+    __slots__ = ("acl", "clean", "client_id", "conn", "inbox", "outbox", "subscriptions")
 
     def __init__(self, client_id: str, clean: bool, outbox: Outbox) -> None:
         self.client_id = client_id
@@ -135,6 +151,8 @@ class _Session:
         self.outbox = outbox
         self.inbox = Inbox()
         self.conn: _Conn | None = None
+        #: What its current (or last) client may do; None: no ACL, everything.
+        self.acl: ClientAcl | None = None
 
 
 class _Conn:
@@ -351,8 +369,11 @@ class MqttBroker:
                 del self._sessions[session.client_id]  # 3.1.2.4: it lasts as long as the connection
         if c.will is not None and reason != "disconnect":
             will, c.will = c.will, None
-            self.stats.wills_published += 1
-            self._route(now, will.topic, will.payload, will.qos, will.retain)
+            if session.acl is not None and not session.acl.may_write(will.topic):
+                self.stats.denied_wills += 1
+            else:
+                self.stats.wills_published += 1
+                self._route(now, will.topic, will.payload, will.qos, will.retain)
         c.will = None
         if reason == "protocol-error":
             self.stats.protocol_errors += 1
@@ -470,14 +491,11 @@ class MqttBroker:
                 self._refuse(now, c, ConnectReturnCode.IDENTIFIER_REJECTED, "empty client id")
                 return
             client_id = self._new_client_id()
-        if p.users is not None:
-            if packet.username is None:
-                self._refuse(now, c, ConnectReturnCode.NOT_AUTHORIZED, "no user name")
-                return
-            if p.users.get(packet.username) != (packet.password or b""):
-                code = ConnectReturnCode.BAD_USERNAME_OR_PASSWORD
-                self._refuse(now, c, code, "bad user name or password")
-                return
+        code = refusal(p.users, p.anonymous_allowed, packet.username, packet.password)
+        if code is not None:
+            anonymous = code == ConnectReturnCode.NOT_AUTHORIZED
+            self._refuse(now, c, code, "no user name" if anonymous else "bad user name or password")
+            return
         session = self._sessions.get(client_id)
         if session is not None and session.conn is not None:
             # 3.1.4: the existing connection of this client id is closed.
@@ -502,6 +520,12 @@ class MqttBroker:
             session = self._sessions[client_id] = _Session(client_id, packet.clean_session, outbox)
         session.conn = c
         c.session = session
+        if p.acl is not None:
+            session.acl = acl = p.acl.for_client(client_id, packet.username)
+            if present:  # mosquitto too re-checks what waits, for a client that may read less
+                self.stats.denied_deliveries += session.outbox.drop_unless(
+                    lambda msg: acl.may_read(msg.topic)
+                )
         c.keep_alive_s = packet.keep_alive_s
         c.will = packet.will
         self._write(c, ConnAck(present, ConnectReturnCode.ACCEPTED))
@@ -522,10 +546,13 @@ class MqttBroker:
             self._violation(now, c, f"PUBLISH to invalid topic name {packet.topic!r} (3.3.2.1)")
             return
         self.stats.messages_received += 1
-        if session.inbox.on_publish(packet, lambda p: self._write(c, p)):
-            self._route(now, packet.topic, packet.payload, packet.qos, packet.retain)
-        else:
+        if not session.inbox.on_publish(packet, lambda p: self._write(c, p)):
             self.stats.duplicates_received += 1
+        elif session.acl is not None and not session.acl.may_write(packet.topic):
+            # Acknowledged above all the same: 3.1.1 has no way to say no (mosquitto too).
+            self.stats.denied_publishes += 1
+        else:
+            self._route(now, packet.topic, packet.payload, packet.qos, packet.retain)
 
     def _on_subscribe(self, now: float, c: _Conn, session: _Session, packet: Subscribe) -> None:
         for topic_filter, _ in packet.topics:
@@ -533,10 +560,15 @@ class MqttBroker:
                 self._violation(now, c, f"invalid topic filter {topic_filter!r} (4.7.1)")
                 return
         p = self.params
+        acl = session.acl
         subs = session.subscriptions
         codes = []
         granted = []
         for topic_filter, qos in packet.topics:
+            if acl is not None and not acl.may_subscribe(topic_filter):
+                self.stats.denied_subscriptions += 1
+                codes.append(SUBACK_FAILURE)
+                continue
             if topic_filter not in subs and len(subs) >= p.max_subscriptions_per_session:
                 self.stats.subscriptions_refused += 1
                 codes.append(SUBACK_FAILURE)
@@ -548,9 +580,13 @@ class MqttBroker:
         # 3.3.1.3 / 3.8.4: matching retained messages go to each new or replaced subscription.
         for topic_filter, qos in granted:
             for topic, (payload, retained_qos) in self._retained.items():
-                if matches(topic_filter, topic):
-                    msg = OutMessage(topic, payload, min(qos, retained_qos), True)
-                    self._deliver(now, session, msg)
+                if not matches(topic_filter, topic):
+                    continue
+                if acl is not None and not acl.may_read(topic):
+                    self.stats.denied_deliveries += 1
+                    continue
+                msg = OutMessage(topic, payload, min(qos, retained_qos), True)
+                self._deliver(now, session, msg)
 
     def _on_unsubscribe(self, now: float, c: _Conn, session: _Session, packet: Unsubscribe):
         for topic_filter in packet.topics:
@@ -574,9 +610,13 @@ class MqttBroker:
             for topic_filter, granted in session.subscriptions.items():
                 if granted > best and matches(topic_filter, topic):
                     best = granted
-            if best >= 0:
-                # 3.3.1.3: RETAIN is 0 towards existing subscriptions.
-                self._deliver(now, session, OutMessage(topic, payload, min(qos, best), False))
+            if best < 0:
+                continue
+            if session.acl is not None and not session.acl.may_read(topic):
+                self.stats.denied_deliveries += 1
+                continue
+            # 3.3.1.3: RETAIN is 0 towards existing subscriptions.
+            self._deliver(now, session, OutMessage(topic, payload, min(qos, best), False))
 
     def _deliver(self, now: float, session: _Session, msg: OutMessage) -> None:
         if session.conn is None and msg.qos == 0:

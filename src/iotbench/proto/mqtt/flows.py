@@ -258,6 +258,23 @@ class Outbox:
         self.inflight.clear()
         return dropped
 
+    def drop_unless(self, keep: Callable[[OutMessage], bool]) -> int:
+        """Drop the messages, in flight or queued, that `keep` refuses; returns how many.
+        A QoS 2 message whose PUBREL is due stays: the peer has it already."""
+        before = len(self)
+        for pid, msg in list(self.inflight.items()):
+            if not msg.released and not keep(msg):
+                del self.inflight[pid]
+                self.ids.release(pid)
+        kept: deque[OutMessage] = deque()
+        for msg in self.queue:
+            if keep(msg):
+                kept.append(msg)
+            elif msg.packet_id is not None:
+                self.ids.release(msg.packet_id)
+        self.queue = kept
+        return before - len(self)
+
     def next_deadline(self) -> float | None:
         """The earliest re-send deadline over this connection, or None."""
         deadlines = [m.retx.deadline_s for m in self.inflight.values() if m.retx is not None]

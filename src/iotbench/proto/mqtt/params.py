@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from iotbench.proto.paramcheck import check, is_int, is_seconds
 from iotbench.proto.retransmit import BackoffSchedule
 
+from .acl import Acl
+from .auth import Passwords
 from .codec import MAX_PACKET_SIZE_BYTES, Will
 
 __all__ = ["MqttBrokerParams", "MqttClientParams"]
@@ -193,8 +195,15 @@ class MqttBrokerParams(_FlowParams):
     - max_subscriptions_per_session: further filters get SUBACK 0x80.
     - max_retained_messages: retained messages on new topics beyond this are
       not stored (replacing or deleting existing ones always works).
-    - users: None accepts any client; a mapping of user name to password
-      refuses a missing user name with 0x05 and a wrong one with 0x04.
+    - users: None (default) checks no credentials; a `Passwords` (a parsed
+      password file) or a mapping of user name to plain password refuses
+      wrong credentials with 0x04 (auth.py).
+    - allow_anonymous: whether a client without a user name may connect
+      (refused with 0x05 otherwise); None (default): only when there is no
+      `users`, as mosquitto 2.0 does. (False without `users` admits any
+      client that gives a user name, unchecked.)
+    - acl: None (default) lets any client publish and subscribe to any topic;
+      an `Acl` (a parsed ACL file) denies what it does not grant (acl.py).
     """
 
     max_packet_size_bytes: int = DEFAULT_BROKER_MAX_PACKET_SIZE_BYTES
@@ -203,10 +212,31 @@ class MqttBrokerParams(_FlowParams):
     max_sessions: int = 100_000
     max_subscriptions_per_session: int = 1000
     max_retained_messages: int = 100_000
-    users: Mapping[str, bytes] | None = None
+    users: Passwords | Mapping[str, bytes] | None = None
+    allow_anonymous: bool | None = None
+    acl: Acl | None = None
 
     def __post_init__(self) -> None:
         cls = "MqttBrokerParams"
+        if isinstance(self.users, Mapping):
+            ok = all(isinstance(k, str) and isinstance(v, bytes) for k, v in self.users.items())
+            check(cls, "users", ok, "a mapping of str user names to bytes passwords", self.users)
+            object.__setattr__(self, "users", Passwords(self.users))  # one form for the broker
+        check(
+            cls,
+            "users",
+            self.users is None or isinstance(self.users, Passwords),
+            "None, Passwords or a mapping",
+            self.users,
+        )
+        check(
+            cls,
+            "allow_anonymous",
+            self.allow_anonymous is None or isinstance(self.allow_anonymous, bool),
+            "None, True or False",
+            self.allow_anonymous,
+        )
+        check(cls, "acl", self.acl is None or isinstance(self.acl, Acl), "None or an Acl", self.acl)
         self._check_flow(cls)
         _check_max_packet_size(cls, self.max_packet_size_bytes)
         check(
@@ -220,3 +250,10 @@ class MqttBrokerParams(_FlowParams):
         for name in ("max_sessions", "max_subscriptions_per_session", "max_retained_messages"):
             value = getattr(self, name)
             check(cls, name, is_int(value) and value >= 0, "an integer >= 0", value)
+
+    @property
+    def anonymous_allowed(self) -> bool:
+        """Whether a client without a user name may connect."""
+        if self.allow_anonymous is None:
+            return self.users is None
+        return self.allow_anonymous

@@ -10,13 +10,16 @@
   with `$` (4.7.2), so `#` never sees `$SYS/...`.
 - Levels may be empty: "/a" has the levels "" and "a", and "+/+" matches it.
 
+`covers(filter, other)` asks whether a filter matches every topic another
+filter matches; the ACLs check a SUBSCRIBE against their entries with it.
+
 U+0000 and the 65535-byte limit are the codec's business (1.5.3); these
 checks are about the structure of the text.
 """
 
 from __future__ import annotations
 
-__all__ = ["is_valid_filter", "is_valid_topic", "matches"]
+__all__ = ["covers", "is_valid_filter", "is_valid_topic", "matches"]
 
 
 def is_valid_topic(topic: str) -> bool:
@@ -54,3 +57,20 @@ def matches(topic_filter: str, topic: str) -> bool:
         if level != "+" and level != t_levels[i]:
             return False
     return len(f_levels) == len(t_levels)
+
+
+def covers(topic_filter: str, other: str) -> bool:
+    """Whether `topic_filter` matches every topic name that `other` matches (both
+    valid filters): "a/#" covers "a/+/c"; "a/+" does not cover "a/#".
+
+    `other`'s "+" is taken as text, which only a "+" or "#" of `topic_filter`
+    matches; its "#" stands for its parent level and everything below, which
+    only a "#" of `topic_filter` at that level or above matches. This is the
+    rule of mosquitto's dynamic-security plugin (sub_acl_check). For a topic
+    name, covers() is matches().
+    """
+    if other == "#":
+        return topic_filter == "#"
+    if other.endswith("/#"):
+        return topic_filter.endswith("#") and matches(topic_filter, other[:-2])
+    return matches(topic_filter, other)
