@@ -172,7 +172,7 @@ def test_nothing_listening_fails_at_once():
     ("uri", "method", "message"),
     [
         ("http://127.0.0.1/x", "GET", "is not a CoAP scheme"),
-        ("coaps://127.0.0.1/x", "GET", "only coap:// URIs"),
+        ("coaps://127.0.0.1/x", "GET", "coaps:// needs DTLS credentials"),
         ("coap://127.0.0.1/x", "FETCH", "method 'FETCH' is not one of"),
         ("coap://no-such-host.invalid/x", "GET", "cannot resolve host"),
     ],

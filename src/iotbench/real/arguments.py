@@ -31,7 +31,8 @@ def add_real_commands(
         "CoAP Entity Manager (coap-em): groups of CoAP resources behind one resource\n"
         "(S6, docs/coap-em.md): POST /e with a JSON profile, then GET /e/<name>.\n"
         "HTTP/1.1 (h11 over the OS's TCP): /voltage, /json, /o.\n"
-        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions).\n"
+        "MQTT 3.1.1: a broker (any topic, QoS 0-2, retained and will messages, sessions);\n"
+        "--password-file and --acl-file take mosquitto's files (docs/mqtt.md).\n"
         "MQTT-SN gateway: a transparent MQTT-SN 1.2 gateway on UDP for an MQTT broker\n"
         "(--broker), one MQTT connection per MQTT-SN client.\n"
         "NDN: a forwarder with faces on UDP and TCP (one port, NFD's framing) and a\n"
@@ -41,10 +42,12 @@ def add_real_commands(
         epilog="examples:\n"
         "  iotbench serve coap                                  127.0.0.1:5683\n"
         "  iotbench serve coap --host :: --port 5700 --object-size 1000\n"
+        "  iotbench serve coap --psk-identity dev1 --psk-key s3cret    coaps://127.0.0.1:5684\n"
         "  iotbench serve coap-em --host ::1 --port 5690            members: iotbench serve coap\n"
         "  iotbench serve coap-em --host :: --allow-members fd00::/64   members on fd00::/64\n"
         "  iotbench serve http --port 8080                      then: curl http://127.0.0.1:8080/json\n"
         "  iotbench serve mqtt --port 1883                      then: iotbench client mqtt sub ...\n"
+        "  iotbench serve mqtt --password-file passwd --acl-file acl    users, topic access\n"
         "  iotbench serve mqttsn-gateway --port 1884 --broker 127.0.0.1:1883\n"
         "  iotbench serve mqttsn-gateway --port 1884 --predefined-topic 7=sensors/t7\n"
         "  iotbench serve ndn                                   UDP and TCP 127.0.0.1:6363\n"
@@ -75,6 +78,7 @@ def add_real_commands(
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
     )
+    add_psk_arguments(p, "serve coaps:// (default port 5684) and accept this identity only")
     em = p.add_argument_group("coap-em")
     em.add_argument(
         "--member-timeout",
@@ -103,6 +107,35 @@ def add_real_commands(
         type=positive_int,
         metavar="N",
         help="queries one client address may have in progress (default: 4; beyond: 5.03)",
+    )
+    mqtt = p.add_argument_group(
+        "mqtt",
+        "Users and topic access in mosquitto's formats (mosquitto.conf(5)); a bad file"
+        " stops the broker with the file, line and problem.",
+    )
+    mqtt.add_argument(
+        "--password-file",
+        type=Path,
+        metavar="FILE",
+        help="lines user:password; the password plain or hashed by mosquitto_passwd ($7$,"
+        " $6$). Wrong credentials get CONNACK 4; clients without a user name get 5"
+        " unless --allow-anonymous",
+    )
+    mqtt.add_argument(
+        "--acl-file",
+        type=Path,
+        metavar="FILE",
+        help="topic [read|write|readwrite|deny] TOPIC lines, in `user NAME` sections (before"
+        " any: anonymous clients), and pattern lines with %%c (client id) and %%u (user"
+        " name) for all; what it does not grant is denied: SUBACK 0x80, PUBLISH dropped,"
+        " messages withheld",
+    )
+    mqtt.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        default=None,
+        help="let clients without a user name connect although there is a --password-file"
+        " (default: only without one)",
     )
     gateway = p.add_argument_group("mqttsn-gateway")
     gateway.add_argument(
@@ -167,6 +200,7 @@ def add_real_commands(
         "  iotbench client coap PUT coap://127.0.0.1/store --payload hello --non\n"
         "  iotbench client coap GET 'coap://[::1]:5700/.well-known/core' --timeout 5\n"
         "  iotbench client coap GET coap://127.0.0.1/o --block-size 64\n"
+        "  iotbench client coap GET coaps://127.0.0.1/voltage --psk-identity dev1 --psk-key s3cret\n"
         "  iotbench client mqtt sub 'mqtt://127.0.0.1/sensors/%23' --qos 1 --count 3\n"
         "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload 21.5 --qos 1\n"
         "  iotbench client mqtt pub mqtt://127.0.0.1/sensors/t1 --payload on --retain\n"
@@ -191,6 +225,7 @@ def add_real_commands(
         help="Content-Format of the payload, e.g. 0 text/plain, 50 application/json",
     )
     p.add_argument("--non", action="store_true", help="send a non-confirmable request")
+    add_psk_arguments(p, "for coaps:// URIs")
     p.add_argument(
         "--block-size",
         type=int,
@@ -321,3 +356,14 @@ def add_real_commands(
         help="forget a client silent for S seconds (default: %(default)s)",
     )
     p.set_defaults(handler=shim)
+
+
+def add_psk_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """CoAP over DTLS 1.2 with a pre-shared key (TLS_PSK_WITH_AES_128_CCM_8)."""
+    dtls = p.add_argument_group(
+        "coap over DTLS",
+        f"DTLS 1.2 with a pre-shared key, TLS_PSK_WITH_AES_128_CCM_8 (RFC 7252 9.1.3.1): {what}."
+        " Text, as libcoap's -u and -k take them.",
+    )
+    dtls.add_argument("--psk-identity", metavar="ID", help="the PSK identity (RFC 4279)")
+    dtls.add_argument("--psk-key", metavar="KEY", help="the pre-shared key")

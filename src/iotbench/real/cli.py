@@ -17,6 +17,7 @@ from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
 from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
+from iotbench.real.coap_security import COAPS_PORT, dtls_client, dtls_server, psk_pair
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
 from iotbench.scenarios import UserError
@@ -33,15 +34,21 @@ SERVE_ONLY = {
     "hmac_key": "ndn",
     "ecdsa_key": "ndn",
     "freshness": "ndn",
+    "password_file": "mqtt",
+    "acl_file": "mqtt",
+    "allow_anonymous": "mqtt",
     "broker": "mqttsn-gateway",
     "predefined_topic": "mqttsn-gateway",
+    "psk_identity": "coap",
+    "psk_key": "coap",
 }
 
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server of `args.protocol` until Ctrl-C or SIGTERM."""
+    psk = psk_pair(getattr(args, "psk_identity", None), getattr(args, "psk_key", None))
     if args.port is None:
-        args.port = DEFAULT_PORTS[args.protocol]
+        args.port = COAPS_PORT if psk else DEFAULT_PORTS[args.protocol]
     for option, protocol in SERVE_ONLY.items():
         if args.protocol != protocol and getattr(args, option, None) is not None:
             raise UserError(f"--{option.replace('_', '-')} is an option of serve {protocol}")
@@ -77,9 +84,14 @@ def _shown(host: str) -> str:
 
 
 async def _coap_server(args: argparse.Namespace) -> None:
+    psk = psk_pair(args.psk_identity, args.psk_key)
+    scheme = "coaps" if psk else "coap"
+
     def ready(driver: AsyncDatagramDriver) -> None:
         host, port = driver.transport.get_extra_info("sockname")[:2]
-        lines = [f"iotbench: CoAP server listening on coap://{_shown(host)}:{port}"]
+        lines = [f"iotbench: CoAP server listening on {scheme}://{_shown(host)}:{port}"]
+        if psk:
+            lines[0] += f" (DTLS 1.2, PSK identity {args.psk_identity!r})"
         lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
         lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
         _announce(lines)
@@ -89,6 +101,7 @@ async def _coap_server(args: argparse.Namespace) -> None:
         args.port,
         object_size_bytes=args.object_size,
         observe_interval_s=args.observe_interval,
+        security=dtls_server(*psk) if psk else None,
         on_ready=ready,
     )
 
@@ -200,6 +213,8 @@ CLIENT_OPTIONS: dict[str, tuple[object, tuple[str, ...]]] = {
     "count": (None, ("mqtt", "mqttsn")),
     "retain": (False, ("mqtt", "mqttsn")),
     "topic_id": (None, ("mqttsn",)),
+    "psk_identity": (None, ("coap",)),
+    "psk_key": (None, ("coap",)),
 }
 PROTOCOL_NAMES = {"coap": "CoAP", "mqtt": "MQTT", "mqttsn": "MQTT-SN"}
 
@@ -224,6 +239,7 @@ def client(args: argparse.Namespace) -> int:
 
         return mqttsn_cli.client(args)
     payload = (args.payload or "").encode("utf-8")
+    psk = psk_pair(args.psk_identity, args.psk_key)
 
     def show(msg: Message) -> None:
         print(describe(msg), file=sys.stderr)
@@ -240,6 +256,7 @@ def client(args: argparse.Namespace) -> int:
                 observe=args.observe,
                 timeout_s=args.timeout,
                 params=CoapParams(block_size_bytes=args.block_size),
+                security=dtls_client(*psk) if psk else None,
                 on_update=show,
             )
         )

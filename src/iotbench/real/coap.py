@@ -6,6 +6,10 @@
 Real mode draws tokens and Message IDs from the operating system's random
 source (RFC 7252 5.3.1 wants tokens an off-path attacker cannot guess); the
 simulator injects a seeded stream instead. Everything else is the same code.
+
+`security` (both calls) puts a datagram security layer under the endpoint
+(proto/coap/secured.py): DTLS with pre-shared keys for coaps:// (port 5684,
+real/coap_security.py), or OSCORE.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from iotbench.proto.coap.events import NotificationReceived, RequestFailed, Resp
 from iotbench.proto.coap.group import serve_membership
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
+from iotbench.proto.coap.secured import DatagramSecurity, SecuredEndpoint
 from iotbench.proto.coap.uri import CoapUriError, parse_coap_uri
+from iotbench.proto.dtls.connection import HandshakeFailed
 from iotbench.real.coap_group import GroupSockets
 from iotbench.real.driver import (
     AsyncDatagramDriver,
@@ -62,6 +68,7 @@ async def serve_coap(
     object_size_bytes: int = 100,
     observe_interval_s: float = 5.0,
     params: CoapParams | None = None,
+    security: Callable[[random.Random], DatagramSecurity] | None = None,
     on_ready: Callable[[AsyncDatagramDriver], None] | None = None,
 ) -> None:
     """Serve the sensor resources (apps/coap_resources.py) and /mc until cancelled.
@@ -71,6 +78,8 @@ async def serve_coap(
     """
     rng = random.SystemRandom()
     endpoint = CoapEndpoint(rng, params or SERVER_PARAMS)
+    if security is not None:
+        endpoint = SecuredEndpoint(endpoint, security(rng))
     serve_sensor_set(endpoint, rng, object_size_bytes)
     driver: AsyncDatagramDriver | None = None
 
@@ -89,6 +98,7 @@ async def serve_coap(
                 endpoint.notify(driver.now(), "/voltage")
                 driver.pump()
     finally:
+        _close_sessions(endpoint, driver)
         groups.close()
         driver.close()
 
@@ -137,6 +147,8 @@ async def coap_request(
     observe: int = 0,
     timeout_s: float | None = None,
     params: CoapParams | None = None,
+    security: Callable[[random.Random], DatagramSecurity] | None = None,
+    secure_scheme: str = "coaps",
     on_update: Callable[[Message], None] | None = None,
 ) -> CoapResult:
     """One request to `uri`; with observe=N, also wait for N notifications.
@@ -146,6 +158,10 @@ async def coap_request(
 
     Without `timeout_s` the endpoint's own rules end the exchange (a CON gives
     up after MAX_TRANSMIT_WAIT, a NON after its NON timeout).
+
+    `security` makes the client's layer; `secure_scheme` is the URI scheme it
+    serves ("coaps" for DTLS, "coap" for OSCORE, which protects messages,
+    not the transport).
     """
     code = METHODS.get(method.upper())
     if code is None:
@@ -154,8 +170,12 @@ async def coap_request(
         target = parse_coap_uri(uri)
     except CoapUriError as exc:
         raise RealModeError(str(exc)) from None
-    if not uri.lower().startswith("coap://"):
-        raise RealModeError(f"only coap:// URIs are supported, not {uri!r}")
+    scheme = uri.partition(":")[0].lower()
+    wanted = secure_scheme if security is not None else "coap"
+    if scheme != wanted:
+        if scheme == "coaps":
+            raise RealModeError("coaps:// needs DTLS credentials: --psk-identity and --psk-key")
+        raise RealModeError(f"expected a {wanted}:// URI here, not {uri!r}")
     address, port, family = await _resolve(target.host, target.port)
     options: list[tuple[int, bytes | str | int]] = []
     try:
@@ -165,7 +185,10 @@ async def coap_request(
     if content_format is not None:
         options.append((Opt.CONTENT_FORMAT, content_format))
 
-    endpoint = CoapEndpoint(random.SystemRandom(), params or CoapParams())
+    rng = random.SystemRandom()
+    endpoint = CoapEndpoint(rng, params or CoapParams())
+    if security is not None:
+        endpoint = SecuredEndpoint(endpoint, security(rng))
     result = CoapResult()
     done = asyncio.Event()
     ids = {"request": -1, "dereg": -1}
@@ -189,6 +212,9 @@ async def coap_request(
                 done.set()
         elif isinstance(event, RequestFailed):
             result.failure = event.reason
+            done.set()
+        elif isinstance(event, HandshakeFailed) and result.failure is None:
+            result.failure = f"DTLS handshake failed: {event.reason}"
             done.set()
 
     def on_error(exc: OSError) -> None:
@@ -227,8 +253,17 @@ async def coap_request(
                 except TimeoutError:
                     pass
     finally:
+        _close_sessions(endpoint, driver)
         driver.close()
     return result
+
+
+def _close_sessions(endpoint, driver: AsyncDatagramDriver) -> None:
+    """Say goodbye where the layer keeps sessions (DTLS's close_notify, RFC 5246 7.2.1)."""
+    close_all = getattr(getattr(endpoint, "layer", None), "close_all", None)
+    if close_all is not None:
+        close_all()
+        driver.pump()
 
 
 def describe(msg: Message) -> str:

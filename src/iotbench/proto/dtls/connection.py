@@ -326,6 +326,12 @@ class DtlsConnection:
         try:
             _, payload = self._read_protection.unprotect(record)
         except DtlsDecodeError:
+            if self.state == WAIT_FINISHED:
+                # The first record under the new keys fails: the two sides
+                # derived different keys, i.e. hold different PSKs. RFC 6347
+                # 4.1.2.7 allows a fatal bad_record_mac here; it tells a user
+                # at once what silence would only show after every retry.
+                raise _Fatal(messages.BAD_RECORD_MAC, "record under the new keys fails") from None
             return None
         self._replay.record(header.sequence)
         return payload
