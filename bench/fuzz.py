@@ -3,10 +3,11 @@
     python bench/fuzz.py [--minutes N | --inputs N] [--codec NAME ...] [--seed S] [--json]
                          [--case K] [--keep-going] [--list]
 
-Targets (`--list` prints them): one per codec (CoAP, MQTT, MQTT-SN, the NDN
-TLV primitives, names and their URIs, Interest, Data, LpPacket and S5
-fragment headers, 802.15.4 frames, 6LoWPAN IPHC and fragment headers, RPL,
-ICMPv6, IPv4, IPv6, UDP) and one per stack (CoAP endpoints, MQTT broker and
+Targets (`--list` prints them): one per codec (CoAP, DTLS records and
+handshake messages, MQTT, MQTT-SN, the NDN TLV primitives, names and their
+URIs, Interest, Data, LpPacket and S5 fragment headers, 802.15.4 frames,
+6LoWPAN IPHC and fragment headers, RPL, ICMPv6, IPv4, IPv6, UDP) and one per
+stack (CoAP endpoints, DTLS client and server layers, MQTT broker and
 client, MQTT-SN gateway and client, NDN forwarder, 6LoWPAN reassembler).
 
 Inputs come from a seeded `random.Random`: random bytes, valid encodings
@@ -68,6 +69,7 @@ from iotbench.codec_agreement import (
     V6_B,
     check_802154,
     check_coap,
+    check_dtls,
     check_hopp,
     check_icmpv6,
     check_ipv4,
@@ -94,6 +96,8 @@ from iotbench.net.lowpan import codec as lowpan
 from iotbench.net.lowpan import fragments as lowpan_frag
 from iotbench.net.rpl import codec as rpl
 from iotbench.proto.coap import codec as coap
+from iotbench.proto.dtls import messages as dtls
+from iotbench.proto.dtls.record import plain_record
 from iotbench.proto.errors import DecodeError
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
@@ -781,8 +785,50 @@ def fix_udp(data: bytes) -> bytes:
     )
 
 
+def _dtls_handshake(rng: random.Random) -> tuple[int, bytes]:
+    """A handshake message type and a valid body of it."""
+    types = {rng.randrange(1 << 16) for _ in range(rng.randrange(3))}
+    extensions = tuple((t, randbytes(rng, rng.randrange(4))) for t in sorted(types))
+    kind = rng.randrange(5)
+    if kind == 0:
+        suites = (0xC0A8, rng.randrange(1 << 16))
+        cookie = randbytes(rng, rng.randrange(20))
+        hello = dtls.ClientHello(randbytes(rng, 32), suites, cookie, extensions=extensions)
+        return dtls.CLIENT_HELLO, hello.encode()
+    if kind == 1:
+        return dtls.SERVER_HELLO, dtls.ServerHello(
+            randbytes(rng, 32), 0xC0A8, extensions=extensions
+        ).encode()
+    if kind == 2:
+        return dtls.HELLO_VERIFY_REQUEST, dtls.HelloVerifyRequest(randbytes(rng, 16)).encode()
+    if kind == 3:
+        return dtls.CLIENT_KEY_EXCHANGE, dtls.encode_psk_identity(randbytes(rng, 6))
+    return dtls.SERVER_HELLO_DONE, b""
+
+
+def valid_dtls(rng: random.Random) -> bytes:
+    """A datagram of 1-3 DTLS records: handshake messages, alerts, CCS, protected data."""
+    records = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.random()
+        seq = rng.randrange(1 << 48)
+        if kind < 0.6:
+            msg_type, body = _dtls_handshake(rng)
+            whole = dtls.whole_message(msg_type, rng.randrange(4), body)
+            records.append(plain_record(22, 0, seq, whole.encode()))
+        elif kind < 0.75:
+            alert = bytes((rng.choice((1, 2)), rng.randrange(256)))
+            records.append(plain_record(21, 0, seq, alert))
+        elif kind < 0.85:
+            records.append(plain_record(20, 0, seq, b"\x01"))
+        else:
+            records.append(plain_record(23, 1, seq, randbytes(rng, 16 + rng.randrange(24))))
+    return b"".join(records)
+
+
 CODECS = [
     Codec("coap", valid_coap, check_coap),
+    Codec("dtls", valid_dtls, check_dtls, 96),
     Codec("mqtt", valid_mqtt, check_mqtt),
     Codec("mqttsn", valid_mqttsn, check_mqttsn),
     Codec("ndn-tlv", valid_tlv, check_ndn_tlv),
@@ -954,6 +1000,63 @@ def run_coap_endpoint_case(case: StackCase, count: int, stats: dict) -> None:
             drain(ep)
         server.notify(now, "/obs-con")
         drain(server)
+        stats["inputs"] += 1
+
+
+# ---- DTLS layers ---------------------------------------------------------------------
+
+DTLS_CLIENT, DTLS_SERVER = ("10.0.0.2", 5684), ("10.0.0.1", 5684)
+
+
+def _dtls_corpus() -> list[bytes]:
+    """Every datagram of a real handshake and its first data, for mutation."""
+    from iotbench.proto.dtls.layer import DtlsLayer
+    from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
+
+    client = DtlsLayer(random.Random(1), client=PskClientCredentials(b"id", b"key"))
+    server = DtlsLayer(random.Random(2), server=PskServerCredentials({b"id": b"key"}))
+    client.outgoing(0.0, b"data", DTLS_SERVER)
+    corpus = []
+    for _ in range(8):
+        for data, _ in client.datagrams_to_send():
+            corpus.append(data)
+            server.incoming(0.0, data, DTLS_CLIENT)
+        for data, _ in server.datagrams_to_send():
+            corpus.append(data)
+            client.incoming(0.0, data, DTLS_SERVER)
+    return corpus
+
+
+_DTLS_CORPUS = _dtls_corpus()
+
+
+def run_dtls_layer_case(case: StackCase, count: int, stats: dict) -> None:
+    """A client and a server layer fed the same datagrams; their own output must parse."""
+    from iotbench.proto.dtls.layer import DtlsLayer
+    from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
+    from iotbench.proto.dtls.record import split_records
+
+    rng = case.rng
+    params = DtlsParams(max_datagram_bytes=rng.choice((64, 1232)), max_sessions=4)
+    client = DtlsLayer(random.Random(1), params, client=PskClientCredentials(b"id", b"key"))
+    server = DtlsLayer(random.Random(2), params, server=PskServerCredentials({b"id": b"key"}))
+    client.outgoing(0.0, b"data", DTLS_SERVER)
+    now = 0.0
+    for _ in range(count):
+        data = case.note("datagram", _datagram(rng, valid_dtls, _DTLS_CORPUS))
+        now += rng.choice((0.0, 0.1, 1.0, 5.0))
+        server.incoming(now, data, (DTLS_CLIENT[0], rng.randrange(3)))
+        client.incoming(now, data, DTLS_SERVER)
+        for layer in (client, server):
+            t = layer.next_timer()
+            if t is not None and t <= now:
+                layer.handle_timer(now)
+            for out, _ in layer.datagrams_to_send():
+                assert len(out) <= params.max_datagram_bytes or out[0] == 23, "datagram too large"
+                split_records(out)
+            layer.plaintexts()
+            layer.events()
+        assert len(server._sessions) <= params.max_sessions
         stats["inputs"] += 1
 
 
@@ -1343,6 +1446,7 @@ def run_lowpan_reassembler_case(case: StackCase, count: int, stats: dict) -> Non
 
 STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     "coap-endpoint": run_coap_endpoint_case,
+    "dtls-layer": run_dtls_layer_case,
     "mqtt-broker": run_mqtt_broker_case,
     "mqtt-client": run_mqtt_client_case,
     "mqttsn-gateway": run_mqttsn_gateway_case,

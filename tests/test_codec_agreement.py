@@ -33,6 +33,7 @@ from iotbench.codec_agreement import (
     V6_B,
     check_802154,
     check_coap,
+    check_dtls,
     check_hopp,
     check_icmpv6,
     check_ipv4,
@@ -59,6 +60,8 @@ from iotbench.net.lowpan import codec as lowpan
 from iotbench.net.lowpan import fragments as lowpan_frag
 from iotbench.net.rpl import codec as rpl
 from iotbench.proto.coap import codec as coap
+from iotbench.proto.dtls import messages as dtls
+from iotbench.proto.dtls.record import plain_record
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
@@ -110,6 +113,68 @@ text = st.text(
 mqtt_text = text.map(lambda s: s.replace("\x00", ""))
 u8 = st.integers(0, 0xFF)
 u16 = st.integers(0, 0xFFFF)
+
+
+# =====================================================================
+# DTLS 1.2 records and handshake messages (RFC 6347 4.1, 4.2; RFC 4279)
+# =====================================================================
+
+_extensions = st.lists(st.tuples(u16, st.binary(max_size=6)), max_size=3, unique_by=lambda e: e[0])
+
+
+@st.composite
+def dtls_bodies(draw: st.DrawFn) -> tuple[int, bytes]:
+    kind = draw(st.sampled_from(["ch", "sh", "hvr", "psk", "empty"]))
+    rand = draw(st.binary(min_size=32, max_size=32))
+    if kind == "ch":
+        suites = tuple(draw(st.lists(u16, min_size=1, max_size=4)))
+        cookie = draw(st.binary(max_size=20))
+        ext = tuple(draw(_extensions))
+        return dtls.CLIENT_HELLO, dtls.ClientHello(rand, suites, cookie, extensions=ext).encode()
+    if kind == "sh":
+        return dtls.SERVER_HELLO, dtls.ServerHello(
+            rand, draw(u16), extensions=tuple(draw(_extensions))
+        ).encode()
+    if kind == "hvr":
+        return dtls.HELLO_VERIFY_REQUEST, dtls.HelloVerifyRequest(
+            draw(st.binary(max_size=32))
+        ).encode()
+    if kind == "psk":
+        return dtls.CLIENT_KEY_EXCHANGE, dtls.encode_psk_identity(draw(st.binary(max_size=12)))
+    return dtls.SERVER_HELLO_DONE, b""
+
+
+@st.composite
+def dtls_datagrams(draw: st.DrawFn) -> bytes:
+    records = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["handshake", "alert", "ccs", "protected"]))
+        seq = draw(st.integers(0, (1 << 48) - 1))
+        if kind == "handshake":
+            msg_type, body = draw(dtls_bodies())
+            whole = dtls.whole_message(msg_type, draw(u16), body)
+            records.append(plain_record(22, 0, seq, whole.encode()))
+        elif kind == "alert":
+            records.append(
+                plain_record(
+                    21, 0, seq, dtls.Alert(draw(st.sampled_from([1, 2])), draw(u8)).encode()
+                )
+            )
+        elif kind == "ccs":
+            records.append(plain_record(20, 0, seq, b"\x01"))
+        else:
+            records.append(
+                plain_record(
+                    23, draw(st.integers(1, 3)), seq, draw(st.binary(min_size=16, max_size=40))
+                )
+            )
+    return b"".join(records)
+
+
+@AGREE
+@given(inputs(dtls_datagrams(), max_random=96))
+def test_dtls(data):
+    check_dtls(data)
 
 
 # =====================================================================

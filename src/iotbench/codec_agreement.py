@@ -23,6 +23,8 @@ from iotbench.net.lowpan import codec as lowpan
 from iotbench.net.lowpan import fragments as lowpan_frag
 from iotbench.net.rpl import codec as rpl
 from iotbench.proto.coap import codec as coap
+from iotbench.proto.dtls import messages as dtls_messages
+from iotbench.proto.dtls import record as dtls_record
 from iotbench.proto.mqtt import codec as mqtt
 from iotbench.proto.mqttsn import codec as sn
 from iotbench.proto.ndn import fragmentation as ndn_frag
@@ -54,6 +56,45 @@ def check_coap(data: bytes) -> bool:
             except coap.CoapDecodeError:
                 continue
             assert coap.BlockOption.decode(block.encode()) == block
+    return True
+
+
+_DTLS_BODIES = {
+    dtls_messages.CLIENT_HELLO: dtls_messages.ClientHello,
+    dtls_messages.SERVER_HELLO: dtls_messages.ServerHello,
+    dtls_messages.HELLO_VERIFY_REQUEST: dtls_messages.HelloVerifyRequest,
+}
+
+
+def check_dtls(data: bytes) -> bool:
+    """split_records(b) accepted => the records it returns are a prefix of b, each
+    header re-encodes to its bytes; an epoch-0 handshake record's fragments re-encode
+    to its payload; a whole ClientHello, ServerHello or HelloVerifyRequest body
+    decodes to m with decode(encode(m)) == m (an empty extensions block and none
+    are the same message); an epoch-0 alert re-encodes to its 2 bytes."""
+    try:
+        records = dtls_record.split_records(data)
+    except dtls_record.DtlsDecodeError:
+        return False
+    assert data.startswith(b"".join(r for _, r in records)), "records are not a prefix"
+    for header, record in records:
+        assert header.encode() == record[: dtls_record.HEADER_LEN], "header re-encodes"
+        payload = record[dtls_record.HEADER_LEN :]
+        if header.epoch != 0:
+            continue
+        try:
+            if header.content_type == 22:
+                pieces = dtls_messages.decode_fragments(payload)
+                assert b"".join(p.encode() for p in pieces) == payload, "fragments re-encode"
+                for piece in pieces:
+                    body_type = _DTLS_BODIES.get(piece.msg_type)
+                    if piece.whole and body_type is not None:
+                        msg = body_type.decode(piece.body)
+                        assert body_type.decode(msg.encode()) == msg, f"re-decoded {msg!r}"
+            elif header.content_type == 21:
+                assert dtls_messages.Alert.decode(payload).encode() == payload
+        except dtls_record.DtlsDecodeError:
+            pass
     return True
 
 

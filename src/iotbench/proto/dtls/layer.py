@@ -44,11 +44,14 @@ from .connection import (
     HandshakeFailed,
     SessionClosed,
 )
-from .messages import ClientHello, HelloVerifyRequest
+from .fragments import Reassembler
+from .messages import ClientHello, HandshakeFragment, HelloVerifyRequest
 from .params import DtlsParams, PskClientCredentials, PskServerCredentials
-from .record import DtlsDecodeError, plain_record, split_records
+from .record import HEADER_LEN, DtlsDecodeError, RecordHeader, plain_record, split_records
 
 COOKIE_LEN = 16
+MAX_HELLO_ASSEMBLIES = 16  # addresses whose fragmented ClientHello is being assembled
+MAX_HELLO_BYTES = 1024  # a PSK ClientHello is ~100 bytes; room for many extensions
 
 
 @dataclass(slots=True)
@@ -82,6 +85,7 @@ class DtlsLayer:
         self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
         self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
         self._queued: dict[Hashable, deque[bytes]] = {}
+        self._hello_parts: OrderedDict[Hashable, Reassembler] = OrderedDict()
         self._out: list[tuple[bytes, Hashable]] = []
         self._plain: list[tuple[bytes, Hashable]] = []
         self._events: list[object] = []
@@ -163,10 +167,10 @@ class DtlsLayer:
     ) -> bool:
         """Answer or accept a ClientHello; False when it belongs to `conn`'s handshake."""
         try:
-            header, record = split_records(data)[0]
-            piece = messages.decode_fragments(record[13:])[0]
-            if not piece.whole:
-                raise DtlsDecodeError("a fragmented ClientHello")
+            found = self._whole_client_hello(data, addr)
+            if found is None:
+                return True  # a fragment of a ClientHello, kept until the rest comes
+            header, piece = found
             hello = ClientHello.decode(piece.body)
         except DtlsDecodeError:
             self.stats.datagrams_dropped += 1
@@ -200,6 +204,36 @@ class DtlsLayer:
         self._keep(addr, conn)
         self._collect(conn)
         return True
+
+    def _whole_client_hello(
+        self, data: bytes, addr: Hashable
+    ) -> tuple[RecordHeader, HandshakeFragment] | None:
+        """The ClientHello a datagram holds or completes, with its record's header.
+
+        A ClientHello larger than the path allows comes in fragments (RFC 6347
+        4.2.3); they are the one thing a server keeps before the cookie
+        returns, in a table of at most MAX_HELLO_ASSEMBLIES addresses (the
+        oldest goes), so a flood of fragments costs bounded memory.
+        """
+        for header, record in split_records(data):
+            if header.content_type != HANDSHAKE or header.epoch != 0:
+                continue
+            for piece in messages.decode_fragments(record[HEADER_LEN:]):
+                if piece.msg_type != messages.CLIENT_HELLO:
+                    continue
+                if piece.whole:
+                    self._hello_parts.pop(addr, None)
+                    return header, piece
+                assembly = self._hello_parts.pop(addr, None) or Reassembler(
+                    max_message_bytes=MAX_HELLO_BYTES, max_messages=1
+                )
+                whole = assembly.add(piece)
+                if whole is not None:
+                    return header, whole
+                self._hello_parts[addr] = assembly
+                while len(self._hello_parts) > MAX_HELLO_ASSEMBLIES:
+                    self._hello_parts.popitem(last=False)
+        return None
 
     def _cookie(self, addr: Hashable, hello: ClientHello) -> bytes:
         h = hmac.HMAC(self._cookie_secret, hashes.SHA256())
@@ -238,7 +272,7 @@ class DtlsLayer:
 
 
 def _starts_with_client_hello(data: bytes) -> bool:
-    """Cheap look at the first record: an epoch-0 handshake record holding a ClientHello."""
+    """Cheap look at the first record: an epoch-0 handshake record with (part of) a ClientHello."""
     return (
         len(data) > 25
         and data[0] == HANDSHAKE
