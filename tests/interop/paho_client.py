@@ -13,7 +13,15 @@ WAIT_S = 20
 class Paho:
     """A paho client in its own network thread, with what it received in a queue."""
 
-    def __init__(self, port: int, client_id: str = "", clean_session: bool = True, will=None):
+    def __init__(
+        self,
+        port: int,
+        client_id: str = "",
+        clean_session: bool = True,
+        will=None,
+        username: str | None = None,
+        password: str | None = None,
+    ):
         self.client = paho.Client(
             paho.CallbackAPIVersion.VERSION2,
             client_id=client_id,
@@ -30,6 +38,8 @@ class Paho:
         self.client.on_subscribe = self._on_subscribe
         if will is not None:
             self.client.will_set(*will)
+        if username is not None:
+            self.client.username_pw_set(username, password)
         self.client.connect("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
         assert self.connected.wait(WAIT_S), "no CONNACK"
@@ -72,3 +82,30 @@ class Paho:
         """End the connection abnormally: no DISCONNECT, just the socket closing."""
         self.client.loop_stop()
         self.client.socket().close()
+
+
+#: paho reports a 3.1.1 CONNACK's return code as the MQTT 5 reason code of the same
+#: meaning (paho.mqtt.reasoncodes); these are 3.1.1's codes again (3.2.2.3).
+CONNACK_RETURN_CODES = {0: 0, 132: 1, 133: 2, 136: 3, 134: 4, 135: 5}
+
+
+def connack_code(
+    port: int, client_id: str, username: str | None = None, password: str | None = None
+) -> int:
+    """The return code of the CONNACK that a CONNECT with these credentials gets."""
+    codes: queue.Queue = queue.Queue()
+    client = paho.Client(
+        paho.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=paho.MQTTv311
+    )
+    client.on_connect = lambda client, userdata, flags, reason_code, props: codes.put(
+        reason_code.value
+    )
+    if username is not None:
+        client.username_pw_set(username, password)
+    client.connect("127.0.0.1", port, keepalive=30)
+    client.loop_start()
+    try:
+        return CONNACK_RETURN_CODES[codes.get(timeout=WAIT_S)]
+    finally:
+        client.disconnect()
+        client.loop_stop()

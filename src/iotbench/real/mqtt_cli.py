@@ -10,9 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from pathlib import Path
 
+from iotbench.proto.mqtt.acl import Acl
+from iotbench.proto.mqtt.auth import Passwords
+from iotbench.proto.mqtt.conffile import ConfigFileError
 from iotbench.proto.mqtt.events import MessageReceived
+from iotbench.proto.mqtt.params import MqttBrokerParams
 from iotbench.real.coap import RealModeError
 from iotbench.real.mqtt import mqtt_publish, mqtt_subscribe, serve_mqtt
 from iotbench.real.stream import StreamServerDriver
@@ -24,15 +29,59 @@ ACTIONS = ("pub", "sub")
 
 async def server(args: argparse.Namespace) -> None:
     """The broker on args.host:args.port until cancelled (real/cli.py runs and stops it)."""
+    params = broker_params(args)
 
     def ready(driver: StreamServerDriver) -> None:
         host, port = driver.server.sockets[0].getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
-        print(
-            f"iotbench: MQTT broker listening on mqtt://{shown}:{port}", file=sys.stderr, flush=True
-        )
+        lines = [f"iotbench: MQTT broker listening on mqtt://{shown}:{port}"]
+        lines += security_summary(args, params)
+        print("\n".join(lines), file=sys.stderr, flush=True)
 
-    await serve_mqtt(args.host, args.port, on_ready=ready)
+    await serve_mqtt(args.host, args.port, params=params, on_ready=ready)
+
+
+def broker_params(args: argparse.Namespace) -> MqttBrokerParams:
+    """The broker's settings from serve's options; the password and ACL files are read
+    here, before anything listens, and a bad one is a UserError naming file and line."""
+    return MqttBrokerParams(
+        users=_read(args.password_file, Passwords.parse, "password file"),
+        acl=_read(args.acl_file, Acl.parse, "ACL file"),
+        allow_anonymous=args.allow_anonymous,
+    )
+
+
+def _read(path: Path | None, parse: Callable[[bytes, str], object], what: str):
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    try:
+        return parse(data, str(path))
+    except ConfigFileError as exc:
+        raise UserError(f"bad {what}: {exc}") from None
+
+
+def security_summary(args: argparse.Namespace, params: MqttBrokerParams) -> list[str]:
+    """What the startup banner says about who may connect and what they may do."""
+    lines = []
+    anonymous = "allowed" if params.anonymous_allowed else "refused"
+    if params.users is not None:
+        lines.append(
+            f"  password file {args.password_file}: {len(params.users)} user(s);"
+            f" anonymous clients {anonymous}"
+        )
+    if params.acl is not None:
+        sections = sum(1 for user in params.acl.users if user is not None)
+        anonymous_entries = len(params.acl.users.get(None, ()))
+        lines.append(
+            f"  ACL file {args.acl_file}: {anonymous_entries} anonymous entries,"
+            f" {sections} user section(s), {len(params.acl.patterns)} pattern(s);"
+            " what it does not grant is denied"
+        )
+    return lines
 
 
 def client(args: argparse.Namespace) -> int:
