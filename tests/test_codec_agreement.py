@@ -49,6 +49,7 @@ from iotbench.codec_agreement import (
     check_ndn_name,
     check_ndn_name_uri,
     check_ndn_tlv,
+    check_oscore_option,
     check_rpl,
     check_udp,
     lowpan_macs,
@@ -71,6 +72,7 @@ from iotbench.proto.ndn.interest import Interest, make_interest
 from iotbench.proto.ndn.lp import LpPacket
 from iotbench.proto.ndn.name import Component, Name
 from iotbench.proto.ndn.signing import HmacSha256Signer
+from iotbench.proto.oscore.option import OscoreOption
 
 AGREE = settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -200,6 +202,20 @@ def coap_messages(draw: st.DrawFn) -> bytes:
 @given(inputs(coap_messages()))
 def test_coap(data):
     check_coap(data)
+
+
+oscore_options = st.builds(
+    lambda piv, kid, ctx: OscoreOption(piv, kid, ctx).encode(),
+    st.none() | st.binary(min_size=1, max_size=5),
+    st.none() | st.binary(max_size=8),
+    st.none() | st.binary(max_size=20),
+)
+
+
+@AGREE
+@given(inputs(oscore_options, 32))
+def test_oscore_option(data):
+    check_oscore_option(data)
 
 
 # =====================================================================
@@ -902,6 +918,7 @@ def test_udp(data):
 FLIPPED_BYTES = 32  # the headers are in the first bytes; longer tails only add time
 _EXHAUSTIVE = [
     ("coap", coap_messages(), check_coap),
+    ("oscore-option", oscore_options, check_oscore_option),
     ("mqtt", mqtt_packets.map(mqtt.encode), check_mqtt),
     ("mqttsn", sn_wires, check_mqttsn),
     ("ndn-tlv", tlv_runs(), check_ndn_tlv),

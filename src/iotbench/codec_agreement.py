@@ -36,6 +36,7 @@ from iotbench.proto.ndn.lp import LpPacket
 from iotbench.proto.ndn.name import Component, Name
 from iotbench.proto.ndn.siginfo import SignatureInfo
 from iotbench.proto.ndn.types import TT, ComponentType
+from iotbench.proto.oscore.option import OscoreOption, OscoreOptionError
 
 
 def check_coap(data: bytes) -> bool:
@@ -56,6 +57,18 @@ def check_coap(data: bytes) -> bool:
             except coap.CoapDecodeError:
                 continue
             assert coap.BlockOption.decode(block.encode()) == block
+    return True
+
+
+def check_oscore_option(data: bytes) -> bool:
+    """OscoreOption.decode(b) accepted => encode(decode(b)) == b (the value is
+    canonical), but for a lone 0x00 flag byte, which reads as the empty value
+    it is sent as (RFC 8613 6.3)."""
+    try:
+        option = OscoreOption.decode(data)
+    except OscoreOptionError:
+        return False
+    assert option.encode() == (b"" if data == b"\x00" else data), "re-encoding differs"
     return True
 
 
