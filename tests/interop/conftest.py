@@ -81,7 +81,7 @@ def stop(proc: subprocess.Popen) -> str:
     return err or ""
 
 
-def _serve_coap(object_size: int) -> Iterator[int]:
+def _serve_coap(object_size: int, *extra: str) -> Iterator[int]:
     port, proc = launch(
         free_udp_port,
         lambda port: [
@@ -96,6 +96,7 @@ def _serve_coap(object_size: int) -> Iterator[int]:
             str(object_size),
             "--observe-interval",
             "0.2",
+            *extra,
         ],
         wait_for_udp_listener,
     )
@@ -130,6 +131,35 @@ def libcoap_server(require_peer) -> Iterator[int]:
         wait_for_udp_listener,
     )
     yield port
+    stop(proc)
+
+
+#: The pre-shared key of the DTLS interop tests (libcoap's -u and -k, our --psk-*).
+PSK_IDENTITY, PSK_KEY = "iotbench-dev", "secretPSK"
+
+
+@pytest.fixture
+def iotbench_coaps_server() -> Iterator[int]:
+    """`iotbench serve coap` over DTLS with the test PSK (5,000-byte /o); yields the port."""
+    yield from _serve_coap(BIG_OBJECT_BYTES, "--psk-identity", PSK_IDENTITY, "--psk-key", PSK_KEY)
+
+
+@pytest.fixture
+def libcoap_dtls_server(require_peer) -> Iterator[int]:
+    """libcoap's `coap-server-openssl` with the test PSK; yields its coaps port.
+
+    It listens for coaps on the port after the one it is given (-p)."""
+    exe = require_peer("coap-server-openssl")
+
+    def wait(port: int, proc: subprocess.Popen, timeout_s: float) -> None:
+        wait_for_udp_listener(port + 1, proc, timeout_s)
+
+    port, proc = launch(
+        free_udp_port,
+        lambda port: [exe, "-A", "127.0.0.1", "-p", str(port), "-k", PSK_KEY],
+        wait,
+    )
+    yield port + 1
     stop(proc)
 
 
