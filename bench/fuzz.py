@@ -7,8 +7,9 @@ Targets (`--list` prints them): one per codec (CoAP, DTLS records and
 handshake messages, MQTT, MQTT-SN, the NDN TLV primitives, names and their
 URIs, Interest, Data, LpPacket and S5 fragment headers, 802.15.4 frames,
 6LoWPAN IPHC and fragment headers, RPL, ICMPv6, IPv4, IPv6, UDP) and one per
-stack (CoAP endpoints, DTLS client and server layers, MQTT broker and
-client, MQTT-SN gateway and client, NDN forwarder, 6LoWPAN reassembler).
+stack (CoAP endpoints, DTLS client and server layers, MQTT broker (half
+of its cases with a password table and an ACL) and client, MQTT-SN gateway
+and client, NDN forwarder, 6LoWPAN reassembler).
 
 Inputs come from a seeded `random.Random`: random bytes, valid encodings
 (from random messages) and valid encodings mutated 1-4 times (bits flipped,
@@ -1076,12 +1077,30 @@ def _check_mqtt_output(data: bytes) -> None:
         _canonical(mqtt.decode, mqtt.encode, raw)
 
 
+#: The broker's security for half the cases: user "x" (password "p") and anonymous
+#: clients, an ACL with every kind of entry over the fuzzer's topic characters.
+_MQTT_ACL = """\
+topic readwrite #
+topic deny +/+
+topic read a/#
+user x
+topic write #
+topic deny $
+pattern readwrite %c/#
+pattern read %u
+"""
+
+
 def run_mqtt_broker_case(case: StackCase, count: int, stats: dict) -> None:
+    from iotbench.proto.mqtt.acl import Acl
     from iotbench.proto.mqtt.broker import MqttBroker
     from iotbench.proto.mqtt.params import MqttBrokerParams
 
     rng = case.rng
+    secured = rng.random() < 0.5
+    security = {"users": {"x": b"p"}, "allow_anonymous": True, "acl": Acl.parse(_MQTT_ACL)}
     params = MqttBrokerParams(
+        **(security if secured else {}),
         max_packet_size_bytes=256,
         max_inflight=2,
         max_queued_messages=3,
@@ -1102,7 +1121,11 @@ def run_mqtt_broker_case(case: StackCase, count: int, stats: dict) -> None:
         if action < 0.85:
             data = _mqtt_chunk(rng)
             if rng.random() < 0.3:  # a CONNECT first, to reach the connected states
-                data = mqtt.encode(mqtt.Connect(f"c{conn}", rng.random() < 0.5, 10)) + data
+                user = "x" if secured and rng.random() < 0.5 else None
+                connect = mqtt.Connect(
+                    f"c{conn}", rng.random() < 0.5, 10, username=user, password=user and b"p"
+                )
+                data = mqtt.encode(connect) + data
             b.receive_data(now, conn, case.note(f"conn{conn}", data))
         elif action < 0.93:
             case.note(f"lost{conn}", b"")
