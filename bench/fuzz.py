@@ -3,11 +3,11 @@
     python bench/fuzz.py [--minutes N | --inputs N] [--codec NAME ...] [--seed S] [--json]
                          [--case K] [--keep-going] [--list]
 
-Targets (`--list` prints them): one per codec (CoAP, DTLS records and
+Targets (`--list` prints them): one per codec (CoAP, OSCORE option values, DTLS records and
 handshake messages, MQTT, MQTT-SN, the NDN TLV primitives, names and their
 URIs, Interest, Data, LpPacket and S5 fragment headers, 802.15.4 frames,
 6LoWPAN IPHC and fragment headers, RPL, ICMPv6, IPv4, IPv6, UDP) and one per
-stack (CoAP endpoints, DTLS client and server layers, MQTT broker (half
+stack (CoAP endpoints, OSCORE and DTLS client and server layers, MQTT broker (half
 of its cases with a password table and an ACL) and client, MQTT-SN gateway
 and client, NDN forwarder, 6LoWPAN reassembler).
 
@@ -86,6 +86,7 @@ from iotbench.codec_agreement import (
     check_ndn_name,
     check_ndn_name_uri,
     check_ndn_tlv,
+    check_oscore_option,
     check_rpl,
     check_udp,
     lowpan_macs,
@@ -827,8 +828,19 @@ def valid_dtls(rng: random.Random) -> bytes:
     return b"".join(records)
 
 
+def valid_oscore_option(rng: random.Random) -> bytes:
+    """An OSCORE option value (RFC 8613 6.1) with any of its fields."""
+    from iotbench.proto.oscore.option import OscoreOption
+
+    piv = randbytes(rng, rng.randint(1, 5)) if rng.random() < 0.7 else None
+    kid = randbytes(rng, rng.randrange(8)) if rng.random() < 0.6 else None
+    kid_context = randbytes(rng, rng.randrange(20)) if rng.random() < 0.3 else None
+    return OscoreOption(piv, kid, kid_context).encode()
+
+
 CODECS = [
     Codec("coap", valid_coap, check_coap),
+    Codec("oscore-option", valid_oscore_option, check_oscore_option, 16),
     Codec("dtls", valid_dtls, check_dtls, 96),
     Codec("mqtt", valid_mqtt, check_mqtt),
     Codec("mqttsn", valid_mqttsn, check_mqttsn),
@@ -1058,6 +1070,98 @@ def run_dtls_layer_case(case: StackCase, count: int, stats: dict) -> None:
             layer.plaintexts()
             layer.events()
         assert len(server._sessions) <= params.max_sessions
+        stats["inputs"] += 1
+
+
+# ---- OSCORE layers --------------------------------------------------------------------
+
+OSCORE_CLIENT, OSCORE_SERVER = ("10.0.0.2", 40000), ("10.0.0.1", 5683)
+
+
+def _oscore_layers(window_known: bool, **limits):
+    """A client and a server OSCORE layer sharing RFC 8613 C.1's context."""
+    from iotbench.proto.oscore.context import SecurityContext
+    from iotbench.proto.oscore.layer import OscoreLayer
+
+    secret, salt = bytes(range(1, 17)), bytes.fromhex("9e7ca92223786340")
+    client = OscoreLayer(random.Random(1), **limits)
+    client.add_peer(OSCORE_SERVER, SecurityContext(secret, b"", b"\x01", master_salt=salt))
+    server = OscoreLayer(random.Random(2), **limits)
+    server.add_context(
+        SecurityContext(secret, b"\x01", b"", master_salt=salt, replay_window_known=window_known)
+    )
+    return client, server
+
+
+def _oscore_corpus() -> list[bytes]:
+    """Protected requests, answers and notifications of one exchange, for mutation."""
+    from iotbench.proto.coap.codec import Code, Message, Type
+
+    client, server = _oscore_layers(True)
+    corpus = []
+    requests = [
+        Message.request(Type.CON, Code.GET, 0x10, b"tk", "/t"),
+        Message.request(Type.NON, Code.PUT, 0x11, b"t2", "/t", payload=b"v"),
+    ]
+    requests[0].observe = 0
+    for request in requests:
+        client.outgoing(0.0, coap.encode(request), OSCORE_SERVER)
+        for data, _ in client.datagrams_to_send():
+            corpus.append(data)
+            server.incoming(0.0, data, OSCORE_CLIENT)
+        server.plaintexts()
+    for mtype, mid, observe in ((Type.ACK, 0x10, 1), (Type.CON, 0x99, 2), (Type.NON, 0x11, None)):
+        answer = Message(mtype, Code.CONTENT, mid, b"tk" if observe else b"t2", payload=b"21")
+        if observe is not None:
+            answer.observe = observe
+        server.outgoing(0.0, coap.encode(answer), OSCORE_CLIENT)
+        corpus += [data for data, _ in server.datagrams_to_send()]
+    return corpus
+
+
+_OSCORE_CORPUS = _oscore_corpus()
+
+
+def _is_coap(data: bytes) -> bool:
+    try:
+        coap.decode(data)
+    except coap.CoapDecodeError:
+        return False
+    return True
+
+
+def run_oscore_layer_case(case: StackCase, count: int, stats: dict) -> None:
+    """A client and a server layer fed the same datagrams, answering what they let
+    through; what they send must be canonical CoAP, their tables within bounds."""
+    from iotbench.proto.coap.codec import Code, Message, Type
+
+    rng = case.rng
+    limits = {"max_bindings": 4, "cache_entries": 8, "cache_bytes": 4096}
+    client, server = _oscore_layers(rng.random() < 0.5, **limits)
+    request = Message.request(Type.CON, Code.GET, 0x10, b"tk", "/t")
+    request.observe = 0
+    client.outgoing(0.0, coap.encode(request), OSCORE_SERVER)
+    client.datagrams_to_send()
+    now = 0.0
+    for _ in range(count):
+        data = case.note("datagram", _datagram(rng, valid_coap, _OSCORE_CORPUS))
+        now += rng.choice((0.0, 0.1, 1.0, 30.0, 300.0))
+        server.incoming(now, data, OSCORE_CLIENT)
+        client.incoming(now, data, OSCORE_SERVER)
+        for layer, peer in ((client, OSCORE_SERVER), (server, OSCORE_CLIENT)):
+            for plain, _ in layer.plaintexts():
+                # As if the endpoint sent back what it got (it only ever sends CoAP;
+                # bytes it would reject pass the layer untouched).
+                if _is_coap(plain):
+                    layer.outgoing(now, plain, peer)
+            for out, _ in layer.datagrams_to_send():
+                _canonical(coap.decode, coap.encode, out)
+            layer.events()
+            assert len(layer._clients) <= limits["max_bindings"], "client bindings grow"
+            assert len(layer._servers) <= limits["max_bindings"], "server bindings grow"
+            for cache in (layer._sent, layer._received):
+                assert len(cache) <= limits["cache_entries"], "a cache grows"
+                assert cache.size_bytes <= limits["cache_bytes"] or len(cache) == 1
         stats["inputs"] += 1
 
 
@@ -1470,6 +1574,7 @@ def run_lowpan_reassembler_case(case: StackCase, count: int, stats: dict) -> Non
 STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     "coap-endpoint": run_coap_endpoint_case,
     "dtls-layer": run_dtls_layer_case,
+    "oscore-layer": run_oscore_layer_case,
     "mqtt-broker": run_mqtt_broker_case,
     "mqtt-client": run_mqtt_client_case,
     "mqttsn-gateway": run_mqttsn_gateway_case,
