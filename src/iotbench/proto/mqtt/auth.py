@@ -10,15 +10,16 @@ ignored. The password is one of
 - `$6$SALT$HASH`, mosquitto 1.x's: SHA-512 of the password followed by
   the salt;
 - anything else not starting with `$DIGITS$`: the password itself, in
-  plain text. mosquitto 2.0 refuses plain-text files (`mosquitto_passwd -U
-  FILE` hashes one in place); we read them too, for tests and simulations
-  where a hash would only hide the password from its author. The password
+  plain text. mosquitto 2.0 drops such entries (`mosquitto_passwd -U FILE`
+  hashes a file in place); we read them, for tests and simulations where a
+  hash would only hide the password from its author. The password
   is everything after the first ":", so it may hold ":" itself.
 
-Stricter than mosquitto, which skips a bad line or entry with a warning and
-starts anyway: a line without ":", an empty name or password, a name given
-twice, a malformed or unknown hash all raise ConfigFileError, so that a typo
-never silently locks a user out.
+Stricter than mosquitto, which skips a line without ":" silently and an
+entry without a password or with a bad hash with a warning, and starts
+anyway: here a line without ":", an empty name or password, a name given
+twice, a malformed or unknown hash all raise ConfigFileError, so that a
+typo never silently locks a user out.
 
 Hashes are checked with hashlib, compared with hmac.compare_digest.
 """
