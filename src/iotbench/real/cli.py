@@ -17,6 +17,7 @@ from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
 from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
+from iotbench.real.coap_oscore import open_context, oscore_client, oscore_server
 from iotbench.real.coap_security import COAPS_PORT, dtls_client, dtls_server, psk_pair
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
@@ -41,6 +42,7 @@ SERVE_ONLY = {
     "predefined_topic": "mqttsn-gateway",
     "psk_identity": "coap",
     "psk_key": "coap",
+    "oscore": "coap",
 }
 
 
@@ -86,24 +88,53 @@ def _shown(host: str) -> str:
 async def _coap_server(args: argparse.Namespace) -> None:
     psk = psk_pair(args.psk_identity, args.psk_key)
     scheme = "coaps" if psk else "coap"
+    with _oscore_context(psk, args.oscore) as oscore:
 
-    def ready(driver: AsyncDatagramDriver) -> None:
-        host, port = driver.transport.get_extra_info("sockname")[:2]
-        lines = [f"iotbench: CoAP server listening on {scheme}://{_shown(host)}:{port}"]
-        if psk:
-            lines[0] += f" (DTLS 1.2, PSK identity {args.psk_identity!r})"
-        lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
-        lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
-        _announce(lines)
+        def ready(driver: AsyncDatagramDriver) -> None:
+            host, port = driver.transport.get_extra_info("sockname")[:2]
+            lines = [f"iotbench: CoAP server listening on {scheme}://{_shown(host)}:{port}"]
+            if psk:
+                lines[0] += f" (DTLS 1.2, PSK identity {args.psk_identity!r})"
+            if oscore:
+                lines[0] += f" (OSCORE, {_describe_context(args.oscore, oscore)})"
+            lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
+            lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
+            _announce(lines)
 
-    await serve_coap(
-        args.host,
-        args.port,
-        object_size_bytes=args.object_size,
-        observe_interval_s=args.observe_interval,
-        security=dtls_server(*psk) if psk else None,
-        on_ready=ready,
-    )
+        await serve_coap(
+            args.host,
+            args.port,
+            object_size_bytes=args.object_size,
+            observe_interval_s=args.observe_interval,
+            security=_security(psk, oscore, client=False),
+            on_ready=ready,
+        )
+
+
+def _oscore_context(psk: object, path) -> contextlib.AbstractContextManager:
+    """--oscore's context, held (locked, its sequence numbers kept) while in use."""
+    if path is None:
+        return contextlib.nullcontext()
+    if psk:
+        raise UserError("--oscore and --psk-identity/--psk-key: one or the other (not both)")
+    return open_context(path)
+
+
+def _security(psk, oscore, *, client: bool):
+    """The layer factory of --psk-identity/--psk-key (DTLS) or --oscore, or None."""
+    if oscore is not None:
+        return oscore_client(oscore) if client else oscore_server(oscore)
+    if psk:
+        return dtls_client(*psk) if client else dtls_server(*psk)
+    return None
+
+
+def _describe_context(path, ctx) -> str:
+    ids = f"Sender ID {ctx.sender_id.hex() or '(empty)'}, Recipient ID"
+    ids += f" {ctx.recipient_id.hex() or '(empty)'}"
+    if ctx.replay is None:
+        ids += "; the replay window is recovered with Echo (the context was used before)"
+    return f"context {path}: {ids}"
 
 
 async def _coap_em_server(args: argparse.Namespace) -> None:
@@ -215,6 +246,7 @@ CLIENT_OPTIONS: dict[str, tuple[object, tuple[str, ...]]] = {
     "topic_id": (None, ("mqttsn",)),
     "psk_identity": (None, ("coap",)),
     "psk_key": (None, ("coap",)),
+    "oscore": (None, ("coap",)),
 }
 PROTOCOL_NAMES = {"coap": "CoAP", "mqtt": "MQTT", "mqttsn": "MQTT-SN"}
 
@@ -240,26 +272,29 @@ def client(args: argparse.Namespace) -> int:
         return mqttsn_cli.client(args)
     payload = (args.payload or "").encode("utf-8")
     psk = psk_pair(args.psk_identity, args.psk_key)
+    oscore_context = _oscore_context(psk, args.oscore)
 
     def show(msg: Message) -> None:
         print(describe(msg), file=sys.stderr)
         _print_payload(msg)
 
     try:
-        result = asyncio.run(
-            coap_request(
-                args.uri,
-                args.method,
-                payload=payload,
-                content_format=args.content_format,
-                confirmable=not args.non,
-                observe=args.observe,
-                timeout_s=args.timeout,
-                params=CoapParams(block_size_bytes=args.block_size),
-                security=dtls_client(*psk) if psk else None,
-                on_update=show,
+        with oscore_context as oscore:
+            result = asyncio.run(
+                coap_request(
+                    args.uri,
+                    args.method,
+                    payload=payload,
+                    content_format=args.content_format,
+                    confirmable=not args.non,
+                    observe=args.observe,
+                    timeout_s=args.timeout,
+                    params=CoapParams(block_size_bytes=args.block_size),
+                    security=_security(psk, oscore, client=True),
+                    secure_scheme="coap" if oscore else "coaps",
+                    on_update=show,
+                )
             )
-        )
     except RealModeError as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:

@@ -41,7 +41,7 @@ class ClientSide:
 
     def _protect_request(self, now: float, msg: Message, data: bytes, addr: Hashable) -> None:
         """8.1: protect a request of the endpoint with the peer's context."""
-        ctx = self._peers.get(addr)
+        ctx = self._peer_context(addr)
         if ctx is None:
             self._pass_out(data, addr)  # a peer without OSCORE
             return
@@ -72,7 +72,7 @@ class ClientSide:
         binding = self._clients.get(key)
         protected = msg.has_option(Opt.OSCORE)
         if binding is None:
-            if not protected and addr not in self._peers:
+            if not protected and self._peer_context(addr) is None:
                 self.stats.plain += 1
                 self._plain.append((encode(msg), addr))  # a peer without OSCORE
                 return

@@ -11,10 +11,11 @@ messages and back (message.py), one datagram at a time, with the CoAP codec.
 Empty messages (ACK, RST, ping) pass untouched: OSCORE protects the
 request/response layer, not the messaging layer (RFC 8613 1, 4.2).
 
-Contexts: a client context per peer address (`add_peer`); server contexts
-by (ID Context, Recipient ID), found from a request's 'kid context' and
-'kid' (`add_context`). A context may be both, as 3.1 allows. Requests to a
-peer without a context go out unprotected, and so do the responses to them.
+Contexts: a client context per peer address (`add_peer`, or `any_peer` for
+all); server contexts by (ID Context, Recipient ID), found from a request's
+'kid context' and 'kid' (`add_context`). A context may be both, as 3.1
+allows. Requests to a peer without a context go out unprotected, and so do
+the responses to them.
 
 What the layer keeps, each table bounded so that no flood grows memory:
 
@@ -95,6 +96,7 @@ class OscoreLayer(ServerSide, ClientSide):
         self,
         rng: random.Random,
         *,
+        any_peer: SecurityContext | None = None,
         require_oscore: bool = True,
         max_bindings: int = 1024,
         cache_entries: int = 256,
@@ -104,6 +106,7 @@ class OscoreLayer(ServerSide, ClientSide):
         self.rng = rng  # Echo values only
         self.require_oscore = require_oscore
         self._peers: dict[Hashable, SecurityContext] = {}
+        self._any_peer = any_peer
         self._contexts: dict[tuple[bytes | None, bytes], SecurityContext] = {}
         self._clients: BoundedCache[ClientBinding] = BoundedCache(max_bindings)
         self._servers: BoundedCache[ServerBinding] = BoundedCache(max_bindings)
@@ -125,8 +128,12 @@ class OscoreLayer(ServerSide, ClientSide):
     # ---- configuration -------------------------------------------------------------
 
     def add_peer(self, addr: Hashable, ctx: SecurityContext) -> None:
-        """Protect requests to `addr` with `ctx` (the client role)."""
+        """Protect requests to `addr` with `ctx` (the client role); `any_peer` is
+        the context of every peer without its own (a client of one server)."""
         self._peers[addr] = ctx
+
+    def _peer_context(self, addr: Hashable) -> SecurityContext | None:
+        return self._peers.get(addr, self._any_peer)
 
     def add_context(self, ctx: SecurityContext) -> None:
         """Verify requests whose 'kid' is ctx's Recipient ID (the server role).
