@@ -2,15 +2,20 @@
 
 `require_peer` is the one place that decides what happens when an interop
 peer (an executable we did not write: tshark, coap-client, mosquitto ...) is
-missing: the test is skipped, unless IOTBENCH_REQUIRE_PEERS=1 is set (as in
-CI), in which case it fails, so a missing peer is never a silent pass.
+missing, and `require_module` when a Python peer's module is (aiocoap.oscore,
+which needs aiocoap's oscore extra): the test is skipped, unless
+IOTBENCH_REQUIRE_PEERS=1 is set (as in CI), in which case it fails, so a
+missing peer is never a silent pass.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Callable
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -37,15 +42,28 @@ def peers_required() -> bool:
     return os.environ.get(REQUIRE_PEERS_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
+def _missing(message: str) -> NoReturn:
+    """Skip the test for a missing peer, or fail it under IOTBENCH_REQUIRE_PEERS=1."""
+    if peers_required():
+        pytest.fail(f"{message}, and {REQUIRE_PEERS_ENV}=1 requires it")
+    pytest.skip(message)
+
+
 def find_peer(name: str) -> str:
     """Path of executable `name`; skip the test, or fail it under IOTBENCH_REQUIRE_PEERS=1."""
     path = shutil.which(name)
     if path is not None:
         return path
-    message = f"interop peer {name!r} is not installed (not found on PATH)"
-    if peers_required():
-        pytest.fail(f"{message}, and {REQUIRE_PEERS_ENV}=1 requires it")
-    pytest.skip(message)
+    _missing(f"interop peer {name!r} is not installed (not found on PATH)")
+
+
+def import_peer(module: str) -> ModuleType:
+    """Python module `module` of an interop peer (e.g. aiocoap.oscore, which needs
+    aiocoap's oscore extra); skip the test, or fail it under IOTBENCH_REQUIRE_PEERS=1."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        _missing(f"interop peer module {module!r} cannot be imported ({exc})")
 
 
 @pytest.fixture
@@ -60,3 +78,9 @@ def require_peer() -> Callable[[str], str]:
             subprocess.run([tshark, ...])
     """
     return find_peer
+
+
+@pytest.fixture
+def require_module() -> Callable[[str], ModuleType]:
+    """`require_module("aiocoap.oscore")` -> the module (skip or fail when missing)."""
+    return import_peer
