@@ -83,7 +83,8 @@ class OurServer:
             ]
 
         self.port, self.proc = launch(lambda: self.port, argv, wait_for_udp_listener)
-        self.banner = self.proc.stderr.readline()
+        # The listening line, then one line per context (printed once bound).
+        self.banner = self.proc.stderr.readline() + self.proc.stderr.readline()
 
     def stop(self) -> None:
         if self.proc is not None:

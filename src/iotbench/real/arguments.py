@@ -80,7 +80,7 @@ def add_real_commands(
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
     )
     add_psk_arguments(p, "serve coaps:// (default port 5684) and accept this identity only")
-    add_oscore_argument(p, "answer only requests protected with this context (others: 4.01)")
+    add_oscore_argument(p, "answer only requests protected with these (others: 4.01)", many=True)
     em = p.add_argument_group("coap-em")
     em.add_argument(
         "--member-timeout",
@@ -373,7 +373,7 @@ def add_psk_arguments(p: argparse.ArgumentParser, what: str) -> None:
     dtls.add_argument("--psk-key", metavar="KEY", help="the pre-shared key")
 
 
-def add_oscore_argument(p: argparse.ArgumentParser, what: str) -> None:
+def add_oscore_argument(p: argparse.ArgumentParser, what: str, many: bool = False) -> None:
     """OSCORE (RFC 8613) with a context file in aiocoap's format (real/coap_oscore.py)."""
     oscore = p.add_argument_group(
         "coap with OSCORE",
@@ -382,4 +382,10 @@ def add_oscore_argument(p: argparse.ArgumentParser, what: str) -> None:
         " salt_hex, id-context_hex); its sequence numbers are kept in NAME.sequence.json"
         " beside it (docs/coap.md, OSCORE).",
     )
-    oscore.add_argument("--oscore", type=Path, metavar="CONTEXT.json", help="the context file")
+    oscore.add_argument(
+        "--oscore",
+        type=Path,
+        action="append" if many else "store",
+        metavar="CONTEXT.json",
+        help="a context file; repeat it for each client" if many else "the context file",
+    )

@@ -17,7 +17,7 @@ from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
 from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
-from iotbench.real.coap_oscore import open_context, oscore_client, oscore_server
+from iotbench.real.coap_oscore import open_contexts, oscore_client, oscore_server
 from iotbench.real.coap_security import COAPS_PORT, dtls_client, dtls_server, psk_pair
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
@@ -88,7 +88,7 @@ def _shown(host: str) -> str:
 async def _coap_server(args: argparse.Namespace) -> None:
     psk = psk_pair(args.psk_identity, args.psk_key)
     scheme = "coaps" if psk else "coap"
-    with _oscore_context(psk, args.oscore) as oscore:
+    with _oscore_contexts(psk, args.oscore or []) as oscore:
 
         def ready(driver: AsyncDatagramDriver) -> None:
             host, port = driver.transport.get_extra_info("sockname")[:2]
@@ -96,7 +96,8 @@ async def _coap_server(args: argparse.Namespace) -> None:
             if psk:
                 lines[0] += f" (DTLS 1.2, PSK identity {args.psk_identity!r})"
             if oscore:
-                lines[0] += f" (OSCORE, {_describe_context(args.oscore, oscore)})"
+                lines[0] += " (OSCORE)"
+                lines += [_describe_context(p, c) for p, c in zip(args.oscore, oscore, strict=True)]
             lines += [f"  {path:<18} {what}" for path, what in REAL_RESOURCES.items()]
             lines.append(f"  {'/.well-known/core':<18} the list of resources (RFC 6690)")
             _announce(lines)
@@ -111,19 +112,17 @@ async def _coap_server(args: argparse.Namespace) -> None:
         )
 
 
-def _oscore_context(psk: object, path) -> contextlib.AbstractContextManager:
-    """--oscore's context, held (locked, its sequence numbers kept) while in use."""
-    if path is None:
-        return contextlib.nullcontext()
-    if psk:
+def _oscore_contexts(psk: object, paths: list) -> contextlib.AbstractContextManager:
+    """--oscore's contexts, held (locked, their sequence numbers kept) while in use."""
+    if paths and psk:
         raise UserError("--oscore and --psk-identity/--psk-key: one or the other (not both)")
-    return open_context(path)
+    return open_contexts(paths)
 
 
 def _security(psk, oscore, *, client: bool):
     """The layer factory of --psk-identity/--psk-key (DTLS) or --oscore, or None."""
-    if oscore is not None:
-        return oscore_client(oscore) if client else oscore_server(oscore)
+    if oscore:
+        return oscore_client(oscore[0]) if client else oscore_server(*oscore)
     if psk:
         return dtls_client(*psk) if client else dtls_server(*psk)
     return None
@@ -133,8 +132,8 @@ def _describe_context(path, ctx) -> str:
     ids = f"Sender ID {ctx.sender_id.hex() or '(empty)'}, Recipient ID"
     ids += f" {ctx.recipient_id.hex() or '(empty)'}"
     if ctx.replay is None:
-        ids += "; the replay window is recovered with Echo (the context was used before)"
-    return f"context {path}: {ids}"
+        ids += "; replay window recovered with Echo (the context was used before)"
+    return f"  OSCORE context {path}: {ids}"
 
 
 async def _coap_em_server(args: argparse.Namespace) -> None:
@@ -272,7 +271,7 @@ def client(args: argparse.Namespace) -> int:
         return mqttsn_cli.client(args)
     payload = (args.payload or "").encode("utf-8")
     psk = psk_pair(args.psk_identity, args.psk_key)
-    oscore_context = _oscore_context(psk, args.oscore)
+    oscore_context = _oscore_contexts(psk, [args.oscore] if args.oscore else [])
 
     def show(msg: Message) -> None:
         print(describe(msg), file=sys.stderr)
@@ -291,7 +290,7 @@ def client(args: argparse.Namespace) -> int:
                     timeout_s=args.timeout,
                     params=CoapParams(block_size_bytes=args.block_size),
                     security=_security(psk, oscore, client=True),
-                    secure_scheme="coap" if oscore else "coaps",
+                    secure_scheme="coap" if oscore else "coaps",  # OSCORE protects coap://
                     on_update=show,
                 )
             )

@@ -160,8 +160,8 @@ def open_context(path: Path) -> Iterator[SecurityContext]:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 raise UserError(
-                    f"{path}: the context is in use by another process (two users of one"
-                    " context would reuse its nonces)"
+                    f"{path}: the context is in use (by another process, or given twice):"
+                    " two users of one context would reuse its nonces"
                 ) from None
         try:
             data = json.loads(lock.read())
@@ -184,17 +184,35 @@ def open_context(path: Path) -> Iterator[SecurityContext]:
             store.write(ctx.sender_sequence_number)  # the exact next number, for the next run
 
 
+@contextlib.contextmanager
+def open_contexts(paths: list[Path]) -> Iterator[list[SecurityContext]]:
+    """`open_context` for each of `paths` (a server's clients), each a client of its own."""
+    with contextlib.ExitStack() as stack:
+        contexts = [stack.enter_context(open_context(path)) for path in paths]
+        seen: dict[tuple[bytes | None, bytes], Path] = {}
+        for path, ctx in zip(paths, contexts, strict=True):
+            key = (ctx.id_context, ctx.recipient_id)
+            if key in seen:
+                raise UserError(
+                    f"{seen[key]} and {path} have the same recipient-id (and id-context):"
+                    " a server tells its clients' contexts apart by them"
+                )
+            seen[key] = path
+        yield contexts
+
+
 def oscore_client(ctx: SecurityContext) -> Callable[[random.Random], OscoreLayer]:
     """The layer of a client of one server (real/coap.py's `security`)."""
     return lambda rng: OscoreLayer(rng, any_peer=ctx, require_oscore=True)
 
 
-def oscore_server(ctx: SecurityContext) -> Callable[[random.Random], OscoreLayer]:
-    """The layer of a server that takes OSCORE requests of `ctx` only (4.01 for others)."""
+def oscore_server(*contexts: SecurityContext) -> Callable[[random.Random], OscoreLayer]:
+    """The layer of a server that takes OSCORE requests of `contexts` only (4.01 for others)."""
 
     def make(rng: random.Random) -> OscoreLayer:
         layer = OscoreLayer(rng, require_oscore=True)
-        layer.add_context(ctx)
+        for ctx in contexts:
+            layer.add_context(ctx)
         return layer
 
     return make
