@@ -11,7 +11,13 @@ import pytest
 
 from iotbench.proto.coap.codec import Code
 from iotbench.real.coap import coap_request, serve_coap
-from iotbench.real.coap_oscore import RESERVE_STEP, open_context, oscore_client, oscore_server
+from iotbench.real.coap_oscore import (
+    RESERVE_STEP,
+    open_context,
+    open_contexts,
+    oscore_client,
+    oscore_server,
+)
 from iotbench.scenarios import UserError
 
 SECRET = "correct horse battery staple"
@@ -62,7 +68,7 @@ def test_sequence_numbers_are_reserved_before_use_and_kept_on_exit(tmp_path):
         assert ctx.new_partial_iv() == b"\0"
         assert json.loads(state.read_text()) == {"next-to-send": RESERVE_STEP}  # before use
         ctx.new_partial_iv()
-        with pytest.raises(UserError, match="in use by another process"), open_context(client):
+        with pytest.raises(UserError, match="in use"), open_context(client):
             pass
     assert json.loads(state.read_text()) == {"next-to-send": 2}
     with open_context(client) as ctx:
@@ -73,6 +79,20 @@ def test_sequence_numbers_are_reserved_before_use_and_kept_on_exit(tmp_path):
     state.write_text(json.dumps({"next-to-send": 2 + RESERVE_STEP}))
     with open_context(client) as ctx:
         assert ctx.new_partial_iv() == bytes((2 + RESERVE_STEP,))
+
+
+def test_a_server_takes_one_context_per_client(tmp_path):
+    server, _ = _files(tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(server.read_text().replace('"01"', '"03"'))
+    with open_contexts([server, other]) as contexts:
+        assert [c.recipient_id for c in contexts] == [b"\x01", b"\x03"]
+    same = tmp_path / "same.json"
+    same.write_text(server.read_text())
+    with pytest.raises(UserError, match="same recipient-id"), open_contexts([server, same]):
+        pass
+    with pytest.raises(UserError, match="given twice"), open_contexts([server, server]):
+        pass
 
 
 def test_requests_and_echo_recovery_after_a_server_restart(tmp_path):
