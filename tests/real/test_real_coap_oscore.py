@@ -85,12 +85,15 @@ def test_a_server_takes_one_context_per_client(tmp_path):
     server, _ = _files(tmp_path)
     other = tmp_path / "other.json"
     other.write_text(server.read_text().replace('"01"', '"03"'))
-    with open_contexts([server, other]) as contexts:
-        assert [c.recipient_id for c in contexts] == [b"\x01", b"\x03"]
     same = tmp_path / "same.json"
-    same.write_text(server.read_text())
+    same.write_text(server.read_text().replace(SECRET, "another secret"))
     with pytest.raises(UserError, match="same recipient-id"), open_contexts([server, same]):
         pass
+    with pytest.raises(UserError, match="nonces would repeat"), open_contexts([server, other]):
+        pass  # other: the same secret and sender-id as server
+    other.write_text(other.read_text().replace(SECRET, "another secret"))
+    with open_contexts([server, other]) as contexts:
+        assert [c.recipient_id for c in contexts] == [b"\x01", b"\x03"]
     with pytest.raises(UserError, match="given twice"), open_contexts([server, server]):
         pass
 

@@ -189,15 +189,21 @@ def open_contexts(paths: list[Path]) -> Iterator[list[SecurityContext]]:
     """`open_context` for each of `paths` (a server's clients), each a client of its own."""
     with contextlib.ExitStack() as stack:
         contexts = [stack.enter_context(open_context(path)) for path in paths]
-        seen: dict[tuple[bytes | None, bytes], Path] = {}
+        clients: dict[tuple[bytes | None, bytes], Path] = {}
+        keys: dict[bytes, Path] = {}
         for path, ctx in zip(paths, contexts, strict=True):
-            key = (ctx.id_context, ctx.recipient_id)
-            if key in seen:
+            client = (ctx.id_context, ctx.recipient_id)
+            if client in clients:
                 raise UserError(
-                    f"{seen[key]} and {path} have the same recipient-id (and id-context):"
-                    " a server tells its clients' contexts apart by them"
+                    f"{clients[client]} and {path} have the same recipient-id (and"
+                    " id-context): a server tells its clients' contexts apart by them"
                 )
-            seen[key] = path
+            if ctx.sender_key in keys:
+                raise UserError(
+                    f"{keys[ctx.sender_key]} and {path} have the same secret, salt, id-context"
+                    " and sender-id: their nonces would repeat under one key (RFC 8613 3.3)"
+                )
+            clients[client] = keys[ctx.sender_key] = path
         yield contexts
 
 
