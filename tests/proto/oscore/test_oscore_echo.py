@@ -53,6 +53,10 @@ def test_a_con_request_is_challenged_and_repeated_with_echo():
     assert ev.response.type == Type.ACK and ev.transmissions == 1
     assert pair.failures("server") == ["echo-challenge"]
     assert pair.failures("client") == ["echo-repeat"]
+    # The same challenge again (the answer to a retransmission of the original): no news.
+    pair.inject(SERVER, CLIENT, pair.log[1][3])
+    pair.run(1.5)
+    assert pair.failures("client") == ["echo-repeat"] and len(pair.sent(CLIENT)) == 2
     # Recovered: the next request goes through, and older Partial IVs are refused.
     pair.client.request(pair.now, SERVER, Code.GET, "/temp")
     pair.run(2.0)

@@ -32,6 +32,7 @@ from .bindings import ClientBinding
 from .context import ContextExhausted, DecryptionFailed, SecurityContext
 from .message import CannotProtect, RequestId, aad, assemble, protect
 from .option import OscoreOption, OscoreOptionError
+from .server import DONE
 
 _OBSERVE_MASK = 0xFFFFFF  # RFC 7641: Observe is a 24-bit value
 
@@ -112,6 +113,9 @@ class ClientSide:
         if plain.code == Code.UNAUTHORIZED and echo is not None and binding.plain is not None:
             if not binding.echo_tried:
                 self._repeat_with_echo(now, msg, addr, binding, echo)
+                # A copy of the challenge (the server answering a retransmission of
+                # the original) is no news.
+                self._received.put((addr, data), (DONE, b""), now, len(data))
                 return
         binding.plain = None  # answered: no Echo repeat any more
         if not notification:

@@ -81,7 +81,7 @@ from .cache import BoundedCache
 from .client import ClientSide
 from .context import SecurityContext
 from .events import REASONS, OscoreFailure, OscoreStats
-from .server import PLAIN, ServerSide
+from .server import PLAIN, REPLY, ServerSide
 
 #: RFC 7252 4.8.2's EXCHANGE_LIFETIME with its default parameters (247 s).
 LIFETIME_S = CoapParams().exchange_lifetime_s
@@ -182,7 +182,7 @@ class OscoreLayer(ServerSide, ClientSide):
             kind, out = seen
             if kind == PLAIN:
                 self._plain.append((out, addr))
-            else:
+            elif kind == REPLY:
                 self._send(out, addr)
             return
         try:

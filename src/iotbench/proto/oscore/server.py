@@ -25,8 +25,8 @@ from .message import CannotProtect, RequestId, aad, assemble, protect
 from .option import OscoreOption, OscoreOptionError
 
 #: What the received cache holds for a datagram: the plaintext the endpoint got,
-#: or the reply the layer sent.
-PLAIN, REPLY = 0, 1
+#: the reply the layer sent, or nothing to do (an Echo challenge already answered).
+PLAIN, REPLY, DONE = 0, 1, 2
 
 #: 8.2 and 7.4: code and diagnostic payload of each OSCORE error reply.
 ERRORS = {
