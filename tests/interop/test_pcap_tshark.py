@@ -401,3 +401,64 @@ def test_a_preface_split_across_segments_is_a_dissector_limit(tmp_path, require_
     ).stdout
     assert "Magic, SETTINGS" in flagged  # what a user sees with tshark's defaults
     assert_clean_tcp(tshark, pcap, "tcp.port==80,http2")  # and with decode-as: clean
+
+
+def test_dtls_handshakes_decode_and_decrypt_with_the_psk(tmp_path, require_peer):
+    # Wireshark's DTLS dissector on coaps' port 5684: it names every handshake
+    # message, and with the simulation's pre-shared key it decrypts the
+    # records and shows the CoAP exchange inside.
+    from iotbench.world.protocols.coap import SIM_PSK_KEY
+
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s3-robustness",
+        {"variant": ["coap-dtls"], "condition": ["base"]},
+        {"workload.items": 3},
+    )
+    assert_clean(tshark, pcap)
+    listed = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-e",
+            "dtls.handshake.type",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    handshake_types = set(listed.stdout.replace("\n", ",").split(",")) - {""}
+    # ClientHello, ServerHello, HelloVerifyRequest, ServerHelloDone, ClientKeyExchange
+    assert {"1", "2", "3", "14", "16"} <= handshake_types, handshake_types
+    decrypted = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-o",
+            f"dtls.psk:{SIM_PSK_KEY.hex()}",
+            "-Y",
+            "coap",
+            "-T",
+            "fields",
+            "-e",
+            "coap.code",
+            "-e",
+            "coap.opt.uri_path",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert decrypted.returncode == 0, decrypted.stderr
+    rows = [line.split("\t") for line in decrypted.stdout.splitlines()]
+    assert [code for code, _ in rows] == ["1", "69"] * 3, rows  # GET, 2.05, per item
+    assert all(path == "sensor" for code, path in rows if code == "1")

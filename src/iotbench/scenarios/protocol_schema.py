@@ -8,6 +8,7 @@ from iotbench.net.tcp.params import TcpParams
 from iotbench.proto.quic.params import QuicParams
 from iotbench.scenarios.fields import (
     OPTIONAL,
+    REQUIRED,
     Field,
     Section,
 )
@@ -38,6 +39,41 @@ COAP_EM = Section(
         ),
         "separate_response_after_s": Field(
             "float", "The EM's answers slower than this go after an empty ACK.", 1.0, gt=0
+        ),
+    },
+    optional=True,
+)
+
+COAP_SECURITY = Section(
+    doc="Security under CoAP (docs/coap.md, Security). Absent: plain CoAP.",
+    fields={
+        "mode": Field(
+            "str",
+            "dtls: DTLS 1.2 with a pre-shared key and TLS_PSK_WITH_AES_128_CCM_8 (RFC 7252 "
+            "9.1.3.1), the client starting the handshake; oscore: OSCORE (RFC 8613) with a "
+            "security context both ends hold from the start.",
+            REQUIRED,
+            choices=("dtls",),
+        ),
+        "session": Field(
+            "str",
+            "dtls: persistent, one session for the whole run (the first item pays the "
+            "handshake); per-request, a new handshake for every item and the session closed "
+            "(close_notify) after it, like MQTT's and QUIC's connection per item.",
+            "persistent",
+            choices=("persistent", "per-request"),
+        ),
+        "handshake_timeout_s": Field(
+            "float", "dtls: the flight timer's initial value (RFC 6347 4.2.4.1: 1 s).", 1.0, gt=0
+        ),
+        "handshake_max_timeout_s": Field(
+            "float", "dtls: the flight timer's cap after doubling (RFC 6347: 60 s).", 60.0, gt=0
+        ),
+        "handshake_max_retransmit": Field(
+            "int",
+            "dtls: flight retransmissions before the handshake fails (tinydtls's 7).",
+            7,
+            ge=0,
         ),
     },
     optional=True,
@@ -89,6 +125,7 @@ COAP = Section(
             choices=(16, 32, 64, 128, 256, 512, 1024),
         ),
         "em": COAP_EM,
+        "security": COAP_SECURITY,
     },
     optional=True,
 )

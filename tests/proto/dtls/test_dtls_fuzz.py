@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtls_harness import C, S, Link, pair
+from dtls_harness import C, Link, S, pair
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

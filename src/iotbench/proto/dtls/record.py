@@ -162,3 +162,23 @@ def _aad(header: RecordHeader, plaintext_len: int) -> bytes:
         + bytes([header.content_type, *header.version])
         + struct.pack("!H", plaintext_len)
     )
+
+
+def header_length(datagram: bytes) -> int:
+    """The bytes of a datagram that are not the protected application data.
+
+    What a dissector without the keys can tell apart: every record header,
+    and of a protected record its explicit nonce and tag, are protocol
+    overhead, and so are whole handshake, alert and ChangeCipherSpec records;
+    the ciphertext of application data counts as the payload it carries.
+    The simulator's per-layer byte counts use it (net/node.py app_layers).
+    """
+    try:
+        records = split_records(datagram)
+    except DtlsDecodeError:
+        return len(datagram)
+    payload = 0
+    for header, record in records:
+        if header.content_type == APPLICATION_DATA and header.epoch > 0:
+            payload += max(0, len(record) - OVERHEAD)
+    return len(datagram) - payload

@@ -1,4 +1,9 @@
-"""CoAP in a run: the sensor's server endpoint and the item client."""
+"""CoAP in a run: the sensor's server endpoint and the item client.
+
+With `protocol.coap.security` both endpoints sit behind a security layer
+(proto/coap/secured.py): DTLS with the pre-shared key below, the client
+starting the handshake when its first request goes out.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,40 @@ from iotbench.net.ip import address_text
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import CoapEndpoint, RequestFailed, ResponseReceived
 from iotbench.proto.coap.params import CoapParams
+from iotbench.proto.coap.secured import SecuredEndpoint
+from iotbench.proto.dtls import record as dtls_record
+from iotbench.proto.dtls.layer import DtlsLayer
+from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
 COAP_PORT = 5683
+COAPS_PORT = 5684  # RFC 7252 12.7: CoAP over DTLS
+#: The simulated devices' pre-shared key (docs/coap.md says how to give it to
+#: Wireshark, which then shows the CoAP inside the DTLS records of a pcap).
+SIM_PSK_IDENTITY, SIM_PSK_KEY = b"iotbench", b"iotbench-psk"
+
+
+def secure(
+    sim: Simulator, endpoint: CoapEndpoint, cfg: Settings, role: str, stream: str
+) -> tuple[CoapEndpoint | SecuredEndpoint, object]:
+    """`endpoint` behind protocol.coap.security's layer, and how to split its datagrams
+    into header and payload (the app_layers dissector); unchanged without security."""
+    security = cfg.security
+    if security is None:
+        return endpoint, codec.header_length
+    params = DtlsParams(
+        initial_timeout_s=security.handshake_timeout_s,
+        max_timeout_s=security.handshake_max_timeout_s,
+        max_retransmissions=security.handshake_max_retransmit,
+    )
+    if role == "client":
+        credentials = {"client": PskClientCredentials(SIM_PSK_IDENTITY, SIM_PSK_KEY)}
+    else:
+        credentials = {"server": PskServerCredentials({SIM_PSK_IDENTITY: SIM_PSK_KEY})}
+    layer = DtlsLayer(sim.rng(f"dtls/{stream}"), params, **credentials)
+    return SecuredEndpoint(endpoint, layer), dtls_record.header_length
 
 
 def coap_params(cfg: Settings, **overrides) -> CoapParams:
@@ -41,12 +75,19 @@ class CoapItemClient:
         self.sim = sim
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
-        self.server = (address_text(net.address(net.node("producer"))), COAP_PORT)
-        self.endpoint = CoapEndpoint(
-            sim.rng("coap/client"), coap_params(cfg), token_length=cfg.token_length
+        port = COAP_PORT if cfg.security is None else COAPS_PORT
+        self.server = (address_text(net.address(net.node("producer"))), port)
+        self.endpoint, header_length = secure(
+            sim,
+            CoapEndpoint(sim.rng("coap/client"), coap_params(cfg), token_length=cfg.token_length),
+            cfg,
+            "client",
+            "client",
         )
+        # DTLS per request: the session ends with its item (close_notify).
+        self.close_after_item = cfg.security is not None and cfg.security.session == "per-request"
         self.driver = DatagramDriver(
-            sim, net.node("client"), self.endpoint, self._on_event, codec.header_length
+            sim, net.node("client"), self.endpoint, self._on_event, header_length
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
 
@@ -68,22 +109,34 @@ class CoapItemClient:
             if entry is not None:
                 item, done = entry
                 ok = codec.is_response(event.response.code) and event.response.code >> 5 == 2
+                self._item_over()
                 done(item, ok, len(event.response.payload))
         elif isinstance(event, RequestFailed):
             entry = self._pending.pop(event.request_id, None)
             if entry is not None:
                 item, done = entry
+                self._item_over()
                 done(item, False, 0)
 
+    def _item_over(self) -> None:
+        # Before the next item starts, so that its request opens a new session.
+        if self.close_after_item:
+            self.endpoint.layer.close(self.server)
 
-def start_coap_server(sim: Simulator, net: Network, config: Settings) -> CoapEndpoint:
+
+def start_coap_server(
+    sim: Simulator, net: Network, config: Settings
+) -> CoapEndpoint | SecuredEndpoint:
     cfg = config.protocol.coap
     workload = config.workload
     resource = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
-    endpoint = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
+    endpoint, header_length = secure(
+        sim, CoapEndpoint(sim.rng("coap/server"), coap_params(cfg)), cfg, "server", "server"
+    )
     serve_reading(endpoint, workload.path, resource)
     server = net.node("producer")
-    DatagramDriver(sim, server, endpoint, lambda event: None, codec.header_length, COAP_PORT)
+    port = COAP_PORT if cfg.security is None else COAPS_PORT
+    DatagramDriver(sim, server, endpoint, lambda event: None, header_length, port)
     return endpoint
 
 
