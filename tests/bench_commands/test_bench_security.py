@@ -20,8 +20,25 @@ def test_bytes_added_per_packet():
     assert rows["NDN + HMAC-SHA256, 16-byte KeyLocator"].response_added == 2 + 2 + 16
     assert rows["NDN + HMAC-SHA256, 32-byte KeyLocator"].response_added == 2 + 2 + 32
     assert rows["NDN + DigestSha256 (reference)"].response_added == 0
+    # OSCORE (RFC 8613): the option (flags, Partial IV, kid on the request) and
+    # the 8-byte tag; the outer code replaces the inner, the response reuses
+    # the request's nonce and so carries an empty option.
+    oscore = rows["CoAP + OSCORE AES-CCM-16-64-128"]
+    assert (oscore.request_added, oscore.response_added) == (13, 11)
     for v in rows.values():
-        assert v.transaction()  # a full transaction opens and verifies
+        consumer_s, producer_s = v.exchange()  # a whole transaction opens and verifies
+        assert consumer_s > 0 and producer_s > 0
+
+
+def test_the_handshake_is_six_flights_in_six_datagrams():
+    client, server = security.one_handshake(seed=3)
+    # Client: ClientHello twice (the second with the cookie), then
+    # ClientKeyExchange, ChangeCipherSpec and Finished in one datagram.
+    assert (client.datagrams, client.handshake_messages) == (3, 4)
+    # Server: HelloVerifyRequest; ServerHello and ServerHelloDone; then
+    # ChangeCipherSpec and Finished.
+    assert (server.datagrams, server.handshake_messages) == (3, 4)
+    assert client.bytes_sent > server.bytes_sent > 150
 
 
 def test_the_command_prints_json_lines():
@@ -30,5 +47,8 @@ def test_the_command_prints_json_lines():
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [line["variant"] for line in lines] == [v.name for v in security.variants()]
-    assert all(line["transactions_per_s"] > 0 for line in lines)
+    handshake = [line["dtls_handshake"] for line in lines if "dtls_handshake" in line]
+    assert [side["role"] for side in handshake] == ["client", "server"]
+    per_transaction = [line for line in lines if "variant" in line]
+    assert [line["variant"] for line in per_transaction] == [v.name for v in security.variants()]
+    assert all(line["us_per_transaction"] > 0 for line in per_transaction)

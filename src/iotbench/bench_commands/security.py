@@ -1,41 +1,55 @@
-"""S4's security micro-benchmark: what protecting a transaction adds in bytes and CPU time.
+"""S4's security micro-benchmark: what a DTLS session costs to set up, and what
+protecting a transaction adds in bytes and CPU time at the producer and the consumer.
 
     iotbench bench security [--seconds S] [--json]
 
 One transaction is S4's: a request for a reading and a response carrying
-its 32-byte JSON object ({"id":"0x12a77af232","val":3000}).
+its 32-byte JSON object ({"id":"0x12a77af232","val":3000}). The consumer
+asks, the producer answers.
 
 - CoAP over DTLS 1.2 with a pre-shared key and AES-128-CCM-8 (RFC 6655;
   TLS_PSK_WITH_AES_128_CCM_8, mandatory for CoAP PSK mode, RFC 7252
-  9.1.3.1): both datagrams travel as protected records (proto/dtls). CPU
-  per transaction: protect and open the request, protect and open the
-  response. The handshake, once per session, is not part of it.
+  9.1.3.1): both datagrams travel as protected records (proto/dtls). The
+  consumer seals the request and opens the response, the producer the
+  reverse.
+- The DTLS handshake, once per session: a client and a server layer
+  (proto/dtls/layer.py) run it in memory; counted are its datagrams,
+  handshake messages and bytes each way, and each side's CPU time.
+- CoAP with OSCORE (RFC 8613, AES-CCM-16-64-128): the consumer's layer
+  protects the request and opens the response, the producer's the reverse
+  (proto/oscore), through the layers' own datagram interface.
 - NDN with HMAC-SHA256 signatures: the Interest is not signed (0 bytes
-  added), the Data is.
-  Its KeyLocator names the key by a 16- or a 32-byte key identifier (a
-  KeyDigest of that size: S4 gives the sizes, not the form). CPU per
-  transaction: the producer's HMAC over the signed portion and the
-  consumer's verification. For reference, DigestSha256 (integrity without a
-  key, the least an NDN Data carries).
+  added), the Data is: the producer computes the HMAC over the signed
+  portion, the consumer verifies it. Its KeyLocator names the key by a 16-
+  or a 32-byte key identifier (a KeyDigest of that size: S4 gives the sizes,
+  not the form). For reference, DigestSha256 (integrity without a key, the
+  least an NDN Data carries).
 
 Bytes added per packet: the protected packet's size less the unprotected
 one's (for NDN, less the same Data with DigestSha256). Encoding the CoAP
 message or the rest of the Data is the same with and without protection,
 so it is left out of the CPU time. Timing as bench_commands/timing.py says:
-the variants take turns batch by batch, best batch.
+the operations take turns batch by batch, best batch.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
+import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter
 
-from iotbench.bench_commands.timing import BATCH_S, best_rates
+from iotbench.bench_commands.timing import BATCH_S
 from iotbench.proto.coap import codec as coap
-from iotbench.proto.dtls.record import Ccm8Protection
+from iotbench.proto.dtls.connection import HandshakeDone
+from iotbench.proto.dtls.layer import DtlsLayer
+from iotbench.proto.dtls.messages import decode_fragments
+from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
+from iotbench.proto.dtls.record import HEADER_LEN, Ccm8Protection, split_records
 from iotbench.proto.ndn import make_data
 from iotbench.proto.ndn.signing import (
     DigestSha256Signer,
@@ -43,6 +57,8 @@ from iotbench.proto.ndn.signing import (
     HmacSha256Signer,
     HmacSha256Verifier,
 )
+from iotbench.proto.oscore.context import SecurityContext
+from iotbench.proto.oscore.layer import OscoreLayer
 
 READING = b'{"id":"0x12a77af232","val":3000}'
 NAME = "/p_1/42"
@@ -50,7 +66,12 @@ PSK_KEYS = {  # what a PSK handshake would derive (fixed: the benchmark needs no
     "client": (bytes(range(16)), bytes.fromhex("a0a1a2a3")),
     "server": (bytes(range(16, 32)), bytes.fromhex("b0b1b2b3")),
 }
+PSK_IDENTITY, PSK = b"sensor-1", bytes(range(16))
 HMAC_KEY = bytes(range(32))
+CONSUMER, PRODUCER = ("consumer", 5683), ("producer", 5683)
+
+
+Seconds = float
 
 
 @dataclass(frozen=True)
@@ -59,7 +80,9 @@ class Variant:
     #: bytes the protection adds to the request and to the response
     request_added: int
     response_added: int
-    transaction: Callable[[], object]
+    #: one transaction, in the order the packets go; returns the seconds of
+    #: protection work it took at the consumer and at the producer
+    exchange: Callable[[], tuple[Seconds, Seconds]]
 
 
 @dataclass(frozen=True)
@@ -67,18 +90,20 @@ class Result:
     variant: str
     request_added: int
     response_added: int
-    per_s: float
+    consumer_us: float
+    producer_us: float
 
     @property
     def us_per_transaction(self) -> float:
-        return 1e6 / self.per_s
+        return self.consumer_us + self.producer_us
 
     def to_json(self) -> dict:
         return {
             "variant": self.variant,
             "request_bytes_added": self.request_added,
             "response_bytes_added": self.response_added,
-            "transactions_per_s": round(self.per_s, 1),
+            "consumer_us_per_transaction": round(self.consumer_us, 3),
+            "producer_us_per_transaction": round(self.producer_us, 3),
             "us_per_transaction": round(self.us_per_transaction, 3),
         }
 
@@ -92,27 +117,79 @@ def coap_messages() -> tuple[bytes, bytes]:
     return coap.encode(request), coap.encode(response)
 
 
+def _timed(fn: Callable[[], object]) -> tuple[object, Seconds]:
+    start = perf_counter()
+    out = fn()
+    return out, perf_counter() - start
+
+
+# --------------------------------------------------------------------------- per transaction
+
+
 def dtls_variant() -> Variant:
     request, response = coap_messages()
     client_tx, server_rx = (Ccm8Protection(*PSK_KEYS["client"]) for _ in range(2))
     server_tx, client_rx = (Ccm8Protection(*PSK_KEYS["server"]) for _ in range(2))
     sequence = itertools.count(1)
 
-    def transaction() -> bytes:
+    def exchange() -> tuple[Seconds, Seconds]:
         seq = next(sequence)
-        _, got = server_rx.unprotect(client_tx.protect(request, 1, seq))
-        _, back = client_rx.unprotect(server_tx.protect(response, 1, seq))
-        return got + back
+        sealed, c1 = _timed(lambda: client_tx.protect(request, 1, seq))
+        sealed_back, p = _timed(
+            lambda: (server_rx.unprotect(sealed), server_tx.protect(response, 1, seq))[1]
+        )
+        (_, opened), c2 = _timed(lambda: client_rx.unprotect(sealed_back))
+        assert opened == response
+        return c1 + c2, p
 
-    sealed_request = client_tx.protect(request, 1, 0)
-    sealed_response = server_tx.protect(response, 1, 0)
-    if transaction() != request + response:
-        raise AssertionError("DTLS: a record did not open to what was sealed")
+    exchange()
     return Variant(
         "CoAP + DTLS 1.2 PSK AES-128-CCM-8",
-        len(sealed_request) - len(request),
-        len(sealed_response) - len(response),
-        transaction,
+        len(client_tx.protect(request, 1, 0)) - len(request),
+        len(server_tx.protect(response, 1, 0)) - len(response),
+        exchange,
+    )
+
+
+def oscore_variant() -> Variant:
+    request, response = coap_messages()
+    secret, salt = bytes(range(16)), bytes.fromhex("9e7ca92223786340")
+    consumer = OscoreLayer(random.Random(1))
+    consumer.add_peer(PRODUCER, SecurityContext(secret, b"", b"\x01", master_salt=salt))
+    producer = OscoreLayer(random.Random(2))
+    producer.add_context(SecurityContext(secret, b"\x01", b"", master_salt=salt))
+    clock = itertools.count()
+    sizes: dict[str, int] = {}
+
+    def protect_request(now: float) -> bytes:
+        consumer.outgoing(now, request, PRODUCER)
+        return consumer.datagrams_to_send()[0][0]
+
+    def answer(now: float, sealed: bytes) -> bytes:
+        producer.incoming(now, sealed, CONSUMER)
+        producer.plaintexts()
+        producer.outgoing(now, response, CONSUMER)
+        return producer.datagrams_to_send()[0][0]
+
+    def open_response(now: float, sealed: bytes) -> bytes:
+        consumer.incoming(now, sealed, PRODUCER)
+        return consumer.plaintexts()[0][0]
+
+    def exchange() -> tuple[Seconds, Seconds]:
+        now = float(next(clock))
+        sealed, c1 = _timed(lambda: protect_request(now))
+        sealed_back, p = _timed(lambda: answer(now, sealed))
+        opened, c2 = _timed(lambda: open_response(now, sealed_back))
+        assert opened == response
+        sizes.update(request=len(sealed), response=len(sealed_back))
+        return c1 + c2, p
+
+    exchange()
+    return Variant(
+        "CoAP + OSCORE AES-CCM-16-64-128",
+        sizes["request"] - len(request),
+        sizes["response"] - len(response),
+        exchange,
     )
 
 
@@ -121,17 +198,21 @@ def ndn_variant(label: str, signer, verifier) -> Variant:
     plain = make_data(NAME, READING, signer=DigestSha256Signer(), freshness_period_ms=10000)
     covered = data.signed_portion
 
-    def transaction() -> bool:
-        return verifier.verify(covered, signer.sign(covered))
+    def exchange() -> tuple[Seconds, Seconds]:
+        # The Interest goes unsigned: no work until the producer signs the Data.
+        signature, p = _timed(lambda: signer.sign(covered))
+        ok, c = _timed(lambda: verifier.verify(covered, signature))
+        assert ok, f"{label}: the signature does not verify"
+        return c, p
 
-    if not transaction():
-        raise AssertionError(f"{label}: the signature does not verify")
-    return Variant(label, 0, len(data.wire) - len(plain.wire), transaction)
+    exchange()
+    return Variant(label, 0, len(data.wire) - len(plain.wire), exchange)
 
 
 def variants() -> list[Variant]:
     return [
         dtls_variant(),
+        oscore_variant(),
         ndn_variant(
             "NDN + HMAC-SHA256, 16-byte KeyLocator",
             HmacSha256Signer(HMAC_KEY, key_digest=bytes(range(16))),
@@ -146,44 +227,180 @@ def variants() -> list[Variant]:
     ]
 
 
+def side_costs(exchanges: list[Callable[[], tuple[Seconds, Seconds]]], seconds: float):
+    """Each exchange's best-batch mean seconds at the consumer and at the producer.
+
+    Batches of about BATCH_S, the exchanges taking turns batch by batch
+    (timing.py's method, with each side's share summed inside the batch)."""
+    sizes = []
+    for exchange in exchanges:
+        spent = sum(sum(exchange()) for _ in range(20)) / 20
+        sizes.append(max(1, round(BATCH_S / max(spent, 1e-9))))
+    best = [[float("inf"), float("inf")] for _ in exchanges]
+    deadline = perf_counter() + seconds
+    collecting = gc.isenabled()
+    while True:
+        for i, exchange in enumerate(exchanges):
+            gc.disable()
+            try:
+                consumer = producer = 0.0
+                for _ in range(sizes[i]):
+                    c, p = exchange()
+                    consumer += c
+                    producer += p
+            finally:
+                if collecting:
+                    gc.enable()
+            best[i][0] = min(best[i][0], consumer / sizes[i])
+            best[i][1] = min(best[i][1], producer / sizes[i])
+        if perf_counter() >= deadline:
+            return best
+
+
 def run(seconds: float) -> list[Result]:
     vs = variants()
-    rates = best_rates([v.transaction for v in vs], seconds * len(vs))
+    costs = side_costs([v.exchange for v in vs], seconds * len(vs))
     return [
-        Result(v.name, v.request_added, v.response_added, r) for v, r in zip(vs, rates, strict=True)
+        Result(v.name, v.request_added, v.response_added, 1e6 * c, 1e6 * p)
+        for v, (c, p) in zip(vs, costs, strict=True)
     ]
 
 
+# --------------------------------------------------------------------------- the handshake
+
+
+@dataclass(frozen=True)
+class HandshakeSide:
+    role: str
+    datagrams: int
+    handshake_messages: int  # ChangeCipherSpec not included (it is not a handshake message)
+    bytes_sent: int
+    cpu_us: float
+
+    def to_json(self) -> dict:
+        return {
+            "role": self.role,
+            "datagrams": self.datagrams,
+            "handshake_messages": self.handshake_messages,
+            "bytes": self.bytes_sent,
+            "cpu_us": round(self.cpu_us, 1),
+        }
+
+
+def _count_messages(datagram: bytes) -> int:
+    count = 0
+    for header, record in split_records(datagram):
+        if header.content_type == 22:
+            # A protected record holds one Finished; a clear one, its fragments.
+            count += 1 if header.epoch else len(decode_fragments(record[HEADER_LEN:]))
+    return count
+
+
+def one_handshake(seed: int) -> list[HandshakeSide]:
+    """A whole PSK handshake between two layers in memory, with each side's CPU time."""
+    client = DtlsLayer(random.Random(seed), client=PskClientCredentials(PSK_IDENTITY, PSK))
+    server = DtlsLayer(random.Random(~seed), server=PskServerCredentials({PSK_IDENTITY: PSK}))
+    spent = {"client": 0.0, "server": 0.0}
+    sent: dict[str, list[bytes]] = {"client": [], "server": []}
+    _, spent["client"] = _timed(lambda: client.outgoing(0.0, b"", PRODUCER))
+    done = 0
+    while done < 2:
+        for role, layer, peer, source in (
+            ("client", client, server, CONSUMER),
+            ("server", server, client, PRODUCER),
+        ):
+            out = layer.datagrams_to_send()
+            sent[role] += [d for d, _ in out]
+            done += sum(isinstance(e, HandshakeDone) for e in layer.events())
+            other = "server" if role == "client" else "client"
+            for data, _ in out:
+                start = perf_counter()
+                peer.incoming(0.0, data, source)
+                spent[other] += perf_counter() - start
+    # The client's last datagram is the application data the handshake waited for.
+    sent["client"] = sent["client"][:-1]
+    return [
+        HandshakeSide(
+            role,
+            len(sent[role]),
+            sum(_count_messages(d) for d in sent[role]),
+            sum(map(len, sent[role])),
+            1e6 * spent[role],
+        )
+        for role in ("client", "server")
+    ]
+
+
+def handshake(seconds: float) -> list[HandshakeSide]:
+    """The handshake's figures, each side's CPU the least over repeated handshakes."""
+    best = one_handshake(0)
+    deadline = perf_counter() + seconds
+    seed = 1
+    while perf_counter() < deadline:
+        sides = one_handshake(seed)
+        seed += 1
+        best = [b if b.cpu_us <= s.cpu_us else s for b, s in zip(best, sides, strict=True)]
+    return best
+
+
+# --------------------------------------------------------------------------- the command
+
+
 def main(seconds: float, as_json: bool) -> int:
-    """`iotbench bench security`: a table, or one JSON object per variant."""
+    """`iotbench bench security`: two tables, or one JSON object per line."""
     from rich.table import Table
 
     from iotbench.terminal import console, print_table
 
     if as_json:
+        for side in handshake(seconds):
+            sys.stdout.write(json.dumps({"dtls_handshake": side.to_json()}) + "\n")
         for r in run(seconds):
             sys.stdout.write(json.dumps(r.to_json()) + "\n")
         return 0
     with console(stderr=True).status("measuring"):
+        sides = handshake(seconds)
         results = run(seconds)
+    table = Table(
+        title="DTLS 1.2 PSK handshake (once per session): ClientHello, HelloVerifyRequest, "
+        "ClientHello with the cookie, ServerHello + ServerHelloDone, ClientKeyExchange + "
+        "ChangeCipherSpec + Finished, ChangeCipherSpec + Finished",
+        caption="no loss, 1,232-byte datagrams; CPU: the least over repeated handshakes",
+    )
+    for column in ("side", "datagrams", "handshake messages", "bytes", "CPU µs"):
+        table.add_column(column, justify="left" if column == "side" else "right")
+    for side in sides:
+        table.add_row(
+            side.role,
+            str(side.datagrams),
+            str(side.handshake_messages),
+            str(side.bytes_sent),
+            f"{side.cpu_us:.0f}",
+        )
+    print_table(console(), table)
     table = Table(
         title="Security per transaction (S4): request for a reading, response with 32 bytes",
         caption=f"bytes the protection adds per packet; CPU of the protection only, best batch of "
         f"about {BATCH_S * 1000:.0f} ms, variants alternating for {seconds:g} s each",
     )
     table.add_column("variant", no_wrap=True)
-    table.add_column("request +bytes", justify="right")
-    table.add_column("response +bytes", justify="right")
-    table.add_column("µs / transaction", justify="right")
-    table.add_column("transactions / s", justify="right")
-    table.add_column("vs DTLS", justify="right")
+    for column in (
+        "request +bytes",
+        "response +bytes",
+        "consumer µs",
+        "producer µs",
+        "µs / transaction",
+        "vs DTLS",
+    ):
+        table.add_column(column, justify="right")
     for r in results:
         table.add_row(
             r.variant,
             str(r.request_added),
             str(r.response_added),
+            f"{r.consumer_us:.2f}",
+            f"{r.producer_us:.2f}",
             f"{r.us_per_transaction:.2f}",
-            f"{r.per_s:,.0f}",
             f"{r.us_per_transaction / results[0].us_per_transaction:.2f}",
         )
     print_table(console(), table)
