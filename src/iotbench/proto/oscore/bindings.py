@@ -35,7 +35,6 @@ class ClientBinding:
     #: The request as the endpoint sent it, kept until its first response for
     #: the Echo repeat (B.1.2); None once that cannot happen any more.
     plain: bytes | None
-    echo_tried: bool = False
     #: 7.4.1: the largest Partial IV of the notifications verified so far.
     notification_number: int | None = None
     #: 7.4.1: at most one notification without a Partial IV, the oldest.

@@ -111,12 +111,11 @@ class ClientSide:
             return
         echo = plain.get_option(Opt.ECHO)
         if plain.code == Code.UNAUTHORIZED and echo is not None and binding.plain is not None:
-            if not binding.echo_tried:
-                self._repeat_with_echo(now, msg, addr, binding, echo)
-                # A copy of the challenge (the server answering a retransmission of
-                # the original) is no news.
-                self._received.put((addr, data), (DONE, b""), now, len(data))
-                return
+            self._repeat_with_echo(now, msg, addr, binding, echo)
+            # A copy of the challenge (the server answering a retransmission of the
+            # original) is no news.
+            self._received.put((addr, data), (DONE, b""), now, len(data))
+            return
         binding.plain = None  # answered: no Echo repeat any more
         if not notification:
             self._clients.pop(key)  # 8: the association may go after the response
@@ -174,8 +173,8 @@ class ClientSide:
     def _repeat_with_echo(
         self, now: float, msg: Message, addr: Hashable, binding: ClientBinding, echo: bytes
     ) -> None:
-        """B.1.2: send the request again with the server's Echo and a new Partial IV."""
-        binding.echo_tried = True
+        """B.1.2: send the request again with the server's Echo and a new Partial IV
+        (once: the repeat's own 4.01, if any, is its answer)."""
         assert binding.plain is not None
         request = decode(binding.plain)
         original_mid = request.message_id
@@ -188,7 +187,7 @@ class ClientSide:
         binding.plain = None
         try:
             wire, binding.request = self._seal_request(request, binding.ctx)
-        except (ContextExhausted, CannotProtect) as exc:
+        except ContextExhausted as exc:  # it was protected once: nothing else can fail
             self._fail(addr, "exhausted", str(exc))
             return
         if piggybacked:
