@@ -53,7 +53,7 @@ COAP_SECURITY = Section(
             "9.1.3.1), the client starting the handshake; oscore: OSCORE (RFC 8613) with a "
             "security context both ends hold from the start.",
             REQUIRED,
-            choices=("dtls",),
+            choices=("dtls", "oscore"),
         ),
         "session": Field(
             "str",

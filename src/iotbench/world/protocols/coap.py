@@ -2,7 +2,8 @@
 
 With `protocol.coap.security` both endpoints sit behind a security layer
 (proto/coap/secured.py): DTLS with the pre-shared key below, the client
-starting the handshake when its first request goes out.
+starting the handshake when its first request goes out; or OSCORE with the
+security context below, which both ends hold from the start.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from iotbench.proto.coap.secured import SecuredEndpoint
 from iotbench.proto.dtls import record as dtls_record
 from iotbench.proto.dtls.layer import DtlsLayer
 from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
+from iotbench.proto.oscore.context import SecurityContext
+from iotbench.proto.oscore.layer import OscoreLayer
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
@@ -29,6 +32,30 @@ COAPS_PORT = 5684  # RFC 7252 12.7: CoAP over DTLS
 #: The simulated devices' pre-shared key (docs/coap.md says how to give it to
 #: Wireshark, which then shows the CoAP inside the DTLS records of a pcap).
 SIM_PSK_IDENTITY, SIM_PSK_KEY = b"iotbench", b"iotbench-psk"
+#: The simulated devices' OSCORE context: RFC 8613 C.1's Master Secret and Salt;
+#: Sender IDs 0x01 (client) and 0x02 (server).
+SIM_OSCORE_SECRET = bytes(range(1, 17))
+SIM_OSCORE_SALT = bytes.fromhex("9e7ca92223786340")
+SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER = b"\x01", b"\x02"
+
+
+def coap_port(cfg: Settings) -> int:
+    """coaps' port for DTLS; OSCORE protects messages, not the transport: coap's."""
+    security = cfg.security
+    return COAPS_PORT if security is not None and security.mode == "dtls" else COAP_PORT
+
+
+def oscore_layer(sim: Simulator, role: str, stream: str) -> OscoreLayer:
+    """A client's layer for its one server, or a server's that knows the client."""
+    ours, theirs = SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER
+    if role != "client":
+        ours, theirs = theirs, ours
+    ctx = SecurityContext(SIM_OSCORE_SECRET, ours, theirs, master_salt=SIM_OSCORE_SALT)
+    if role == "client":
+        return OscoreLayer(sim.rng(f"oscore/{stream}"), any_peer=ctx)
+    layer = OscoreLayer(sim.rng(f"oscore/{stream}"))
+    layer.add_context(ctx)
+    return layer
 
 
 def secure(
@@ -39,6 +66,8 @@ def secure(
     security = cfg.security
     if security is None:
         return endpoint, codec.header_length
+    if security.mode == "oscore":
+        return SecuredEndpoint(endpoint, oscore_layer(sim, role, stream)), codec.header_length
     params = DtlsParams(
         initial_timeout_s=security.handshake_timeout_s,
         max_timeout_s=security.handshake_max_timeout_s,
@@ -75,7 +104,7 @@ class CoapItemClient:
         self.sim = sim
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
-        port = COAP_PORT if cfg.security is None else COAPS_PORT
+        port = coap_port(cfg)
         self.server = (address_text(net.address(net.node("producer"))), port)
         self.endpoint, header_length = secure(
             sim,
@@ -85,7 +114,11 @@ class CoapItemClient:
             "client",
         )
         # DTLS per request: the session ends with its item (close_notify).
-        self.close_after_item = cfg.security is not None and cfg.security.session == "per-request"
+        self.close_after_item = (
+            cfg.security is not None
+            and cfg.security.mode == "dtls"
+            and cfg.security.session == "per-request"
+        )
         self.driver = DatagramDriver(
             sim, net.node("client"), self.endpoint, self._on_event, header_length
         )
@@ -135,7 +168,7 @@ def start_coap_server(
     )
     serve_reading(endpoint, workload.path, resource)
     server = net.node("producer")
-    port = COAP_PORT if cfg.security is None else COAPS_PORT
+    port = coap_port(cfg)
     DatagramDriver(sim, server, endpoint, lambda event: None, header_length, port)
     return endpoint
 
