@@ -265,3 +265,13 @@ def test_require_peer_finds_skips_or_fails(require_peer, monkeypatch):
     monkeypatch.setenv("IOTBENCH_REQUIRE_PEERS", "0")
     with pytest.raises(pytest.skip.Exception):
         require_peer("no-such-peer-iotbench")
+
+
+def test_require_module_imports_skips_or_fails(require_module, monkeypatch):
+    assert require_module("shutil") is shutil
+    monkeypatch.delenv("IOTBENCH_REQUIRE_PEERS", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        require_module("no_such_peer_iotbench")
+    monkeypatch.setenv("IOTBENCH_REQUIRE_PEERS", "1")
+    with pytest.raises(pytest.fail.Exception, match="IOTBENCH_REQUIRE_PEERS"):
+        require_module("no_such_peer_iotbench")
