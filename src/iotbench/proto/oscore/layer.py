@@ -49,10 +49,11 @@ response to the new request). It needs a Message ID, which only the
 endpoint hands out; the layer takes its own half the ID space away from the
 endpoint's latest, which the endpoint (one ID per message) reaches only
 after 32,768 messages. When the 4.01 came piggybacked on the ACK of a CON,
-the repeat is a CON that rides the endpoint's own retransmissions (each
-retransmission of the original is replaced by the repeat's bytes, and the
-repeat's ACK is handed to the endpoint as the original's), so the exchange
-keeps the endpoint's timing; otherwise the repeat is one NON.
+the repeat is a CON, sent at once, that rides the endpoint's own
+retransmissions (each retransmission of the original is replaced by the
+repeat's bytes, and the repeat's ACK is handed to the endpoint as the
+original's), so the exchange keeps the endpoint's timing; otherwise the
+repeat is one NON.
 
 Not built: Group OSCORE (multicast passes the layer untouched, see
 secured.py), Proxy-Uri and outer Block options (message.py), OSCORE over
