@@ -256,3 +256,19 @@ def test_a_server_only_layer_never_starts_a_handshake():
 def test_a_layer_needs_credentials():
     with pytest.raises(ValueError, match="credentials"):
         DtlsLayer(random.Random(1))
+
+
+def test_late_copies_of_the_last_flight_do_not_echo():
+    # A slow path: the client's timer sends flight 5 again before flight 6
+    # arrives; the server answers each copy with flight 6. The established
+    # client must ignore those copies, or the two would answer each other.
+    link = handshake(Link(*pair()))
+    server_flight_6 = link.sent["s2c"][2]
+    client_flight_5 = link.sent["c2s"][2]
+    for _ in range(3):
+        link.server.incoming(5.0, client_flight_5, "client-addr")
+    copies = [d for d, _ in link.server.datagrams_to_send()]
+    assert len(copies) == 3  # the server answers each copy (RFC 6347 4.2.4)
+    for copy in [server_flight_6, *copies]:
+        link.client.incoming(5.0, copy, S)
+    assert link.client.datagrams_to_send() == []

@@ -544,7 +544,11 @@ class DtlsConnection:
             self._new_flight(now, [(CHANGE_CIPHER_SPEC, 0, CHANGE_CIPHER_SPEC_BODY), finished])
             self._retx = None
         else:
+            # The client's flight 5 is never sent again once flight 6 is in: a
+            # late copy of flight 6 answers a retransmission, and answering it
+            # in turn would make the two sides echo each other for ever.
             self._retx = None
+            self._flight = []
         self.state = ESTABLISHED
         self._transcript = []
         self._events.append(
