@@ -209,3 +209,40 @@ def test_serve_coap_em_asks_only_allowed_members(require_peer):
         errors = [stop(p) for p in procs]
     for err in errors:
         assert "Traceback" not in err, err
+
+
+def test_libcoap_creates_entities_over_dtls_and_plain_coap_gets_nothing(require_peer):
+    """serve coap-em with a PSK: libcoap's OpenSSL client creates and queries an
+    entity over DTLS while the EM asks its member in the clear; a plain CoAP
+    request to the same port is never answered."""
+    openssl = require_peer("coap-client-openssl")
+    procs = []
+    try:
+        proc, member = _serve("coap")
+        procs.append(proc)
+        proc, port = _serve(
+            "coap-em", "--psk-identity", "admin", "--psk-key", "k3y", "--allow-creators", "admin"
+        )
+        procs.append(proc)
+        base = f"coaps://127.0.0.1:{port}"
+        psk = ["-u", "admin", "-k", "k3y", "-B", "30"]
+        body = profile("t", [f"coap://127.0.0.1:{member}/voltage"]).decode()
+        created = subprocess.run(
+            [openssl, *psk, "-m", "post", "-t", "50", "-e", body, f"{base}/e"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert json.loads(created.stdout.strip().splitlines()[-1])["name"] == "t", created
+        got = subprocess.run(
+            [openssl, *psk, "-m", "get", f"{base}/e/t"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert re.search(READING, got.stdout), got
+        plain = subprocess.run(
+            [require_peer("coap-client-notls"), "-B", "3", "-m", "get", f"coap://127.0.0.1:{port}/e"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert "</e/t>" not in plain.stdout
+    finally:
+        errors = [stop(p) for p in procs]
+    for err in errors:
+        assert "Traceback" not in err, err

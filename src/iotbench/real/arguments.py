@@ -105,6 +105,14 @@ def add_real_commands(
         help="entities one client address may create (default: 8; beyond: 5.03, Max-Age)",
     )
     em.add_argument(
+        "--allow-creators",
+        nargs="+",
+        metavar="ID",
+        help="only these authenticated clients may create entities: DTLS PSK identities"
+        " (with --psk-identity/--psk-key) or OSCORE Sender IDs in hex (with --oscore);"
+        " others get 4.03, unauthenticated ones 4.01. Default: any client",
+    )
+    em.add_argument(
         "--max-queries-per-client",
         type=positive_int,
         metavar="N",

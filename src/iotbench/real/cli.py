@@ -18,7 +18,13 @@ from iotbench.proto.coap.codec import Message
 from iotbench.proto.coap.params import CoapParams
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
 from iotbench.real.coap_oscore import open_contexts, oscore_client, oscore_server
-from iotbench.real.coap_security import COAPS_PORT, dtls_client, dtls_server, psk_pair
+from iotbench.real.coap_security import (
+    COAPS_PORT,
+    dtls_client,
+    dtls_em_server,
+    dtls_server,
+    psk_pair,
+)
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
 from iotbench.scenarios import UserError
@@ -40,9 +46,10 @@ SERVE_ONLY = {
     "allow_anonymous": "mqtt",
     "broker": "mqttsn-gateway",
     "predefined_topic": "mqttsn-gateway",
-    "psk_identity": "coap",
-    "psk_key": "coap",
-    "oscore": "coap",
+    "psk_identity": ("coap", "coap-em"),
+    "psk_key": ("coap", "coap-em"),
+    "oscore": ("coap", "coap-em"),
+    "allow_creators": "coap-em",
 }
 
 
@@ -51,9 +58,11 @@ def serve(args: argparse.Namespace) -> int:
     psk = psk_pair(getattr(args, "psk_identity", None), getattr(args, "psk_key", None))
     if args.port is None:
         args.port = COAPS_PORT if psk else DEFAULT_PORTS[args.protocol]
-    for option, protocol in SERVE_ONLY.items():
-        if args.protocol != protocol and getattr(args, option, None) is not None:
-            raise UserError(f"--{option.replace('_', '-')} is an option of serve {protocol}")
+    for option, protocols in SERVE_ONLY.items():
+        protocols = (protocols,) if isinstance(protocols, str) else protocols
+        if args.protocol not in protocols and getattr(args, option, None) is not None:
+            names = " and ".join(f"serve {p}" for p in protocols)
+            raise UserError(f"--{option.replace('_', '-')} is an option of {names}")
     label, run = SERVERS[args.protocol]
     _run_until_stopped(lambda: run(args), args, label)
     print(f"iotbench: {label} server stopped", file=sys.stderr)
@@ -140,9 +149,11 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
     from iotbench.apps.em.manager import EmParams
     from iotbench.real.coap_em import serve_coap_em
 
+    psk = psk_pair(args.psk_identity, args.psk_key)
+
     def ready(driver: AsyncDatagramDriver) -> None:
         host, port = driver.transport.get_extra_info("sockname")[:2]
-        base = f"coap://{_shown(host)}:{port}"
+        base = f"{'coaps' if psk else 'coap'}://{_shown(host)}:{port}"
         _announce(
             [
                 f"iotbench: CoAP Entity Manager listening on {base}",
@@ -151,13 +162,23 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
             ]
         )
 
+    if args.allow_creators and not (psk or args.oscore):
+        raise UserError("--allow-creators names authenticated clients: add DTLS or --oscore")
     params = EmParams(
         member_timeout_s=args.member_timeout,
         allowed_members=_allowed_members(args.allow_members),
         max_entities_per_client=args.max_entities_per_client or EM_ENTITIES_PER_CLIENT,
         max_queries_per_client=args.max_queries_per_client or EM_QUERIES_PER_CLIENT,
+        allowed_creators=tuple(args.allow_creators) if args.allow_creators else None,
     )
-    await serve_coap_em(args.host, args.port, params=params, on_ready=ready)
+    with _oscore_contexts(psk, args.oscore or []) as oscore:
+        security = None
+        if oscore:
+            server = oscore_server(*oscore)
+            security = lambda rng, is_member: server(rng)  # noqa: E731
+        elif psk:
+            security = dtls_em_server(*psk)
+        await serve_coap_em(args.host, args.port, params=params, security=security, on_ready=ready)
 
 
 #: What `serve coap-em` allows by default: members on this host only, and per client

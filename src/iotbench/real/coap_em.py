@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.proto.coap.endpoint import CoapEndpoint
+from iotbench.proto.coap.secured import SecuredEndpoint
 from iotbench.real.coap import SERVER_PARAMS
 from iotbench.real.coap_group import interface_index
 from iotbench.real.driver import AsyncDatagramDriver, open_server_driver, serve_until_cancelled
@@ -32,11 +33,24 @@ async def serve_coap_em(
     port: int = 5683,
     *,
     params: EmParams | None = None,
+    security: Callable[[random.Random, Callable[[object], bool]], object] | None = None,
     on_ready: Callable[[AsyncDatagramDriver], None] | None = None,
 ) -> None:
-    """Serve an Entity Manager at host:port until cancelled."""
+    """Serve an Entity Manager at host:port until cancelled.
+
+    `security(rng, is_member)` makes the layer clients talk to the EM
+    through (DTLS or OSCORE); members stay plain CoAP servers, and
+    `is_member` tells the layer which peers those are. The layer's
+    peer_identity names the clients for EmParams.allowed_creators."""
     coap = dataclasses.replace(SERVER_PARAMS, separate_response_after_s=SEPARATE_AFTER_S)
-    em = EntityManager(CoapEndpoint(random.SystemRandom(), coap), params or EmParams())
+    rng = random.SystemRandom()
+    endpoint = CoapEndpoint(rng, coap)
+    identity_of = None
+    if security is not None:
+        layer = security(rng, lambda addr: em.is_member_address(addr))
+        endpoint = SecuredEndpoint(endpoint, layer)
+        identity_of = layer.peer_identity
+    em = EntityManager(endpoint, params or EmParams(), identity_of)
     driver: AsyncDatagramDriver | None = None
 
     def unreachable_peer(addr, exc: OSError | None = None) -> None:

@@ -42,3 +42,11 @@ def dtls_client(identity: bytes, key: bytes) -> Callable[[random.Random], DtlsLa
 def dtls_server(identity: bytes, key: bytes) -> Callable[[random.Random], DtlsLayer]:
     credentials = PskServerCredentials({identity: key})
     return lambda rng: DtlsLayer(rng, server=credentials)
+
+
+def dtls_em_server(
+    identity: bytes, key: bytes
+) -> Callable[[random.Random, Callable[[object], bool]], DtlsLayer]:
+    """The Entity Manager's layer: DTLS for its clients, its members asked in the clear."""
+    credentials = PskServerCredentials({identity: key})
+    return lambda rng, is_member: DtlsLayer(rng, server=credentials, clear_to=is_member)

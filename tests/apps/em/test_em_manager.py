@@ -28,7 +28,7 @@ def call(net, client, code, path, payload=b"", query=(), ct=None, accept=None, u
         net.now, EM, code, path, payload=payload, query=list(query), options=options
     )
     net.run(until if until is not None else start + 200)
-    (ev,) = [e for e in client.events() if e.request_id == rid]
+    (ev,) = [e for e in client.events() if getattr(e, "request_id", None) == rid]
     assert isinstance(ev, ResponseReceived), ev
     return ev.response
 

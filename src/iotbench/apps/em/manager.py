@@ -108,6 +108,10 @@ class EmParams:
     max_entities_per_client: int | None = None
     max_queries_per_client: int | None = None
     retry_after_s: int = 5
+    #: Identities (a DTLS PSK identity, an OSCORE Sender ID in hex) that may
+    #: create entities; None: any client. A client the security layer has not
+    #: authenticated gets 4.01, one not named 4.03.
+    allowed_creators: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.allowed_members is not None:
@@ -165,9 +169,17 @@ class _Work:
 
 
 class EntityManager:
-    def __init__(self, endpoint: CoapEndpoint, params: EmParams = EmParams()) -> None:  # noqa: B008
+    def __init__(
+        self,
+        endpoint: CoapEndpoint,
+        params: EmParams = EmParams(),  # noqa: B008
+        identity_of: Callable[[Hashable], str | None] | None = None,
+    ) -> None:
+        """`identity_of(addr)`: who a client proved to be (its security layer's
+        peer_identity), for EmParams.allowed_creators."""
         self.endpoint = endpoint
         self.params = params
+        self.identity_of = identity_of
         self.entities: dict[str, Entity] = {}
         self.pool = GroupPool(params.pool_size)
         self._events: list[QueryAnswered] = []
@@ -372,7 +384,11 @@ class EntityManager:
 
     def _refused(self, addr: Hashable, profile: Profile) -> ResourceResponse | None:
         """Why a client may not create this entity (members outside the allowed
-        networks, or its entities at their limit), or None."""
+        networks, or its entities at their limit, or a client not allowed to create
+        any), or None."""
+        unauthorized = self._not_a_creator(addr)
+        if unauthorized is not None:
+            return unauthorized
         outside = self._outside_members(profile)
         if outside is not None:
             return outside
@@ -383,6 +399,30 @@ class EntityManager:
                 f"{client} has created {limit} entities, the most one client may; delete one",
                 60,
             )
+        return None
+
+    def is_member_address(self, addr: Hashable) -> bool:
+        """Whether `addr` (host, port) is a member of an entity: a DTLS layer
+        under the EM asks members in the clear (they are plain CoAP servers)."""
+        host, port = addr[0], addr[1]
+        return any(
+            member.host == host and member.port == port
+            for entity in self.entities.values()
+            for member in entity.profile.members
+        )
+
+    def _not_a_creator(self, addr: Hashable) -> ResourceResponse | None:
+        allowed = self.params.allowed_creators
+        if allowed is None:
+            return None
+        identity = self.identity_of(addr) if self.identity_of is not None else None
+        if identity is None:
+            return _error(
+                Code.UNAUTHORIZED,
+                "creating entities needs an authenticated client (DTLS or OSCORE)",
+            )
+        if identity not in allowed:
+            return _error(Code.FORBIDDEN, f"{identity!r} may not create entities here")
         return None
 
     def _outside_members(self, profile: Profile) -> ResourceResponse | None:

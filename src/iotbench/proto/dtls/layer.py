@@ -31,7 +31,7 @@ from __future__ import annotations
 import hmac as std_hmac
 import random
 from collections import OrderedDict, deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes, hmac
@@ -52,6 +52,7 @@ from .record import HEADER_LEN, DtlsDecodeError, RecordHeader, plain_record, spl
 COOKIE_LEN = 16
 MAX_HELLO_ASSEMBLIES = 16  # addresses whose fragmented ClientHello is being assembled
 MAX_HELLO_BYTES = 1024  # a PSK ClientHello is ~100 bytes; room for many extensions
+MAX_CLEAR_PEERS = 1024  # peers asked in the clear whose answers are let through
 
 
 @dataclass(slots=True)
@@ -74,6 +75,7 @@ class DtlsLayer:
         *,
         client: PskClientCredentials | None = None,
         server: PskServerCredentials | None = None,
+        clear_to: Callable[[Hashable], bool] | None = None,
     ) -> None:
         if client is None and server is None:
             raise ValueError("a DTLS layer needs client credentials, server credentials or both")
@@ -81,6 +83,11 @@ class DtlsLayer:
         self.params = params or DtlsParams()
         self.client_credentials = client
         self.server_credentials = server
+        # A server that is also a plain CoAP client (the Entity Manager asking
+        # its members): datagrams to peers `clear_to` accepts, with no session,
+        # go in the clear, and only those peers may answer in the clear.
+        self.clear_to = clear_to
+        self._clear_peers: OrderedDict[Hashable, None] = OrderedDict()
         self.stats = DtlsStats()
         self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
         self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
@@ -99,6 +106,13 @@ class DtlsLayer:
             self._collect(conn)
             return
         if conn is None:
+            if self.clear_to is not None and self.clear_to(addr):
+                self._clear_peers[addr] = None
+                self._clear_peers.move_to_end(addr)
+                while len(self._clear_peers) > MAX_CLEAR_PEERS:
+                    self._clear_peers.popitem(last=False)
+                self._out.append((data, addr))
+                return
             if self.client_credentials is None:
                 self.stats.datagrams_dropped += 1
                 return
@@ -115,7 +129,12 @@ class DtlsLayer:
             if self._on_client_hello(now, data, addr, conn):
                 return
         if conn is None:
-            self.stats.datagrams_dropped += 1
+            if addr in self._clear_peers and data and data[0] >> 6 == 1:
+                # CoAP (version 1 in the first two bits) from a peer asked in
+                # the clear; DTLS records start with 20-23 (RFC 7983's demux).
+                self._plain.append((data, addr))
+            else:
+                self.stats.datagrams_dropped += 1
             return
         self._sessions.move_to_end(addr)
         conn.receive(now, data)
@@ -148,6 +167,13 @@ class DtlsLayer:
 
     def session(self, addr: Hashable) -> DtlsConnection | None:
         return self._sessions.get(addr)
+
+    def peer_identity(self, addr: Hashable) -> str | None:
+        """The PSK identity `addr` proved in an established session, or None."""
+        conn = self._sessions.get(addr)
+        if conn is None or not conn.established:
+            return None
+        return conn.psk_identity.decode("utf-8", errors="replace")
 
     def close(self, addr: Hashable) -> None:
         """End the session with `addr` (close_notify when established)."""

@@ -111,6 +111,8 @@ class OscoreLayer(ServerSide, ClientSide):
         self._contexts: dict[tuple[bytes | None, bytes], SecurityContext] = {}
         self._clients: BoundedCache[ClientBinding] = BoundedCache(max_bindings)
         self._servers: BoundedCache[ServerBinding] = BoundedCache(max_bindings)
+        # The Recipient ID of each peer's latest verified request (peer_identity).
+        self._identities: BoundedCache[bytes] = BoundedCache(max_bindings)
         self._sent: BoundedCache[bytes] = BoundedCache(cache_entries, lifetime_s, cache_bytes)
         self._received: BoundedCache[tuple[int, bytes]] = BoundedCache(
             cache_entries, lifetime_s, cache_bytes
@@ -146,6 +148,14 @@ class OscoreLayer(ServerSide, ClientSide):
         if key in self._contexts and self._contexts[key] is not ctx:
             raise ValueError("two contexts with one ID Context and Recipient ID")
         self._contexts[key] = ctx
+
+    def peer_identity(self, addr: Hashable) -> str | None:
+        """Who `addr` proved to be: the Sender ID (hex) of the context its latest
+        verified request used, or None. The endpoint handles a request right
+        after the layer opened it, so in a handler this names that request's
+        sender."""
+        kid = self._identities.get(addr)
+        return None if kid is None else kid.hex()
 
     # ---- DatagramSecurity ----------------------------------------------------------
 

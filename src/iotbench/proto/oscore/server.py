@@ -98,6 +98,7 @@ class ServerSide:
         else:
             ctx.replay.record(number)
         self._servers.put((addr, msg.token), ServerBinding(ctx, request))
+        self._identities.put(addr, ctx.recipient_id)
         self._deliver(now, data, plain, addr)
 
     @staticmethod
