@@ -44,3 +44,26 @@ def drain(
             send(data, addr)
 
     return drain_with(stack, flush, on_event)
+
+
+class DrainedQueues:
+    """The three queues a datagram security layer (DTLS, OSCORE) is drained of.
+
+    A subclass fills `_out` (datagrams for the wire), `_plain` (opened
+    datagrams) and `_events` as it works; the driver's calls take them."""
+
+    _out: list
+    _plain: list
+    _events: list
+
+    def datagrams_to_send(self) -> list:
+        out, self._out = self._out, []
+        return out
+
+    def plaintexts(self) -> list:
+        out, self._plain = self._plain, []
+        return out
+
+    def events(self) -> list[object]:
+        out, self._events = self._events, []
+        return out

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from iotbench.proto.replay import ReplayWindow
 from iotbench.proto.retransmit import Retransmission
+from iotbench.proto.sansio import DrainedQueues
 
 from . import keys, messages
 from .fragments import Reassembler, fragment
@@ -125,7 +126,7 @@ class _Fatal(Exception):
 # --------------------------------------------------------------------------- the connection
 
 
-class DtlsConnection:
+class DtlsConnection(DrainedQueues):
     """One peer's association. Create with `client()` or, from a verified ClientHello, `server()`."""
 
     def __init__(self, peer: Hashable, role: str, rng: random.Random, params: DtlsParams) -> None:
@@ -214,18 +215,6 @@ class DtlsConnection:
         return conn
 
     # -- outputs
-
-    def datagrams_to_send(self) -> list[bytes]:
-        out, self._out = self._out, []
-        return out
-
-    def plaintexts(self) -> list[bytes]:
-        out, self._plain = self._plain, []
-        return out
-
-    def events(self) -> list[object]:
-        out, self._events = self._events, []
-        return out
 
     def next_timer(self) -> float | None:
         return self._retx.deadline_s if self._retx is not None else None

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes, hmac
 
+from iotbench.proto.sansio import DrainedQueues
+
 from . import messages
 from .connection import (
     HANDSHAKE,
@@ -65,7 +67,7 @@ class DtlsStats:
     datagrams_dropped: int = 0  # from or to a peer without a usable association
 
 
-class DtlsLayer:
+class DtlsLayer(DrainedQueues):
     """A DatagramSecurity (coap/secured.py) that speaks DTLS 1.2 with pre-shared keys."""
 
     def __init__(
@@ -139,18 +141,6 @@ class DtlsLayer:
         self._sessions.move_to_end(addr)
         conn.receive(now, data)
         self._collect(conn)
-
-    def datagrams_to_send(self) -> list[tuple[bytes, Hashable]]:
-        out, self._out = self._out, []
-        return out
-
-    def plaintexts(self) -> list[tuple[bytes, Hashable]]:
-        out, self._plain = self._plain, []
-        return out
-
-    def events(self) -> list[object]:
-        out, self._events = self._events, []
-        return out
 
     def next_timer(self) -> float | None:
         deadlines = [t for c in self._sessions.values() if (t := c.next_timer()) is not None]

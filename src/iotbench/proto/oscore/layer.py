@@ -76,6 +76,7 @@ from iotbench.proto.coap.codec import (
 )
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
+from iotbench.proto.sansio import DrainedQueues
 
 from .bindings import ClientBinding, ServerBinding
 from .cache import BoundedCache
@@ -90,7 +91,7 @@ LIFETIME_S = CoapParams().exchange_lifetime_s
 OWN_MID_OFFSET = 0x8000
 
 
-class OscoreLayer(ServerSide, ClientSide):
+class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
     """The OSCORE layer; implements proto/coap/secured.py's DatagramSecurity."""
 
     def __init__(
@@ -213,18 +214,6 @@ class OscoreLayer(ServerSide, ClientSide):
             self._incoming_response(now, msg, data, addr)
         else:
             self._plain.append((data, addr))  # reserved codes: the endpoint rejects them
-
-    def datagrams_to_send(self) -> list[tuple[bytes, Hashable]]:
-        out, self._out = self._out, []
-        return out
-
-    def plaintexts(self) -> list[tuple[bytes, Hashable]]:
-        out, self._plain = self._plain, []
-        return out
-
-    def events(self) -> list[object]:
-        out, self._events = self._events, []
-        return out
 
     def next_timer(self) -> float | None:
         return None  # tables expire as calls come; nothing waits for a time
