@@ -5,6 +5,9 @@ A stack (CoapEndpoint, MqttClient, MqttBroker and the others) queues output
 works; a driver, simulated or real, must move both out after every call into
 the stack. Event handlers may call the stack again, which may queue more, so
 the loop runs until the stack has nothing left to say.
+
+`DrainedQueues` is the output side of the datagram security layers (DTLS,
+OSCORE): what they queue for the wire, for the endpoint and as events.
 """
 
 from __future__ import annotations
