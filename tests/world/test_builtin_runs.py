@@ -149,6 +149,15 @@ def test_s3_every_variant_and_condition_completes(run) -> None:
             # item's finish leaves out of the count.
             expected = {"coap-dtls": 30 * 10 - 2, "coap-dtls-session": 6 + 60}
             assert m["packets_total"] == expected.get(run.params["variant"], 60)
+            handshakes = {"coap-dtls": 30, "coap-dtls-session": 1}.get(run.params["variant"])
+            if handshakes is not None:
+                assert m["dtls_handshakes"] == handshakes and m["dtls_handshake_failures"] == 0
+                # Six datagrams each; per request, the server's answer to the
+                # previous session's close_notify arrives during the next handshake.
+                assert m["dtls_handshake_packets"] == 6 * handshakes + (handshakes - 1)
+                assert m["dtls_handshake_retransmissions"] == 0
+            else:
+                assert "dtls_handshakes" not in m
         assert m["task_completion_time_s"] < 1.0
     if run.params["condition"].startswith("disrupt"):
         # Five outages of 20 s or more cannot be crossed without waiting.

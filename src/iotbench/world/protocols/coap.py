@@ -19,6 +19,7 @@ from iotbench.proto.coap.endpoint import CoapEndpoint, RequestFailed, ResponseRe
 from iotbench.proto.coap.params import CoapParams
 from iotbench.proto.coap.secured import SecuredEndpoint
 from iotbench.proto.dtls import record as dtls_record
+from iotbench.proto.dtls.connection import HandshakeDone, HandshakeFailed
 from iotbench.proto.dtls.layer import DtlsLayer
 from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
 from iotbench.proto.oscore.context import SecurityContext
@@ -123,6 +124,9 @@ class CoapItemClient:
             sim, net.node("client"), self.endpoint, self._on_event, header_length
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
+        self.dtls = cfg.security is not None and cfg.security.mode == "dtls"
+        self._handshakes: list[HandshakeDone] = []
+        self._handshake_failures = 0
 
     def start(self, item: Item, done: Done, handed_over: object = None) -> None:
         # (Request-response: the response ends the item; nothing is handed over.)
@@ -136,8 +140,29 @@ class CoapItemClient:
         self._pending[request_id] = (item, done)
         self.driver.pump()
 
+    def metrics(self) -> dict[str, float | int]:
+        """DTLS runs: the client's handshakes, what they took and what they cost it
+        (datagrams and bytes it sent and received, flights sent again)."""
+        if not self.dtls:
+            return {}
+        done = self._handshakes
+        return {
+            "dtls_handshakes": len(done),
+            "dtls_handshake_failures": self._handshake_failures,
+            "dtls_handshake_time_mean_s": (
+                sum(h.duration_s for h in done) / len(done) if done else float("nan")
+            ),
+            "dtls_handshake_packets": sum(h.datagrams_sent + h.datagrams_received for h in done),
+            "dtls_handshake_bytes": sum(h.bytes_sent + h.bytes_received for h in done),
+            "dtls_handshake_retransmissions": sum(h.retransmissions for h in done),
+        }
+
     def _on_event(self, event: object) -> None:
-        if isinstance(event, ResponseReceived):
+        if isinstance(event, HandshakeDone):
+            self._handshakes.append(event)
+        elif isinstance(event, HandshakeFailed):
+            self._handshake_failures += 1
+        elif isinstance(event, ResponseReceived):
             entry = self._pending.pop(event.request_id, None)
             if entry is not None:
                 item, done = entry

@@ -32,8 +32,9 @@ class SequentialRequests(Workload):
     ) -> None:
         workload = config.workload
         self.start_s = workload.start_s
+        self.client = build_client(sim, net, config)
         self.requester = self._requester(
-            sim, build_client(sim, net, config), items, self.item_count(workload), workload
+            sim, self.client, items, self.item_count(workload), workload
         )
 
     def _requester(
@@ -43,6 +44,11 @@ class SequentialRequests(Workload):
 
     def start(self) -> None:
         self.requester.start(self.start_s)
+
+    def metrics(self, run: dict[str, float | int]) -> dict[str, float | int]:
+        # A client with metrics of its own (a CoAP client behind DTLS: its handshakes).
+        client_metrics = getattr(self.client, "metrics", None)
+        return client_metrics() if client_metrics is not None else {}
 
 
 class PeriodicRequests(SequentialRequests):
