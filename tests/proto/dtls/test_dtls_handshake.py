@@ -12,7 +12,7 @@ from iotbench.proto.dtls.connection import HandshakeDone, HandshakeFailed, Sessi
 from iotbench.proto.dtls.layer import DtlsLayer
 from iotbench.proto.dtls.messages import ClientHello, HelloVerifyRequest
 from iotbench.proto.dtls.params import DtlsParams, PskServerCredentials
-from iotbench.proto.dtls.record import split_records
+from iotbench.proto.dtls.record import plain_record, split_records
 
 
 def handshake(link: Link, payload: bytes = b"GET /voltage") -> Link:
@@ -272,3 +272,23 @@ def test_late_copies_of_the_last_flight_do_not_echo():
     for copy in [server_flight_6, *copies]:
         link.client.incoming(5.0, copy, S)
     assert link.client.datagrams_to_send() == []
+
+
+def test_a_forged_handshake_message_does_not_end_an_established_session():
+    # Epoch-0 records are read after the handshake (to see a retransmitted
+    # flight 5), so one carrying a new message must be ignored, not fatal.
+    link = handshake(Link(*pair()))
+    hello_request = messages.whole_message(0, 7, b"").encode()
+    forged = plain_record(22, 0, 99, hello_request)
+    link.server.incoming(1.0, forged, "client-addr")
+    link.client.incoming(1.0, forged, S)
+    assert link.server.datagrams_to_send() == [] and link.client.datagrams_to_send() == []
+    assert link.server.session("client-addr").established and link.client.session(S).established
+
+
+def test_an_alert_in_the_clear_does_not_end_an_established_session():
+    link = handshake(Link(*pair()))
+    forged = plain_record(21, 0, 99, bytes((messages.FATAL, messages.HANDSHAKE_FAILURE)))
+    link.server.incoming(1.0, forged, "client-addr")
+    assert link.server.session("client-addr").established
+    assert not link.of_type(HandshakeFailed)

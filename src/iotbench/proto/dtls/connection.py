@@ -304,8 +304,12 @@ class DtlsConnection(DrainedQueues):
         """The record's payload, or None when it is to be discarded."""
         if header.epoch == 0:
             # Epoch 0 stays readable for handshake records (a peer that lost
-            # our last flight retransmits its own), never for application data.
-            if header.content_type == APPLICATION_DATA:
+            # our last flight retransmits its own), never for application
+            # data, and after the handshake for nothing else: an alert in the
+            # clear could be anyone's.
+            if header.content_type == APPLICATION_DATA or (
+                self.established and header.content_type != HANDSHAKE
+            ):
                 return None
             return record[HEADER_LEN:]
         if header.epoch != self._read_epoch:
@@ -336,7 +340,10 @@ class DtlsConnection(DrainedQueues):
             if piece.message_seq < self._receive_seq:
                 retransmitted = True
                 continue
-            if piece.message_seq - self._receive_seq >= MAX_EARLY_MESSAGES:
+            if self.established or piece.message_seq - self._receive_seq >= MAX_EARLY_MESSAGES:
+                # After the handshake a new handshake message (a renegotiation,
+                # never done here, or an unauthenticated epoch-0 forgery) must
+                # not end the session; only a retransmission is answered.
                 continue
             try:
                 whole = self._reassembler.add(piece)
