@@ -86,3 +86,30 @@ def test_plain_coap_to_a_dtls_em_gets_nothing():
     net.run(net.now + 200)
     (failed,) = [e for e in plain.events() if getattr(e, "request_id", None) == request_id]
     assert failed.reason == "timeout" or failed.reason == "max-retransmit"
+
+
+def test_an_oscore_em_names_its_clients_by_sender_id():
+    from iotbench.proto.oscore.context import SecurityContext
+    from iotbench.proto.oscore.layer import OscoreLayer
+
+    secret, salt = bytes(range(16)), b"\x9e\x7c"
+    net, plain_em, _ = em_net(em_params=EmParams(local_hosts=(EM_HOST,), allowed_creators=("0a",)))
+    layer = OscoreLayer(random.Random(5))
+    layer.add_context(SecurityContext(secret, b"\x00", b"\x0a", master_salt=salt))
+    layer.add_context(SecurityContext(secret, b"\x01", b"\x0b", master_salt=salt))
+    em = EntityManager(
+        SecuredEndpoint(CoapEndpoint(random.Random(1), CoapParams()), layer),
+        plain_em.params,
+        layer.peer_identity,
+    )
+    net.add(EM_HOST, em)
+    for host, sender, recipient in (("fd01::2", b"\x0a", b"\x00"), ("fd01::3", b"\x0b", b"\x01")):
+        client_layer = OscoreLayer(random.Random(6))
+        client_layer.add_peer(EM, SecurityContext(secret, sender, recipient, master_salt=salt))
+        net.add(host, SecuredEndpoint(CoapEndpoint(random.Random(2), CoapParams()), client_layer))
+    admin, other = net.stacks["fd01::2"], net.stacks["fd01::3"]
+    assert create(net, other, {"name": "t", "er": M[:1]}).code == Code.FORBIDDEN
+    assert create(net, admin, {"name": "t", "er": M[:1]}).code == Code.CREATED
+    # The member answered in the clear; the client got the value through OSCORE.
+    resp = call(net, other, Code.GET, "/e/t")
+    assert resp.code == Code.CONTENT and b"20" in resp.payload
