@@ -462,3 +462,21 @@ def test_dtls_handshakes_decode_and_decrypt_with_the_psk(tmp_path, require_peer)
     rows = [line.split("\t") for line in decrypted.stdout.splitlines()]
     assert [code for code, _ in rows] == ["1", "69"] * 3, rows  # GET, 2.05, per item
     assert all(path == "sensor" for code, path in rows if code == "1")
+
+
+def test_oscore_messages_decode(tmp_path, require_peer):
+    # Wireshark's CoAP dissector reads our OSCORE option (RFC 8613 6.1) and
+    # matches each response to its request's Partial IV and key id.
+    tshark = require_peer("tshark")
+    pcap = simulate(
+        tmp_path,
+        "s3-robustness",
+        {"variant": ["coap-oscore"], "condition": ["base"]},
+        {"workload.items": 3},
+    )
+    assert_clean(tshark, pcap)
+    rows = tshark_fields(tshark, pcap, "oscore", "coap.code", "coap.oscore_piv", "coap.oscore_kid")
+    codes = [code for _, code, _, _ in rows]
+    assert codes == ["2", "68"] * 3, rows  # outer POST and 2.04 Changed (RFC 8613 4.2)
+    matched = [(piv, kid) for _, code, piv, kid in rows if code == "68"]
+    assert matched == [("00", "01"), ("01", "01"), ("02", "01")]
