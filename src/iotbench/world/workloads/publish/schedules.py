@@ -53,8 +53,8 @@ class Waits:
         return self.next()
 
 
-class PerSource:
-    """Each source on its own timer."""
+class Schedule:
+    """What both shapes hold: the sources, their waits, the limits, what to call."""
 
     def __init__(
         self,
@@ -73,7 +73,11 @@ class PerSource:
         self.until = until
         self.fire = fire
         self.on_done = on_done
-        self.running = 0  # sources with events still to come
+        self.running = 0  # PerSource: sources with events still to come; RoundRobin: 1 or 0
+
+
+class PerSource(Schedule):
+    """Each source on its own timer."""
 
     def start(self, at: float) -> None:
         self.running = self.sources
@@ -96,27 +100,8 @@ class PerSource:
             self.on_done()
 
 
-class RoundRobin:
+class RoundRobin(Schedule):
     """One timer visiting the sources in turn, a wait / sources apart."""
-
-    def __init__(
-        self,
-        sim: Simulator,
-        waits: Waits,
-        sources: int,
-        count: int,
-        until: float,
-        fire: Fire,
-        on_done: Callable[[], None] | None = None,
-    ) -> None:
-        self.sim = sim
-        self.waits = waits
-        self.sources = sources
-        self.count = count
-        self.until = until
-        self.fire = fire
-        self.on_done = on_done
-        self.running = 0
 
     def start(self, at: float) -> None:
         if not self.sources:
