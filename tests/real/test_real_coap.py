@@ -180,3 +180,46 @@ def test_nothing_listening_fails_at_once():
 def test_bad_requests_are_clear_errors(uri, method, message):
     with pytest.raises(RealModeError, match=message):
         asyncio.run(coap_request(uri, method, timeout_s=1))
+
+
+def test_a_dtls_server_survives_garbage_and_a_hello_flood():
+    # coaps: random bytes, records with bad headers, a flood of ClientHellos
+    # from one port (each answered statelessly with a HelloVerifyRequest);
+    # then a real client completes a handshake and gets its answer.
+    from iotbench.proto.dtls.messages import ClientHello, whole_message
+    from iotbench.proto.dtls.record import plain_record
+    from iotbench.real.coap_security import dtls_client, dtls_server
+
+    async def main():
+        task, driver, port = await start_server(security=dtls_server(b"dev1", b"s3cret"))
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                rng = random.Random(7)
+                for n in range(500):
+                    junk = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 60)))
+                    if junk and rng.random() < 0.5:
+                        junk = bytes([22, 254, 253]) + junk[3:]
+                    s.sendto(junk, ("127.0.0.1", port))
+                    if n % 100 == 99:
+                        await asyncio.sleep(0.01)  # the server shares this event loop
+                for n in range(2000):
+                    hello = ClientHello(n.to_bytes(32, "big"), (0xC0A8,))
+                    body = whole_message(1, 0, hello.encode()).encode()
+                    s.sendto(plain_record(22, 0, n, body), ("127.0.0.1", port))
+                    if n % 100 == 99:
+                        await asyncio.sleep(0.01)
+            await asyncio.sleep(0.5)
+            after = await coap_request(
+                f"coaps://127.0.0.1:{port}/voltage",
+                timeout_s=10,
+                security=dtls_client(b"dev1", b"s3cret"),
+            )
+            return after, driver.stack.layer.stats
+        finally:
+            await stop_server(task)
+
+    after, stats = asyncio.run(main())
+    assert after.ok
+    assert stats.hello_verify_requests >= 1000  # the socket may drop some of the flood
+    assert stats.datagrams_dropped > 0  # the garbage
+    assert stats.handshakes_done == 1 and stats.handshakes_started == 1
