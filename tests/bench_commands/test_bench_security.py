@@ -39,6 +39,9 @@ def test_the_handshake_is_six_flights_in_six_datagrams():
     # ChangeCipherSpec and Finished.
     assert (server.datagrams, server.handshake_messages) == (3, 4)
     assert client.bytes_sent > server.bytes_sent > 150
+    # The server's extra cryptography is its two cookie HMACs.
+    assert client.work.aes == server.work.aes
+    assert server.work.sha256_blocks > client.work.sha256_blocks
 
 
 def test_the_command_prints_json_lines():

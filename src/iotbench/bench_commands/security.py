@@ -20,6 +20,9 @@ asks, the producer answers.
   OSCORE layers (proto/oscore), whose work on a packet is the CoAP message
   decoded and rebuilt around the AEAD (inner and outer options, the OSCORE
   option, the AAD), the replay window and the request bindings.
+- On the device profiles: the same work counted in AES calls and SHA-256
+  blocks (security_costs.py) and priced by each profile's primitives, for
+  the handshake and per transaction: estimates, as the profiles' prices are.
 - NDN with HMAC-SHA256 signatures: the Interest is not signed (0 bytes
   added), the Data is: the producer computes the HMAC over the signed
   portion, the consumer verifies it. Its KeyLocator names the key by a 16-
@@ -47,15 +50,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
 
+from iotbench.bench_commands import security_costs as costs
 from iotbench.bench_commands.timing import BATCH_S
 from iotbench.proto.coap import codec as coap
 from iotbench.proto.coap.secured import DatagramSecurity
+from iotbench.proto.dtls import messages
 from iotbench.proto.dtls.connection import HandshakeDone
 from iotbench.proto.dtls.layer import DtlsLayer
-from iotbench.proto.dtls.messages import decode_fragments
+from iotbench.proto.dtls.messages import ClientHello, decode_fragments
 from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
 from iotbench.proto.dtls.record import HEADER_LEN, split_records
 from iotbench.proto.ndn import make_data
+from iotbench.proto.ndn.profiles import PROFILES
 from iotbench.proto.ndn.signing import (
     DigestSha256Signer,
     DigestSha256Verifier,
@@ -64,6 +70,9 @@ from iotbench.proto.ndn.signing import (
 )
 from iotbench.proto.oscore.context import SecurityContext
 from iotbench.proto.oscore.layer import OscoreLayer
+from iotbench.proto.oscore.message import RequestId
+from iotbench.proto.oscore.message import aad as oscore_aad
+from iotbench.proto.oscore.option import OscoreOption
 
 READING = b'{"id":"0x12a77af232","val":3000}'
 NAME = "/p_1/42"
@@ -84,6 +93,9 @@ class Variant:
     #: one transaction, in the order the packets go; returns the seconds of
     #: protection work it took at the consumer and at the producer
     exchange: Callable[[], tuple[Seconds, Seconds]]
+    #: the same work counted in primitives (security_costs.py), per side
+    consumer_work: costs.Work
+    producer_work: costs.Work
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,8 @@ class Result:
     response_added: int
     consumer_us: float
     producer_us: float
+    consumer_work: costs.Work
+    producer_work: costs.Work
 
     @property
     def us_per_transaction(self) -> float:
@@ -106,6 +120,8 @@ class Result:
             "consumer_us_per_transaction": round(self.consumer_us, 3),
             "producer_us_per_transaction": round(self.producer_us, 3),
             "us_per_transaction": round(self.us_per_transaction, 3),
+            "consumer_estimated_s": _rounded(costs.on_profiles(self.consumer_work)),
+            "producer_estimated_s": _rounded(costs.on_profiles(self.producer_work)),
         }
 
 
@@ -174,7 +190,7 @@ def _through(
     return exchange
 
 
-def _layer_variant(name: str, consumer, producer) -> Variant:
+def _layer_variant(name: str, consumer, producer, work: tuple[costs.Work, costs.Work]) -> Variant:
     """A variant whose transactions go through two security layers, each with its
     own Message ID: the layers keep what they sent and received to answer
     retransmissions and duplicates, and a repeated message would come from
@@ -189,20 +205,43 @@ def _layer_variant(name: str, consumer, producer) -> Variant:
         return c, p
 
     exchange()
-    return Variant(name, sizes["request"], sizes["response"], exchange)
+    return Variant(name, sizes["request"], sizes["response"], exchange, *work)
 
 
 def dtls_variant() -> Variant:
-    return _layer_variant("CoAP + DTLS 1.2 PSK AES-128-CCM-8", *_established_dtls_pair())
+    request, response = coap_messages()
+    both = costs.dtls_record(len(request)) + costs.dtls_record(len(response))
+    return _layer_variant(
+        "CoAP + DTLS 1.2 PSK AES-128-CCM-8", *_established_dtls_pair(), work=(both, both)
+    )
 
 
-def oscore_variant() -> Variant:
+def _oscore_pair() -> tuple[OscoreLayer, OscoreLayer]:
     secret, salt = bytes(range(16)), bytes.fromhex("9e7ca92223786340")
     consumer = OscoreLayer(random.Random(1))
     consumer.add_peer(PRODUCER, SecurityContext(secret, b"", b"\x01", master_salt=salt))
     producer = OscoreLayer(random.Random(2))
     producer.add_context(SecurityContext(secret, b"\x01", b"", master_salt=salt))
-    return _layer_variant("CoAP + OSCORE AES-CCM-16-64-128", consumer, producer)
+    return consumer, producer
+
+
+def oscore_variant() -> Variant:
+    # The AEAD's inputs, from one exchange: each plaintext (inner code,
+    # options, payload) is its message's ciphertext less the 8-byte tag, and
+    # both messages are sealed with the request's AAD.
+    consumer, producer = _oscore_pair()
+    request, response = coap_messages()
+    consumer.outgoing(0.0, request, PRODUCER)
+    ((sealed, _),) = consumer.datagrams_to_send()
+    producer.incoming(0.0, sealed, CONSUMER)
+    producer.plaintexts()
+    producer.outgoing(0.0, response, CONSUMER)
+    ((sealed_back, _),) = producer.datagrams_to_send()
+    option = OscoreOption.decode(coap.decode(sealed).get_option(coap.Opt.OSCORE))
+    aad_len = len(oscore_aad(RequestId(option.kid, option.partial_iv)))
+    both = costs.oscore_message(len(coap.decode(sealed).payload) - 8, aad_len)
+    both += costs.oscore_message(len(coap.decode(sealed_back).payload) - 8, aad_len)
+    return _layer_variant("CoAP + OSCORE AES-CCM-16-64-128", *_oscore_pair(), work=(both, both))
 
 
 def ndn_variant(label: str, signer, verifier) -> Variant:
@@ -218,7 +257,9 @@ def ndn_variant(label: str, signer, verifier) -> Variant:
         return c, p
 
     exchange()
-    return Variant(label, 0, len(data.wire) - len(plain.wire), exchange)
+    keyed = isinstance(signer, HmacSha256Signer)
+    work = costs.hmac_sha256(len(covered)) if keyed else costs.sha256(len(covered))
+    return Variant(label, 0, len(data.wire) - len(plain.wire), exchange, work, work)
 
 
 def variants() -> list[Variant]:
@@ -271,10 +312,18 @@ def side_costs(exchanges: list[Callable[[], tuple[Seconds, Seconds]]], seconds: 
 
 def run(seconds: float) -> list[Result]:
     vs = variants()
-    costs = side_costs([v.exchange for v in vs], seconds * len(vs))
+    side_seconds = side_costs([v.exchange for v in vs], seconds * len(vs))
     return [
-        Result(v.name, v.request_added, v.response_added, 1e6 * c, 1e6 * p)
-        for v, (c, p) in zip(vs, costs, strict=True)
+        Result(
+            v.name,
+            v.request_added,
+            v.response_added,
+            1e6 * c,
+            1e6 * p,
+            v.consumer_work,
+            v.producer_work,
+        )
+        for v, (c, p) in zip(vs, side_seconds, strict=True)
     ]
 
 
@@ -288,6 +337,7 @@ class HandshakeSide:
     handshake_messages: int  # ChangeCipherSpec not included (it is not a handshake message)
     bytes_sent: int
     cpu_us: float
+    work: costs.Work  # the side's cryptography, counted in primitives
 
     def to_json(self) -> dict:
         return {
@@ -296,7 +346,32 @@ class HandshakeSide:
             "handshake_messages": self.handshake_messages,
             "bytes": self.bytes_sent,
             "cpu_us": round(self.cpu_us, 1),
+            "estimated_s": _rounded(costs.on_profiles(self.work)),
         }
+
+
+def _rounded(seconds: dict[str, float]) -> dict[str, float]:
+    return {name: round(s, 7) for name, s in seconds.items()}
+
+
+def _key_exchange_transcript(client_sent: list[bytes], server_sent: list[bytes]) -> int:
+    """Bytes of the handshake messages the session hash covers: the ClientHello
+    with the cookie, the server's flight, the ClientKeyExchange."""
+    counted = (
+        messages.CLIENT_HELLO,
+        messages.SERVER_HELLO,
+        messages.SERVER_KEY_EXCHANGE,
+        messages.SERVER_HELLO_DONE,
+        messages.CLIENT_KEY_EXCHANGE,
+    )
+    total = 0
+    for datagram in client_sent[1:] + server_sent[1:]:  # not the first hello, not the HVR
+        for header, record in split_records(datagram):
+            if header.content_type == 22 and header.epoch == 0:
+                for piece in messages.decode_fragments(record[HEADER_LEN:]):
+                    if piece.msg_type in counted:
+                        total += messages.HANDSHAKE_HEADER_LEN + piece.length
+    return total
 
 
 def _count_messages(datagram: bytes) -> int:
@@ -331,6 +406,14 @@ def one_handshake(seed: int) -> list[HandshakeSide]:
                 spent[other] += perf_counter() - start
     # The client's last datagram is the application data the handshake waited for.
     sent["client"] = sent["client"][:-1]
+    transcript = _key_exchange_transcript(sent["client"], sent["server"])
+    # The cookie covers the address and the hello's version, random,
+    # session_id, cipher suites and compression methods (layer.py).
+    hello = ClientHello.decode(
+        messages.decode_fragments(split_records(sent["client"][0])[0][1][HEADER_LEN:])[0].body
+    )
+    cookie_input = len(repr(CONSUMER)) + 2 + 32 + len(hello.session_id)
+    cookie_input += 2 * len(hello.cipher_suites) + len(hello.compression_methods)
     return [
         HandshakeSide(
             role,
@@ -338,6 +421,7 @@ def one_handshake(seed: int) -> list[HandshakeSide]:
             sum(_count_messages(d) for d in sent[role]),
             sum(map(len, sent[role])),
             1e6 * spent[role],
+            costs.dtls_handshake_side(transcript, role == "server", cookie_input),
         )
         for role in ("client", "server")
     ]
@@ -359,7 +443,7 @@ def handshake(seconds: float) -> list[HandshakeSide]:
 
 
 def main(seconds: float, as_json: bool) -> int:
-    """`iotbench bench security`: two tables, or one JSON object per line."""
+    """`iotbench bench security`: three tables, or one JSON object per line."""
     from rich.table import Table
 
     from iotbench.terminal import console, print_table
@@ -379,7 +463,8 @@ def main(seconds: float, as_json: bool) -> int:
         "ChangeCipherSpec + Finished, ChangeCipherSpec + Finished",
         caption="no loss, 1,232-byte datagrams; CPU: the least over repeated handshakes",
     )
-    for column in ("side", "datagrams", "handshake messages", "bytes", "CPU µs"):
+    columns = ("side", "datagrams", "handshake messages", "bytes", "CPU µs", "AES", "SHA-256")
+    for column in (*columns, *(f"{name} ms (est.)" for name in PROFILES)):
         table.add_column(column, justify="left" if column == "side" else "right")
     for side in sides:
         table.add_row(
@@ -388,6 +473,9 @@ def main(seconds: float, as_json: bool) -> int:
             str(side.handshake_messages),
             str(side.bytes_sent),
             f"{side.cpu_us:.0f}",
+            str(side.work.aes),
+            str(side.work.sha256_blocks),
+            *(f"{1e3 * t:.2f}" for t in costs.on_profiles(side.work).values()),
         )
     print_table(console(), table)
     table = Table(
@@ -415,6 +503,25 @@ def main(seconds: float, as_json: bool) -> int:
             f"{r.producer_us:.2f}",
             f"{r.us_per_transaction:.2f}",
             f"{r.us_per_transaction / results[0].us_per_transaction:.2f}",
+        )
+    print_table(console(), table)
+    table = Table(
+        title="The same protection on the device profiles (estimates): µs per transaction",
+        caption="AES calls and SHA-256 blocks counted from the messages (security_costs.py), "
+        "priced by each profile's aes_ccm_block and sha256_block (proto/ndn/profiles.py)",
+    )
+    table.add_column("variant", no_wrap=True)
+    table.add_column("AES + SHA-256 per side", justify="right")
+    for name in PROFILES:
+        table.add_column(f"{name} consumer", justify="right")
+        table.add_column(f"{name} producer", justify="right")
+    for r in results:
+        consumer = costs.on_profiles(r.consumer_work)
+        producer = costs.on_profiles(r.producer_work)
+        table.add_row(
+            r.variant,
+            f"{r.consumer_work.aes} + {r.consumer_work.sha256_blocks}",
+            *(f"{1e6 * t:.1f}" for name in PROFILES for t in (consumer[name], producer[name])),
         )
     print_table(console(), table)
     return 0
