@@ -115,6 +115,21 @@ class SessionClosed:
     by_peer: bool
 
 
+#: Which method takes the next handshake message, by role and state.
+_HANDLERS = {
+    "client": {
+        WAIT_HELLO: "_client_on_hello",
+        WAIT_HELLO_DONE: "_client_on_server_flight",
+        WAIT_FINISHED: "_on_finished",
+    },
+    "server": {
+        "": "_server_on_client_hello",  # a new association's verified ClientHello
+        WAIT_CLIENT_KEY: "_server_on_client_key_exchange",
+        WAIT_FINISHED: "_on_finished",
+    },
+}
+
+
 class _Fatal(Exception):
     """Ends the handshake with a fatal alert of this description."""
 
@@ -211,7 +226,7 @@ class DtlsConnection(DrainedQueues):
         conn._receive_seq = hello.message_seq
         conn._send_seq = hello.message_seq  # RFC 6347 4.2.2, as after a stateless cookie
         conn._hs[2:4] = [1, received_bytes]
-        conn._run(now, lambda: conn._on_handshake(now, hello))
+        conn._run(lambda: conn._on_handshake(now, hello))
         return conn
 
     # -- outputs
@@ -256,7 +271,7 @@ class DtlsConnection(DrainedQueues):
             records = split_records(datagram)
         except DtlsDecodeError:
             return
-        self._run(now, lambda: self._receive_records(now, records))
+        self._run(lambda: self._receive_records(now, records))
 
     def send(self, data: bytes) -> None:
         """Application data for the peer, in one record (needs an established session)."""
@@ -380,7 +395,7 @@ class DtlsConnection(DrainedQueues):
 
     # -- the handshake
 
-    def _run(self, now: float, step) -> None:
+    def _run(self, step) -> None:
         try:
             step()
         except _Fatal as fatal:
@@ -390,18 +405,8 @@ class DtlsConnection(DrainedQueues):
     def _on_handshake(self, now: float, msg: HandshakeFragment) -> None:
         self._receive_seq = msg.message_seq + 1
         self._reassembler.forget_before(self._receive_seq)
-        handler = {
-            "client": {
-                WAIT_HELLO: self._client_on_hello,
-                WAIT_HELLO_DONE: self._client_on_server_flight,
-                WAIT_FINISHED: self._on_finished,
-            },
-            "server": {
-                "": self._server_on_client_hello,
-                WAIT_CLIENT_KEY: self._server_on_client_key_exchange,
-                WAIT_FINISHED: self._on_finished,
-            },
-        }[self.role].get(self.state)
+        name = _HANDLERS[self.role].get(self.state)
+        handler = getattr(self, name) if name is not None else None
         if handler is None:
             raise _Fatal(messages.UNEXPECTED_MESSAGE, f"handshake message in state {self.state}")
         try:

@@ -158,11 +158,8 @@ class CoapItemClient:
         }
 
     def _on_event(self, event: object) -> None:
-        if isinstance(event, HandshakeDone):
-            self._handshakes.append(event)
-        elif isinstance(event, HandshakeFailed):
-            self._handshake_failures += 1
-        elif isinstance(event, ResponseReceived):
+        # The responses first: they are every run's events, the handshakes only DTLS's.
+        if isinstance(event, ResponseReceived):
             entry = self._pending.pop(event.request_id, None)
             if entry is not None:
                 item, done = entry
@@ -175,6 +172,10 @@ class CoapItemClient:
                 item, done = entry
                 self._item_over()
                 done(item, False, 0)
+        elif isinstance(event, HandshakeDone):
+            self._handshakes.append(event)
+        elif isinstance(event, HandshakeFailed):
+            self._handshake_failures += 1
 
     def _item_over(self) -> None:
         # Before the next item starts, so that its request opens a new session.
