@@ -5,6 +5,13 @@ gets `receive(now, data, addr)` and `handle_timer(now)`, and this driver moves
 what it produces (`datagrams_to_send()`, `events()`, `next_timer()`) into the
 simulator. Addresses cross the boundary as (text address, port) tuples, like a
 real socket's, so the stack cannot tell the two worlds apart.
+
+On a node with a CPU (a device profile, network.device), each datagram in
+and out costs the profile's price of `operation`, and a stack behind a
+security layer (proto/coap/secured.py) also has its cryptography charged:
+what the layer counted since the last call (proto/crypto_work.py), priced
+by the profile, is spent before what that work produced is sent or handed
+on. The layer did the work at the call's time; its outputs wait for the CPU.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ class DatagramDriver:
         self.header_length = header_length
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
+        self._charged = getattr(stack, "crypto_work", None) if self._cpu is not None else None
         # Without a CPU the stack gets each datagram straight from UDP (the per-packet
         # path of most runs); with one, once the CPU has handled it.
         handler = self._receive if self._cpu is None else self._on_datagram_with_cpu
@@ -95,4 +103,14 @@ class DatagramDriver:
 
         Call after every application call into the stack.
         """
+        if self._charged is not None:
+            done = self.stack.crypto_work
+            spent = done - self._charged
+            if spent:
+                self._charged = done
+                self._cpu.run(self.node.profile.crypto_s(spent), self._release)
+                return
+        self._release()
+
+    def _release(self) -> None:
         self._timer.set(drain_with(self.stack, self._flush, self.on_event))

@@ -20,9 +20,11 @@ asks, the producer answers.
   OSCORE layers (proto/oscore), whose work on a packet is the CoAP message
   decoded and rebuilt around the AEAD (inner and outer options, the OSCORE
   option, the AAD), the replay window and the request bindings.
-- On the device profiles: the same work counted in AES calls and SHA-256
-  blocks (security_costs.py) and priced by each profile's primitives, for
-  the handshake and per transaction: estimates, as the profiles' prices are.
+- On the device profiles: the same work in AES calls and SHA-256 blocks, as
+  the layers count it while they work (proto/crypto_work.py), priced by each
+  profile's primitives (DeviceProfile.crypto_s), for the handshake and per
+  transaction: estimates, as the profiles' prices are. The simulator
+  charges a node's CPU the same way.
 - NDN with HMAC-SHA256 signatures: the Interest is not signed (0 bytes
   added), the Data is: the producer computes the HMAC over the signed
   portion, the consumer verifies it. Its KeyLocator names the key by a 16-
@@ -50,16 +52,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
 
-from iotbench.bench_commands import security_costs as costs
 from iotbench.bench_commands.timing import BATCH_S
+from iotbench.proto import crypto_work
 from iotbench.proto.coap import codec as coap
 from iotbench.proto.coap.secured import DatagramSecurity
-from iotbench.proto.dtls import messages
+from iotbench.proto.crypto_work import Work
 from iotbench.proto.dtls.connection import HandshakeDone
 from iotbench.proto.dtls.layer import DtlsLayer
-from iotbench.proto.dtls.messages import ClientHello, decode_fragments
+from iotbench.proto.dtls.messages import decode_fragments
 from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
-from iotbench.proto.dtls.record import HEADER_LEN, split_records
+from iotbench.proto.dtls.record import AAD_LEN, HEADER_LEN, split_records
 from iotbench.proto.ndn import make_data
 from iotbench.proto.ndn.profiles import PROFILES
 from iotbench.proto.ndn.signing import (
@@ -70,9 +72,6 @@ from iotbench.proto.ndn.signing import (
 )
 from iotbench.proto.oscore.context import SecurityContext
 from iotbench.proto.oscore.layer import OscoreLayer
-from iotbench.proto.oscore.message import RequestId
-from iotbench.proto.oscore.message import aad as oscore_aad
-from iotbench.proto.oscore.option import OscoreOption
 
 READING = b'{"id":"0x12a77af232","val":3000}'
 NAME = "/p_1/42"
@@ -93,9 +92,9 @@ class Variant:
     #: one transaction, in the order the packets go; returns the seconds of
     #: protection work it took at the consumer and at the producer
     exchange: Callable[[], tuple[Seconds, Seconds]]
-    #: the same work counted in primitives (security_costs.py), per side
-    consumer_work: costs.Work
-    producer_work: costs.Work
+    #: the same work counted in primitives (proto/crypto_work.py), per side
+    consumer_work: Work
+    producer_work: Work
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,8 @@ class Result:
     response_added: int
     consumer_us: float
     producer_us: float
-    consumer_work: costs.Work
-    producer_work: costs.Work
+    consumer_work: Work
+    producer_work: Work
 
     @property
     def us_per_transaction(self) -> float:
@@ -120,9 +119,14 @@ class Result:
             "consumer_us_per_transaction": round(self.consumer_us, 3),
             "producer_us_per_transaction": round(self.producer_us, 3),
             "us_per_transaction": round(self.us_per_transaction, 3),
-            "consumer_estimated_s": _rounded(costs.on_profiles(self.consumer_work)),
-            "producer_estimated_s": _rounded(costs.on_profiles(self.producer_work)),
+            "consumer_estimated_s": _rounded(on_profiles(self.consumer_work)),
+            "producer_estimated_s": _rounded(on_profiles(self.producer_work)),
         }
+
+
+def on_profiles(work: Work) -> dict[str, float]:
+    """Seconds of `work` on each device profile."""
+    return {name: profile.crypto_s(work) for name, profile in PROFILES.items()}
 
 
 def coap_messages(message_id: int = 0x1234) -> tuple[bytes, bytes]:
@@ -190,11 +194,12 @@ def _through(
     return exchange
 
 
-def _layer_variant(name: str, consumer, producer, work: tuple[costs.Work, costs.Work]) -> Variant:
+def _layer_variant(name: str, consumer, producer) -> Variant:
     """A variant whose transactions go through two security layers, each with its
     own Message ID: the layers keep what they sent and received to answer
     retransmissions and duplicates, and a repeated message would come from
-    there without any cryptography."""
+    there without any cryptography. Each side's work in primitives is what
+    its layer counted during the first transaction."""
     through = _through(consumer, producer)
     numbers = itertools.count(1)
     sizes: dict[str, int] = {}
@@ -204,16 +209,14 @@ def _layer_variant(name: str, consumer, producer, work: tuple[costs.Work, costs.
         c, p, sizes["request"], sizes["response"] = through(request, response)
         return c, p
 
+    before = consumer.work, producer.work
     exchange()
+    work = consumer.work - before[0], producer.work - before[1]
     return Variant(name, sizes["request"], sizes["response"], exchange, *work)
 
 
 def dtls_variant() -> Variant:
-    request, response = coap_messages()
-    both = costs.dtls_record(len(request)) + costs.dtls_record(len(response))
-    return _layer_variant(
-        "CoAP + DTLS 1.2 PSK AES-128-CCM-8", *_established_dtls_pair(), work=(both, both)
-    )
+    return _layer_variant("CoAP + DTLS 1.2 PSK AES-128-CCM-8", *_established_dtls_pair())
 
 
 def _oscore_pair() -> tuple[OscoreLayer, OscoreLayer]:
@@ -226,22 +229,7 @@ def _oscore_pair() -> tuple[OscoreLayer, OscoreLayer]:
 
 
 def oscore_variant() -> Variant:
-    # The AEAD's inputs, from one exchange: each plaintext (inner code,
-    # options, payload) is its message's ciphertext less the 8-byte tag, and
-    # both messages are sealed with the request's AAD.
-    consumer, producer = _oscore_pair()
-    request, response = coap_messages()
-    consumer.outgoing(0.0, request, PRODUCER)
-    ((sealed, _),) = consumer.datagrams_to_send()
-    producer.incoming(0.0, sealed, CONSUMER)
-    producer.plaintexts()
-    producer.outgoing(0.0, response, CONSUMER)
-    ((sealed_back, _),) = producer.datagrams_to_send()
-    option = OscoreOption.decode(coap.decode(sealed).get_option(coap.Opt.OSCORE))
-    aad_len = len(oscore_aad(RequestId(option.kid, option.partial_iv)))
-    both = costs.oscore_message(len(coap.decode(sealed).payload) - 8, aad_len)
-    both += costs.oscore_message(len(coap.decode(sealed_back).payload) - 8, aad_len)
-    return _layer_variant("CoAP + OSCORE AES-CCM-16-64-128", *_oscore_pair(), work=(both, both))
+    return _layer_variant("CoAP + OSCORE AES-CCM-16-64-128", *_oscore_pair())
 
 
 def ndn_variant(label: str, signer, verifier) -> Variant:
@@ -258,7 +246,12 @@ def ndn_variant(label: str, signer, verifier) -> Variant:
 
     exchange()
     keyed = isinstance(signer, HmacSha256Signer)
-    work = costs.hmac_sha256(len(covered)) if keyed else costs.sha256(len(covered))
+    covered_len = len(covered)
+    work = (
+        crypto_work.hmac_sha256(covered_len, len(HMAC_KEY))
+        if keyed
+        else crypto_work.sha256(covered_len)
+    )
     return Variant(label, 0, len(data.wire) - len(plain.wire), exchange, work, work)
 
 
@@ -337,7 +330,7 @@ class HandshakeSide:
     handshake_messages: int  # ChangeCipherSpec not included (it is not a handshake message)
     bytes_sent: int
     cpu_us: float
-    work: costs.Work  # the side's cryptography, counted in primitives
+    work: Work  # the side's cryptography, as its layer counted it
 
     def to_json(self) -> dict:
         return {
@@ -346,32 +339,12 @@ class HandshakeSide:
             "handshake_messages": self.handshake_messages,
             "bytes": self.bytes_sent,
             "cpu_us": round(self.cpu_us, 1),
-            "estimated_s": _rounded(costs.on_profiles(self.work)),
+            "estimated_s": _rounded(on_profiles(self.work)),
         }
 
 
 def _rounded(seconds: dict[str, float]) -> dict[str, float]:
     return {name: round(s, 7) for name, s in seconds.items()}
-
-
-def _key_exchange_transcript(client_sent: list[bytes], server_sent: list[bytes]) -> int:
-    """Bytes of the handshake messages the session hash covers: the ClientHello
-    with the cookie, the server's flight, the ClientKeyExchange."""
-    counted = (
-        messages.CLIENT_HELLO,
-        messages.SERVER_HELLO,
-        messages.SERVER_KEY_EXCHANGE,
-        messages.SERVER_HELLO_DONE,
-        messages.CLIENT_KEY_EXCHANGE,
-    )
-    total = 0
-    for datagram in client_sent[1:] + server_sent[1:]:  # not the first hello, not the HVR
-        for header, record in split_records(datagram):
-            if header.content_type == 22 and header.epoch == 0:
-                for piece in messages.decode_fragments(record[HEADER_LEN:]):
-                    if piece.msg_type in counted:
-                        total += messages.HANDSHAKE_HEADER_LEN + piece.length
-    return total
 
 
 def _count_messages(datagram: bytes) -> int:
@@ -384,36 +357,33 @@ def _count_messages(datagram: bytes) -> int:
 
 
 def one_handshake(seed: int) -> list[HandshakeSide]:
-    """A whole PSK handshake between two layers in memory, with each side's CPU time."""
+    """A whole PSK handshake between two layers in memory, with each side's CPU
+    time and its work in primitives as its layer counted it up to its end."""
     client = DtlsLayer(random.Random(seed), client=PskClientCredentials(PSK_IDENTITY, PSK))
     server = DtlsLayer(random.Random(~seed), server=PskServerCredentials({PSK_IDENTITY: PSK}))
+    layers = {"client": client, "server": server}
     spent = {"client": 0.0, "server": 0.0}
     sent: dict[str, list[bytes]] = {"client": [], "server": []}
+    work: dict[str, Work] = {}
     _, spent["client"] = _timed(lambda: client.outgoing(0.0, b"", PRODUCER))
-    done = 0
-    while done < 2:
+    while len(work) < 2:
         for role, layer, peer, source in (
             ("client", client, server, CONSUMER),
             ("server", server, client, PRODUCER),
         ):
             out = layer.datagrams_to_send()
             sent[role] += [d for d, _ in out]
-            done += sum(isinstance(e, HandshakeDone) for e in layer.events())
+            if any(isinstance(e, HandshakeDone) for e in layer.events()):
+                work[role] = layer.work
             other = "server" if role == "client" else "client"
             for data, _ in out:
                 start = perf_counter()
                 peer.incoming(0.0, data, source)
                 spent[other] += perf_counter() - start
-    # The client's last datagram is the application data the handshake waited for.
+    # The client's last datagram is the (empty) application data the handshake
+    # waited for: the client sealed it as its handshake ended.
     sent["client"] = sent["client"][:-1]
-    transcript = _key_exchange_transcript(sent["client"], sent["server"])
-    # The cookie covers the address and the hello's version, random,
-    # session_id, cipher suites and compression methods (layer.py).
-    hello = ClientHello.decode(
-        messages.decode_fragments(split_records(sent["client"][0])[0][1][HEADER_LEN:])[0].body
-    )
-    cookie_input = len(repr(CONSUMER)) + 2 + 32 + len(hello.session_id)
-    cookie_input += 2 * len(hello.cipher_suites) + len(hello.compression_methods)
+    work["client"] -= crypto_work.ccm(0, AAD_LEN)
     return [
         HandshakeSide(
             role,
@@ -421,9 +391,9 @@ def one_handshake(seed: int) -> list[HandshakeSide]:
             sum(_count_messages(d) for d in sent[role]),
             sum(map(len, sent[role])),
             1e6 * spent[role],
-            costs.dtls_handshake_side(transcript, role == "server", cookie_input),
+            work[role],
         )
-        for role in ("client", "server")
+        for role in layers
     ]
 
 
@@ -475,7 +445,7 @@ def main(seconds: float, as_json: bool) -> int:
             f"{side.cpu_us:.0f}",
             str(side.work.aes),
             str(side.work.sha256_blocks),
-            *(f"{1e3 * t:.2f}" for t in costs.on_profiles(side.work).values()),
+            *(f"{1e3 * t:.2f}" for t in on_profiles(side.work).values()),
         )
     print_table(console(), table)
     table = Table(
@@ -507,7 +477,7 @@ def main(seconds: float, as_json: bool) -> int:
     print_table(console(), table)
     table = Table(
         title="The same protection on the device profiles (estimates): µs per transaction",
-        caption="AES calls and SHA-256 blocks counted from the messages (security_costs.py), "
+        caption="AES calls and SHA-256 blocks as the layers count them (proto/crypto_work.py), "
         "priced by each profile's aes_ccm_block and sha256_block (proto/ndn/profiles.py)",
     )
     table.add_column("variant", no_wrap=True)
@@ -516,8 +486,8 @@ def main(seconds: float, as_json: bool) -> int:
         table.add_column(f"{name} consumer", justify="right")
         table.add_column(f"{name} producer", justify="right")
     for r in results:
-        consumer = costs.on_profiles(r.consumer_work)
-        producer = costs.on_profiles(r.producer_work)
+        consumer = on_profiles(r.consumer_work)
+        producer = on_profiles(r.producer_work)
         table.add_row(
             r.variant,
             f"{r.consumer_work.aes} + {r.consumer_work.sha256_blocks}",

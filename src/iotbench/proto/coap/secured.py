@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Protocol
 
+from iotbench.proto.crypto_work import Work
+
 from .endpoint import CoapEndpoint
 
 
@@ -51,6 +53,10 @@ class DatagramSecurity(Protocol):
     def next_timer(self) -> float | None: ...
 
     def handle_timer(self, now: float) -> None: ...
+
+    @property
+    def work(self) -> Work:
+        """The cryptography done so far, in primitives (proto/crypto_work.py)."""
 
 
 class SecuredEndpoint:
@@ -97,6 +103,12 @@ class SecuredEndpoint:
 
     def events(self) -> list[object]:
         return [*self.layer.events(), *self.endpoint.events()]
+
+    @property
+    def crypto_work(self) -> Work:
+        """What the layer's cryptography has cost so far: a driver on a node with a
+        CPU charges it (apps/driver.py)."""
+        return self.layer.work
 
     # -- the application's calls that take `now`
 

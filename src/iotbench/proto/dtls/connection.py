@@ -38,6 +38,7 @@ import random
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from iotbench.proto.crypto_work import WorkMeter
 from iotbench.proto.replay import ReplayWindow
 from iotbench.proto.retransmit import Retransmission
 from iotbench.proto.sansio import DrainedQueues
@@ -144,7 +145,14 @@ class _Fatal(Exception):
 class DtlsConnection(DrainedQueues):
     """One peer's association. Create with `client()` or, from a verified ClientHello, `server()`."""
 
-    def __init__(self, peer: Hashable, role: str, rng: random.Random, params: DtlsParams) -> None:
+    def __init__(
+        self,
+        peer: Hashable,
+        role: str,
+        rng: random.Random,
+        params: DtlsParams,
+        meter: WorkMeter | None = None,
+    ) -> None:
         self.peer = peer
         self.role = role
         self.rng = rng
@@ -152,6 +160,7 @@ class DtlsConnection(DrainedQueues):
         self.state = ""
         self.psk_identity = b""
         self.last_activity_s = 0.0
+        self.meter = meter or WorkMeter()  # its cryptography (proto/crypto_work.py)
         # handshake
         self._started_s = 0.0
         self._client_random = b""
@@ -192,9 +201,10 @@ class DtlsConnection(DrainedQueues):
         rng: random.Random,
         params: DtlsParams,
         credentials: PskClientCredentials,
+        meter: WorkMeter | None = None,
     ) -> DtlsConnection:
         """Start a handshake towards `peer`: flight 1 is queued."""
-        conn = cls(peer, "client", rng, params)
+        conn = cls(peer, "client", rng, params, meter)
         conn._credentials = credentials
         conn._started_s = conn.last_activity_s = now
         conn._client_random = _random_bytes(rng, 32)
@@ -213,9 +223,10 @@ class DtlsConnection(DrainedQueues):
         hello: HandshakeFragment,
         hello_record_sequence: int,
         received_bytes: int,
+        meter: WorkMeter | None = None,
     ) -> DtlsConnection:
         """Answer a ClientHello whose cookie the layer has verified: flight 4 is queued."""
-        conn = cls(peer, "server", rng, params)
+        conn = cls(peer, "server", rng, params, meter)
         # Numbered on from the ClientHello's record, as the stateless
         # HelloVerifyRequest echoed the earlier one's (RFC 6347 4.2.1): a
         # client's replay window would discard a ServerHello numbered again
@@ -564,20 +575,21 @@ class DtlsConnection(DrainedQueues):
 
     def _derive_keys(self, psk: bytes) -> None:
         premaster = keys.psk_premaster(psk)
-        session_hash = keys.sha256(b"".join(self._transcript)) if self._ems else None
+        meter = self.meter
+        session_hash = keys.sha256(b"".join(self._transcript), meter) if self._ems else None
         self._master = keys.master_secret(
-            premaster, self._client_random, self._server_random, session_hash
+            premaster, self._client_random, self._server_random, session_hash, meter
         )
-        block = keys.key_block(self._master, self._client_random, self._server_random)
-        client = Ccm8Protection(block["client_write_key"], block["client_write_iv"])
-        server = Ccm8Protection(block["server_write_key"], block["server_write_iv"])
+        block = keys.key_block(self._master, self._client_random, self._server_random, meter)
+        client = Ccm8Protection(block["client_write_key"], block["client_write_iv"], meter)
+        server = Ccm8Protection(block["server_write_key"], block["server_write_iv"], meter)
         mine, theirs = (client, server) if self.role == "client" else (server, client)
         self._write_protection = mine
         self._pending_read = theirs
 
     def _verify_data(self, client: bool) -> bytes:
-        transcript_hash = keys.sha256(b"".join(self._transcript))
-        return keys.verify_data(self._master, client, transcript_hash)
+        transcript_hash = keys.sha256(b"".join(self._transcript), self.meter)
+        return keys.verify_data(self._master, client, transcript_hash, self.meter)
 
     def _handshake_message(self, msg_type: int, body: bytes) -> tuple[int, int, bytes]:
         """A whole handshake message for the flight, added to the transcript."""

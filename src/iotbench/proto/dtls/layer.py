@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes, hmac
 
+from iotbench.proto import crypto_work
+from iotbench.proto.crypto_work import Work, WorkMeter
 from iotbench.proto.sansio import DrainedQueues
 
 from . import messages
@@ -91,6 +93,7 @@ class DtlsLayer(DrainedQueues):
         self.clear_to = clear_to
         self._clear_peers: OrderedDict[Hashable, None] = OrderedDict()
         self.stats = DtlsStats()
+        self.meter = WorkMeter()  # every association's cryptography and the cookies'
         self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
         self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
         self._queued: dict[Hashable, deque[bytes]] = {}
@@ -100,6 +103,11 @@ class DtlsLayer(DrainedQueues):
         self._events: list[object] = []
 
     # -- DatagramSecurity
+
+    @property
+    def work(self) -> Work:
+        """The cryptography done so far (proto/crypto_work.py)."""
+        return self.meter.total
 
     def outgoing(self, now: float, data: bytes, addr: Hashable) -> None:
         conn = self._sessions.get(addr)
@@ -118,7 +126,9 @@ class DtlsLayer(DrainedQueues):
             if self.client_credentials is None:
                 self.stats.datagrams_dropped += 1
                 return
-            conn = DtlsConnection.client(now, addr, self.rng, self.params, self.client_credentials)
+            conn = DtlsConnection.client(
+                now, addr, self.rng, self.params, self.client_credentials, self.meter
+            )
             self.stats.handshakes_started += 1
             self._keep(addr, conn)
         queue = self._queued.setdefault(addr, deque(maxlen=self.params.max_queued))
@@ -215,6 +225,7 @@ class DtlsLayer(DrainedQueues):
             piece,
             header.sequence,
             len(data),
+            self.meter,
         )
         self.stats.handshakes_started += 1
         self._keep(addr, conn)
@@ -252,11 +263,17 @@ class DtlsLayer(DrainedQueues):
         return None
 
     def _cookie(self, addr: Hashable, hello: ClientHello) -> bytes:
+        covered = (
+            repr(addr).encode()
+            + bytes(hello.version)
+            + hello.random
+            + hello.session_id
+            + b"".join(s.to_bytes(2, "big") for s in hello.cipher_suites)
+            + bytes(hello.compression_methods)
+        )
+        self.meter.add(crypto_work.hmac_sha256(len(covered), len(self._cookie_secret)))
         h = hmac.HMAC(self._cookie_secret, hashes.SHA256())
-        h.update(repr(addr).encode())
-        h.update(bytes(hello.version) + hello.random + hello.session_id)
-        h.update(b"".join(s.to_bytes(2, "big") for s in hello.cipher_suites))
-        h.update(bytes(hello.compression_methods))
+        h.update(covered)
         return h.finalize()[:COOKIE_LEN]
 
     def _keep(self, addr: Hashable, conn: DtlsConnection) -> None:

@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM
 
+from iotbench.proto import crypto_work
+from iotbench.proto.crypto_work import WorkMeter
 from iotbench.proto.errors import DecodeError
 
 HEADER_LEN = 13
 EXPLICIT_NONCE_LEN = 8
 TAG_LEN = 8  # CCM-8
+AAD_LEN = 13  # seq_num (8), type, version, length (RFC 5246 6.2.3.3)
 OVERHEAD = HEADER_LEN + EXPLICIT_NONCE_LEN + TAG_LEN
 DTLS_1_2 = (254, 253)
 #: RFC 6347 4.1: before the version is settled, a peer may send records
@@ -121,11 +124,13 @@ def decode_header(record: bytes) -> RecordHeader:
 class Ccm8Protection:
     """One direction's record protection: a 16-byte write key and its 4-byte salt."""
 
-    def __init__(self, key: bytes, salt: bytes) -> None:
+    def __init__(self, key: bytes, salt: bytes, meter: WorkMeter | None = None) -> None:
+        """`meter` counts the AES work of each record sealed or opened."""
         if len(key) != 16 or len(salt) != 4:
             raise ValueError("AES-128-CCM-8 takes a 16-byte key and a 4-byte salt (write IV)")
         self._aead = AESCCM(bytes(key), tag_length=TAG_LEN)
         self._salt = bytes(salt)
+        self._meter = meter
 
     def protect(
         self, plaintext: bytes, epoch: int, sequence: int, content_type: int = APPLICATION_DATA
@@ -137,6 +142,8 @@ class Ccm8Protection:
         length = EXPLICIT_NONCE_LEN + len(plaintext) + TAG_LEN
         header = RecordHeader(content_type, epoch, sequence, length)
         explicit = header.seq_num
+        if self._meter is not None:
+            self._meter.add(crypto_work.ccm(len(plaintext), AAD_LEN))
         sealed = self._aead.encrypt(self._salt + explicit, plaintext, _aad(header, len(plaintext)))
         return header.encode() + explicit + sealed
 
@@ -149,6 +156,8 @@ class Ccm8Protection:
         explicit = record[HEADER_LEN : HEADER_LEN + EXPLICIT_NONCE_LEN]
         sealed = record[HEADER_LEN + EXPLICIT_NONCE_LEN :]
         plain_len = len(sealed) - TAG_LEN
+        if self._meter is not None:  # a record that fails authentication cost as much
+            self._meter.add(crypto_work.ccm(plain_len, AAD_LEN))
         try:
             plaintext = self._aead.decrypt(self._salt + explicit, sealed, _aad(header, plain_len))
         except InvalidTag:

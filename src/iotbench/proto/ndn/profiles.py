@@ -66,6 +66,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from iotbench.proto.crypto_work import Work
+
 from .forwarder import ForwarderConfig
 
 __all__ = ["OPERATIONS", "PROFILES", "DeviceProfile", "get_profile"]
@@ -128,6 +130,13 @@ class DeviceProfile:
             raise ValueError(
                 f"unknown operation {operation!r}; known: {', '.join(OPERATIONS)}"
             ) from None
+
+    def crypto_s(self, work: Work) -> float:
+        """CPU time of a security layer's `work` (proto/crypto_work.py): its AES
+        calls at half `aes_ccm_block` (which prices CCM's two AES calls per
+        block) and its SHA-256 blocks at `sha256_block`."""
+        aes_s = self.costs_s["aes_ccm_block"] / 2
+        return work.aes * aes_s + work.sha256_blocks * self.costs_s["sha256_block"]
 
     @property
     def pit_max_entries(self) -> int:

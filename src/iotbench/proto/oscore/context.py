@@ -32,6 +32,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESCCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from iotbench.proto import crypto_work
+from iotbench.proto.crypto_work import WorkMeter
 from iotbench.proto.replay import ReplayWindow
 
 from . import cbor
@@ -134,6 +136,9 @@ class SecurityContext:
         self.common_iv = derive(master_secret, master_salt, id_context, b"", "IV", NONCE_LENGTH)
         self._seal = AESCCM(self.sender_key, tag_length=TAG_LENGTH)
         self._open = AESCCM(self.recipient_key, tag_length=TAG_LENGTH)
+        #: The AEAD work of the messages sealed and opened (proto/crypto_work.py);
+        #: the derivation above happens once, at provisioning, and is not counted.
+        self.meter = WorkMeter()
         self.sender_sequence_number = sender_sequence_number
         #: Numbers below this may be used without asking `reserve` (B.1.1).
         self.sequence_limit = MAX_SEQUENCE_NUMBER + 1
@@ -172,12 +177,14 @@ class SecurityContext:
 
     def seal(self, nonce: bytes, plaintext: bytes, aad: bytes) -> bytes:
         """Ciphertext and tag of `plaintext` under the Sender Key."""
+        self.meter.add(crypto_work.ccm(len(plaintext), len(aad)))
         return self._seal.encrypt(nonce, plaintext, aad)
 
     def open(self, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
         """The plaintext of `ciphertext` under the Recipient Key, or DecryptionFailed."""
         if len(ciphertext) < TAG_LENGTH:
             raise DecryptionFailed("ciphertext shorter than the tag")
+        self.meter.add(crypto_work.ccm(len(ciphertext) - TAG_LENGTH, len(aad)))
         try:
             return self._open.decrypt(nonce, ciphertext, aad)
         except InvalidTag:

@@ -76,6 +76,7 @@ from iotbench.proto.coap.codec import (
 )
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.params import CoapParams
+from iotbench.proto.crypto_work import Work
 from iotbench.proto.sansio import DrainedQueues
 
 from .bindings import ClientBinding, ServerBinding
@@ -128,6 +129,14 @@ class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
         self._last_mid = 0  # the endpoint's latest Message ID of a CON or NON
         self._own = 0
         self.stats = OscoreStats()
+
+    @property
+    def work(self) -> Work:
+        """The AEAD work of every context this layer holds (proto/crypto_work.py)."""
+        contexts = {id(c): c for c in (*self._peers.values(), *self._contexts.values())}
+        if self._any_peer is not None:
+            contexts[id(self._any_peer)] = self._any_peer
+        return sum((c.meter.total for c in contexts.values()), Work())
 
     # ---- configuration -------------------------------------------------------------
 

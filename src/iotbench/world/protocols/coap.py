@@ -8,6 +8,8 @@ security context below, which both ends hold from the start.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from iotbench.apps.coap_resources import serve_reading
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.requesters import Done, ItemClient
@@ -46,29 +48,60 @@ def coap_port(cfg: Settings) -> int:
     return COAPS_PORT if security is not None and security.mode == "dtls" else COAP_PORT
 
 
-def oscore_layer(sim: Simulator, role: str, stream: str) -> OscoreLayer:
-    """A client's layer for its one server, or a server's that knows the client."""
-    ours, theirs = SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER
-    if role != "client":
-        ours, theirs = theirs, ours
-    ctx = SecurityContext(SIM_OSCORE_SECRET, ours, theirs, master_salt=SIM_OSCORE_SALT)
+def oscore_context(role: str, pair: int | None = None) -> SecurityContext:
+    """The simulation's OSCORE context of one client-server pair, at `role`'s end.
+
+    S2 and S3 have one pair (`pair` None): Sender IDs 0x01 and 0x02. S4's
+    many producers number theirs: pair i's IDs are 0x01 i (the end that is
+    not the producer) and 0x02 i (the producer), so no two pairs derive the
+    same keys and no nonce is used twice under one key (RFC 8613 3.3)."""
+    client, server = SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER
+    if pair is not None:
+        client, server = client + bytes((pair,)), server + bytes((pair,))
+    ours, theirs = (client, server) if role == "client" else (server, client)
+    return SecurityContext(SIM_OSCORE_SECRET, ours, theirs, master_salt=SIM_OSCORE_SALT)
+
+
+def oscore_layer(
+    sim: Simulator,
+    role: str,
+    stream: str,
+    contexts: dict[Hashable, SecurityContext] | None = None,
+) -> OscoreLayer:
+    """A client's layer (its contexts by server address, or None: one for any
+    server), or a server's that knows its clients' contexts; by default S2's
+    and S3's one pair."""
+    rng = sim.rng(f"oscore/{stream}")
+    if contexts is None:
+        contexts = {None: oscore_context(role)}
     if role == "client":
-        return OscoreLayer(sim.rng(f"oscore/{stream}"), any_peer=ctx)
-    layer = OscoreLayer(sim.rng(f"oscore/{stream}"))
-    layer.add_context(ctx)
+        layer = OscoreLayer(rng, any_peer=contexts.pop(None, None))
+        for addr, ctx in contexts.items():
+            layer.add_peer(addr, ctx)
+        return layer
+    layer = OscoreLayer(rng)
+    for ctx in contexts.values():
+        layer.add_context(ctx)
     return layer
 
 
 def secure(
-    sim: Simulator, endpoint: CoapEndpoint, cfg: Settings, role: str, stream: str
+    sim: Simulator,
+    endpoint: CoapEndpoint,
+    cfg: Settings,
+    role: str,
+    stream: str,
+    oscore_contexts: dict[Hashable, SecurityContext] | None = None,
 ) -> tuple[CoapEndpoint | SecuredEndpoint, object]:
     """`endpoint` behind protocol.coap.security's layer, and how to split its datagrams
-    into header and payload (the app_layers dissector); unchanged without security."""
+    into header and payload (the app_layers dissector); unchanged without security.
+    `oscore_contexts`: as oscore_layer takes them."""
     security = cfg.security
     if security is None:
         return endpoint, codec.header_length
     if security.mode == "oscore":
-        return SecuredEndpoint(endpoint, oscore_layer(sim, role, stream)), codec.header_length
+        layer = oscore_layer(sim, role, stream, oscore_contexts)
+        return SecuredEndpoint(endpoint, layer), codec.header_length
     params = DtlsParams(
         initial_timeout_s=security.handshake_timeout_s,
         max_timeout_s=security.handshake_max_timeout_s,

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.readings import read_id
 from iotbench.net.ip import address_text
+from iotbench.net.node import Node
 from iotbench.proto.coap import codec
 from iotbench.proto.coap.endpoint import (
     CoapEndpoint,
@@ -51,11 +52,12 @@ from iotbench.proto.coap.endpoint import (
     ResourceResponse,
     ResponseReceived,
 )
+from iotbench.proto.coap.secured import SecuredEndpoint
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
-from iotbench.world.protocols.coap import COAP_PORT, coap_params
+from iotbench.world.protocols.coap import coap_params, coap_port, oscore_context, secure
 
 if TYPE_CHECKING:
     from iotbench.world.workloads.publish.sender import Publisher
@@ -72,6 +74,26 @@ OBSERVE_WAIT_S = (5.0, 10.0)
 
 def _ignore(event: object) -> None:
     pass
+
+
+def _attach(
+    sim: Simulator,
+    node: Node,
+    endpoint: CoapEndpoint,
+    cfg: Settings,
+    role: str,
+    on_event: Callable[[object], None] = _ignore,
+    *,
+    port: int | None = None,
+    operation: str = COAP_MESSAGE,
+    oscore_contexts: dict | None = None,
+) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
+    """`endpoint` on `node`, behind protocol.coap.security's layer when there is
+    one (its random stream named after the node), driven on `port` (None: an
+    ephemeral one)."""
+    endpoint, header_length = secure(sim, endpoint, cfg, role, node.name, oscore_contexts)
+    driver = DatagramDriver(sim, node, endpoint, on_event, header_length, port, operation)
+    return endpoint, driver
 
 
 class _CoapSender:
@@ -97,6 +119,14 @@ class _CoapSender:
         return {}
 
 
+def _producer_server(
+    sim: Simulator, node: Node, endpoint: CoapEndpoint, cfg: Settings, index: int, port: int
+) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
+    """Producer `index`'s server endpoint (GET and Observe), answering the gateway."""
+    contexts = {None: oscore_context("server", index)}
+    return _attach(sim, node, endpoint, cfg, "server", port=port, oscore_contexts=contexts)
+
+
 class CoapPut(_CoapSender):
     """coap-put-*: each reading a PUT to the gateway's server."""
 
@@ -110,26 +140,29 @@ class CoapPut(_CoapSender):
         self.confirmable = cfg.type == "con"
         self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading
         sink = net.node("client")
-        self._server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
-        self._server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
-        DatagramDriver(
-            sim, sink, self._server, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
-        )
-        self._sink = (address_text(net.address(sink)), COAP_PORT)
+        producers = net.nodes("producer")
+        port = coap_port(cfg)
+        server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
+        server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
+        contexts = {i: oscore_context("server", i) for i in range(len(producers))}
+        _attach(sim, sink, server, cfg, "server", port=port, oscore_contexts=contexts)
+        self._sink = (address_text(net.address(sink)), port)
         self.producers = []
-        for index, node in enumerate(net.nodes("producer")):
+        for index, node in enumerate(producers):
             endpoint = CoapEndpoint(
                 sim.rng(f"coap/{node.name}"), coap_params(cfg), token_length=cfg.token_length
             )
-            driver = DatagramDriver(
-                sim,
-                node,
-                endpoint,
-                self._on_event(index),
-                codec.header_length,
-                operation=COAP_MESSAGE,
+            self.producers.append(
+                _attach(
+                    sim,
+                    node,
+                    endpoint,
+                    cfg,
+                    "client",
+                    self._on_event(index),
+                    oscore_contexts={None: oscore_context("client", index)},
+                )
             )
-            self.producers.append((endpoint, driver))
         self._options = [(codec.Opt.CONTENT_FORMAT, TEXT_PLAIN)]
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
@@ -167,18 +200,27 @@ class _Gateway:
     """The gateway's client endpoint, shared by the GET and Observe senders."""
 
     def __init__(
-        self, sim: Simulator, net: Network, cfg: Settings, on_event, operation: str = COAP_MESSAGE
+        self,
+        sim: Simulator,
+        net: Network,
+        cfg: Settings,
+        on_event,
+        addresses: list[tuple[str, int]],
+        operation: str = COAP_MESSAGE,
     ) -> None:
-        self.endpoint = CoapEndpoint(
+        endpoint = CoapEndpoint(
             sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg.token_length
         )
-        self.driver = DatagramDriver(
+        contexts = {addr: oscore_context("client", i) for i, addr in enumerate(addresses)}
+        self.endpoint, self.driver = _attach(
             sim,
             net.node("client"),
-            self.endpoint,
+            endpoint,
+            cfg,
+            "client",
             on_event,
-            codec.header_length,
             operation=operation,
+            oscore_contexts=contexts,
         )
 
 
@@ -206,7 +248,10 @@ class CoapGet(_CoapSender):
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
         self.token_length = cfg.token_length
-        self.gateway = _Gateway(sim, net, cfg, self._on_event)
+        port = coap_port(cfg)
+        producers = net.nodes("producer")
+        self.addresses = [(address_text(net.address(node)), port) for node in producers]
+        self.gateway = _Gateway(sim, net, cfg, self._on_event, self.addresses)
         self.requests = 0
         self._open: dict[int, _Request] = {}  # gateway request id -> request
         self._by_token: dict[bytes, _Request] = {}
@@ -218,8 +263,7 @@ class CoapGet(_CoapSender):
         self._carrying: dict[int, int] = {}
         self._replaced: set[int] = set()
         self.producers = []
-        self.addresses = []
-        for index, node in enumerate(net.nodes("producer")):
+        for index, node in enumerate(producers):
             endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), coap_params(cfg))
             endpoint.add_resource(
                 self.path,
@@ -227,11 +271,7 @@ class CoapGet(_CoapSender):
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
             )
-            driver = DatagramDriver(
-                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
-            )
-            self.producers.append((endpoint, driver))
-            self.addresses.append((address_text(net.address(node)), COAP_PORT))
+            self.producers.append(_producer_server(sim, node, endpoint, cfg, index, port))
             self.latest.append(None)
 
     def _endpoints(self) -> list[CoapEndpoint]:
@@ -345,6 +385,9 @@ class CoapObserve(_CoapSender):
         self.sim = sim
         self.path = config.workload.path
         self.start_s = config.workload.start_s
+        port = coap_port(cfg)
+        producers = net.nodes("producer")
+        self.addresses = [(address_text(net.address(node)), port) for node in producers]
         # aiocoap keeps its NON registration open while coap_observe_cli waits for
         # the answer (at most 10 s), longer than gcoap's NON timeout.
         self.gateway = _Gateway(
@@ -352,6 +395,7 @@ class CoapObserve(_CoapSender):
             net,
             replace(cfg, non_timeout_s=OBSERVE_WAIT_S[1]),
             self._on_event,
+            self.addresses,
             COAP_NOTIFICATION,
         )
         self._rng = sim.rng("workload/observe")
@@ -359,9 +403,8 @@ class CoapObserve(_CoapSender):
         self._current: list[int | None] = []  # each producer's registration attempt
         self.latest: list[bytes] = []
         self.producers = []
-        self.addresses = []
         params = coap_params(cfg, observe_one_per_peer=True)
-        for index, node in enumerate(net.nodes("producer")):
+        for index, node in enumerate(producers):
             endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), params)
             endpoint.add_resource(
                 self.path,
@@ -372,11 +415,7 @@ class CoapObserve(_CoapSender):
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
             )
-            driver = DatagramDriver(
-                sim, node, endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
-            )
-            self.producers.append((endpoint, driver))
-            self.addresses.append((address_text(net.address(node)), COAP_PORT))
+            self.producers.append(_producer_server(sim, node, endpoint, cfg, index, port))
             self.latest.append(work.idle_reading(index))
             self._current.append(None)
 
