@@ -46,6 +46,7 @@ CASES: list[tuple[str, dict, dict]] = [
     ("s6-nested", {"workload.queries": 5}, {"wifi_mbps": ["0", "10"]}),
     ("s4-single-hop-scheduled", {"workload.items": 100}, {}),
     ("s4-single-hop-unscheduled", {"workload.items": 100}, {}),
+    ("s4-security", {"workload.items": 50}, {}),
     ("s4-multi-hop", {"workload.duration_s": 300.0}, {"interval": ["30s"], "network_seed": [8]}),
 ]
 FULL_CASES: list[tuple[str, dict, dict]] = [(name, {}, {}) for name, _, _ in CASES]

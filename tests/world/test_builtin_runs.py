@@ -27,6 +27,7 @@ def test_every_builtin_is_covered_here() -> None:
         "s2-coap-vs-http",
         "s3-robustness",
         "s4-multi-hop",
+        "s4-security",
         "s4-single-hop-scheduled",
         "s4-single-hop-unscheduled",
         "s5-ndn-rtt",

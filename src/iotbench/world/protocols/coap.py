@@ -130,6 +130,37 @@ def coap_params(cfg: Settings, **overrides) -> CoapParams:
     )
 
 
+class HandshakeLog:
+    """A DTLS client's handshakes in a run, from its layer's events: the dtls_*
+    metrics (docs/metrics.md)."""
+
+    def __init__(self) -> None:
+        self.done: list[HandshakeDone] = []
+        self.failures = 0
+
+    def record(self, event: object) -> None:
+        """Keep `event` if it is a handshake's end; anything else is ignored."""
+        if isinstance(event, HandshakeDone):
+            self.done.append(event)
+        elif isinstance(event, HandshakeFailed):
+            self.failures += 1
+
+    def metrics(self) -> dict[str, float | int]:
+        """What the handshakes took and what they cost the client (datagrams and
+        bytes it sent and received, flights sent again)."""
+        done = self.done
+        return {
+            "dtls_handshakes": len(done),
+            "dtls_handshake_failures": self.failures,
+            "dtls_handshake_time_mean_s": (
+                sum(h.duration_s for h in done) / len(done) if done else float("nan")
+            ),
+            "dtls_handshake_packets": sum(h.datagrams_sent + h.datagrams_received for h in done),
+            "dtls_handshake_bytes": sum(h.bytes_sent + h.bytes_received for h in done),
+            "dtls_handshake_retransmissions": sum(h.retransmissions for h in done),
+        }
+
+
 class CoapItemClient:
     """One CoAP GET per item, CON or NON, against the server's resource."""
 
@@ -158,8 +189,7 @@ class CoapItemClient:
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
         self.dtls = cfg.security is not None and cfg.security.mode == "dtls"
-        self._handshakes: list[HandshakeDone] = []
-        self._handshake_failures = 0
+        self.handshakes = HandshakeLog()
 
     def start(self, item: Item, done: Done, handed_over: object = None) -> None:
         # (Request-response: the response ends the item; nothing is handed over.)
@@ -174,21 +204,7 @@ class CoapItemClient:
         self.driver.pump()
 
     def metrics(self) -> dict[str, float | int]:
-        """DTLS runs: the client's handshakes, what they took and what they cost it
-        (datagrams and bytes it sent and received, flights sent again)."""
-        if not self.dtls:
-            return {}
-        done = self._handshakes
-        return {
-            "dtls_handshakes": len(done),
-            "dtls_handshake_failures": self._handshake_failures,
-            "dtls_handshake_time_mean_s": (
-                sum(h.duration_s for h in done) / len(done) if done else float("nan")
-            ),
-            "dtls_handshake_packets": sum(h.datagrams_sent + h.datagrams_received for h in done),
-            "dtls_handshake_bytes": sum(h.bytes_sent + h.bytes_received for h in done),
-            "dtls_handshake_retransmissions": sum(h.retransmissions for h in done),
-        }
+        return self.handshakes.metrics() if self.dtls else {}
 
     def _on_event(self, event: object) -> None:
         # The responses first: they are every run's events, the handshakes only DTLS's.
@@ -205,10 +221,8 @@ class CoapItemClient:
                 item, done = entry
                 self._item_over()
                 done(item, False, 0)
-        elif isinstance(event, HandshakeDone):
-            self._handshakes.append(event)
-        elif isinstance(event, HandshakeFailed):
-            self._handshake_failures += 1
+        else:
+            self.handshakes.record(event)
 
     def _item_over(self) -> None:
         # Before the next item starts, so that its request opens a new session.

@@ -57,7 +57,13 @@ from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
-from iotbench.world.protocols.coap import coap_params, coap_port, oscore_context, secure
+from iotbench.world.protocols.coap import (
+    HandshakeLog,
+    coap_params,
+    coap_port,
+    oscore_context,
+    secure,
+)
 
 if TYPE_CHECKING:
     from iotbench.world.workloads.publish.sender import Publisher
@@ -97,11 +103,27 @@ def _attach(
 
 
 class _CoapSender:
-    """What the CoAP senders share: producers with an endpoint each."""
+    """What the CoAP senders share: producers with an endpoint each, and the DTLS
+    clients' handshakes (the producers' for PUT, the gateway's for GET and Observe)."""
 
     requests: int | None = None
     schedule = "per-source"
     producers: list[tuple[CoapEndpoint, DatagramDriver]]
+    handshakes: HandshakeLog | None = None  # with protocol.coap.security's DTLS
+
+    def _security(self, cfg: Settings) -> None:
+        security = cfg.security
+        self.handshakes = HandshakeLog() if security and security.mode == "dtls" else None
+
+    def security_metrics(self) -> dict[str, float | int]:
+        return self.handshakes.metrics() if self.handshakes is not None else {}
+
+    def producer_cpus(self) -> list:
+        return [driver.node.cpu for _, driver in self.producers]
+
+    def _record(self, event: object) -> None:
+        if self.handshakes is not None:
+            self.handshakes.record(event)
 
     def start(self) -> None:
         pass
@@ -138,6 +160,7 @@ class CoapPut(_CoapSender):
         self.sim = sim
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
+        self._security(cfg)
         self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading
         sink = net.node("client")
         producers = net.nodes("producer")
@@ -192,6 +215,8 @@ class CoapPut(_CoapSender):
             rid = self._requests.pop((producer, getattr(event, "request_id", None)), None)
             if rid is not None and isinstance(event, RequestFailed):
                 self.work.failed(rid)
+            elif rid is None:
+                self._record(event)
 
         return on_event
 
@@ -248,6 +273,7 @@ class CoapGet(_CoapSender):
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
         self.token_length = cfg.token_length
+        self._security(cfg)
         port = coap_port(cfg)
         producers = net.nodes("producer")
         self.addresses = [(address_text(net.address(node)), port) for node in producers]
@@ -314,6 +340,7 @@ class CoapGet(_CoapSender):
 
     def _on_event(self, event: object) -> None:
         if not isinstance(event, (ResponseReceived, RequestFailed)):
+            self._record(event)
             return
         request = self._open.pop(event.request_id, None)
         if request is None:
@@ -385,6 +412,7 @@ class CoapObserve(_CoapSender):
         self.sim = sim
         self.path = config.workload.path
         self.start_s = config.workload.start_s
+        self._security(cfg)
         port = coap_port(cfg)
         producers = net.nodes("producer")
         self.addresses = [(address_text(net.address(node)), port) for node in producers]
@@ -467,6 +495,7 @@ class CoapObserve(_CoapSender):
             return
         producer = self._registrations.pop(getattr(event, "request_id", None), None)
         if producer is None:
+            self._record(event)
             return
         if isinstance(event, ResponseReceived) and event.response.code >> 5 == 2:
             self._current[producer] = None

@@ -95,6 +95,12 @@ class MqttSnPublish:
     def forwarders(self) -> dict[str, Forwarder]:
         return {}
 
+    def security_metrics(self) -> dict[str, float | int]:
+        return {}
+
+    def producer_cpus(self) -> list:
+        return [producer.driver.node.cpu for producer in self.producers]
+
     def later(self, action) -> None:
         """Run `action` after asymcute's short random wait."""
         self.sim.schedule(self._rng.uniform(*RECONNECT_S), action)

@@ -208,6 +208,12 @@ class NdnSender:
     def forwarders(self) -> dict[str, Forwarder]:
         return {name: node.forwarder for name, node in self.tree.nodes.items()}
 
+    def security_metrics(self) -> dict[str, float | int]:
+        return {}
+
+    def producer_cpus(self) -> list:
+        return [node.cpu for node in self.tree.producers]
+
 
 class NdnPull(NdnSender):
     """ndn: the gateway asks each producer in turn for a reading by name."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.sim.cpu import Cpu
 
 
 class Sender(Protocol):
@@ -45,6 +46,12 @@ class Sender(Protocol):
 
     def forwarders(self) -> dict[str, Forwarder]:
         """NDN: each node's forwarder, by host name; empty otherwise."""
+
+    def security_metrics(self) -> dict[str, float | int]:
+        """CoAP over DTLS: the clients' handshakes (the dtls_* metrics); empty otherwise."""
+
+    def producer_cpus(self) -> list[Cpu | None]:
+        """Each producer's processor (None: a node without a device profile)."""
 
 
 class Publisher(Protocol):

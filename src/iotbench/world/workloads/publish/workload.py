@@ -377,7 +377,7 @@ class PublishWorkload(Workload):
         stress.settle(float("inf"))
         tree = self.net.parts.get("tree")
         energies = self._energies() if tree is not None else None
-        return publish_metrics(
+        out = publish_metrics(
             base,
             self.items.stats.started,
             sender.requests,
@@ -389,6 +389,13 @@ class PublishWorkload(Workload):
             self.skipped,
             self.period,
         )
+        out.update(sender.security_metrics())
+        cpus = [cpu for cpu in sender.producer_cpus() if cpu is not None]
+        if cpus:
+            started = self.items.stats.started
+            busy_ms = 1e3 * sum(cpu.busy_s for cpu in cpus)
+            out["cpu_producer_ms_per_item"] = busy_ms / started if started else math.nan
+        return out
 
     def sampling_events(self) -> int:
         return self.series.events if self.series else 0
