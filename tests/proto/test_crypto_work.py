@@ -125,3 +125,22 @@ def test_a_profile_prices_the_primitives():
     expected = 10 * m3.cost_s("aes_ccm_block") / 2 + 3 * m3.cost_s("sha256_block")
     assert m3.crypto_s(work) == pytest.approx(expected)
     assert m3.crypto_s(Work()) == 0.0
+
+
+def test_both_layers_tell_what_they_sealed_into_what():
+    client, server = _handshake()  # the first datagram was sealed as the handshake ended
+    told: list[tuple[bytes, bytes]] = []
+    client.on_sealed = lambda plain, wire: told.append((plain, wire))
+    client.outgoing(1.0, b"reading", SERVER)
+    ((wire, _),) = client.datagrams_to_send()
+    assert told == [(b"reading", wire)]
+    server.incoming(1.0, wire, CLIENT)
+    assert server.plaintexts() == [(b"reading", CLIENT)]
+
+    secret = bytes(16)
+    oscore = OscoreLayer(random.Random(1), any_peer=SecurityContext(secret, b"\x01", b"\x02"))
+    oscore.on_sealed = lambda plain, wire: told.append((plain, wire))
+    msg = codec.Message(codec.Type.CON, codec.Code.GET, 7, b"\x01")
+    oscore.outgoing(0.0, codec.encode(msg), SERVER)
+    ((wire, _),) = oscore.datagrams_to_send()
+    assert told[-1] == (codec.encode(msg), wire)

@@ -24,7 +24,7 @@ separate specification, not built).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
 from iotbench.proto.crypto_work import Work
@@ -57,6 +57,10 @@ class DatagramSecurity(Protocol):
     @property
     def work(self) -> Work:
         """The cryptography done so far, in primitives (proto/crypto_work.py)."""
+
+    #: Told (plaintext, what went on the wire) for each datagram the layer
+    #: protected: how an observer recognises protected content.
+    on_sealed: Callable[[bytes, bytes], None] | None
 
 
 class SecuredEndpoint:

@@ -284,11 +284,14 @@ class DtlsConnection(DrainedQueues):
             return
         self._run(lambda: self._receive_records(now, records))
 
-    def send(self, data: bytes) -> None:
-        """Application data for the peer, in one record (needs an established session)."""
+    def send(self, data: bytes) -> bytes:
+        """Application data for the peer, in one record (needs an established
+        session); returns the record, also queued for the wire."""
         if not self.established:
             raise RuntimeError("application data before the handshake has finished")
-        self._out.append(self._record(APPLICATION_DATA, 1, data))
+        record = self._record(APPLICATION_DATA, 1, data)
+        self._out.append(record)
+        return record
 
     def close(self) -> None:
         """Send close_notify (RFC 5246 7.2.1) and forget the session."""

@@ -94,6 +94,9 @@ class DtlsLayer(DrainedQueues):
         self._clear_peers: OrderedDict[Hashable, None] = OrderedDict()
         self.stats = DtlsStats()
         self.meter = WorkMeter()  # every association's cryptography and the cookies'
+        #: Told (plaintext, record) for every application datagram sealed: an
+        #: observer's way to recognise a protected datagram (the simulator's metrics).
+        self.on_sealed: Callable[[bytes, bytes], None] | None = None
         self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
         self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
         self._queued: dict[Hashable, deque[bytes]] = {}
@@ -112,7 +115,7 @@ class DtlsLayer(DrainedQueues):
     def outgoing(self, now: float, data: bytes, addr: Hashable) -> None:
         conn = self._sessions.get(addr)
         if conn is not None and conn.established:
-            conn.send(data)
+            self._seal(conn, data)
             self._collect(conn)
             return
         if conn is None:
@@ -276,6 +279,11 @@ class DtlsLayer(DrainedQueues):
         h.update(covered)
         return h.finalize()[:COOKIE_LEN]
 
+    def _seal(self, conn: DtlsConnection, data: bytes) -> None:
+        record = conn.send(data)
+        if self.on_sealed is not None:
+            self.on_sealed(data, record)
+
     def _keep(self, addr: Hashable, conn: DtlsConnection) -> None:
         while len(self._sessions) >= self.params.max_sessions:
             oldest = next(iter(self._sessions))
@@ -294,7 +302,7 @@ class DtlsLayer(DrainedQueues):
             if isinstance(event, HandshakeDone):
                 self.stats.handshakes_done += 1
                 for data in self._queued.pop(addr, ()):
-                    conn.send(data)
+                    self._seal(conn, data)
             elif isinstance(event, HandshakeFailed):
                 self.stats.handshakes_failed += 1
             self._events.append(event)

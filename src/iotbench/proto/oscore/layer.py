@@ -63,7 +63,7 @@ HTTP or reliable transports, and Appendix B.2's context re-derivation.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from iotbench.proto.coap.codec import (
     CoapDecodeError,
@@ -129,6 +129,9 @@ class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
         self._last_mid = 0  # the endpoint's latest Message ID of a CON or NON
         self._own = 0
         self.stats = OscoreStats()
+        #: Told (plaintext, protected message) for every message protected: an
+        #: observer's way to recognise it (the simulator's metrics).
+        self.on_sealed: Callable[[bytes, bytes], None] | None = None
 
     @property
     def work(self) -> Work:
@@ -246,6 +249,8 @@ class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
     def _send_protected(self, now: float, plain: bytes, wire: bytes, addr: Hashable) -> None:
         self.stats.protected += 1
         self._sent.put((addr, plain), wire, now, len(plain) + len(wire))
+        if self.on_sealed is not None:
+            self.on_sealed(plain, wire)
         self._send(wire, addr)
 
     def _deliver(

@@ -41,7 +41,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from iotbench.apps.driver import DatagramDriver
-from iotbench.apps.readings import read_id
+from iotbench.apps.readings import find_reading_id, read_id
 from iotbench.net.ip import address_text
 from iotbench.net.node import Node
 from iotbench.proto.coap import codec
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
 COAP_MESSAGE = "coap_message"
 COAP_NOTIFICATION = "coap_notification"
 TEXT_PLAIN, APPLICATION_JSON = 0, 50
+AEAD_TAG, FCS = 8, 2  # CCM-8's and AES-CCM-16-64-128's tag; the 802.15.4 frame's FCS
 #: coap_observe_cli: the registration's start (0 to 2 s) and its wait for an answer.
 OBSERVE_START_S = (0.0, 2.0)
 OBSERVE_WAIT_S = (5.0, 10.0)
@@ -93,11 +94,14 @@ def _attach(
     port: int | None = None,
     operation: str = COAP_MESSAGE,
     oscore_contexts: dict | None = None,
+    on_sealed: Callable[[bytes, bytes], None] | None = None,
 ) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
     """`endpoint` on `node`, behind protocol.coap.security's layer when there is
-    one (its random stream named after the node), driven on `port` (None: an
-    ephemeral one)."""
+    one (its random stream named after the node; `on_sealed` told what it
+    protects), driven on `port` (None: an ephemeral one)."""
     endpoint, header_length = secure(sim, endpoint, cfg, role, node.name, oscore_contexts)
+    if isinstance(endpoint, SecuredEndpoint):
+        endpoint.layer.on_sealed = on_sealed
     driver = DatagramDriver(sim, node, endpoint, on_event, header_length, port, operation)
     return endpoint, driver
 
@@ -110,10 +114,30 @@ class _CoapSender:
     schedule = "per-source"
     producers: list[tuple[CoapEndpoint, DatagramDriver]]
     handshakes: HandshakeLog | None = None  # with protocol.coap.security's DTLS
+    #: With security: the reading each protected datagram carries, by its AEAD tag.
+    _sealed: dict[bytes, int] | None = None
 
     def _security(self, cfg: Settings) -> None:
         security = cfg.security
         self.handshakes = HandshakeLog() if security and security.mode == "dtls" else None
+        if security is not None:
+            # A reading sealed by DTLS or OSCORE cannot be found in its frames by
+            # its id; the layers tell which wire bytes carry which reading.
+            self._sealed = {}
+            self.content_id = self._sealed_content_id
+
+    def _remember(self, plain: bytes, wire: bytes) -> None:
+        """A producer's layer protected `plain` into `wire`."""
+        rid = find_reading_id(plain)
+        if rid is not None:
+            self._sealed[wire[-AEAD_TAG:]] = rid
+
+    def _sealed_content_id(self, frame: bytes) -> int | None:
+        """The reading a frame carries: DTLS's record and OSCORE's message end
+        with their 8-byte tag, which travels in the datagram's last frame (the
+        whole datagram or its last 6LoWPAN fragment), just before the FCS. An
+        encrypted reading is readable only whole, so that frame is its arrival."""
+        return self._sealed.get(frame[-AEAD_TAG - FCS : -FCS])
 
     def security_metrics(self) -> dict[str, float | int]:
         return self.handshakes.metrics() if self.handshakes is not None else {}
@@ -142,11 +166,26 @@ class _CoapSender:
 
 
 def _producer_server(
-    sim: Simulator, node: Node, endpoint: CoapEndpoint, cfg: Settings, index: int, port: int
+    sender: _CoapSender,
+    sim: Simulator,
+    node: Node,
+    endpoint: CoapEndpoint,
+    cfg: Settings,
+    index: int,
+    port: int,
 ) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
     """Producer `index`'s server endpoint (GET and Observe), answering the gateway."""
     contexts = {None: oscore_context("server", index)}
-    return _attach(sim, node, endpoint, cfg, "server", port=port, oscore_contexts=contexts)
+    return _attach(
+        sim,
+        node,
+        endpoint,
+        cfg,
+        "server",
+        port=port,
+        oscore_contexts=contexts,
+        on_sealed=sender._remember,
+    )
 
 
 class CoapPut(_CoapSender):
@@ -184,6 +223,7 @@ class CoapPut(_CoapSender):
                     "client",
                     self._on_event(index),
                     oscore_contexts={None: oscore_context("client", index)},
+                    on_sealed=self._remember,
                 )
             )
         self._options = [(codec.Opt.CONTENT_FORMAT, TEXT_PLAIN)]
@@ -297,7 +337,7 @@ class CoapGet(_CoapSender):
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
             )
-            self.producers.append(_producer_server(sim, node, endpoint, cfg, index, port))
+            self.producers.append(_producer_server(self, sim, node, endpoint, cfg, index, port))
             self.latest.append(None)
 
     def _endpoints(self) -> list[CoapEndpoint]:
@@ -443,7 +483,7 @@ class CoapObserve(_CoapSender):
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
             )
-            self.producers.append(_producer_server(sim, node, endpoint, cfg, index, port))
+            self.producers.append(_producer_server(self, sim, node, endpoint, cfg, index, port))
             self.latest.append(work.idle_reading(index))
             self._current.append(None)
 
