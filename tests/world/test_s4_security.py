@@ -113,3 +113,13 @@ def test_a_sealed_readings_arrival_is_its_last_frame_at_the_gateways_radio(monke
     sealed, _, _ = run(monkeypatch, "coap-put-con-oscore", items=6)
     assert sealed["delivery_ratio"] == 1.0
     assert plain["tta_mean_s"] < sealed["tta_mean_s"] < plain["tta_mean_s"] + 0.012
+
+
+def test_every_producer_pair_has_its_own_oscore_ids():
+    from iotbench.world.protocols.coap import oscore_context
+
+    ids = {oscore_context("client", i).sender_id for i in range(300)}
+    ids |= {oscore_context("server", i).sender_id for i in range(300)}
+    assert len(ids) == 600 and max(map(len, ids)) <= 7
+    ctx = oscore_context("server", 260)
+    assert ctx.recipient_id == oscore_context("client", 260).sender_id

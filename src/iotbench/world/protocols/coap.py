@@ -54,10 +54,12 @@ def oscore_context(role: str, pair: int | None = None) -> SecurityContext:
     S2 and S3 have one pair (`pair` None): Sender IDs 0x01 and 0x02. S4's
     many producers number theirs: pair i's IDs are 0x01 i (the end that is
     not the producer) and 0x02 i (the producer), so no two pairs derive the
-    same keys and no nonce is used twice under one key (RFC 8613 3.3)."""
+    same keys and no nonce is used twice under one key (RFC 8613 3.3); i takes
+    as many bytes as it needs (IDs may have 7)."""
     client, server = SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER
     if pair is not None:
-        client, server = client + bytes((pair,)), server + bytes((pair,))
+        number = pair.to_bytes(max(1, (pair.bit_length() + 7) // 8), "big")
+        client, server = client + number, server + number
     ours, theirs = (client, server) if role == "client" else (server, client)
     return SecurityContext(SIM_OSCORE_SECRET, ours, theirs, master_salt=SIM_OSCORE_SALT)
 
