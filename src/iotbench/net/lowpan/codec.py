@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from iotbench.net.ip import IPPROTO_UDP, IPV6_HEADER_LEN, UDP_HEADER_LEN
 from iotbench.net.lowpan.dispatch import DISPATCH_IPHC, DISPATCH_IPV6, Dispatch, classify
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.reader import ByteReader
 
 _IPV6 = struct.Struct("!IHBB16s16s")
 _UDP = struct.Struct("!HHHH")
@@ -378,29 +379,12 @@ def decode_header(
     if kind is Dispatch.IPV6:
         return _decode_uncompressed(bytes(data))
     if kind is Dispatch.IPHC:
-        return _decode_iphc(_Reader(bytes(data)), src_mac, dst_mac, ctx)
+        return _decode_iphc(
+            ByteReader(bytes(data), LowpanDecodeError, "6LoWPAN packet"), src_mac, dst_mac, ctx
+        )
     if kind is Dispatch.NALP:
         raise LowpanDecodeError(f"first byte 0x{data[0]:02x} says this is not a 6LoWPAN packet")
     raise LowpanDecodeError(f"6LoWPAN dispatch 0x{data[0]:02x} ({kind.value}) is not supported")
-
-
-class _Reader:
-    """Reads the inline fields in order, failing cleanly at the end of the data."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int, what: str) -> bytes:
-        end = self.pos + n
-        if end > len(self.data):
-            raise LowpanDecodeError(f"6LoWPAN packet ends inside the {what}")
-        out = self.data[self.pos : end]
-        self.pos = end
-        return out
-
-    def byte(self, what: str) -> int:
-        return self.take(1, what)[0]
 
 
 def _decode_uncompressed(data: bytes) -> DecodedHeader:
@@ -413,7 +397,7 @@ def _decode_uncompressed(data: bytes) -> DecodedHeader:
 
 
 def _decode_iphc(
-    r: _Reader, src_mac: bytes, dst_mac: bytes, ctx: Mapping[int, bytes]
+    r: ByteReader, src_mac: bytes, dst_mac: bytes, ctx: Mapping[int, bytes]
 ) -> DecodedHeader:
     (base,) = struct.unpack("!H", r.take(2, "LOWPAN_IPHC base"))
     tf = (base >> 11) & 0b11
@@ -444,7 +428,7 @@ def _decode_iphc(
     return DecodedHeader(header + udp, r.pos, True)
 
 
-def _decode_traffic(r: _Reader, tf: int) -> tuple[int, int]:
+def _decode_traffic(r: ByteReader, tf: int) -> tuple[int, int]:
     """(traffic class, flow label); the pad bits are ignored, as the RFC's padding."""
     if tf == 0b00:
         value = int.from_bytes(r.take(4, "traffic class and flow label"), "big")
@@ -474,7 +458,7 @@ def _context_prefix(ctx: Mapping[int, bytes], cid: int) -> bytes:
 
 
 def _decode_unicast(
-    r: _Reader,
+    r: ByteReader,
     stateful: int,
     mode: int,
     cid: int,
@@ -504,7 +488,7 @@ def _decode_unicast(
 
 
 def _decode_multicast(
-    r: _Reader, stateful: int, mode: int, cid: int, ctx: Mapping[int, bytes]
+    r: ByteReader, stateful: int, mode: int, cid: int, ctx: Mapping[int, bytes]
 ) -> bytes:
     which = "multicast destination address"
     if stateful:
@@ -525,7 +509,7 @@ def _decode_multicast(
     return b"\xff\x02" + bytes(13) + r.take(1, which)  # ff02::00XX
 
 
-def _decode_udp_nhc(r: _Reader) -> bytes:
+def _decode_udp_nhc(r: ByteReader) -> bytes:
     """The UDP header, length zero until the datagram's size is known."""
     nhc = r.byte("LOWPAN_NHC header")
     if nhc & _NHC_UDP_MASK != NHC_UDP:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from iotbench.proto.reader import ByteReader
+
 from .record import DtlsDecodeError
 
 # Handshake types (RFC 5246 7.4, RFC 6347 4.3.2).
@@ -74,38 +76,9 @@ VERIFY_DATA_LEN = 12  # RFC 5246 7.4.9
 Extensions = tuple[tuple[int, bytes], ...]
 
 
-class _Reader:
-    """Walks one message body; every overrun is a DtlsDecodeError naming the field."""
-
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int, what: str) -> bytes:
-        end = self.pos + n
-        if end > len(self.data):
-            raise DtlsDecodeError(f"the message ends inside its {what}")
-        out = self.data[self.pos : end]
-        self.pos = end
-        return out
-
-    def uint(self, size: int, what: str) -> int:
-        return int.from_bytes(self.take(size, what), "big")
-
-    def vector(self, length_size: int, what: str, low: int = 0, high: int | None = None) -> bytes:
-        n = self.uint(length_size, f"{what} length")
-        if n < low or (high is not None and n > high):
-            raise DtlsDecodeError(f"{what} of {n} bytes, allowed {low}..{high}")
-        return self.take(n, what)
-
-    def done(self, what: str) -> None:
-        if self.pos != len(self.data):
-            raise DtlsDecodeError(f"{len(self.data) - self.pos} bytes after the {what}")
-
-    def at_end(self) -> bool:
-        return self.pos == len(self.data)
+def _reader(data: bytes) -> ByteReader:
+    """A reader of one message body; every overrun is a DtlsDecodeError naming the field."""
+    return ByteReader(data, DtlsDecodeError)
 
 
 def _vector(length_size: int, data: bytes) -> bytes:
@@ -143,7 +116,7 @@ class HandshakeFragment:
 def decode_fragments(payload: bytes) -> list[HandshakeFragment]:
     """Every handshake fragment in one record's payload (a record may carry several)."""
     out = []
-    r = _Reader(payload)
+    r = _reader(payload)
     while not r.at_end():
         msg_type = r.uint(1, "handshake type")
         if msg_type not in HANDSHAKE_TYPES:
@@ -176,10 +149,10 @@ def _encode_extensions(extensions: Extensions) -> bytes:
     return _vector(2, blob)
 
 
-def _decode_extensions(r: _Reader) -> Extensions:
+def _decode_extensions(r: ByteReader) -> Extensions:
     if r.at_end():
         return ()
-    blob = _Reader(r.vector(2, "extensions"))
+    blob = _reader(r.vector(2, "extensions"))
     out = []
     while not blob.at_end():
         ext_type = blob.uint(2, "extension type")
@@ -212,7 +185,7 @@ class ClientHello:
 
     @classmethod
     def decode(cls, body: bytes) -> ClientHello:
-        r = _Reader(body)
+        r = _reader(body)
         version = tuple(r.take(2, "client_version"))
         random = r.take(RANDOM_LEN, "random")
         session_id = r.vector(1, "session_id", 0, 32)
@@ -244,7 +217,7 @@ class HelloVerifyRequest:
 
     @classmethod
     def decode(cls, body: bytes) -> HelloVerifyRequest:
-        r = _Reader(body)
+        r = _reader(body)
         version = tuple(r.take(2, "server_version"))
         cookie = r.vector(1, "cookie", 0, 255)
         r.done("HelloVerifyRequest")
@@ -271,7 +244,7 @@ class ServerHello:
 
     @classmethod
     def decode(cls, body: bytes) -> ServerHello:
-        r = _Reader(body)
+        r = _reader(body)
         version = tuple(r.take(2, "server_version"))
         random = r.take(RANDOM_LEN, "random")
         session_id = r.vector(1, "session_id", 0, 32)
@@ -288,7 +261,7 @@ def encode_psk_identity(identity: bytes) -> bytes:
 
 
 def decode_psk_identity(body: bytes, what: str) -> bytes:
-    r = _Reader(body)
+    r = _reader(body)
     identity = r.vector(2, what)
     r.done(what)
     return identity
