@@ -1,4 +1,5 @@
-"""Watching a run from a test: the instances a class builds, the calls a method gets."""
+"""Watching a run from a test: the instances a class builds, the calls a method gets,
+the packets a run sends."""
 
 from __future__ import annotations
 
@@ -27,3 +28,19 @@ def spy(monkeypatch, cls, method: str) -> list:
 
     monkeypatch.setattr(cls, method, recording)
     return calls
+
+
+def recorded_packets(monkeypatch) -> list:
+    """Every packet of the runs made from now on (iotbench.world.run's observers,
+    with a PacketRecorder added)."""
+    import iotbench.world.run as world
+    from iotbench.metrics.observers import Observers, PacketRecorder
+
+    recorder = PacketRecorder()
+
+    class Recording(Observers):
+        def __init__(self, *observers):
+            super().__init__(*observers, recorder)
+
+    monkeypatch.setattr(world, "Observers", Recording)
+    return recorder.packets

@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from spies import instances
+from spies import instances, recorded_packets
 
 import iotbench.world.run as world
-from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ieee802154 as mac
 from iotbench.net.radio.medium import RadioMedium
 from iotbench.proto.coap import codec as coap
@@ -107,19 +106,13 @@ def _medium(radio: bool) -> str:
 def run_variant(monkeypatch, variant: str, interval: str = "5s", items: int = 3, **sets):
     """The variant's single-hop run: (its messages in order, its metrics, the run's
     radio media)."""
-    recorder = PacketRecorder()
-
-    class Recording(Observers):
-        def __init__(self, *observers):
-            super().__init__(*observers, recorder)
-
-    monkeypatch.setattr(world, "Observers", Recording)
+    packets = recorded_packets(monkeypatch)
     media = instances(monkeypatch, RadioMedium)
     scenario = load_scenario("s4-single-hop-scheduled")
     filters = {"variant": [variant], "interval": [interval]}
     (run,) = expand(scenario, filters, {"workload.items": items, **sets})
     metrics = world.run_one(run.config, run.seed)
-    messages = [m for m in map(_decode, recorder.packets) if m is not None]
+    messages = [m for m in map(_decode, packets) if m is not None]
     return messages, metrics, media
 
 

@@ -8,10 +8,9 @@ priced by the m3 profile) is checked here against the mechanisms.
 from __future__ import annotations
 
 import pytest
-from spies import instances
+from spies import instances, recorded_packets
 
 import iotbench.world.run as world
-from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ieee802154 as mac
 from iotbench.net.radio.medium import RadioMedium
 from iotbench.proto.coap.secured import SecuredEndpoint
@@ -24,13 +23,7 @@ FRAG1, FRAGN = 0xC0, 0xE0  # RFC 4944 5.3: the first bits of a fragment header
 def run(monkeypatch, variant: str, hops: str = "1", items: int = 4):
     """The variant's run: (its metrics, the radio frames' MAC payloads, the
     secured endpoints built, in order)."""
-    recorder = PacketRecorder()
-
-    class Recording(Observers):
-        def __init__(self, *observers):
-            super().__init__(*observers, recorder)
-
-    monkeypatch.setattr(world, "Observers", Recording)
+    packets = recorded_packets(monkeypatch)
     secured = instances(monkeypatch, SecuredEndpoint)
     (one,) = expand(
         load_scenario("s4-security"),
@@ -41,9 +34,7 @@ def run(monkeypatch, variant: str, hops: str = "1", items: int = 4):
     metrics = world.run_one(one.config, one.seed)
     frames = [
         frame.payload
-        for frame in (
-            mac.decode(p.data) for p in recorder.packets if isinstance(p.medium, RadioMedium)
-        )
+        for frame in (mac.decode(p.data) for p in packets if isinstance(p.medium, RadioMedium))
         if not isinstance(frame, mac.Ack)
     ]
     return metrics, frames, secured
