@@ -13,30 +13,9 @@ import pytest
 from paho_client import Paho, connack_code
 
 from conftest import find_daemon, free_tcp_port, launch, stop, wait_for_tcp_listener
+from mqtt_security_example import ACL, LOGINS
 
 pytestmark = pytest.mark.interop
-
-LOGINS = {"alice": "secret", "bob": "hunter2", "admin": "root"}
-
-ACL = """\
-# anonymous clients: read the public tree
-topic read public/#
-
-user alice
-topic readwrite sensors/#
-topic deny sensors/secret
-
-user bob
-topic read sensors/+/temperature
-topic write public/#
-
-user admin
-topic readwrite #
-
-# every client: its own device tree and its user's inbox
-pattern readwrite devices/%c/#
-pattern read users/%u/inbox
-"""
 
 # What the Eclipse Paho interoperability suite's subscribe-failure test needs: a broker
 # that refuses subscriptions to one topic filter.

@@ -24,6 +24,8 @@ from iotbench.proto.mqtt.codec import (
     split_packets,
 )
 from iotbench.proto.mqtt.events import ClientDisconnected
+from mqtt_security_example import ACL
+from mqtt_security_example import LOGINS as EXAMPLE_LOGINS
 
 PASSWORDS = """\
 # plain text for bob, mosquitto_passwd's $7$ for alice (password "secret")
@@ -32,26 +34,7 @@ alice:$7$101$N7X7tXwwZTe0E/vf$b7NRPkCkmA7zvhj9hlSzn6tUaKdkUmjMKLWLVvrhj662Gyetme
 admin:root
 """
 
-ACL = """\
-# anonymous clients
-topic read public/#
-
-user alice
-topic readwrite sensors/#
-topic deny sensors/secret
-
-user bob
-topic read sensors/+/temperature
-topic write public/#
-
-user admin
-topic readwrite #
-
-pattern readwrite devices/%c/#
-pattern read users/%u/inbox
-"""
-
-LOGINS = {"alice": b"secret", "bob": b"hunter2", "admin": b"root"}
+LOGINS = {user: password.encode() for user, password in EXAMPLE_LOGINS.items()}
 
 
 def secured(**params) -> MqttBroker:
