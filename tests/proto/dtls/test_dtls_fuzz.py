@@ -6,6 +6,8 @@ from dtls_harness import C, Link, S, pair
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mutations import inputs
+
 # Every datagram of a handshake (both directions), then one of application data.
 _LINK = Link(*pair())
 _LINK.client.outgoing(0.0, b"GET", S)
@@ -15,24 +17,9 @@ CORPUS = _LINK.sent["c2s"] + _LINK.sent["s2c"]
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@st.composite
-def datagrams(draw: st.DrawFn) -> bytes:
-    if draw(st.booleans()):
-        return draw(st.binary(max_size=120))
-    wire = bytearray(draw(st.sampled_from(CORPUS)))
-    for _ in range(draw(st.integers(0, 4))):
-        i = draw(st.integers(0, len(wire)))
-        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
-        if op == "insert":
-            wire[i:i] = draw(st.binary(min_size=1, max_size=4))
-        elif op == "truncate":
-            del wire[i:]
-        elif i < len(wire):
-            if op == "flip":
-                wire[i] ^= 1 << draw(st.integers(0, 7))
-            else:
-                del wire[i]
-    return bytes(wire)
+def datagrams() -> st.SearchStrategy[bytes]:
+    """Random bytes, the corpus's datagrams, and those mutated."""
+    return inputs(st.sampled_from(CORPUS), max_random=120)
 
 
 @FUZZ
