@@ -77,9 +77,10 @@ def oscore_layer(
     if contexts is None:
         contexts = {None: oscore_context(role)}
     if role == "client":
-        layer = OscoreLayer(rng, any_peer=contexts.pop(None, None))
+        layer = OscoreLayer(rng, any_peer=contexts.get(None))
         for addr, ctx in contexts.items():
-            layer.add_peer(addr, ctx)
+            if addr is not None:
+                layer.add_peer(addr, ctx)
         return layer
     layer = OscoreLayer(rng)
     for ctx in contexts.values():
