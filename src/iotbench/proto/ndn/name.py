@@ -560,8 +560,7 @@ class Name(tuple):
     def to_uri(self) -> str:
         uri = self._uri
         if uri is None:
-            uri = "".join("/" + c.to_uri() for c in self) if self._value else "/"
-            self._uri = uri
+            uri = self._uri = _uri_of(self)
         return uri
 
     def __str__(self) -> str:
@@ -584,6 +583,14 @@ def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:
 
 
 NameLike = Name | str | Iterable[Component | bytes | str]
+
+
+@functools.lru_cache(maxsize=4096)
+def _uri_of(name: Name) -> str:
+    """Name.to_uri, remembered for the names seen last (names are equal, and hash
+    alike, by their TLV-VALUE): every hop decodes a new Name from the same bytes,
+    and a HoPP agent keys its names by URI. The reverse of `_parse_uri`."""
+    return "".join("/" + c.to_uri() for c in name) if name.value else "/"
 
 
 @functools.lru_cache(maxsize=4096)
