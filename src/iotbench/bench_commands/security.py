@@ -23,8 +23,9 @@ asks, the producer answers.
 - On the device profiles: the same work in AES calls and SHA-256 blocks, as
   the layers count it while they work (proto/crypto_work.py), priced by each
   profile's primitives (DeviceProfile.crypto_s), for the handshake and per
-  transaction: estimates, as the profiles' prices are. The simulator
-  charges a node's CPU the same way.
+  transaction. The M3's prices come from published software measurements
+  of AES-128 and SHA-256 on Cortex-M3 cores; the other profiles scale them
+  (proto/ndn/profiles.py). The simulator charges a node's CPU the same way.
 - NDN with HMAC-SHA256 signatures: the Interest is not signed (0 bytes
   added), the Data is: the producer computes the HMAC over the signed
   portion, the consumer verifies it. Its KeyLocator names the key by a 16-
@@ -430,10 +431,11 @@ def main(seconds: float, as_json: bool) -> int:
         title="DTLS 1.2 PSK handshake (once per session): ClientHello, HelloVerifyRequest, "
         "ClientHello with the cookie, ServerHello + ServerHelloDone, ClientKeyExchange + "
         "ChangeCipherSpec + Finished, ChangeCipherSpec + Finished",
-        caption="no loss, 1,232-byte datagrams; CPU: the least over repeated handshakes",
+        caption="no loss, 1,232-byte datagrams; CPU: this machine's, the least over repeated "
+        "handshakes; per profile: the AES calls and SHA-256 blocks at the profile's prices",
     )
     columns = ("side", "datagrams", "handshake messages", "bytes", "CPU µs", "AES", "SHA-256")
-    for column in (*columns, *(f"{name} ms (est.)" for name in PROFILES)):
+    for column in (*columns, *(f"{name} ms" for name in PROFILES)):
         table.add_column(column, justify="left" if column == "side" else "right")
     for side in sides:
         table.add_row(
@@ -475,9 +477,10 @@ def main(seconds: float, as_json: bool) -> int:
         )
     print_table(console(), table)
     table = Table(
-        title="The same protection on the device profiles (estimates): µs per transaction",
+        title="The same protection on the device profiles: µs per transaction",
         caption="AES calls and SHA-256 blocks as the layers count them (proto/crypto_work.py), "
-        "priced by each profile's aes_ccm_block and sha256_block (proto/ndn/profiles.py)",
+        "priced by each profile's aes_ccm_block and sha256_block (proto/ndn/profiles.py: the "
+        "M3's from published Cortex-M3 measurements, the others scaled from it or assumed)",
     )
     table.add_column("variant", no_wrap=True)
     table.add_column("AES + SHA-256 per side", justify="right")

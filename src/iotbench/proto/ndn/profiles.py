@@ -9,10 +9,11 @@ Sources and estimates:
 - `m3` (ARM Cortex-M3 at 72 MHz, 64 KB RAM, 512 KB flash: the FIT IoT-LAB
   M3 node, STM32F103REY, used by S4 and S5). The three figures S5 measured
   are used as they are: ECDSA-SHA256 sign 270 ms, verify 295 ms (micro-ecc,
-  secp256r1), creating an HMAC-signed Data 1.3 ms. The others are estimates:
-  software SHA-256 costs about 35 cycles per byte on a Cortex-M3 (one
-  64-byte block about 2,300 cycles, 32 us), software AES-128 about 1,600
-  cycles per 16-byte block, so CCM (two AES per block) about 45 us per block;
+  secp256r1), creating an HMAC-signed Data 1.3 ms. The cryptographic
+  primitives come from published software measurements on Cortex-M3 cores,
+  their cycles carried to 72 MHz (cited at `_M3_AES_BLOCK_S`): one SHA-256
+  block 6,182 cycles (86 us), one AES-128 block 2,368 cycles (33 us, RIOT's
+  AES), so CCM (two AES per block) 66 us per block. The others are estimates:
   TLV encoding and the name operations are a few hundred to a few thousand
   cycles (tens of us); a forwarding decision (PIT, FIB and CS lookups over
   small tables) about 15,000 cycles (200 us). HMAC verification is the HMAC
@@ -159,6 +160,20 @@ class DeviceProfile:
 _US = 1e-6
 _MS = 1e-3
 
+# The cryptographic primitives on the M3, from published software measurements on
+# Cortex-M3 cores, their cycle counts carried to the M3's 72 MHz (the cores differ in
+# flash wait states, which this ignores; docs/performance.md says more):
+# - one AES-128 block: RIOT's own AES (sys/crypto, T-tables in flash, gcc -O2) takes
+#   74 us on an STM32L151 at 32 MHz, 2,368 cycles (RIOT forum, "AES crypto
+#   optimizations, speed and size", forum.riot-os.org/t/2140). tinydtls's Rijndael
+#   is the same table-driven design. AES-CCM takes two per 16-byte block.
+# - one SHA-256 block: 1.15 us per byte on an Arduino Due (SAM3X8E, a Cortex-M3) at
+#   84 MHz, 73.6 us per 64-byte block, 6,182 cycles (rweather/arduinolibs,
+#   doc/crypto.dox, "Performance on ARM"); no RIOT or tinydtls figure was found.
+_M3_HZ = 72e6
+_M3_AES_BLOCK_S = 74 * _US * 32e6 / _M3_HZ
+_M3_SHA256_BLOCK_S = 1.15 * _US * 64 * 84e6 / _M3_HZ
+
 _M3_COSTS = {
     "name_from_uri": 40 * _US,
     "name_get_component": 3 * _US,
@@ -175,8 +190,8 @@ _M3_COSTS = {
     "hmac_verify": 0.5 * _MS,
     "ecdsa_sign": 270 * _MS,  # S5, measured
     "ecdsa_verify": 295 * _MS,  # S5, measured
-    "sha256_block": 32 * _US,
-    "aes_ccm_block": 45 * _US,
+    "sha256_block": _M3_SHA256_BLOCK_S,  # 85.9 us, see above
+    "aes_ccm_block": 2 * _M3_AES_BLOCK_S,  # 65.8 us, see above
     "forward_packet": 200 * _US,
     "ip_forward": 200 * _US,
     "coap_message": 300 * _US,
