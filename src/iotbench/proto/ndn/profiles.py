@@ -170,7 +170,7 @@ _MS = 1e-3
 # - one SHA-256 block: 1.15 us per byte on an Arduino Due (SAM3X8E, a Cortex-M3) at
 #   84 MHz, 73.6 us per 64-byte block, 6,182 cycles (rweather/arduinolibs,
 #   doc/crypto.dox, "Performance on ARM"); no RIOT or tinydtls figure was found.
-_M3_HZ = 72e6
+_M3_HZ = 72_000_000
 _M3_AES_BLOCK_S = 74 * _US * 32e6 / _M3_HZ
 _M3_SHA256_BLOCK_S = 1.15 * _US * 64 * 84e6 / _M3_HZ
 
@@ -244,7 +244,7 @@ PROFILES: dict[str, DeviceProfile] = {
     "m3": DeviceProfile(
         name="m3",
         description="ARM Cortex-M3 72 MHz, 64 KB RAM (FIT IoT-LAB M3, STM32F103REY)",
-        cpu_hz=72_000_000,
+        cpu_hz=_M3_HZ,
         ram_bytes=64 * 1024,
         flash_bytes=512 * 1024,
         costs_s=_M3_COSTS,
