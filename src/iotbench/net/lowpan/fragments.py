@@ -199,12 +199,14 @@ class Reassembler:
 
     def add(self, now: float, src_mac: bytes, dst_mac: bytes, frame_payload: bytes) -> bytes | None:
         """Take one frame's 6LoWPAN payload; the whole IPv6 packet once there is one."""
-        self.expire(now)
-        if frame_payload and classify(frame_payload[0]) is Dispatch.NALP:
+        if self._datagrams:  # (on every frame's path: nothing to expire, no call)
+            self.expire(now)
+        kind = classify(frame_payload[0]) if frame_payload else None
+        if kind is Dispatch.NALP:
             self.not_lowpan += 1
             return None
         try:
-            if frame_payload and classify(frame_payload[0]) in (Dispatch.FRAG1, Dispatch.FRAGN):
+            if kind is Dispatch.FRAG1 or kind is Dispatch.FRAGN:
                 return self._add_fragment(now, src_mac, dst_mac, frame_payload)
             return decompress(frame_payload, src_mac, dst_mac, contexts=self.contexts)
         except LowpanDecodeError:

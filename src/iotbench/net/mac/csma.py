@@ -200,9 +200,7 @@ class CsmaMac:
         broadcast = dst == mac.BROADCAST
         seq = self._seq
         self._seq = (seq + 1) & 0xFF
-        frame = mac.encode(
-            mac.Frame(seq, self.params.pan_id, dst, self.address, payload, not broadcast)
-        )
+        frame = mac.encode_data(seq, self.params.pan_id, dst, self.address, payload, not broadcast)
         out = _Outgoing()
         out.frame = frame
         out.dst = dst
