@@ -568,19 +568,20 @@ def test_an_unanswered_observe_registration_is_sent_again(monkeypatch):
     a producer takes readings only while it is observed."""
     from spies import spy
 
-    from iotbench.net.radio.medium import RadioMedium
+    from iotbench.world.networks import radio as radio_network
     from iotbench.world.workloads.publish.coap import CoapObserve
 
-    add_radio = RadioMedium.add_radio
+    make = radio_network.Radio  # wrapped, not patched: the class may be compiled
 
-    def deaf_at_first(self, radio):
-        add_radio(self, radio)
-        if radio.name != "n0":
+    def deaf_at_first(medium, index, name, **settings):
+        radio = make(medium, index, name, **settings)
+        if name != "n0":
             hearing = radio.sensitivity_mw
-            self.sim.at(0.0, setattr, radio, "sensitivity_mw", float("inf"))
-            self.sim.at(4.0, setattr, radio, "sensitivity_mw", hearing)
+            medium.sim.at(0.0, setattr, radio, "sensitivity_mw", float("inf"))
+            medium.sim.at(4.0, setattr, radio, "sensitivity_mw", hearing)
+        return radio
 
-    monkeypatch.setattr(RadioMedium, "add_radio", deaf_at_first)
+    monkeypatch.setattr(radio_network, "Radio", deaf_at_first)
     calls = spy(monkeypatch, CoapObserve, "_register")
     cfg, seed = publish_config(**{"workload.coap_exchange": "observe", "workload.items": 20})
     m = run_one(cfg, seed)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from spies import instances, recorded_packets
+from spies import recorded_packets
 
 import iotbench.world.run as world
 from iotbench.net import ieee802154 as mac
@@ -25,6 +25,7 @@ from iotbench.proto.ndn.data import Data
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.types import SignatureType
 from iotbench.scenarios import expand, load_scenario
+from iotbench.world.networks import radio as radio_network
 
 UNCOMPRESSED_IPV6 = 0x41  # 6LoWPAN's IPv6 dispatch: no header compression in S4
 UDP, ICMPV6 = 17, 58
@@ -104,16 +105,14 @@ def _medium(radio: bool) -> str:
 
 
 def run_variant(monkeypatch, variant: str, interval: str = "5s", items: int = 3, **sets):
-    """The variant's single-hop run: (its messages in order, its metrics, the run's
-    radio media)."""
+    """The variant's single-hop run: (its messages in order, its metrics)."""
     packets = recorded_packets(monkeypatch)
-    media = instances(monkeypatch, RadioMedium)
     scenario = load_scenario("s4-single-hop-scheduled")
     filters = {"variant": [variant], "interval": [interval]}
     (run,) = expand(scenario, filters, {"workload.items": items, **sets})
     metrics = world.run_one(run.config, run.seed)
     messages = [m for m in map(_decode, packets) if m is not None]
-    return messages, metrics, media
+    return messages, metrics
 
 
 def of(messages: list[Msg], layer: str, medium: str = "radio") -> list[Msg]:
@@ -140,7 +139,7 @@ def of(messages: list[Msg], layer: str, medium: str = "radio") -> list[Msg]:
     ],
 )
 def test_every_frame_of_every_variant_fits_one_802154_frame(monkeypatch, variant):
-    messages, metrics, _ = run_variant(monkeypatch, variant)
+    messages, metrics = run_variant(monkeypatch, variant)
     radio = [m for m in messages if m.medium == "radio"]
     assert radio and all(m.size <= mac.MAX_FRAME_BYTES for m in radio)
     # No 6LoWPAN fragment header (FRAG1 0xC0, FRAGN 0xE0) and no NDN fragment (first
@@ -149,7 +148,7 @@ def test_every_frame_of_every_variant_fits_one_802154_frame(monkeypatch, variant
 
 
 def test_coap_put_con_is_gcoaps_put_and_aiocoaps_piggybacked_204(monkeypatch):
-    messages, metrics, _ = run_variant(monkeypatch, "coap-put-con")
+    messages, metrics = run_variant(monkeypatch, "coap-put-con")
     up = [m for m in of(messages, "coap") if m.src == "n1"]
     down = [m for m in of(messages, "coap") if m.src == "n0"]
     assert len(up) == 3 and len(down) >= 2
@@ -174,7 +173,7 @@ def test_coap_put_con_is_gcoaps_put_and_aiocoaps_piggybacked_204(monkeypatch):
 
 
 def test_coap_put_non_gets_a_non_204_as_aiocoap_answers_a_non_request(monkeypatch):
-    messages, _, _ = run_variant(monkeypatch, "coap-put-non")
+    messages, _ = run_variant(monkeypatch, "coap-put-non")
     up = [m.body for m in of(messages, "coap") if m.src == "n1"]
     down = [m.body for m in of(messages, "coap") if m.src == "n0"]
     assert [r.type for r in up] == [coap.Type.NON] * 3 and len(down) >= 2
@@ -184,7 +183,7 @@ def test_coap_put_non_gets_a_non_204_as_aiocoap_answers_a_non_request(monkeypatc
 
 @pytest.mark.parametrize("variant, kind", [("coap-get-con", "con"), ("coap-get-non", "non")])
 def test_coap_get_is_the_gateways_gcoap_asking_for_the_current_value(monkeypatch, variant, kind):
-    messages, metrics, _ = run_variant(monkeypatch, variant)
+    messages, metrics = run_variant(monkeypatch, variant)
     asks = [m for m in of(messages, "coap") if m.src == "n0"]
     answers = [m for m in of(messages, "coap") if m.src == "n1"]
     assert len(asks) == len(answers) == 3
@@ -204,7 +203,7 @@ def test_coap_get_is_the_gateways_gcoap_asking_for_the_current_value(monkeypatch
 
 
 def test_coap_obs_registers_with_a_non_get_and_gets_non_notifications(monkeypatch):
-    messages, metrics, _ = run_variant(monkeypatch, "coap-obs")
+    messages, metrics = run_variant(monkeypatch, "coap-obs")
     asks = [m.body for m in of(messages, "coap") if m.src == "n0"]
     sent = [m.body for m in of(messages, "coap") if m.src == "n1"]
     (register,) = asks
@@ -221,7 +220,7 @@ def test_coap_obs_registers_with_a_non_get_and_gets_non_notifications(monkeypatc
 
 @pytest.mark.parametrize("qos", [0, 1])
 def test_mqttsn_is_asymcutes_session_with_the_topic_registered_once(monkeypatch, qos):
-    messages, metrics, _ = run_variant(monkeypatch, f"mqttsn-qos{qos}")
+    messages, metrics = run_variant(monkeypatch, f"mqttsn-qos{qos}")
     up = [m.body for m in of(messages, "mqttsn") if m.src == "n1"]
     down = [m.body for m in of(messages, "mqttsn") if m.src == "n0"]
     connect, register, *publishes = up
@@ -245,7 +244,7 @@ def test_mqttsn_is_asymcutes_session_with_the_topic_registered_once(monkeypatch,
 def test_ndn_pull_is_the_vanilla_consumers_interest_and_the_producers_unsigned_data(
     monkeypatch,
 ):
-    messages, metrics, _ = run_variant(monkeypatch, "ndn")
+    messages, metrics = run_variant(monkeypatch, "ndn")
     interests, datas = of(messages, "interest"), of(messages, "data")
     assert len(interests) == len(datas) == 3
     for k, (ask, answer) in enumerate(zip(interests, datas, strict=True)):
@@ -266,7 +265,7 @@ def test_ndn_pull_is_the_vanilla_consumers_interest_and_the_producers_unsigned_d
 
 
 def test_ndn_inot_carries_the_reading_in_the_name_and_gets_an_ack_data(monkeypatch):
-    messages, metrics, _ = run_variant(monkeypatch, "ndn-inot")
+    messages, metrics = run_variant(monkeypatch, "ndn-inot")
     interests, acks = of(messages, "interest"), of(messages, "data")
     assert len(interests) == metrics["items"] and len(acks) >= len(interests) - 1
     for notify, ack in zip(interests, acks, strict=False):
@@ -279,7 +278,7 @@ def test_ndn_inot_carries_the_reading_in_the_name_and_gets_an_ack_data(monkeypat
 
 
 def test_hopp_names_go_up_in_nams_and_each_hop_pulls(monkeypatch):
-    messages, metrics, _ = run_variant(monkeypatch, "hopp")
+    messages, metrics = run_variant(monkeypatch, "hopp")
     nams = [m for m in of(messages, "hopp") if isinstance(m.body, hopp.Nam)]
     pulls, datas = of(messages, "interest"), of(messages, "data")
     assert len(datas) == metrics["items"] == 3
@@ -294,8 +293,8 @@ def test_hopp_names_go_up_in_nams_and_each_hop_pulls(monkeypatch):
 def test_coap_con_retransmits_every_2_s_four_times(monkeypatch):
     """gcoap as the study set it: COAP_ACK_TIMEOUT 2 s before each retransmission, no
     randomisation, at most COAP_MAX_RETRANSMIT (4)."""
-    monkeypatch.setattr(RadioMedium, "add_radio", _then_deafen(RadioMedium.add_radio, "n0"))
-    messages, metrics, _ = run_variant(monkeypatch, "coap-put-con", items=1)
+    _deafen(monkeypatch, "n0")
+    messages, metrics = run_variant(monkeypatch, "coap-put-con", items=1)
     puts = [m for m in of(messages, "coap") if m.src == "n1"]
     # A frame's own MAC retries come within milliseconds; the CoAP attempts 2 s apart.
     firsts = _first_of_each_attempt(puts)
@@ -304,17 +303,21 @@ def test_coap_con_retransmits_every_2_s_four_times(monkeypatch):
     assert metrics["delivery_ratio"] == 0.0
 
 
-def _then_deafen(add_radio, node: str, at: float = 12.0):
-    """RadioMedium.add_radio, which also makes `node`'s radio deaf from `at` on (after
-    the first item's exchange began): nothing it should receive is acknowledged, and
-    what it sends still goes out."""
+def _deafen(monkeypatch, node: str, at: float = 12.0) -> None:
+    """Make `node`'s radio deaf from `at` on (after the first item's exchange began):
+    nothing it should receive is acknowledged, and what it sends still goes out.
 
-    def add(self, radio):
-        add_radio(self, radio)
-        if radio.name == node:
-            self.sim.at(at, setattr, radio, "sensitivity_mw", float("inf"))
+    Wraps the Radio the network builder makes (the class itself may be compiled,
+    which takes no patches)."""
+    make = radio_network.Radio
 
-    return add
+    def radio(medium, index, name, **settings):
+        made = make(medium, index, name, **settings)
+        if name == node:
+            medium.sim.at(at, setattr, made, "sensitivity_mw", float("inf"))
+        return made
+
+    monkeypatch.setattr(radio_network, "Radio", radio)
 
 
 def _first_of_each_attempt(msgs: list[Msg]) -> list[float]:
@@ -329,8 +332,8 @@ def _first_of_each_attempt(msgs: list[Msg]) -> list[float]:
 def test_mqttsn_qos1_retransmits_every_2_s_four_times_then_gives_the_reading_up(
     monkeypatch,
 ):
-    monkeypatch.setattr(RadioMedium, "add_radio", _then_deafen(RadioMedium.add_radio, "n0"))
-    messages, metrics, _ = run_variant(monkeypatch, "mqttsn-qos1", items=1)
+    _deafen(monkeypatch, "n0")
+    messages, metrics = run_variant(monkeypatch, "mqttsn-qos1", items=1)
     publishes = [m for m in of(messages, "mqttsn") if isinstance(m.body, sn.Publish)]
     firsts = _first_of_each_attempt(publishes)
     assert [round(b - a, 1) for a, b in zip(firsts, firsts[1:], strict=False)] == [2.0] * 4
@@ -342,8 +345,8 @@ def test_ndn_retransmits_hop_by_hop_every_2_s_with_the_interests_own_nonce(monke
     """CCN-lite: the forwarder holding the PIT entry sends the same Interest (same
     nonce) again every CCNL_INTEREST_RETRANS_TIMEOUT (2 s), CCNL_MAX_INTEREST_RETRANSMIT
     (4) times, until the entry expires (10 s)."""
-    monkeypatch.setattr(RadioMedium, "add_radio", _then_deafen(RadioMedium.add_radio, "n1"))
-    messages, metrics, _ = run_variant(monkeypatch, "ndn", items=1)
+    _deafen(monkeypatch, "n1")
+    messages, metrics = run_variant(monkeypatch, "ndn", items=1)
     interests = of(messages, "interest")
     firsts = _first_of_each_attempt(interests)
     assert [round(b - a, 1) for a, b in zip(firsts, firsts[1:], strict=False)] == [2.0] * 4

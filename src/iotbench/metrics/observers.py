@@ -47,10 +47,10 @@ def _fan_out(hooks: list[Callable]) -> Callable:
         return _nothing
     if len(hooks) == 1:
         return hooks[0]
-    hooks = tuple(hooks)
+    each = tuple(hooks)
 
     def call_all(*args: object) -> None:
-        for hook in hooks:
+        for hook in each:
             hook(*args)
 
     return call_all

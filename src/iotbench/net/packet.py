@@ -72,7 +72,7 @@ class Packet:
         self.t_done = 0.0
         self.src: str | None = None
         self.dst: str | None = None
-        self.medium = None  # the channel or radio medium that carried it
+        self.medium: object = None  # the channel or radio medium that carried it
         self.fate = IN_FLIGHT
         self.attempt = 1  # a MAC's retransmission of the same frame is attempt 2, 3 ...
         self.kind = DATA

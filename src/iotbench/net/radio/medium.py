@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from typing import Any, cast
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
@@ -95,7 +96,7 @@ class Transmission:
         self,
         radio: Radio,
         pkt: Packet,
-        dst: Radio | None,
+        dst: object,
         start: float,
         end: float,
         receivers: tuple[Radio, ...],
@@ -103,7 +104,9 @@ class Transmission:
     ) -> None:
         self.radio = radio
         self.pkt = pkt
-        self.dst = dst  # the addressee's radio; None for a broadcast
+        # The addressee's radio; None for a broadcast; any other object for a
+        # unicast to an address no radio has (nobody locks on as its addressee).
+        self.dst = dst
         self.start = start
         self.end = end
         self.receivers = receivers  # the sender's neighbours
@@ -156,7 +159,7 @@ class Radio:
         self.name = name
         self.address: bytes | None = None
         self.position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self.mac = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
+        self.mac: Any = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
         self.tx_power_dbm = tx_power_dbm
         self.sensitivity_mw = phy.dbm_to_mw(sensitivity_dbm)
         noise = phy.noise_floor_dbm(sensitivity_dbm) if noise_floor_dbm is None else noise_floor_dbm
@@ -165,9 +168,9 @@ class Radio:
         # (receiver, mean received power in mW, pair id), filled by neighbours.py
         self.neighbours: list[tuple[Radio, float, int]] = []
         # (interferer, power in mW here while it bursts), filled by WifiInterferer.start
-        self.interferers: list[tuple[object, float]] = []
+        self.interferers: list[tuple[Any, float]] = []
         # Its frames as radios on other channels hear them (interferer.py), if any do.
-        self.leak = None
+        self.leak: Any = None
         self.power_mw = 0.0  # from every signal on the air here, noise excluded
         self.incoming = 0  # how many signals that is
         self.energy = 0.0  # integral of power_mw over time (mW s), for CCA
@@ -302,7 +305,7 @@ class RadioMedium:
         self,
         radio: Radio,
         pkt: Packet,
-        dst: Radio | None,
+        dst: object,
         done: Callable[[Transmission, bool], None],
     ) -> Transmission:
         """Put `pkt` (an 802.15.4 frame) on the air now; `done(tx, delivered)` at its end."""
@@ -416,7 +419,7 @@ class RadioMedium:
                 observers.received(pkt, rcv.name)
         elif dst in decoded:
             pkt.fate = DELIVERED
-            observers.received(pkt, dst.name)
+            observers.received(pkt, cast(Radio, dst).name)
         else:
             pkt.fate = CORRUPTED if dst_locked else MISSED
         observers.finished(pkt)

@@ -147,7 +147,7 @@ class GilbertElliottLinks:
         p_bad = self.p_bad
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
-        out = []
+        out: list[float] = []
         append = out.append
         for _rcv, mean_mw, pair in neighbours:
             u = random()

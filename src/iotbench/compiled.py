@@ -1,0 +1,100 @@
+"""The modules a normal install compiles with mypyc, and a check that they are current.
+
+Every frame of a radio network runs through the event kernel, the medium
+and its link-variation draws, the 802.15.4 codec, 6LoWPAN and IP
+(docs/performance.md, "S4's runs"). setup.py
+compiles these modules with mypyc: the same Python source becomes a C
+extension, with the same results to the bit (the regression check compares
+every metric and pcap digest of every built-in scenario). No other code
+exists for them; without a compiler (`IOTBENCH_PURE_PYTHON=1 pip install
+...`) the sources run as they are.
+
+An editable install (`pip install -e .`) puts the compiled modules beside
+their sources, and Python imports an extension before a source of the same
+name. An edit to one of these files would then be silently ignored until the
+next install, so `check_current` refuses to run with a compiled module older
+than its source. setup.py reads `MODULES` from this file without importing
+the package.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+MODULES = (
+    "iotbench.sim.kernel",
+    "iotbench.net.packet",
+    "iotbench.net.pktbuf",
+    "iotbench.net.radio.phy",
+    "iotbench.net.radio.energy",
+    "iotbench.net.radio.propagation",
+    "iotbench.net.radio.medium",
+    "iotbench.net.ieee802154",
+    "iotbench.net.lowpan.codec",
+    "iotbench.net.lowpan.fragments",
+    "iotbench.net.lowpan.interface",
+    "iotbench.net.ip",
+)
+
+# Set at install time for no compilation; read here to say so in errors.
+PURE_PYTHON_ENV = "IOTBENCH_PURE_PYTHON"
+
+
+class StaleBuildError(ImportError):
+    """A compiled module is older than its source, which would be ignored."""
+
+
+def _package_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def compiled_files(module: str, root: Path | None = None) -> list[Path]:
+    """The compiled copies of `module` beside its source (none in a pure install)."""
+    base = (root or _package_root()).joinpath(*module.split("."))
+    return [
+        base.with_name(base.name + suffix)
+        for suffix in EXTENSION_SUFFIXES
+        if base.with_name(base.name + suffix).exists()
+    ]
+
+
+def stale_modules(root: Path | None = None) -> list[str]:
+    """The modules whose source changed after they were compiled."""
+    stale = []
+    for module in MODULES:
+        source = (root or _package_root()).joinpath(*module.split(".")).with_suffix(".py")
+        if not source.exists():
+            continue  # an installed wheel may carry only the extension
+        built = compiled_files(module, root)
+        if built and min(p.stat().st_mtime for p in built) < source.stat().st_mtime:
+            stale.append(module)
+    return stale
+
+
+def check_current(root: Path | None = None) -> None:
+    """Refuse to run compiled modules that no longer match their sources."""
+    stale = stale_modules(root)
+    if stale:
+        raise StaleBuildError(
+            f"{', '.join(stale)}: the source changed after the module was compiled, and "
+            "Python would run the old compiled copy. Run `pip install -e .` again to "
+            f"recompile, or `{PURE_PYTHON_ENV}=1 pip install -e .` to run the sources "
+            "without compiling."
+        )
+
+
+def running_compiled() -> dict[str, bool]:
+    """Whether each module in MODULES was loaded from a compiled extension."""
+    import importlib
+
+    return {
+        module: not str(importlib.import_module(module).__file__).endswith(".py")
+        for module in MODULES
+    }
+
+
+def is_required() -> bool:
+    """CI sets IOTBENCH_REQUIRE_COMPILED=1: the compiled build must be the one tested."""
+    return os.environ.get("IOTBENCH_REQUIRE_COMPILED") == "1"

@@ -1,0 +1,65 @@
+"""The compiled build (src/iotbench/compiled.py, setup.py): current, and the one CI tests."""
+
+from __future__ import annotations
+
+import os
+from importlib.machinery import EXTENSION_SUFFIXES
+
+import pytest
+
+from iotbench import compiled
+
+
+def _tree(tmp_path, module: str, *, built_after_source: bool):
+    """A package tree with `module`'s source and a compiled copy beside it."""
+    source = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text("x = 1\n")
+    built = source.with_name(source.stem + EXTENSION_SUFFIXES[0])
+    built.write_bytes(b"\0")
+    older, newer = 1_000_000_000, 1_000_000_100
+    os.utime(source, (older, older) if built_after_source else (newer, newer))
+    os.utime(built, (newer, newer) if built_after_source else (older, older))
+    return source
+
+
+def test_a_module_compiled_after_its_source_is_current(tmp_path):
+    for module in compiled.MODULES:
+        _tree(tmp_path, module, built_after_source=True)
+    assert compiled.stale_modules(tmp_path) == []
+    compiled.check_current(tmp_path)
+
+
+def test_a_source_edited_after_compiling_is_refused_with_the_fix(tmp_path):
+    for module in compiled.MODULES:
+        _tree(tmp_path, module, built_after_source=module != "iotbench.net.radio.medium")
+    assert compiled.stale_modules(tmp_path) == ["iotbench.net.radio.medium"]
+    with pytest.raises(compiled.StaleBuildError) as err:
+        compiled.check_current(tmp_path)
+    assert "iotbench.net.radio.medium" in str(err.value)
+    assert "pip install -e ." in str(err.value)
+    assert "IOTBENCH_PURE_PYTHON=1" in str(err.value)
+
+
+def test_a_pure_install_has_nothing_to_check(tmp_path):
+    for module in compiled.MODULES:
+        source = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text("x = 1\n")
+        assert compiled.compiled_files(module, tmp_path) == []
+    assert compiled.stale_modules(tmp_path) == []
+
+
+def test_every_listed_module_has_its_source():
+    from pathlib import Path
+
+    root = Path(compiled.__file__).resolve().parent.parent
+    for module in compiled.MODULES:
+        assert root.joinpath(*module.split(".")).with_suffix(".py").exists(), module
+
+
+@pytest.mark.skipif(not compiled.is_required(), reason="IOTBENCH_REQUIRE_COMPILED is not set")
+def test_ci_runs_the_compiled_modules():
+    """CI sets IOTBENCH_REQUIRE_COMPILED=1: the suite must then test the compiled build
+    that `pip install` makes, not the sources."""
+    assert compiled.running_compiled() == {module: True for module in compiled.MODULES}
