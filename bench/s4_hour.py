@@ -27,6 +27,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from iotbench import compiled
 from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filter
 from iotbench.world import run_one
 
@@ -78,6 +79,7 @@ def main() -> None:
         )
     Console().print(table)
     print(f"{len(runs)} runs in {total:.1f} s; the goal is {goal:g} s a run")
+    print(f"per-frame modules: {compiled.describe()}")
 
 
 if __name__ == "__main__":

@@ -63,3 +63,15 @@ def test_ci_runs_the_compiled_modules():
     """CI sets IOTBENCH_REQUIRE_COMPILED=1: the suite must then test the compiled build
     that `pip install` makes, not the sources."""
     assert compiled.running_compiled() == {module: True for module in compiled.MODULES}
+
+
+def test_reports_say_how_the_per_frame_modules_run(monkeypatch):
+    from iotbench.report.build import software_versions
+
+    monkeypatch.setattr(
+        compiled, "running_compiled", lambda: dict.fromkeys(compiled.MODULES, False)
+    )
+    assert ("per-frame modules", "pure Python") in software_versions()
+    monkeypatch.setattr(compiled, "running_compiled", lambda: dict.fromkeys(compiled.MODULES, True))
+    n = len(compiled.MODULES)
+    assert compiled.describe() == f"{n} of {n} compiled with mypyc"

@@ -1,7 +1,7 @@
 """The modules a normal install compiles with mypyc, and a check that they are current.
 
 Every frame of a radio network runs through the event kernel, the medium
-and its link-variation draws, the 802.15.4 codec, 6LoWPAN and IP
+and its link-variation draws, the 802.15.4 codec and MACs, 6LoWPAN and IP
 (docs/performance.md, "S4's runs"). setup.py
 compiles these modules with mypyc: the same Python source becomes a C
 extension, with the same results to the bit (the regression check compares
@@ -32,6 +32,8 @@ MODULES = (
     "iotbench.net.radio.propagation",
     "iotbench.net.radio.medium",
     "iotbench.net.ieee802154",
+    "iotbench.net.mac.csma",
+    "iotbench.net.mac.contiki_csma",
     "iotbench.net.lowpan.codec",
     "iotbench.net.lowpan.fragments",
     "iotbench.net.lowpan.interface",
@@ -93,6 +95,14 @@ def running_compiled() -> dict[str, bool]:
         module: not str(importlib.import_module(module).__file__).endswith(".py")
         for module in MODULES
     }
+
+
+def describe() -> str:
+    """How the per-frame modules run here, for reports and benchmarks."""
+    compiled = sum(running_compiled().values())
+    if compiled == 0:
+        return "pure Python"
+    return f"{compiled} of {len(MODULES)} compiled with mypyc"
 
 
 def is_required() -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from iotbench import __version__, terminal
+from iotbench import __version__, compiled, terminal
 from iotbench.report import html
 from iotbench.report.plots import plot
 from iotbench.report.series_plots import draw_series
@@ -73,11 +73,13 @@ def _published(runs: dict[str, list], studies: set[str]) -> list[html.Published]
 
 
 def software_versions() -> list[tuple[str, str]]:
-    """iotbench, Python, the platform, and every package iotbench depends on."""
+    """iotbench, Python, the platform, whether the per-frame modules are compiled,
+    and every package iotbench depends on."""
     found = [
         ("iotbench", __version__),
         ("Python", platform.python_version()),
         ("platform", platform.platform()),
+        ("per-frame modules", compiled.describe()),
     ]
     for requirement in metadata.requires("iotbench") or []:
         if "extra ==" in requirement:

@@ -46,6 +46,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from iotbench.metrics.observers import Observers
+from iotbench.net.busy_wait import SerialBusyWait
 from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
 from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
@@ -90,7 +91,7 @@ class ContikiCsmaMac(CsmaMac):
         self._sending: _NeighbourQueue | None = None
         self._frames = 0
         # A border router's CPU that waits for its serial line (net/busy_wait.py).
-        self.gate = None
+        self.gate: SerialBusyWait | None = None
         unit = self.contiki.backoff_unit_s / self.contiki.clock_tick_s
         self._unit_ticks = max(1, round(unit))
 
@@ -166,6 +167,7 @@ class ContikiCsmaMac(CsmaMac):
 
     def _done(self, status: str) -> None:
         queue = self._sending
+        assert queue is not None  # a frame was being sent
         self._sending = None
         self._current = None
         out = queue.frames[0]

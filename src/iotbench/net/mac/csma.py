@@ -86,8 +86,9 @@ class MacCounters:
     )
 
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, 0)
+        self.acks_received = self.acks_sent = self.broadcasts = self.cca_busy = 0
+        self.channel_access_failures = self.delivered_up = self.duplicates = 0
+        self.frames = self.no_ack = self.queue_drops = self.retries = 0
 
 
 class LinkCounters:
@@ -101,6 +102,8 @@ class LinkCounters:
 
 
 class _Outgoing:
+    """A frame in the MAC's hands, and how far its CSMA-CA and retries went."""
+
     __slots__ = (
         "ack",
         "be",
@@ -114,6 +117,29 @@ class _Outgoing:
         "retries",
         "seq",
     )
+
+    def __init__(
+        self,
+        frame: bytes,
+        dst: bytes,
+        seq: int,
+        kind: str,
+        layers: tuple[int, int, int, int],
+        dst_radio: object,
+        dst_name: str | None,
+    ) -> None:
+        self.frame = frame
+        self.dst = dst
+        self.ack = dst != mac.BROADCAST
+        self.seq = seq
+        self.kind = kind
+        self.layers = layers  # (IP, transport, application, link) header bytes
+        # The addressee's radio: None for a broadcast, NOBODY for an unknown address.
+        self.dst_radio = dst_radio
+        self.dst_name = dst_name
+        self.retries = 0
+        self.nb = 0  # NB and BE of the CSMA-CA in progress
+        self.be = 0
 
 
 class CsmaMac:
@@ -201,22 +227,14 @@ class CsmaMac:
         seq = self._seq
         self._seq = (seq + 1) & 0xFF
         frame = mac.encode_data(seq, self.params.pan_id, dst, self.address, payload, not broadcast)
-        out = _Outgoing()
-        out.frame = frame
-        out.dst = dst
-        out.ack = not broadcast
-        out.seq = seq
-        out.retries = 0
-        out.kind = kind
         link = len(frame) - len(payload) + link_extra
-        out.layers = (ip_header_len, transport_header_len, app_header_len, link)
+        layers = (ip_header_len, transport_header_len, app_header_len, link)
         if broadcast:
-            out.dst_radio, out.dst_name = None, None
-        else:
-            radio = self.medium.by_address.get(dst)
-            out.dst_radio = radio if radio is not None else NOBODY
-            out.dst_name = radio.name if radio is not None else None
-        return out
+            return _Outgoing(frame, dst, seq, kind, layers, None, None)
+        radio = self.medium.by_address.get(dst)
+        if radio is None:
+            return _Outgoing(frame, dst, seq, kind, layers, NOBODY, None)
+        return _Outgoing(frame, dst, seq, kind, layers, radio, radio.name)
 
     def _has_room(self, out: _Outgoing) -> bool:
         """Whether the queue and the packet memory take the frame (taking its bytes)."""
@@ -271,6 +289,7 @@ class CsmaMac:
 
     def _channel_busy(self) -> None:
         out = self._current
+        assert out is not None  # a frame is in the MAC's hands
         self.counters.cca_busy += 1
         out.nb += 1
         out.be = min(out.be + 1, self.params.max_be)
@@ -284,6 +303,7 @@ class CsmaMac:
 
     def _transmit(self) -> None:
         out = self._current
+        assert out is not None  # a frame is in the MAC's hands
         pkt = self._packet(out)
         pkt.attempt = out.retries + 1
         counters = self.counters
@@ -312,6 +332,7 @@ class CsmaMac:
     def _transmitted(self, tx: Transmission, delivered: bool) -> None:
         self._committed = False
         out = self._current
+        assert out is not None  # a frame is in the MAC's hands
         if not out.ack:
             self._finish(out, SENT)
             return
@@ -324,6 +345,7 @@ class CsmaMac:
             return  # the ACK came
         self._awaiting_ack = False
         out = self._current
+        assert out is not None  # a frame is in the MAC's hands
         if out.retries < self.params.max_frame_retries:
             out.retries += 1
             self._start_csma(out)
@@ -363,12 +385,13 @@ class CsmaMac:
         fc = data[0] | (data[1] << 8)
         seq = data[2]
         if fc & 0x7 == mac.FRAME_TYPE_ACK:
-            if self._awaiting_ack and seq == self._current.seq:
+            out = self._current
+            if self._awaiting_ack and out is not None and seq == out.seq:
                 self._awaiting_ack = False
                 self._ack_token += 1
                 self.counters.acks_received += 1
-                self._link(self._current.dst).acked += 1
-                self._finish(self._current, SENT)
+                self._link(out.dst).acked += 1
+                self._finish(out, SENT)
             return
         if fc & mac.ACK_REQUEST:
             self._send_ack(seq, sender)
