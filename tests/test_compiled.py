@@ -11,7 +11,8 @@ from iotbench import compiled
 
 
 def _tree(tmp_path, module: str, *, built_after_source: bool):
-    """A package tree with `module`'s source and a compiled copy beside it."""
+    """A checkout's src/ tree with `module`'s source and a compiled copy beside it."""
+    (tmp_path.parent / "pyproject.toml").touch()
     source = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_text("x = 1\n")
@@ -24,21 +25,33 @@ def _tree(tmp_path, module: str, *, built_after_source: bool):
 
 
 def test_a_module_compiled_after_its_source_is_current(tmp_path):
+    src = tmp_path / "src"
     for module in compiled.MODULES:
-        _tree(tmp_path, module, built_after_source=True)
-    assert compiled.stale_modules(tmp_path) == []
-    compiled.check_current(tmp_path)
+        _tree(src, module, built_after_source=True)
+    assert compiled.stale_modules(src) == []
+    compiled.check_current(src)
 
 
 def test_a_source_edited_after_compiling_is_refused_with_the_fix(tmp_path):
+    src = tmp_path / "src"
     for module in compiled.MODULES:
-        _tree(tmp_path, module, built_after_source=module != "iotbench.net.radio.medium")
-    assert compiled.stale_modules(tmp_path) == ["iotbench.net.radio.medium"]
+        _tree(src, module, built_after_source=module != "iotbench.net.radio.medium")
+    assert compiled.stale_modules(src) == ["iotbench.net.radio.medium"]
     with pytest.raises(compiled.StaleBuildError) as err:
-        compiled.check_current(tmp_path)
+        compiled.check_current(src)
     assert "iotbench.net.radio.medium" in str(err.value)
     assert "pip install -e ." in str(err.value)
     assert "IOTBENCH_PURE_PYTHON=1" in str(err.value)
+
+
+def test_an_installed_package_is_not_checked(tmp_path):
+    """A wheel unpacks its sources and compiled modules in no meaningful order."""
+    site = tmp_path / "site-packages"
+    for module in compiled.MODULES:
+        _tree(site, module, built_after_source=False)
+    (tmp_path / "pyproject.toml").unlink()
+    assert len(compiled.stale_modules(site)) == len(compiled.MODULES)
+    compiled.check_current(site)  # no error: not a checkout
 
 
 def test_a_pure_install_has_nothing_to_check(tmp_path):

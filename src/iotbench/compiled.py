@@ -12,9 +12,11 @@ exists for them; without a compiler (`IOTBENCH_PURE_PYTHON=1 pip install
 An editable install (`pip install -e .`) puts the compiled modules beside
 their sources, and Python imports an extension before a source of the same
 name. An edit to one of these files would then be silently ignored until the
-next install, so `check_current` refuses to run with a compiled module older
-than its source. setup.py reads `MODULES` from this file without importing
-the package.
+next install, so `check_current` refuses to run a checkout's compiled module
+that is older than its source. (An installed wheel is not checked: its
+copies of the sources are the ones it was compiled from, and unpacking
+gives them no meaningful order in time.) setup.py reads `MODULES` from this
+file without importing the package.
 """
 
 from __future__ import annotations
@@ -76,7 +78,11 @@ def stale_modules(root: Path | None = None) -> list[str]:
 
 
 def check_current(root: Path | None = None) -> None:
-    """Refuse to run compiled modules that no longer match their sources."""
+    """In a checkout (src/ beside pyproject.toml), refuse to run compiled modules
+    that no longer match their sources."""
+    root = root or _package_root()
+    if not (root.parent / "pyproject.toml").exists():
+        return  # an installed package, not a checkout
     stale = stale_modules(root)
     if stale:
         raise StaleBuildError(
