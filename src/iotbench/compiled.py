@@ -2,12 +2,12 @@
 
 Every frame of a radio network runs through the event kernel, the medium
 and its link-variation draws, the 802.15.4 codec and MACs, 6LoWPAN and IP
-(docs/performance.md, "S4's runs"). setup.py
-compiles these modules with mypyc: the same Python source becomes a C
-extension, with the same results to the bit (the regression check compares
-every metric and pcap digest of every built-in scenario). No other code
-exists for them; without a compiler (`IOTBENCH_PURE_PYTHON=1 pip install
-...`) the sources run as they are.
+(docs/performance.md, "S4's runs"). setup.py compiles these modules with
+mypyc: the same Python source becomes a C extension, with the same results
+to the bit (the regression check compares every metric and pcap digest of
+every built-in scenario). No other code exists for them; without a C
+compiler, or with `IOTBENCH_PURE_PYTHON=1 pip install ...`, the sources run
+as they are.
 
 An editable install (`pip install -e .`) puts the compiled modules beside
 their sources, and Python imports an extension before a source of the same
