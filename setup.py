@@ -9,12 +9,11 @@ with the same results, and compiled copies an earlier editable install left
 beside them are removed so that they cannot shadow the sources.
 """
 
-import ast
+import importlib.util
 import os
 import shutil
 import sys
 import sysconfig
-from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import setup
@@ -22,26 +21,24 @@ from setuptools import setup
 SRC = Path(__file__).parent / "src"
 
 
-def _constant(path: Path, name: str):
-    """A module-level constant of a source file, read without importing the package."""
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            return ast.literal_eval(node.value)
-    raise LookupError(f"{path}: no {name}")
+def _load_compiled():
+    """src/iotbench/compiled.py alone: the package's dependencies are not installed yet."""
+    spec = importlib.util.spec_from_file_location(
+        "_iotbench_compiled", SRC / "iotbench" / "compiled.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-COMPILED_PY = SRC / "iotbench" / "compiled.py"
-MODULES = _constant(COMPILED_PY, "MODULES")
-PURE = os.environ.get(_constant(COMPILED_PY, "PURE_PYTHON_ENV")) == "1"
+compiled = _load_compiled()
+PURE = os.environ.get(compiled.PURE_PYTHON_ENV) == "1"
 
 
 def _remove_compiled_copies() -> None:
-    for module in MODULES:
-        base = SRC.joinpath(*module.split("."))
-        for suffix in EXTENSION_SUFFIXES:
-            base.with_name(base.name + suffix).unlink(missing_ok=True)
+    for module in compiled.MODULES:
+        for path in compiled.compiled_files(module, SRC):
+            path.unlink()
     for runtime in SRC.glob("*__mypyc.*"):  # the compiled modules' shared library
         runtime.unlink()
 
@@ -64,9 +61,7 @@ def ext_modules():
         return []
     from mypyc.build import mypycify
 
-    paths = [
-        str(SRC.joinpath(*m.split(".")).with_suffix(".py").relative_to(SRC.parent)) for m in MODULES
-    ]
+    paths = [str(compiled.source_file(m, SRC).relative_to(SRC.parent)) for m in compiled.MODULES]
     # The modules they import run as Python: their types inform the compiled code,
     # and their own type errors are no reason to fail a build.
     return mypycify([*paths, "--follow-imports=silent"], opt_level="3")

@@ -15,12 +15,14 @@ name. An edit to one of these files would then be silently ignored until the
 next install, so `check_current` refuses to run a checkout's compiled module
 that is older than its source. (An installed wheel is not checked: its
 copies of the sources are the ones it was compiled from, and unpacking
-gives them no meaningful order in time.) setup.py reads `MODULES` from this
-file without importing the package.
+gives them no meaningful order in time.) setup.py loads this file on its
+own (it imports only the standard library), before the package's
+dependencies are installed.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
@@ -57,18 +59,19 @@ def _package_root() -> Path:
 def compiled_files(module: str, root: Path | None = None) -> list[Path]:
     """The compiled copies of `module` beside its source (none in a pure install)."""
     base = (root or _package_root()).joinpath(*module.split("."))
-    return [
-        base.with_name(base.name + suffix)
-        for suffix in EXTENSION_SUFFIXES
-        if base.with_name(base.name + suffix).exists()
-    ]
+    candidates = (base.with_name(base.name + suffix) for suffix in EXTENSION_SUFFIXES)
+    return [path for path in candidates if path.exists()]
+
+
+def source_file(module: str, root: Path | None = None) -> Path:
+    return (root or _package_root()).joinpath(*module.split(".")).with_suffix(".py")
 
 
 def stale_modules(root: Path | None = None) -> list[str]:
     """The modules whose source changed after they were compiled."""
     stale = []
     for module in MODULES:
-        source = (root or _package_root()).joinpath(*module.split(".")).with_suffix(".py")
+        source = source_file(module, root)
         if not source.exists():
             continue  # an installed wheel may carry only the extension
         built = compiled_files(module, root)
@@ -95,8 +98,6 @@ def check_current(root: Path | None = None) -> None:
 
 def running_compiled() -> dict[str, bool]:
     """Whether each module in MODULES was loaded from a compiled extension."""
-    import importlib
-
     return {
         module: not str(importlib.import_module(module).__file__).endswith(".py")
         for module in MODULES
