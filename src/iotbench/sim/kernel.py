@@ -3,37 +3,90 @@
 Events are ordered by (time, sequence number). The sequence number is the order
 in which events were scheduled, so two events at the same instant always run in
 the same order: ties are broken deterministically, never by object identity.
+
+The queue is a binary heap of `Timer` objects, written out here rather than
+taken from `heapq`: heapq compares its entries through Python's generic
+comparison, which for a (time, sequence) key cost more than the rest of an
+event's scheduling; compiled (src/iotbench/compiled.py), the comparisons below
+are two machine comparisons. Keys are unique, so any correct heap pops the
+events in the same order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
 from typing import Any
 
 from iotbench.sim.rng import RngStreams
 
 
 class Timer:
-    """A scheduled callback that can be cancelled before it fires.
+    """A scheduled callback that can be cancelled before it fires; also the queue's entry.
 
     Cancelling only marks the entry; the kernel drops it when it reaches the head
     of the queue. That keeps cancel O(1), which matters because protocol timers
     (retransmissions, timeouts) are cancelled far more often than they fire.
     """
 
-    __slots__ = ("time", "_entry")
+    __slots__ = ("args", "fn", "seq", "time")
 
-    def __init__(self, time: float, entry: list) -> None:
+    def __init__(self, time: float, seq: int, fn: Callable[..., Any] | None, args: tuple) -> None:
         self.time = time
-        self._entry = entry
+        self.seq = seq
+        self.fn = fn
+        self.args = args
 
     def cancel(self) -> None:
-        self._entry[2] = None
+        self.fn = None
 
     @property
     def active(self) -> bool:
-        return self._entry[2] is not None
+        return self.fn is not None
+
+
+def _push(heap: list[Timer], timer: Timer) -> None:
+    """Add `timer` to the heap (sift it up from the end)."""
+    time, seq = timer.time, timer.seq
+    pos = len(heap)
+    heap.append(timer)
+    while pos > 0:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if time < parent.time or (time == parent.time and seq < parent.seq):
+            heap[pos] = parent
+            pos = parent_pos
+        else:
+            break
+    heap[pos] = timer
+
+
+def _pop(heap: list[Timer]) -> Timer:
+    """Remove and return the earliest timer of a non-empty heap."""
+    last = heap.pop()
+    if not heap:
+        return last
+    first = heap[0]
+    # Sift `last` down from the root: move the earlier child up while it is
+    # earlier than `last`.
+    time, seq = last.time, last.seq
+    n = len(heap)
+    pos = 0
+    child_pos = 1
+    while child_pos < n:
+        child = heap[child_pos]
+        right_pos = child_pos + 1
+        if right_pos < n:
+            right = heap[right_pos]
+            if right.time < child.time or (right.time == child.time and right.seq < child.seq):
+                child, child_pos = right, right_pos
+        if child.time < time or (child.time == time and child.seq < seq):
+            heap[pos] = child
+            pos = child_pos
+            child_pos = 2 * pos + 1
+        else:
+            break
+    heap[pos] = last
+    return first
 
 
 class Simulator:
@@ -45,7 +98,7 @@ class Simulator:
 
     def __init__(self, seed: int = 0) -> None:
         self.now: float = 0.0
-        self._queue: list[list] = []
+        self._queue: list[Timer] = []
         self._seq = 0
         self._stopped = False
         self.events_processed = 0
@@ -59,37 +112,31 @@ class Simulator:
         """Call fn(*args) `delay` seconds from now."""
         if delay < 0:
             raise ValueError(f"cannot schedule into the past (delay {delay})")
-        # The body of `at`, repeated: this is on every packet's and timer's path,
-        # and a second call would cost as much as the rest of it.
-        time = self.now + delay
         self._seq += 1
-        entry = [time, self._seq, fn, args]
-        heappush(self._queue, entry)
-        return Timer(time, entry)
+        timer = Timer(self.now + delay, self._seq, fn, args)
+        _push(self._queue, timer)
+        return timer
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Call fn(*args) at absolute virtual time `time`."""
         if time < self.now:
             raise ValueError(f"cannot schedule at {time} before now {self.now}")
         self._seq += 1
-        entry = [time, self._seq, fn, args]
-        heappush(self._queue, entry)
-        return Timer(time, entry)
+        timer = Timer(time, self._seq, fn, args)
+        _push(self._queue, timer)
+        return timer
 
     def post(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
-        """`at` without a Timer, for events nobody cancels (a packet's arrival).
-
-        Saves one object per event on the per-packet path.
-        """
+        """`at` for events nobody cancels (a packet's arrival): nothing returned."""
         if time < self.now:
             raise ValueError(f"cannot schedule at {time} before now {self.now}")
         self._seq += 1
-        heappush(self._queue, [time, self._seq, fn, args])
+        _push(self._queue, Timer(time, self._seq, fn, args))
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at the current instant, after the events already due now."""
         self._seq += 1
-        heappush(self._queue, [self.now, self._seq, fn, args])
+        _push(self._queue, Timer(self.now, self._seq, fn, args))
 
     def stop(self) -> None:
         """End `run` after the event that is executing now."""
@@ -101,25 +148,24 @@ class Simulator:
         With `until`, the clock ends exactly at `until` if events remain beyond it.
         """
         queue = self._queue
-        pop = heappop
         self._stopped = False
         processed = 0
         limit = float("inf") if until is None else until
         while queue and not self._stopped:
-            entry = pop(queue)
-            time, _seq, fn, args = entry
-            if time > limit:
-                # Not due: put it back (the same list, so its Timer still works).
+            timer = _pop(queue)
+            if timer.time > limit:
+                # Not due: put it back (the same object, so cancelling it still works).
                 # This happens at most once per run, which is why the loop pops
                 # first instead of peeking at the head for every event.
-                heappush(queue, entry)
+                _push(queue, timer)
                 self.now = limit
                 break
+            fn = timer.fn
             if fn is None:  # cancelled
                 continue
-            self.now = time
+            self.now = timer.time
             processed += 1
-            fn(*args)
+            fn(*timer.args)
         self.events_processed += processed
 
     @property
