@@ -42,6 +42,23 @@ MODULES = (
     "iotbench.net.lowpan.fragments",
     "iotbench.net.lowpan.interface",
     "iotbench.net.ip",
+    "iotbench.net.node",
+    "iotbench.net.l2",
+    "iotbench.sim.deadline",
+    "iotbench.sim.cpu",
+    "iotbench.proto.retransmit",
+    "iotbench.proto.ndn.tlv",
+    "iotbench.proto.ndn.name",
+    "iotbench.proto.ndn.interest",
+    "iotbench.proto.ndn.data",
+    "iotbench.proto.ndn.siginfo",
+    "iotbench.proto.ndn.lp",
+    "iotbench.proto.ndn.pit",
+    "iotbench.proto.ndn.cs",
+    "iotbench.proto.ndn.fib",
+    "iotbench.proto.ndn.strategy",
+    "iotbench.proto.ndn.dead_nonce",
+    "iotbench.proto.ndn.forwarder",
 )
 
 # Set at install time for no compilation; read here to say so in errors.

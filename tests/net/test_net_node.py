@@ -7,7 +7,7 @@ import pytest
 from iotbench.metrics.observers import Observers, PacketRecorder
 from iotbench.net import ip
 from iotbench.net.link import PointToPointLink
-from iotbench.net.node import Node
+from iotbench.net.node import Interface, Node
 from iotbench.net.packet import DELIVERED, Packet, split_layers
 from iotbench.sim import Simulator
 
@@ -273,15 +273,31 @@ def test_other_protocols_can_register():
     assert seen == [(b"experimental", net.client.address, net.server.address)]
 
 
+class RecordingInterface(Interface):
+    """An interface that keeps what it is asked to send: (data, layers...) per call.
+    (Its send is overridden in a subclass: a compiled Interface takes no patches.)"""
+
+    def __init__(self, node: Node, address: str) -> None:
+        super().__init__(node, f"{node.name}-rec", ip.address_bytes(address), 1280)
+        self.calls: list[tuple] = []
+
+    def send(self, data, *layers) -> None:
+        self.calls.append((data, *layers))
+
+
+def recording_interface(node: Node, address: str) -> RecordingInterface:
+    iface = RecordingInterface(node, address)
+    node.attach_interface(iface)
+    return iface
+
+
 def test_a_packet_going_up_is_dropped_when_routing_calls_it_a_loop():
     """A forwarder asks routing about each packet it sends up its default route; one
     that routing calls a loop (it came back from where it would go) is dropped."""
     sim = Simulator(0)
     node = Node(sim, "relay")
-    up = node.add_interface("fd00::1", 1280)
+    up = recording_interface(node, "fd00::1")
     node.forwarding = True
-    sent: list[bytes] = []
-    up.send = lambda data, *layers: sent.append(data)
     node.set_default_route(up, b"parent")
     asked: list[tuple] = []
 
@@ -295,7 +311,7 @@ def test_a_packet_going_up_is_dropped_when_routing_calls_it_a_loop():
     )
     node.receive_ip(packet, b"child-mac")
     node.receive_ip(packet, b"parent-mac")
-    assert len(sent) == 1 and node.looped == 1 and node.forwarded == 1
+    assert len(up.calls) == 1 and node.looped == 1 and node.forwarded == 1
     assert asked == [(b"child-mac", b"parent"), (b"parent-mac", b"parent")]
 
 
@@ -304,10 +320,8 @@ def test_a_link_local_packet_is_never_forwarded():
     not its own (a broadcast frame carried it) drops it."""
     sim = Simulator(0)
     node = Node(sim, "relay")
-    up = node.add_interface("fd00::1", 1280)
+    up = recording_interface(node, "fd00::1")
     node.forwarding = True
-    sent: list[bytes] = []
-    up.send = lambda data, *layers: sent.append(data)
     node.set_default_route(up, b"parent")
     to_neighbour = ip.build_ipv6(
         ip.address_bytes("fe80::19"), ip.address_bytes("fe80::1c"), ip.IPPROTO_UDP, bytes(8)
@@ -317,7 +331,7 @@ def test_a_link_local_packet_is_never_forwarded():
     )
     node.receive_ip(to_neighbour, b"br-mac")
     node.receive_ip(from_neighbour, b"br-mac")
-    assert sent == [] and node.link_scope_dropped == 2 and node.forwarded == 0
+    assert up.calls == [] and node.link_scope_dropped == 2 and node.forwarded == 0
 
 
 def test_a_link_local_destination_is_its_own_next_hop_on_the_chosen_interface():
@@ -325,11 +339,9 @@ def test_a_link_local_destination_is_its_own_next_hop_on_the_chosen_interface():
     radio to a child's link-local address goes to that child, not to everyone."""
     sim = Simulator(0)
     node = Node(sim, "br")
-    radio = node.add_interface("fd00::19", 1280)
+    radio = recording_interface(node, "fd00::19")
     uplink = node.add_interface("fd01::1", 1280)
-    hops: list = []
-    radio.send = lambda data, *layers: hops.append(layers[-1])
     node.set_default_route(uplink, None)
     child = ip.address_bytes("fe80::1c")
     node.send_ip(radio, child, ip.IPPROTO_ICMPV6, bytes(8), 4, 0)
-    assert hops == [child]
+    assert [call[-1] for call in radio.calls] == [child]

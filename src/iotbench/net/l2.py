@@ -17,16 +17,17 @@ the protocol's header bytes as application header.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.packet import DATA, Packet
-from iotbench.sim import Simulator
+from iotbench.sim.clock import Clock
 
 OnFrame = Callable[[bytes, bytes], None]  # (source address, payload)
 
 
 class L2Node:
-    def __init__(self, sim: Simulator, name: str, index: int) -> None:
+    def __init__(self, sim: Clock, name: str, index: int) -> None:
         self.sim = sim
         self.name = name
         self.address = mac.extended_address(index)
@@ -58,8 +59,8 @@ class L2Interface:
         self.mtu = mtu
         self.pan_id = pan_id
         self.address = node.address
-        self.channel = None
-        self.mac = None
+        self.channel: Any = None  # a point-to-point link's channel (link.Channel)
+        self.mac: Any = None  # or an 802.15.4 MAC (net/mac)
         self.on_frame: OnFrame | None = None  # frames from sources without a receiver
         self._receivers: dict[bytes, OnFrame] = {}
 

@@ -18,12 +18,17 @@ Interfaces are point-to-point (`Interface`, on a channel of a link) or
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from iotbench.net import ip
 from iotbench.net.packet import Packet, split_layers
 from iotbench.net.reassembly import Reassembler
 from iotbench.proto.errors import DecodeError
-from iotbench.sim import Simulator
+from iotbench.sim.clock import Clock
+from iotbench.sim.cpu import Cpu
 
 # handler(payload, src_address_bytes, src_port, dst_port)
 UdpHandler = Callable[[bytes, bytes, int, int, bytes], None]  # payload, src, sport, dport, dst
@@ -34,6 +39,11 @@ ProtocolHandler = Callable[[bytes, bytes, bytes], None]
 MulticastForwarder = Callable[[bytes, bytes | None, bytes, int], bool]
 # app_header_length(payload) of the protocol on a (destination address, UDP port)
 AppLayers = dict[tuple[bytes, int], Callable[[bytes], int]]
+# (interface, next hop or None); interfaces are duck-typed (see above). Typed as
+# a tuple of any length so that compiled code keeps each route one tuple object:
+# forwarding tells the default route by identity (mypyc unpacks fixed-length
+# tuples into C structs and boxes them anew when read).
+Route = tuple[Any, ...]
 EPHEMERAL_PORTS = 65536 - 49152
 HOP_LIMIT = 64
 LINK_LOCAL_PREFIX = bytes.fromhex("fe80000000000000")
@@ -50,6 +60,8 @@ def is_link_local(address: bytes) -> bool:
     )
 
 
+# Subclassed by busy_wait.BusyWaitInterface, which is not compiled.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Interface:
     """A point-to-point interface: what it sends goes onto its channel of a link."""
 
@@ -59,7 +71,7 @@ class Interface:
         self.address = address
         self.link_local: bytes | None = None
         self.mtu = mtu
-        self.channel = None  # the outgoing channel, set when a link attaches
+        self.channel: Any = None  # the outgoing channel (link.Channel), set when a link attaches
 
     def attach(self, channel) -> None:
         self.channel = channel
@@ -80,13 +92,13 @@ class Interface:
 
 
 class Node:
-    def __init__(self, sim: Simulator, name: str) -> None:
+    def __init__(self, sim: Clock, name: str) -> None:
         self.sim = sim
         self.name = name
         self.interfaces: list = []
         # destination -> (interface, next hop or None)
-        self.routes: dict[bytes, tuple[object, bytes | None]] = {}
-        self.default_route: tuple[object, bytes | None] | None = None
+        self.routes: dict[bytes, Route] = {}
+        self.default_route: Route | None = None
         self.forwarding = False
         # How forwarded datagrams split into layers, for the byte metrics: the
         # network shares one table that the protocols' drivers fill in.
@@ -100,7 +112,7 @@ class Node:
         self.loop_check: Callable[[bytes | None, bytes | None], bool] | None = None
         # Where groups beyond the link are sent when that is not the default route's
         # interface: a border router's radio (its default route leads to the uplink).
-        self.group_interface = None
+        self.group_interface: Any = None
         self._local: set[bytes] = set()
         self._udp: dict[int, UdpHandler] = {}
         self.protocols: dict[int, ProtocolHandler] = {ip.IPPROTO_UDP: self._receive_udp}
@@ -113,8 +125,8 @@ class Node:
         self.no_route = 0
         self.forwarded = 0
         # A processor (network.device): forwarding then waits for it. None: free.
-        self.cpu = None
-        self.profile = None
+        self.cpu: Cpu | None = None
+        self.profile: Any = None  # its costs (proto/ndn/profiles.py's DeviceProfile)
         self._forward_cost_s = 0.0
         self.hop_limit_exceeded = 0
         self.link_scope_dropped = 0  # link-local packets not ours: never forwarded
@@ -145,7 +157,7 @@ class Node:
     def remove_route(self, destination: bytes) -> None:
         self.routes.pop(destination, None)
 
-    def use_cpu(self, cpu, profile) -> None:
+    def use_cpu(self, cpu: Cpu, profile: Any) -> None:
         """Spend `profile`'s CPU time on `cpu` for each packet this node forwards
         (and, through their drivers, for its applications' messages)."""
         self.cpu = cpu
@@ -194,7 +206,7 @@ class Node:
 
     # ------------------------------------------------------------ sending
 
-    def route(self, dst: bytes) -> tuple[object, bytes | None] | None:
+    def route(self, dst: bytes) -> Route | None:
         """(interface, next hop) towards `dst`: a host route, else the default route.
         A group or a link-local address is reached directly, out of the default
         interface (the first one while there is no default route)."""
@@ -313,11 +325,12 @@ class Node:
                 header_len, total, ident, _df, more, offset, _ttl, proto, src, dst = h
                 body = data[header_len:total]
                 if more or offset:
-                    body = self.reassembler.add(
+                    whole = self.reassembler.add(
                         self.sim.now, (src, dst, proto, ident), offset, more, body
                     )
-                    if body is None:
+                    if whole is None:
                         return
+                    body = whole
             else:
                 h6 = ip.parse_ipv6(data)
                 dst = h6.dst
@@ -326,15 +339,16 @@ class Node:
                         return
                 body = data[h6.header_len : h6.header_len + h6.payload_len]
                 if h6.fragmented:
-                    body = self.reassembler.add(
+                    whole = self.reassembler.add(
                         self.sim.now,
                         (h6.src, h6.dst, h6.next_header, h6.ident),
                         h6.frag_offset,
                         h6.more_fragments,
                         body,
                     )
-                    if body is None:
+                    if whole is None:
                         return
+                    body = whole
                 proto, src = h6.next_header, h6.src
         except (DecodeError, IndexError):
             self.ip_decode_errors += 1
@@ -388,9 +402,10 @@ class Node:
         if self.cpu is None:
             iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)
         else:
+            # A partial, not a lambda: mypyc cannot compile this lambda (an internal error).
             self.cpu.run(
                 self._forward_cost_s,
-                lambda: iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop),
+                partial(iface.send, forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop),
             )
         return True
 

@@ -229,6 +229,11 @@ def cocoa_backoff_factor(rto_s: float) -> float:
     return 2.0
 
 
+# CoCoA's blind estimate (4.1), named outside the class because a default
+# argument cannot name a class attribute in a compiled module.
+COCOA_INITIAL_RTO_S = 2.0
+
+
 class CocoaEstimator:
     """The CoCoA RTO estimator for one destination endpoint (draft-ietf-core-cocoa).
 
@@ -256,7 +261,7 @@ class CocoaEstimator:
     60 s upper bound is.
     """
 
-    INITIAL_RTO_S = 2.0
+    INITIAL_RTO_S = COCOA_INITIAL_RTO_S
     STRONG_K = 4.0
     WEAK_K = 1.0
     MAX_BACKOFF_S = 32.0
@@ -268,7 +273,7 @@ class CocoaEstimator:
     def __init__(
         self,
         *,
-        initial_rto_s: float = INITIAL_RTO_S,
+        initial_rto_s: float = COCOA_INITIAL_RTO_S,
         min_rto_s: float = 0.0,
         max_rto_s: float = 60.0,
         granularity_s: float = 0.0,

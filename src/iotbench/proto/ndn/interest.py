@@ -41,7 +41,7 @@ __all__ = ["DEFAULT_INTEREST_LIFETIME_MS", "Interest", "make_interest"]
 #: Spec: an Interest without InterestLifetime lives 4 s.
 DEFAULT_INTEREST_LIFETIME_MS = 4000
 
-_ORDER = {
+_ORDER: dict[int, int] = {
     TT.NAME: 0,
     TT.CAN_BE_PREFIX: 1,
     TT.MUST_BE_FRESH: 2,
@@ -53,7 +53,7 @@ _ORDER = {
     TT.INTEREST_SIGNATURE_INFO: 8,
     TT.INTEREST_SIGNATURE_VALUE: 9,
 }
-_FH_ORDER = {TT.NAME: 0}
+_FH_ORDER: dict[int, int] = {TT.NAME: 0}
 _PARAMS = ComponentType.PARAMETERS_SHA256_DIGEST
 _MISSING = object()
 

@@ -30,15 +30,15 @@ from .types import LpType, NackReason
 
 __all__ = ["LpPacket", "is_ignorable_lp_field"]
 
-_NNI_FIELDS = {
+_NNI_FIELDS: dict[int, str] = {
     LpType.FRAG_INDEX: "frag_index",
     LpType.FRAG_COUNT: "frag_count",
     LpType.INCOMING_FACE_ID: "incoming_face_id",
     LpType.NEXT_HOP_FACE_ID: "next_hop_face_id",
     LpType.CONGESTION_MARK: "congestion_mark",
 }
-_FIXED_FIELDS = {LpType.SEQUENCE: "sequence", LpType.TX_SEQUENCE: "tx_sequence"}
-_KNOWN = {
+_FIXED_FIELDS: dict[int, str] = {LpType.SEQUENCE: "sequence", LpType.TX_SEQUENCE: "tx_sequence"}
+_KNOWN: set[int] = {
     LpType.SEQUENCE,
     LpType.FRAG_INDEX,
     LpType.FRAG_COUNT,
@@ -50,7 +50,7 @@ _KNOWN = {
     LpType.ACK,
     LpType.TX_SEQUENCE,
 }
-_NACK_ORDER = {LpType.NACK_REASON: 0}
+_NACK_ORDER: dict[int, int] = {LpType.NACK_REASON: 0}
 
 
 def is_ignorable_lp_field(t: int) -> bool:

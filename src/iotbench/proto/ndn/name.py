@@ -27,6 +27,8 @@ import functools
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple, SupportsIndex, overload
 
+from mypy_extensions import mypyc_attr
+
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, read_tl, var_number_size
 from .types import ComponentType
 
@@ -42,7 +44,7 @@ _ESCAPE = tuple(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in range(256))
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 # Alternate URI forms of the numeric naming conventions (rev. 3).
-_NUMBER_PREFIX = {
+_NUMBER_PREFIX: dict[int, str] = {
     ComponentType.SEGMENT: "seg",
     ComponentType.BYTE_OFFSET: "off",
     ComponentType.VERSION: "v",
@@ -50,7 +52,7 @@ _NUMBER_PREFIX = {
     ComponentType.SEQUENCE_NUM: "seq",
 }
 _PREFIX_NUMBER = {v: k for k, v in _NUMBER_PREFIX.items()}
-_DIGEST_PREFIX = {
+_DIGEST_PREFIX: dict[int, str] = {
     ComponentType.IMPLICIT_SHA256_DIGEST: "sha256digest",
     ComponentType.PARAMETERS_SHA256_DIGEST: "params-sha256",
 }
@@ -202,17 +204,17 @@ class Component(NamedTuple):
             value = _unescape_value(rest)
             _check_component(typ, len(value))
             return cls(typ, value)
-        typ = _PREFIX_NUMBER.get(prefix)
-        if typ is not None:
+        numbered = _PREFIX_NUMBER.get(prefix)
+        if numbered is not None:
             n = _parse_decimal(rest, f"{prefix}= value")
             if n > 0xFFFFFFFFFFFFFFFF:
                 raise NdnDecodeError(f"{prefix}= value {n} does not fit in 64 bits")
-            return cls(typ, encode_nni(n))
-        typ = _PREFIX_DIGEST.get(prefix)
-        if typ is not None:
+            return cls(numbered, encode_nni(n))
+        digest = _PREFIX_DIGEST.get(prefix)
+        if digest is not None:
             if len(rest) != 64 or not set(rest) <= _HEX:
                 raise NdnDecodeError(f"{prefix}= needs 64 hexadecimal digits, got {rest!r}")
-            return cls(typ, bytes.fromhex(rest))
+            return cls(digest, bytes.fromhex(rest))
         raise NdnDecodeError(f"unknown name component URI prefix {prefix!r} in {text!r}")
 
     # ---- views --------------------------------------------------------------------
@@ -256,7 +258,7 @@ def _check_component(t: int, length: int) -> None:
 
 def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
     """Validate the component TLVs in buf[start:end]; returns their starts relative to `start`."""
-    offsets = []
+    offsets: list[int] = []
     append = offsets.append
     pos = start
     try:
@@ -305,6 +307,9 @@ def _valid_component(c: Component | bytes | str) -> Component:
     return comp
 
 
+# A tuple subclass, which mypyc compiles as a regular Python class (its methods
+# are compiled; its instances are tuples).
+@mypyc_attr(native_class=False)
 class Name(tuple):
     """An immutable NDN name.
 
@@ -486,7 +491,8 @@ class Name(tuple):
     def __mul__(self, n: SupportsIndex) -> Name:  # type: ignore[override]
         return Name(self.components * n)
 
-    __rmul__ = __mul__
+    def __rmul__(self, n: SupportsIndex) -> Name:  # type: ignore[override]
+        return self.__mul__(n)
 
     @property
     def components(self) -> tuple[Component, ...]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal
 
+from iotbench.proto.retransmit import Retransmission
+
 from .data import Data
 from .interest import Interest
 from .name import Name
@@ -95,7 +97,7 @@ class PitEntry:
         self.satisfied = False
         # Owned by the forwarder: its timer handles and retransmission state.
         self.expiry_timer: list | None = None
-        self.retx = None
+        self.retx: Retransmission | None = None
         self.retx_timer: list | None = None
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ from .types import TT
 
 __all__ = ["KeyLocator", "SignatureInfo"]
 
-_SIGINFO_ORDER = {
+_SIGINFO_ORDER: dict[int, int] = {
     TT.SIGNATURE_TYPE: 0,
     TT.KEY_LOCATOR: 1,
     TT.VALIDITY_PERIOD: 2,
@@ -30,7 +30,7 @@ _SIGINFO_ORDER = {
     TT.SIGNATURE_TIME: 4,
     TT.SIGNATURE_SEQ_NUM: 5,
 }
-_KEY_LOCATOR_ORDER = {TT.NAME: 0, TT.KEY_DIGEST: 0}
+_KEY_LOCATOR_ORDER: dict[int, int] = {TT.NAME: 0, TT.KEY_DIGEST: 0}
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,8 +118,8 @@ def key_digest(key: bytes, length: int = 32) -> bytes:
 
 
 class DigestSha256Signer:
-    signature_type = SignatureType.DIGEST_SHA256
-    key_locator = None
+    signature_type: int = SignatureType.DIGEST_SHA256
+    key_locator: KeyLocator | None = None
 
     def sign(self, covered: bytes) -> bytes:
         return hashlib.sha256(covered).digest()
@@ -130,8 +130,8 @@ class UnsignedSigner:
     SignatureType DigestSha256 with an empty SignatureValue. S4 ran its network
     without security in this form; a verifier rejects it (the digest is missing)."""
 
-    signature_type = SignatureType.DIGEST_SHA256
-    key_locator = None
+    signature_type: int = SignatureType.DIGEST_SHA256
+    key_locator: KeyLocator | None = None
 
     def sign(self, covered: bytes) -> bytes:
         return b""

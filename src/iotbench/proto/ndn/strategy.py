@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from .fib import NextHop
 from .interest import Interest
 from .pit import PitEntry
@@ -43,7 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["STRATEGIES", "BestRoute", "Multicast", "Strategy", "make_strategy"]
 
 # Least severe first: when every upstream Nacked, the downstream hears the mildest reason.
-_SEVERITY = {NackReason.CONGESTION: 0, NackReason.DUPLICATE: 1, NackReason.NO_ROUTE: 2}
+_SEVERITY: dict[int, int] = {
+    NackReason.CONGESTION: 0,
+    NackReason.DUPLICATE: 1,
+    NackReason.NO_ROUTE: 2,
+}
 
 
 def least_severe(reasons: list[int]) -> int:
@@ -51,17 +57,22 @@ def least_severe(reasons: list[int]) -> int:
 
 
 class StrategySettings(Protocol):
-    """The forwarder settings a strategy reads."""
+    """The forwarder settings a strategy reads (ForwarderConfig's, frozen)."""
 
-    retx_max: int
-    retx_suppression_s: float
+    @property
+    def retx_max(self) -> int: ...
+
+    @property
+    def retx_suppression_s(self) -> float: ...
 
 
 class Forwarder(Protocol):
     """What a strategy may ask of the forwarder that calls it (forwarder.py): its
     side of the hooks, so that strategies need not import the forwarder."""
 
-    config: StrategySettings
+    @property
+    def config(self) -> StrategySettings:
+        """The forwarder's settings (read-only here)."""
 
     def next_hops(self, interest: Interest) -> list[NextHop]:
         """FIB next hops for `interest`, best first."""
@@ -75,6 +86,8 @@ class Forwarder(Protocol):
         """Give up on `entry`: Nack its downstreams and remove it."""
 
 
+# Strategies may be written outside this module (a test's, a user's).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Strategy:
     name = "strategy"
 

@@ -19,6 +19,8 @@ else for bad input.
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from iotbench.proto.errors import DecodeError
 
 __all__ = [
@@ -40,6 +42,8 @@ MAX_TLV_TYPE = 0xFFFFFFFF
 _MAX_U64 = 0xFFFFFFFFFFFFFFFF
 
 
+# Refined by the decoders of fragments, HoPP and encrypted content.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NdnDecodeError(DecodeError):
     """The bytes are not a well-formed NDN (or NDNLPv2, or fragment) packet."""
 
@@ -71,8 +75,9 @@ def encode_var_number(n: int) -> bytes:
     return b"\xff" + n.to_bytes(8, "big")
 
 
-def read_var_number(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Decode the VAR-NUMBER at `pos` (not beyond `end`); returns (number, next position)."""
+def read_var_number(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
+    """Decode the VAR-NUMBER at `pos` (not beyond `end`); returns (number, next position).
+    (A stream's framer reads its bytearray buffer with it.)"""
     if pos >= end:
         raise NdnDecodeError("truncated VAR-NUMBER")
     first = buf[pos]
