@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Data", "MetaInfo", "make_data"]
 
-_ORDER: dict[int, int] = {TT.NAME: 0, TT.META_INFO: 1, TT.CONTENT: 2, TT.SIGNATURE_INFO: 3, TT.SIGNATURE_VALUE: 4}
+_ORDER: dict[int, int] = {
+    TT.NAME: 0,
+    TT.META_INFO: 1,
+    TT.CONTENT: 2,
+    TT.SIGNATURE_INFO: 3,
+    TT.SIGNATURE_VALUE: 4,
+}
 _META_ORDER: dict[int, int] = {TT.CONTENT_TYPE: 0, TT.FRESHNESS_PERIOD: 1, TT.FINAL_BLOCK_ID: 2}
 _MISSING = object()
 
