@@ -1,7 +1,8 @@
 """The modules a normal install compiles with mypyc, and a check that they are current.
 
 Every frame of a radio network runs through the event kernel, the medium
-and its link-variation draws, the 802.15.4 codec and MACs, 6LoWPAN and IP
+and its link-variation draws, the 802.15.4 codec and MACs, and then 6LoWPAN,
+IP and the IP node, or NDN's forwarder, tables and codecs
 (docs/performance.md, "S4's runs"). setup.py compiles these modules with
 mypyc: the same Python source becomes a C extension, with the same results
 to the bit (the regression check compares every metric and pcap digest of
