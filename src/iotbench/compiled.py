@@ -60,6 +60,11 @@ MODULES = (
     "iotbench.proto.ndn.strategy",
     "iotbench.proto.ndn.dead_nonce",
     "iotbench.proto.ndn.forwarder",
+    "iotbench.metrics.observers",
+    "iotbench.metrics.traffic",
+    "iotbench.proto.ndn.hopp",
+    "iotbench.proto.ndn.app",
+    "iotbench.apps.readings",
 )
 
 # Set at install time for no compilation; read here to say so in errors.

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 from iotbench.net.packet import QUEUE_FULL, Packet
 
 HOOKS = ("transmitted", "received", "finished")
 
 
+# Compiled (src/iotbench/compiled.py); every run's metrics and writers derive from it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Observer:
     """Base class: override the hooks you need; the others cost nothing."""
 
@@ -56,6 +60,8 @@ def _fan_out(hooks: list[Callable]) -> Callable:
     return call_all
 
 
+# Tests extend it with a recorder of their own.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Observers:
     """The observers of one run, as the media call them."""
 

@@ -26,6 +26,10 @@ from iotbench.metrics.observers import Observer
 from iotbench.net.packet import ACK, CONTROL, DATA, LOST_FATES, QUEUE_FULL, Packet
 from iotbench.sim import Simulator
 
+# Every medium (a link's channel, a MAC) names a packet's sender before its
+# observers hear of it.
+_NAMED = "a packet reached the observers without its sender's name"
+
 
 class LayerSums:
     """Packets and bytes by layer."""
@@ -115,9 +119,11 @@ class TrafficMeter(Observer):
 
     def transmitted(self, pkt: Packet) -> None:
         # On every packet's path: written out rather than calling helpers.
-        counts = self.nodes.get(pkt.src)
+        src = pkt.src
+        assert src is not None, _NAMED
+        counts = self.nodes.get(src)
         if counts is None:
-            counts = self.node(pkt.src)
+            counts = self.node(src)
         counts.sent += 1
         if pkt.kind != DATA:  # the rare kinds only: data is the rest
             self.kinds.add(pkt)
@@ -159,14 +165,16 @@ class TrafficMeter(Observer):
 
     def finished(self, pkt: Packet) -> None:
         fate = pkt.fate
+        src = pkt.src
+        assert src is not None, _NAMED
         if fate in LOST_FATES:
-            self.node(pkt.src).lost += 1
+            self.node(src).lost += 1
             # Lost on its way: counted with the packets of its window.
             if self._counting and self.t0 <= pkt.t_sent < self.t1:
                 self.wire.lost += 1
         elif fate == QUEUE_FULL:
             self.queue_drops += 1
-            self.node(pkt.src).queue_drops += 1
+            self.node(src).queue_drops += 1
 
     # ------------------------------------------------------------- the metrics
 
