@@ -65,6 +65,9 @@ MODULES = (
     "iotbench.proto.ndn.hopp",
     "iotbench.proto.ndn.app",
     "iotbench.apps.readings",
+    "iotbench.apps.ndn",
+    "iotbench.world.workloads.publish.hopp_agent",
+    "iotbench.metrics.publish",
 )
 
 # Set at install time for no compilation; read here to say so in errors.

@@ -14,7 +14,8 @@ from iotbench.metrics.observers import Observer, Observers
 from iotbench.net import ieee802154 as mac
 from iotbench.proto.ndn import hopp
 from iotbench.world import run_one
-from iotbench.world.workloads.publish.hopp import HoppAgent, HoppParams, NdnHopp, _Trickle
+from iotbench.world.workloads.publish.hopp import NdnHopp
+from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams, Trickle
 
 TRICKLE_IMIN_S = HoppParams().trickle_imin_s
 
@@ -26,7 +27,7 @@ def hopp_run(monkeypatch=None, **sets):
 
 
 def test_trickle_doubles_from_imin_and_fires_in_each_second_half():
-    trickle = _Trickle(random.Random(1), HoppParams())
+    trickle = Trickle(random.Random(1), HoppParams())
     first = trickle.start()
     assert TRICKLE_IMIN_S <= first < 4 * TRICKLE_IMIN_S
     at, end = first, trickle.interval
@@ -133,22 +134,29 @@ def test_the_studys_hopp_settings_reach_every_agent(monkeypatch):
 def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
     sent = []
 
-    class Stub:
-        messages_sent = 0
+    class Owner:
+        prefix_uri = "/i3"
 
-    agent = HoppAgent.__new__(HoppAgent)
-    agent.rank, agent.floating, agent.names, agent._trickle_timer = 3, False, {}, None
-    agent.owner = Stub()
-    agent.send = lambda dst, message: sent.append((dst, message))
-    agent._names_full = lambda: False
-    agent.sim = None
-    agent.owner.prefix_uri = "/i3"
-    agent._on_sol(b"\x01" * 8, hopp.Sol())
+    class Probe(HoppAgent):  # the agent's state without a network (a compiled class
+        # takes no patches, so the probe overrides what it watches)
+        def __init__(self) -> None:
+            self.owner = Owner()
+            self.rank, self.floating, self.names, self._trickle_timer = 3, False, {}, None
+            self.full = False
+
+        def send(self, dst, message):
+            sent.append((dst, message))
+
+        def names_full(self):
+            return self.full
+
+    agent = Probe()
+    agent.on_sol(b"\x01" * 8, hopp.Sol())
     assert sent == [(b"\x01" * 8, hopp.Pam(3, "/i3"))]
     agent.floating = True
-    agent._on_sol(b"\x01" * 8, hopp.Sol())
-    agent.floating, agent._names_full = False, lambda: True
-    agent._on_sol(b"\x01" * 8, hopp.Sol())
+    agent.on_sol(b"\x01" * 8, hopp.Sol())
+    agent.floating, agent.full = False, True
+    agent.on_sol(b"\x01" * 8, hopp.Sol())
     assert len(sent) == 1  # floating, then full: no answer
 
 

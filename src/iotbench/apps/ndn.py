@@ -17,6 +17,7 @@ gives them a place in virtual time:
 from __future__ import annotations
 
 import random
+from typing import Final
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.l2 import L2Interface
@@ -120,9 +121,12 @@ def _more_fragments(frame: bytes) -> bool:
         return False
 
 
+_DATA_TYPE: Final = int(TT.DATA)  # a Data's first byte
+
+
 def _content_span(wire: bytes) -> tuple[int, int]:
     """The Content bytes of a Data (its payload); an empty span for anything else."""
-    if wire[:1] == bytes((TT.DATA,)):
+    if wire and wire[0] == _DATA_TYPE:
         try:
             return Data(wire).content_span
         except NdnDecodeError:

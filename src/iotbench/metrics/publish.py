@@ -14,6 +14,7 @@ import math
 import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from iotbench.apps.readings import reading_producer
 from iotbench.metrics.derive import percentile
@@ -238,7 +239,7 @@ class PublishSeries:
         start_s: float,
         bin_s: float,
         radios: list,
-        forwarders: list[tuple[int, object]],
+        forwarders: list[tuple[int, Any]],
     ) -> None:
         self.sim = sim
         self.bin_s = bin_s

@@ -1,0 +1,415 @@
+"""HoPP on one node (S4's `hopp`): the tree's upkeep, NAMs up, pulls down.
+
+world/workloads/publish/hopp.py describes the protocol and builds an agent
+on every node; this module is the agent itself, which runs for every HoPP
+message and every Interest a node hears (it is one of the modules a normal
+install compiles, src/iotbench/compiled.py).
+
+The NAM cache is keyed by a name's wire value (its Name TLV's value): what
+a pulled Data, a neighbour's Interest and the Content Store give without
+turning the name into text. A NAM carries the name as text (a URI), which
+is parsed once, when the NAM arrives.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import partial
+from typing import Final, Protocol
+
+from mypy_extensions import mypyc_attr
+
+from iotbench.apps.ndn import NdnNode
+from iotbench.net import ieee802154 as mac
+from iotbench.net.l2 import L2Interface, OnFrame
+from iotbench.net.packet import CONTROL, DATA
+from iotbench.proto.ndn import hopp
+from iotbench.proto.ndn.app import NdnApp
+from iotbench.proto.ndn.data import Data
+from iotbench.proto.ndn.interest import Interest
+from iotbench.proto.ndn.name import Name
+from iotbench.proto.ndn.tlv import NdnDecodeError
+from iotbench.proto.ndn.types import TT
+from iotbench.sim import Simulator
+from iotbench.sim.kernel import Timer
+from iotbench.world.workloads.publish.ndn import NdnTree
+
+
+@dataclass(frozen=True)
+class HoppParams:
+    """HoPP's timers and tables (`protocol.ndn.hopp`). The defaults are the reference
+    implementation's (RIOT's sys/include/net/hopp/hopp.h and COMPAS); S4's ndn_hopp
+    app sets its own in its Makefile (the scenario cites them)."""
+
+    trickle_imin_s: float = 0.064  # HOPP_TRICKLE_IMIN (ms there)
+    trickle_doublings: int = 16  # HOPP_TRICKLE_IMAX
+    trickle_k: int = 5  # HOPP_TRICKLE_REDCONST
+    sol_period_s: tuple[float, float] = (4.0, 5.0)  # HOPP_SOL_PERIOD: base + jitter
+    nam_period_s: tuple[float, float] = (1.0, 1.5)  # HOPP_NAM_PERIOD: base + jitter
+    parent_timeout_s: tuple[float, float] = (30.0, 35.0)  # HOPP_PARENT_TIMEOUT_PERIOD
+    nam_retries: int = 3  # COMPAS_NAM_CACHE_RETRIES
+    nam_stale_s: float = 10.0  # HOPP_NAM_STALE_TIME
+    nam_cache_entries: int = 20  # COMPAS_NAM_CACHE_LEN of examples/hopp
+
+
+UNICAST_SOLS = 4
+INTEREST_TYPE: Final = int(TT.INTEREST)  # an NDN Interest's first byte
+SOLS_BEFORE_TRICKLE = 3
+
+
+class Advertised:
+    """A name in the NAM cache."""
+
+    def __init__(self, uri: str, source: bytes | None, retries: int) -> None:
+        self.uri = uri  # the name as a NAM carries it
+        self.source = source  # who advertised it to us (None: we published it)
+        self.retries = retries  # NAMs still to send
+        self.requested = False  # we hold its Data and advertise it upwards
+        self.heard = 0.0  # when its last NAM came
+        self.timer: Timer | None = None
+
+
+class Trickle:
+    """RFC 6206's timer as the reference implementation runs it for PAMs."""
+
+    def __init__(self, rng: random.Random, params: HoppParams) -> None:
+        self.rng = rng
+        self.imin_s = params.trickle_imin_s
+        self.imax_s = params.trickle_imin_s * 2**params.trickle_doublings
+        self.interval = 0.0
+        self.t = 0.0
+        self.heard = 0
+
+    def start(self) -> float:
+        """(Re)start: I and t drawn from [Imin, 4 Imin), as the reference does; the
+        delay to the first transmission."""
+        self.heard = 0
+        self.interval = self.t = self.rng.uniform(self.imin_s, 4 * self.imin_s)
+        return self.t
+
+    def next(self) -> float:
+        """After a firing: the delay to the next one, in the second half of the next
+        (doubled, at most Imax) interval."""
+        rest = self.interval - self.t
+        doubled = min(2 * self.interval, self.imax_s)
+        low = self.interval if doubled > self.interval else doubled / 2
+        self.interval = doubled
+        self.heard = 0
+        self.t = self.rng.uniform(low, doubled)
+        return self.t + rest
+
+
+class Receive:
+    """What an agent puts in front of each of its interface's receivers: HoPP frames go
+    to the agent, everything else to the NDN face as before; an Interest from a
+    neighbour is looked at on its way (HoppAgent.on_remote_interest)."""
+
+    def __init__(self, agent: HoppAgent, ndn_receive: OnFrame | None) -> None:
+        self.agent = agent
+        self.ndn_receive = ndn_receive
+
+    def __call__(self, src: bytes, payload: bytes) -> None:
+        agent = self.agent
+        if hopp.is_hopp(payload):
+            node = agent.node
+            cost = node.profile.cost_s("forward_packet")
+            node.cpu.run(cost, partial(agent.on_message, src, payload))
+            return
+        if self.ndn_receive is None:
+            return  # NDN from a node outside the tree: no face for it
+        if payload and payload[0] == INTEREST_TYPE:
+            agent.on_remote_interest(payload)
+        self.ndn_receive(src, payload)
+
+
+class HoppOwner(Protocol):
+    """What the agents of a run share (hopp.py's NdnHopp): the run's clock,
+    parameters and prefix, and its counters."""
+
+    sim: Simulator
+    params: HoppParams
+    prefix_uri: str
+    lifetime_ms: int
+    messages_sent: int
+    pulls: int
+    nam_drops: int
+    decode_errors: int
+
+    def delivered(self, data: Data) -> None: ...
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # tests probe it through a subclass
+class HoppAgent:
+    """HoPP on one node: tree upkeep, NAMs up, pulls down."""
+
+    def __init__(
+        self,
+        owner: HoppOwner,
+        name: str,
+        node: NdnNode,
+        iface: L2Interface,
+        parent: bytes | None,
+        rng: random.Random,
+    ) -> None:
+        self.owner = owner
+        self.sim = owner.sim
+        self.name = name
+        self.node = node
+        self.iface = iface
+        self.tree_parent = parent  # the shared tree's parent (None: the root)
+        self.rng = rng
+        self.params = owner.params
+        self.app = NdnApp.create(node.forwarder)
+        self.root = parent is None
+        self.rank = 1 if self.root else hopp.RANK_UNDEFINED
+        self.parent_alive = self.root
+        self.floating = False
+        self.sols = 0
+        self.names: dict[bytes, Advertised] = {}  # by the name's wire value
+        self.trickle = Trickle(rng, owner.params)
+        self._trickle_timer: Timer | None = None
+        self._sol_timer: Timer | None = None
+        self._parent_timer: Timer | None = None
+        iface.intercept(self._receiver)
+
+    def _receiver(self, ndn_receive: OnFrame | None) -> OnFrame:
+        return Receive(self, ndn_receive)
+
+    def send(self, dst: bytes, message: hopp.Sol | hopp.Pam | hopp.Nam) -> None:
+        """PAMs and SOLs keep the tree (control traffic); a NAM is part of publishing."""
+        wire = message.encode()
+        kind = DATA if isinstance(message, hopp.Nam) else CONTROL
+        self.iface.send(dst, wire, 0, len(wire), kind=kind)
+        self.owner.messages_sent += 1
+
+    def _send_up(self, message: hopp.Sol | hopp.Nam) -> None:
+        parent = self.tree_parent
+        assert parent is not None, "the root has no parent to send to"
+        self.send(parent, message)
+
+    # ---- start ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.root:
+            self._start_trickle()
+        else:
+            self._sol_timer = self.sim.schedule(
+                self._jitter(self.params.sol_period_s), self._sol_round
+            )
+
+    def _jitter(self, bounds: tuple[float, float]) -> float:
+        return self.rng.uniform(bounds[0], bounds[1])
+
+    # ---- the tree ---------------------------------------------------------------------------
+
+    def _pam(self) -> hopp.Pam:
+        return hopp.Pam(self.rank, self.owner.prefix_uri, self.floating)
+
+    def _start_trickle(self) -> None:
+        """Start (or restart) the PAM timer at Imin."""
+        if self._trickle_timer is not None:
+            self._trickle_timer.cancel()
+        self._trickle_timer = self.sim.schedule(self.trickle.start(), self._trickle_fires)
+
+    def _trickle_fires(self) -> None:
+        if self.rank != hopp.RANK_UNDEFINED and self.trickle.heard < self.params.trickle_k:
+            self.send(mac.BROADCAST, self._pam())
+        self._trickle_timer = self.sim.schedule(self.trickle.next(), self._trickle_fires)
+
+    def _sol_round(self) -> None:
+        """The SOL timer: while without a live parent, solicit; re-armed every 4-5 s."""
+        self._sol_timer = None
+        if self.root or (self.rank != hopp.RANK_UNDEFINED and self.parent_alive):
+            return
+        if self.rank != hopp.RANK_UNDEFINED and self.sols < UNICAST_SOLS:
+            self._send_up(hopp.Sol())
+        else:
+            self.floating = True
+            self.send(mac.BROADCAST, hopp.Sol())
+        self.sols += 1
+        if self.sols == SOLS_BEFORE_TRICKLE and self._trickle_timer is None:
+            self.floating = True
+            self._start_trickle()
+        self._sol_timer = self.sim.schedule(self._jitter(self.params.sol_period_s), self._sol_round)
+
+    def _parent_lost(self) -> None:
+        """No PAM from the parent for 30-35 s (or NAMs unanswered): ask it again."""
+        self._parent_timer = None
+        self.parent_alive = False
+        if self._sol_timer is not None:
+            self._sol_timer.cancel()
+        self._sol_round()
+
+    def _on_pam(self, src: bytes, pam: hopp.Pam) -> None:
+        if self.root or src != self.tree_parent:
+            if self.rank != hopp.RANK_UNDEFINED and self.rank >= pam.rank:
+                self.trickle.heard += 1  # a consistent PAM
+            return
+        changed = self.rank != pam.rank + 1
+        self.rank = pam.rank + 1
+        self.floating = pam.floating
+        if changed:
+            self.send(mac.BROADCAST, hopp.Sol())
+            self.send(mac.BROADCAST, self._pam())
+        if not self.parent_alive:
+            self.parent_alive = True
+            for value, entry in self.names.items():
+                if entry.requested:
+                    entry.retries = self.params.nam_retries
+                    self._arm_nam(value, entry, 0.0)
+        self.sols = 0
+        if self._sol_timer is not None:
+            self._sol_timer.cancel()
+            self._sol_timer = None
+        if self._parent_timer is not None:
+            self._parent_timer.cancel()
+        self._parent_timer = self.sim.schedule(
+            self._jitter(self.params.parent_timeout_s), self._parent_lost
+        )
+
+    def on_sol(self, src: bytes, sol: hopp.Sol) -> None:
+        if self.rank == hopp.RANK_UNDEFINED or self.floating or self.names_full():
+            return
+        if sol.reset_trickle and self._trickle_timer is not None:
+            self._start_trickle()
+        else:
+            self.send(src, self._pam())
+
+    def on_message(self, src: bytes, payload: bytes) -> None:
+        try:
+            message = hopp.decode(payload)
+        except hopp.HoppDecodeError:
+            self.owner.decode_errors += 1
+            return
+        if isinstance(message, hopp.Pam):
+            self._on_pam(src, message)
+        elif isinstance(message, hopp.Sol):
+            self.on_sol(src, message)
+        else:
+            for uri in message.names:
+                self._on_nam(src, uri)
+
+    # ---- names up, Data down ------------------------------------------------------------------
+
+    def names_full(self) -> bool:
+        return len(self.names) >= self.params.nam_cache_entries
+
+    def _remember(self, value: bytes, uri: str, source: bytes | None) -> Advertised | None:
+        entry = self.names.get(value)
+        if entry is not None:
+            return entry
+        if self.names_full() and not self._make_room():
+            self.owner.nam_drops += 1
+            return None
+        entry = self.names[value] = Advertised(uri, source, self.params.nam_retries)
+        return entry
+
+    def _make_room(self) -> bool:
+        """Drop a stale name: one not advertised upwards first, then any."""
+        stale = self.sim.now - self.params.nam_stale_s
+        for upward in (False, True):
+            for value, entry in self.names.items():
+                if entry.requested == upward and entry.heard < stale:
+                    self._forget(value)
+                    return True
+        return False
+
+    def _forget(self, value: bytes) -> None:
+        entry = self.names.pop(value, None)
+        if entry is not None and entry.timer is not None:
+            entry.timer.cancel()
+
+    def publish(self, data: Data) -> None:
+        """A reading of this producer: into the Content Store, its name up to the parent."""
+        name = data.name
+        value = name.value
+        entry = self._remember(value, name.to_uri(), None)
+        if entry is None:
+            return  # the NAM cache is full: the reading stays here, unannounced
+        entry.requested = True
+        entry.heard = self.sim.now
+        self.app.put_data(data, now=self.sim.now)
+        self.node.pump()
+        self._arm_nam(value, entry, 0.0)
+
+    def _on_nam(self, src: bytes, uri: str) -> None:
+        try:
+            name = Name(uri)
+        except (ValueError, NdnDecodeError):
+            self.owner.decode_errors += 1
+            return
+        entry = self._remember(name.value, uri, src)
+        if entry is None:
+            return
+        entry.heard = self.sim.now
+        self._pull(name)
+
+    def _pull(self, name: Name) -> None:
+        """An Interest for the advertised name (the tree's routes lead to its sender)."""
+        self.owner.pulls += 1
+        node = self.node
+        node.cpu.run(NdnTree.create_interest_s(node), partial(self._express, name))
+
+    def _express(self, name: Name) -> None:
+        self.app.express_interest(
+            name, self.owner.lifetime_ms, self._pulled, _not_pulled, now=self.sim.now
+        )
+        self.node.pump()
+
+    def _pulled(self, interest: Interest, data: Data) -> None:
+        value = data.name.value
+        entry = self.names.get(value)
+        if entry is None:
+            return
+        if self.root:
+            self._forget(value)  # the proxy keeps the Data; the subscriber has it
+            self.owner.delivered(data)
+            return
+        if entry.requested:
+            return  # a repeated NAM's pull, answered by our own cache: already upward
+        entry.requested = True
+        entry.retries = self.params.nam_retries
+        self._arm_nam(value, entry, 0.0)
+
+    def _arm_nam(self, value: bytes, entry: Advertised, delay: float) -> None:
+        if entry.timer is not None:
+            entry.timer.cancel()
+        entry.timer = self.sim.schedule(delay, self._nam_due, value)
+
+    def _nam_due(self, value: bytes) -> None:
+        entry = self.names.get(value)
+        if entry is None:
+            return
+        entry.timer = None
+        if self.rank == hopp.RANK_UNDEFINED or not self.parent_alive or not entry.requested:
+            return  # waits until a parent takes us in
+        if entry.retries > 0:
+            entry.retries -= 1
+            self._send_up(hopp.Nam((entry.uri,)))
+            entry.timer = self.sim.schedule(
+                self._jitter(self.params.nam_period_s), self._nam_due, value
+            )
+            return
+        # Nobody pulled: keep the name if its Data is still cached, and check on the
+        # parent (its PAM re-arms the NAMs).
+        if value not in self.node.forwarder.cs:
+            self._forget(value)
+        self._parent_lost()
+
+    def on_remote_interest(self, payload: bytes) -> None:
+        """A neighbour's Interest for a name we advertise, which our Content Store holds:
+        it is being pulled, so stop advertising it (the reference's content_send)."""
+        if not self.names:
+            return
+        try:
+            value = Interest(payload).name.value
+        except NdnDecodeError:
+            return
+        entry = self.names.get(value)
+        if entry is not None and entry.requested and value in self.node.forwarder.cs:
+            self._forget(value)
+
+
+def _not_pulled(interest: Interest) -> None:
+    pass  # the next NAM of the sender pulls again
