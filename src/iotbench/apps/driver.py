@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from iotbench.net.ip import address_bytes, address_text
-from iotbench.net.node import Node
+from iotbench.net.node import Node, RecentLengths
 from iotbench.proto.sansio import drain_with
 from iotbench.sim import Simulator
 from iotbench.sim.deadline import DeadlineTimer
@@ -42,7 +42,7 @@ class DatagramDriver:
         self.node = node
         self.stack = stack
         self.on_event = on_event
-        self.header_length = header_length
+        self.header_length = header_length = RecentLengths(header_length)
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
         self._charged = getattr(stack, "crypto_work", None) if self._cpu is not None else None

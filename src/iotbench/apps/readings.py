@@ -7,14 +7,15 @@ gateway knows which item arrived whatever carried it.
 from __future__ import annotations
 
 import json
+from typing import Final
 
-_COUNTER_BITS = 24
-_COUNTER_MASK = (1 << _COUNTER_BITS) - 1
+_COUNTER_BITS: Final = 24
+_COUNTER_MASK: Final = (1 << _COUNTER_BITS) - 1
 #: The counter of a reading that is no item: a resource's state before its first.
-IDLE_COUNTER = _COUNTER_MASK
-READING_BYTES = 32  # S4's JSON object (with a four-digit value)
-_ID_PREFIX = b'{"id":"0x'  # how every reading begins; ten hex digits follow
-_ID_DIGITS = 10
+IDLE_COUNTER: Final = _COUNTER_MASK
+READING_BYTES: Final = 32  # S4's JSON object (with a four-digit value)
+_ID_PREFIX: Final = b'{"id":"0x'  # how every reading begins; ten hex digits follow
+_ID_DIGITS: Final = 10
 
 
 def reading_id(producer: int, counter: int) -> int:

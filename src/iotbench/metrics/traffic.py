@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from typing import Final
 
 from iotbench.metrics.observers import Observer
 from iotbench.net.packet import ACK, CONTROL, DATA, LOST_FATES, QUEUE_FULL, Packet
@@ -28,7 +29,7 @@ from iotbench.sim import Simulator
 
 # Every medium (a link's channel, a MAC) names a packet's sender before its
 # observers hear of it.
-_NAMED = "a packet reached the observers without its sender's name"
+_NAMED: Final = "a packet reached the observers without its sender's name"
 
 
 class LayerSums:

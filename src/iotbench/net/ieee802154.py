@@ -20,35 +20,36 @@ from __future__ import annotations
 import binascii
 import struct
 from dataclasses import dataclass
+from typing import Final
 
 from iotbench.proto.errors import DecodeError
 
-MAX_FRAME_BYTES = 127  # aMaxPHYPacketSize
-PHY_OVERHEAD_BYTES = 6
-FCS_BYTES = 2
+MAX_FRAME_BYTES: Final = 127  # aMaxPHYPacketSize
+PHY_OVERHEAD_BYTES: Final = 6
+FCS_BYTES: Final = 2
 # The most a data frame carries: 127 bytes less a 21-byte header (PAN ID
 # compression, extended addresses) and the FCS.
-MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES - 21 - FCS_BYTES
-ACK_FRAME_BYTES = 5
-BROADCAST = b"\xff\xff"
-DEFAULT_PAN_ID = 0x23
+MAX_PAYLOAD_BYTES: Final = MAX_FRAME_BYTES - 21 - FCS_BYTES
+ACK_FRAME_BYTES: Final = 5
+BROADCAST: Final = b"\xff\xff"
+DEFAULT_PAN_ID: Final = 0x23
 
-FRAME_TYPE_DATA = 0x1
-FRAME_TYPE_ACK = 0x2
-SECURITY_ENABLED = 0x0008
-FRAME_PENDING = 0x0010
-ACK_REQUEST = 0x0020
-PAN_ID_COMPRESSION = 0x0040
+FRAME_TYPE_DATA: Final = 0x1
+FRAME_TYPE_ACK: Final = 0x2
+SECURITY_ENABLED: Final = 0x0008
+FRAME_PENDING: Final = 0x0010
+ACK_REQUEST: Final = 0x0020
+PAN_ID_COMPRESSION: Final = 0x0040
 ADDR_NONE, ADDR_SHORT, ADDR_EXTENDED = 0x0, 0x2, 0x3
-FRAME_VERSION_2006 = 0x1
-_ADDR_LEN = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}
-_ADDR_MODE = {2: ADDR_SHORT, 8: ADDR_EXTENDED}
+FRAME_VERSION_2006: Final = 0x1
+_ADDR_LEN: Final = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}
+_ADDR_MODE: Final = {2: ADDR_SHORT, 8: ADDR_EXTENDED}
 
-_FC = struct.Struct("<HB")  # frame control, sequence number (little endian on the air)
-_U16 = struct.Struct("<H")
+_FC: Final = struct.Struct("<HB")  # frame control, sequence number (little endian on the air)
+_U16: Final = struct.Struct("<H")
 # CRC-16/KERMIT through the C implementation of its unreflected twin: reverse
 # the bits of every byte, run CRC-CCITT (XModem), reverse the 16-bit result.
-_REVERSED = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+_REVERSED: Final = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
 
 
 class MacDecodeError(DecodeError):
@@ -132,7 +133,7 @@ def _encode_ack(seq: int, frame_pending: bool) -> bytes:
 
 
 # Every unicast frame is acknowledged, and there are only 256 plain ACKs.
-_ACKS = [_encode_ack(seq, False) for seq in range(256)]
+_ACKS: Final = [_encode_ack(seq, False) for seq in range(256)]
 
 
 def decode(data: bytes) -> Frame | Ack:

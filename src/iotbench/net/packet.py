@@ -16,26 +16,28 @@ packets after that: a run's memory does not grow with its length.
 
 from __future__ import annotations
 
+from typing import Final
+
 # Fates. IN_FLIGHT until the medium knows better.
-IN_FLIGHT = "in-flight"
-DELIVERED = "delivered"
-LOST = "lost"  # the loss model dropped it (it used the link, but never arrived)
-OUTAGE = "outage"  # the link was down while the packet was on it
-QUEUE_FULL = "queue-full"  # drop-tail: never transmitted
+IN_FLIGHT: Final = "in-flight"
+DELIVERED: Final = "delivered"
+LOST: Final = "lost"  # the loss model dropped it (it used the link, but never arrived)
+OUTAGE: Final = "outage"  # the link was down while the packet was on it
+QUEUE_FULL: Final = "queue-full"  # drop-tail: never transmitted
 # Radio fates of a unicast frame at its addressee (see net/radio/).
-CORRUPTED = "corrupted"  # received, but bit errors (noise, interference, collision)
-MISSED = "missed"  # the addressee never locked on: busy, asleep, too weak, or out of range
-BROADCAST = "broadcast"  # a broadcast frame: each receiver's outcome is its own
+CORRUPTED: Final = "corrupted"  # received, but bit errors (noise, interference, collision)
+MISSED: Final = "missed"  # the addressee never locked on: busy, asleep, too weak, or out of range
+BROADCAST: Final = "broadcast"  # a broadcast frame: each receiver's outcome is its own
 
 # Kinds of packet, for control-versus-data overhead.
-DATA = "data"
-CONTROL = "control"  # routing and topology maintenance (RPL's ICMPv6 messages)
-ACK = "ack"  # 802.15.4 acknowledgment frames
+DATA: Final = "data"
+CONTROL: Final = "control"  # routing and topology maintenance (RPL's ICMPv6 messages)
+ACK: Final = "ack"  # 802.15.4 acknowledgment frames
 
 # Fates of packets that were put on the wire (appear in a capture at the sender).
-TRANSMITTED = frozenset({IN_FLIGHT, DELIVERED, LOST, OUTAGE, CORRUPTED, MISSED, BROADCAST})
+TRANSMITTED: Final = frozenset({IN_FLIGHT, DELIVERED, LOST, OUTAGE, CORRUPTED, MISSED, BROADCAST})
 # Fates that count as a packet lost on its way (`packets_lost`).
-LOST_FATES = frozenset({LOST, OUTAGE, CORRUPTED, MISSED})
+LOST_FATES: Final = frozenset({LOST, OUTAGE, CORRUPTED, MISSED})
 
 
 class Packet:

@@ -37,6 +37,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -49,11 +50,11 @@ from iotbench.sim import Simulator
 # How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
 # acknowledged), never acknowledged after its retries, or never sent because the
 # channel stayed busy.
-SENT = "sent"
-NO_ACK = "no-ack"
-CHANNEL_ACCESS_FAILURE = "channel-access-failure"
+SENT: Final = "sent"
+NO_ACK: Final = "no-ack"
+CHANNEL_ACCESS_FAILURE: Final = "channel-access-failure"
 # The addressee of a unicast to an address no radio has: nobody locks on.
-NOBODY = object()
+NOBODY: Final = object()
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-STATES = ("off", "idle", "listen", "rx", "tx")
-_OFF, _IDLE, _LISTEN, _RX, _TX = range(len(STATES))
+STATES: Final = ("off", "idle", "listen", "rx", "tx")
+_OFF: Final = 0
+_IDLE: Final = 1
+_LISTEN: Final = 2
+_RX: Final = 3
+_TX: Final = 4
+assert len(STATES) == 5
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class EnergyProfile:
         return self.voltage_v * charge_mas / 1000.0
 
 
-AT86RF231 = EnergyProfile()
+AT86RF231: Final = EnergyProfile()
 
 
 class RadioEnergy:

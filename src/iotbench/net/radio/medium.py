@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
@@ -45,11 +45,15 @@ from iotbench.net.radio.energy import STATES, RadioEnergy
 from iotbench.net.radio.propagation import NoVariation
 from iotbench.sim import Simulator
 
-OFF, IDLE, LISTEN, RX, TX = range(5)
+OFF: Final = 0
+IDLE: Final = 1
+LISTEN: Final = 2
+RX: Final = 3
+TX: Final = 4
 assert STATES == ("off", "idle", "listen", "rx", "tx")
 
 # Incoming power below this is rounding residue of additions and subtractions.
-_POWER_RESIDUE_MW = 1e-30
+_POWER_RESIDUE_MW: Final = 1e-30
 
 
 class RadioCounters:

@@ -29,32 +29,33 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Final
 
 from iotbench.net.ieee802154 import MAX_FRAME_BYTES, PHY_OVERHEAD_BYTES
 
-SYMBOL_S = 16e-6
-RATE_BPS = 250_000
-BYTE_S = 8 / RATE_BPS  # 32 us
-PHY_HEADER_BYTES = PHY_OVERHEAD_BYTES  # preamble 4, SFD 1, PHY header 1
-MAX_PSDU_BYTES = MAX_FRAME_BYTES  # aMaxPHYPacketSize
-TURNAROUND_S = 12 * SYMBOL_S  # aTurnaroundTime: RX <-> TX
-CCA_S = 8 * SYMBOL_S  # CCA detection time
-UNIT_BACKOFF_S = 20 * SYMBOL_S  # aUnitBackoffPeriod
-SHR_SYMBOLS = 10  # phySHRDuration: preamble and SFD
+SYMBOL_S: Final = 16e-6
+RATE_BPS: Final = 250_000
+BYTE_S: Final = 8 / RATE_BPS  # 32 us
+PHY_HEADER_BYTES: Final = PHY_OVERHEAD_BYTES  # preamble 4, SFD 1, PHY header 1
+MAX_PSDU_BYTES: Final = MAX_FRAME_BYTES  # aMaxPHYPacketSize
+TURNAROUND_S: Final = 12 * SYMBOL_S  # aTurnaroundTime: RX <-> TX
+CCA_S: Final = 8 * SYMBOL_S  # CCA detection time
+UNIT_BACKOFF_S: Final = 20 * SYMBOL_S  # aUnitBackoffPeriod
+SHR_SYMBOLS: Final = 10  # phySHRDuration: preamble and SFD
 # macAckWaitDuration = aUnitBackoffPeriod + aTurnaroundTime + phySHRDuration
 # + ceil(6 * phySymbolsPerOctet): 20 + 12 + 10 + 12 = 54 symbols (7.4.2).
-ACK_WAIT_S = (20 + 12 + SHR_SYMBOLS + 12) * SYMBOL_S
-SIFS_S = 12 * SYMBOL_S  # macSIFSPeriod
-LIFS_S = 40 * SYMBOL_S  # macLIFSPeriod
-MAX_SIFS_FRAME_BYTES = 18  # aMaxSIFSFrameSize
-CHANNELS = range(11, 27)
+ACK_WAIT_S: Final = (20 + 12 + SHR_SYMBOLS + 12) * SYMBOL_S
+SIFS_S: Final = 12 * SYMBOL_S  # macSIFSPeriod
+LIFS_S: Final = 40 * SYMBOL_S  # macLIFSPeriod
+MAX_SIFS_FRAME_BYTES: Final = 18  # aMaxSIFSFrameSize
+CHANNELS: Final = range(11, 27)
 
 # The sensitivity definition: PER 1 % at a 20-byte PSDU (IEEE 802.15.4-2006 6.5.3.3).
-SENSITIVITY_PER = 0.01
-SENSITIVITY_PSDU_BYTES = 20
+SENSITIVITY_PER: Final = 0.01
+SENSITIVITY_PSDU_BYTES: Final = 20
 
 # Annex E's sum, term by term: (C(16, k), 1/k - 1, whether the term is added).
-_BER_TERMS = [(math.comb(16, k), 1.0 / k - 1.0, k % 2 == 0) for k in range(2, 17)]
+_BER_TERMS: Final = [(math.comb(16, k), 1.0 / k - 1.0, k % 2 == 0) for k in range(2, 17)]
 
 
 def channel_center_mhz(channel: int) -> float:
@@ -91,7 +92,7 @@ def ber(sinr: float) -> float:
 
 
 # Above this SINR (about 9 dB) the BER is below 1e-20: a frame cannot fail.
-_SINR_ERROR_FREE = 8.0
+_SINR_ERROR_FREE: Final = 8.0
 
 
 # A receiver meets the same few SINRs again and again (a link's power over the
@@ -123,7 +124,7 @@ def snr_for_per_db(per: float, psdu_bytes: int) -> float:
     return (lo + hi) / 2
 
 
-SENSITIVITY_SNR_DB = snr_for_per_db(SENSITIVITY_PER, SENSITIVITY_PSDU_BYTES)
+SENSITIVITY_SNR_DB: Final = snr_for_per_db(SENSITIVITY_PER, SENSITIVITY_PSDU_BYTES)
 
 
 def noise_floor_dbm(sensitivity_dbm: float) -> float:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 import random
-from array import array
 from dataclasses import dataclass
+from typing import Any
 
 SPEED_OF_LIGHT = 299_792_458.0
 
@@ -91,7 +91,7 @@ class NoVariation:
 
     margin_db = 0.0
 
-    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
+    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         return [mean_mw for _rcv, mean_mw, _pair in neighbours]
 
 
@@ -103,10 +103,10 @@ class RayleighFading:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
-        random, log = self.rng.random, math.log
+    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+        random = self.rng.random
         # -ln(U), U in (0, 1]: exponential with mean 1.
-        return [mean_mw * -log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
+        return [mean_mw * -math.log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
 
 
 class GilbertElliottLinks:
@@ -121,7 +121,7 @@ class GilbertElliottLinks:
         P(bad at t | good at s) = pi_bad - pi_bad  e^-(r (t - s)),  r = 1/good_s + 1/bad_s
 
     which is exact and costs one random number, however long the link was
-    idle. Memory: 9 bytes per pair of nodes.
+    idle. Memory: about 40 bytes per pair of nodes.
     """
 
     margin_db = 0.0
@@ -133,29 +133,30 @@ class GilbertElliottLinks:
         self.p_bad = bad_s / (good_s + bad_s)  # the stationary probability of bad
         self.rate = 1.0 / good_s + 1.0 / bad_s
         self.bad_gain = 10.0 ** (-bad_loss_db / 10.0)
-        self._since = array("d", [-1.0]) * pairs  # time of the last frame; -1: none yet
-        self._bad = bytearray(pairs)
+        # Lists, which compiled code indexes without a conversion per element.
+        self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
+        self._bad: list[bool] = [False] * pairs
 
-    def powers(self, neighbours: list[tuple], now: float) -> list[float]:
+    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with
         # locals. The chain's law above puts P(bad) at or below p_bad after a
         # good state and at or above it after a bad one (in floating point too:
         # p_bad plus a term of one sign), so a draw on the far side of p_bad
         # decides the state without the decay term; the draws are the same.
         since_of, bad_of = self._since, self._bad
-        random, exp = self.rng.random, math.exp
+        random = self.rng.random
         p_bad = self.p_bad
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
         out: list[float] = []
         append = out.append
         for _rcv, mean_mw, pair in neighbours:
-            u = random()
+            u: float = random()
             if bad_of[pair]:
-                bad = u < p_bad or u < p_bad + p_good * exp(neg_rate * (now - since_of[pair]))
+                bad = u < p_bad or u < p_bad + p_good * math.exp(neg_rate * (now - since_of[pair]))
             elif u < p_bad:
                 since = since_of[pair]  # -1 before the link's first frame: the stationary law
-                bad = since < 0.0 or u < p_bad + neg_p_bad * exp(neg_rate * (now - since))
+                bad = since < 0.0 or u < p_bad + neg_p_bad * math.exp(neg_rate * (now - since))
             else:
                 bad = False
             bad_of[pair] = bad

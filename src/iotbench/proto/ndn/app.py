@@ -32,6 +32,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from .data import Data
 from .forwarder import Forwarder, Timer
@@ -41,6 +42,12 @@ from .name import Name, NameLike
 from .signing import Signer
 from .tlv import NdnDecodeError
 from .types import TT, ComponentType, LpType
+
+# Plain ints, which compiled code reads without an enum attribute lookup.
+_TT_INTEREST: Final = int(TT.INTEREST)
+_TT_DATA: Final = int(TT.DATA)
+_LP_PACKET: Final = int(LpType.LP_PACKET)
+_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
 
 __all__ = ["AppStats", "NdnApp", "PendingInterest"]
 
@@ -63,7 +70,7 @@ class AppStats:
     decode_errors: int = 0
 
 
-_GONE = object()
+_GONE: Final = object()
 
 
 def _exact_only(interest: Interest) -> bool:
@@ -71,7 +78,7 @@ def _exact_only(interest: Interest) -> bool:
     if interest.can_be_prefix:
         return False
     name = interest.name
-    return not len(name) or name[-1].type != ComponentType.IMPLICIT_SHA256_DIGEST
+    return not len(name) or name[-1].type != _IMPLICIT_DIGEST
 
 
 class PendingInterest:
@@ -286,11 +293,11 @@ class NdnApp:
             return
         try:
             first = wire[0]
-            if first == TT.DATA:
+            if first == _TT_DATA:
                 self._on_data(Data(wire))
-            elif first == TT.INTEREST:
+            elif first == _TT_INTEREST:
                 self._on_interest(Interest(wire))
-            elif first == LpType.LP_PACKET:
+            elif first == _LP_PACKET:
                 packet = LpPacket.decode(wire)
                 if packet.nack is not None and packet.fragment is not None:
                     self._on_nack(Interest(packet.fragment), packet.nack)

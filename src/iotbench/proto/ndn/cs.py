@@ -22,16 +22,19 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import OrderedDict
-from typing import Literal
+from typing import Final, Literal
 
 from .data import Data
 from .interest import Interest
 from .types import ComponentType
 
+# Plain ints, which compiled code reads without an enum attribute lookup.
+_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
+
 __all__ = ["CS_POLICIES", "DEFAULT_CS_BYTES", "ContentStore"]
 
-CS_POLICIES = ("fifo", "lru")
-DEFAULT_CS_BYTES = 24 * 1024
+CS_POLICIES: Final = ("fifo", "lru")
+DEFAULT_CS_BYTES: Final = 24 * 1024
 CsPolicy = Literal["fifo", "lru"]
 
 
@@ -137,7 +140,7 @@ class ContentStore:
             entry = self._entries.get(key)
             if entry is not None:
                 found = key
-            elif len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
+            elif len(name) and name[-1].type == _IMPLICIT_DIGEST:
                 base = name[:-1].value
                 entry = self._entries.get(base)
                 if entry is not None and entry.data.full_name == name:

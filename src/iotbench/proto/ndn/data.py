@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .name import Component, Name, NameLike
 from .siginfo import SignatureInfo
@@ -23,20 +23,36 @@ from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, 
 from .tlv import scan_elements as _scan
 from .types import TT, ComponentType, ContentType
 
+# The TLV-TYPEs used here, as plain ints: compiled code reads a Final int
+# directly, while an enum member is an attribute lookup at every use.
+_TT_CONTENT: Final = int(TT.CONTENT)
+_TT_CONTENT_TYPE: Final = int(TT.CONTENT_TYPE)
+_TT_DATA: Final = int(TT.DATA)
+_TT_FINAL_BLOCK_ID: Final = int(TT.FINAL_BLOCK_ID)
+_TT_FRESHNESS_PERIOD: Final = int(TT.FRESHNESS_PERIOD)
+_TT_META_INFO: Final = int(TT.META_INFO)
+_TT_NAME: Final = int(TT.NAME)
+_TT_SIGNATURE_INFO: Final = int(TT.SIGNATURE_INFO)
+_TT_SIGNATURE_VALUE: Final = int(TT.SIGNATURE_VALUE)
+
 if TYPE_CHECKING:
     from .signing import Signer
 
 __all__ = ["Data", "MetaInfo", "make_data"]
 
-_ORDER: dict[int, int] = {
-    TT.NAME: 0,
-    TT.META_INFO: 1,
-    TT.CONTENT: 2,
-    TT.SIGNATURE_INFO: 3,
-    TT.SIGNATURE_VALUE: 4,
+_ORDER: Final[dict[int, int]] = {
+    _TT_NAME: 0,
+    _TT_META_INFO: 1,
+    _TT_CONTENT: 2,
+    _TT_SIGNATURE_INFO: 3,
+    _TT_SIGNATURE_VALUE: 4,
 }
-_META_ORDER: dict[int, int] = {TT.CONTENT_TYPE: 0, TT.FRESHNESS_PERIOD: 1, TT.FINAL_BLOCK_ID: 2}
-_MISSING = object()
+_META_ORDER: Final[dict[int, int]] = {
+    _TT_CONTENT_TYPE: 0,
+    _TT_FRESHNESS_PERIOD: 1,
+    _TT_FINAL_BLOCK_ID: 2,
+}
+_MISSING: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +66,9 @@ class MetaInfo:
     @classmethod
     def decode(cls, buf: bytes, start: int, end: int) -> MetaInfo:
         found = _scan(buf, start, end, _META_ORDER, "MetaInfo")
-        ct = found.get(TT.CONTENT_TYPE)
-        fp = found.get(TT.FRESHNESS_PERIOD)
-        fb = found.get(TT.FINAL_BLOCK_ID)
+        ct = found.get(_TT_CONTENT_TYPE)
+        fp = found.get(_TT_FRESHNESS_PERIOD)
+        fb = found.get(_TT_FINAL_BLOCK_ID)
         final = None
         if fb is not None:
             final = Component.from_wire(buf[fb[1] : fb[2]])
@@ -71,14 +87,14 @@ class Data:
     def __init__(self, wire: bytes) -> None:
         wire = bytes(wire)
         t, vs, ve = read_tl(wire, 0, len(wire))
-        if t != TT.DATA:
+        if t != _TT_DATA:
             raise NdnDecodeError(f"expected a Data (type 6), got type {t}")
         if ve != len(wire):
             raise NdnDecodeError("trailing bytes after the Data")
         el = _scan(wire, vs, ve, _ORDER, "Data")
-        for required in (TT.NAME, TT.SIGNATURE_INFO, TT.SIGNATURE_VALUE):
+        for required in (_TT_NAME, _TT_SIGNATURE_INFO, _TT_SIGNATURE_VALUE):
             if required not in el:
-                raise NdnDecodeError(f"Data without {required.name}")
+                raise NdnDecodeError(f"Data without {TT(required).name}")
         self.wire = wire
         self._el = el
         self._name: Name | None = None
@@ -101,14 +117,14 @@ class Data:
     def name(self) -> Name:
         name = self._name
         if name is None:
-            _, vs, ve = self._el[TT.NAME]
+            _, vs, ve = self._el[_TT_NAME]
             name = self._name = Name.from_value(self.wire, vs, ve)
         return name
 
     @property
     def content(self) -> bytes:
         """The Content TLV-VALUE (empty when absent)."""
-        el = self._el.get(TT.CONTENT)
+        el = self._el.get(_TT_CONTENT)
         return b"" if el is None else self.wire[el[1] : el[2]]
 
     @property
@@ -118,16 +134,16 @@ class Data:
         The simulator uses it to count a Data's content as payload and the rest
         of the packet as protocol header.
         """
-        el = self._el.get(TT.CONTENT)
+        el = self._el.get(_TT_CONTENT)
         return (len(self.wire), len(self.wire)) if el is None else (el[1], el[2])
 
     @property
     def meta_info(self) -> MetaInfo:
-        v = self._fields.get(TT.META_INFO, _MISSING)
+        v = self._fields.get(_TT_META_INFO, _MISSING)
         if v is _MISSING:
-            el = self._el.get(TT.META_INFO)
+            el = self._el.get(_TT_META_INFO)
             v = MetaInfo() if el is None else MetaInfo.decode(self.wire, el[1], el[2])
-            self._fields[TT.META_INFO] = v
+            self._fields[_TT_META_INFO] = v
         return v  # type: ignore[return-value]
 
     @property
@@ -144,21 +160,21 @@ class Data:
 
     @property
     def signature_info(self) -> SignatureInfo:
-        v = self._fields.get(TT.SIGNATURE_INFO, _MISSING)
+        v = self._fields.get(_TT_SIGNATURE_INFO, _MISSING)
         if v is _MISSING:
-            _, vs, ve = self._el[TT.SIGNATURE_INFO]
-            v = self._fields[TT.SIGNATURE_INFO] = SignatureInfo.decode(self.wire, vs, ve)
+            _, vs, ve = self._el[_TT_SIGNATURE_INFO]
+            v = self._fields[_TT_SIGNATURE_INFO] = SignatureInfo.decode(self.wire, vs, ve)
         return v  # type: ignore[return-value]
 
     @property
     def signature_value(self) -> bytes:
-        _, vs, ve = self._el[TT.SIGNATURE_VALUE]
+        _, vs, ve = self._el[_TT_SIGNATURE_VALUE]
         return self.wire[vs:ve]
 
     @property
     def signed_portion(self) -> bytes:
         """Name through SignatureInfo: the bytes the signature covers."""
-        return self.wire[self._el[TT.NAME][0] : self._el[TT.SIGNATURE_INFO][2]]
+        return self.wire[self._el[_TT_NAME][0] : self._el[_TT_SIGNATURE_INFO][2]]
 
     @property
     def implicit_digest(self) -> bytes:
@@ -202,17 +218,17 @@ def make_data(
         signer = DigestSha256Signer()
     meta = []
     if content_type is not None:
-        meta.append(encode_tlv(TT.CONTENT_TYPE, encode_nni(content_type)))
+        meta.append(encode_tlv(_TT_CONTENT_TYPE, encode_nni(content_type)))
     if freshness_period_ms is not None:
-        meta.append(encode_tlv(TT.FRESHNESS_PERIOD, encode_nni(freshness_period_ms)))
+        meta.append(encode_tlv(_TT_FRESHNESS_PERIOD, encode_nni(freshness_period_ms)))
     if final_block_id is not None:
-        meta.append(encode_tlv(TT.FINAL_BLOCK_ID, final_block_id.wire))
+        meta.append(encode_tlv(_TT_FINAL_BLOCK_ID, final_block_id.wire))
     covered = name.wire
     if meta or meta_info:
-        covered += encode_tlv(TT.META_INFO, b"".join(meta))
-    covered += encode_tlv(TT.CONTENT, bytes(content))
-    covered += SignatureInfo(signer.signature_type, signer.key_locator).encode(TT.SIGNATURE_INFO)
-    body = covered + encode_tlv(TT.SIGNATURE_VALUE, signer.sign(covered))
-    data = Data(encode_tl(TT.DATA, len(body)) + body)
+        covered += encode_tlv(_TT_META_INFO, b"".join(meta))
+    covered += encode_tlv(_TT_CONTENT, bytes(content))
+    covered += SignatureInfo(signer.signature_type, signer.key_locator).encode(_TT_SIGNATURE_INFO)
+    body = covered + encode_tlv(_TT_SIGNATURE_VALUE, signer.sign(covered))
+    data = Data(encode_tl(_TT_DATA, len(body)) + body)
     data._name = name
     return data

@@ -58,7 +58,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Final, Literal
 
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
 
@@ -75,6 +75,11 @@ from .strategy import STRATEGIES, Strategy, make_strategy
 from .tlv import NdnDecodeError
 from .types import TT, LpType, NackReason
 
+# Plain ints, which compiled code reads without an enum attribute lookup.
+_TT_INTEREST: Final = int(TT.INTEREST)
+_TT_DATA: Final = int(TT.DATA)
+_LP_PACKET: Final = int(LpType.LP_PACKET)
+
 __all__ = [
     "UNSOLICITED_DATA_POLICIES",
     "Face",
@@ -84,12 +89,12 @@ __all__ = [
     "Timer",
 ]
 
-UNSOLICITED_DATA_POLICIES = ("drop-all", "admit-local", "admit-network", "admit-all")
+UNSOLICITED_DATA_POLICIES: Final = ("drop-all", "admit-local", "admit-network", "admit-all")
 
-_CANCELLED = -1
-_T_EXPIRE = 0
-_T_RETX = 1
-_T_CALL = 2
+_CANCELLED: Final = -1
+_T_EXPIRE: Final = 0
+_T_RETX: Final = 1
+_T_CALL: Final = 2
 
 
 def _check(ok: bool, name: str, value: object, what: str) -> None:
@@ -619,11 +624,11 @@ class Forwarder:
 
     def _dispatch(self, now: float, face: Face, wire: bytes, lp: bool) -> None:
         first = wire[0] if wire else -1
-        if first == TT.INTEREST:
+        if first == _TT_INTEREST:
             self._on_interest(now, face, Interest(wire))
-        elif first == TT.DATA:
+        elif first == _TT_DATA:
             self._on_data(now, face, Data(wire))
-        elif first == LpType.LP_PACKET and not lp:
+        elif first == _LP_PACKET and not lp:
             packet = LpPacket.decode(wire)
             if packet.fragment is None:
                 self.counters.lp_idle += 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Final
 
 from .tlv import NdnDecodeError
 
@@ -42,19 +43,19 @@ __all__ = [
     "is_hopp",
 ]
 
-DISPATCH = b"\x80\x08"
-SOL_TYPE = 0xC2
-PAM_TYPE = 0xC0
-NAM_TYPE = 0xC1
-TLV_NAME = 0x00
-FLAG_TRICKLE = 0x01  # SOL: reset the receiver's Trickle timer
-FLAG_FLOATING = 0x01  # PAM
-RANK_UNDEFINED = 0
-MAX_PREFIX_BYTES = 32
-MAX_NAME_BYTES = 64
+DISPATCH: Final = b"\x80\x08"
+SOL_TYPE: Final = 0xC2
+PAM_TYPE: Final = 0xC0
+NAM_TYPE: Final = 0xC1
+TLV_NAME: Final = 0x00
+FLAG_TRICKLE: Final = 0x01  # SOL: reset the receiver's Trickle timer
+FLAG_FLOATING: Final = 0x01  # PAM
+RANK_UNDEFINED: Final = 0
+MAX_PREFIX_BYTES: Final = 32
+MAX_NAME_BYTES: Final = 64
 
-_PAM_HEAD = struct.Struct("<BBHH")  # flags, freshness, rank, prefix_len
-_TLV_HEAD = struct.Struct("<BH")  # type, length
+_PAM_HEAD: Final = struct.Struct("<BBHH")  # flags, freshness, rank, prefix_len
+_TLV_HEAD: Final = struct.Struct("<BH")  # type, length
 
 
 class HoppDecodeError(NdnDecodeError):

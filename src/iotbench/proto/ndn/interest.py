@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from hashlib import sha256
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .name import Component, Name, NameLike
 from .siginfo import SignatureInfo
@@ -33,29 +33,43 @@ from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, 
 from .tlv import scan_elements as _scan
 from .types import TT, ComponentType
 
+# The TLV-TYPEs used here, as plain ints: compiled code reads a Final int
+# directly, while an enum member is an attribute lookup at every use.
+_TT_APPLICATION_PARAMETERS: Final = int(TT.APPLICATION_PARAMETERS)
+_TT_CAN_BE_PREFIX: Final = int(TT.CAN_BE_PREFIX)
+_TT_FORWARDING_HINT: Final = int(TT.FORWARDING_HINT)
+_TT_HOP_LIMIT: Final = int(TT.HOP_LIMIT)
+_TT_INTEREST: Final = int(TT.INTEREST)
+_TT_INTEREST_LIFETIME: Final = int(TT.INTEREST_LIFETIME)
+_TT_INTEREST_SIGNATURE_INFO: Final = int(TT.INTEREST_SIGNATURE_INFO)
+_TT_INTEREST_SIGNATURE_VALUE: Final = int(TT.INTEREST_SIGNATURE_VALUE)
+_TT_MUST_BE_FRESH: Final = int(TT.MUST_BE_FRESH)
+_TT_NAME: Final = int(TT.NAME)
+_TT_NONCE: Final = int(TT.NONCE)
+
 if TYPE_CHECKING:
     from .signing import Signer
 
 __all__ = ["DEFAULT_INTEREST_LIFETIME_MS", "Interest", "make_interest"]
 
 #: Spec: an Interest without InterestLifetime lives 4 s.
-DEFAULT_INTEREST_LIFETIME_MS = 4000
+DEFAULT_INTEREST_LIFETIME_MS: Final = 4000
 
-_ORDER: dict[int, int] = {
-    TT.NAME: 0,
-    TT.CAN_BE_PREFIX: 1,
-    TT.MUST_BE_FRESH: 2,
-    TT.FORWARDING_HINT: 3,
-    TT.NONCE: 4,
-    TT.INTEREST_LIFETIME: 5,
-    TT.HOP_LIMIT: 6,
-    TT.APPLICATION_PARAMETERS: 7,
-    TT.INTEREST_SIGNATURE_INFO: 8,
-    TT.INTEREST_SIGNATURE_VALUE: 9,
+_ORDER: Final[dict[int, int]] = {
+    _TT_NAME: 0,
+    _TT_CAN_BE_PREFIX: 1,
+    _TT_MUST_BE_FRESH: 2,
+    _TT_FORWARDING_HINT: 3,
+    _TT_NONCE: 4,
+    _TT_INTEREST_LIFETIME: 5,
+    _TT_HOP_LIMIT: 6,
+    _TT_APPLICATION_PARAMETERS: 7,
+    _TT_INTEREST_SIGNATURE_INFO: 8,
+    _TT_INTEREST_SIGNATURE_VALUE: 9,
 }
-_FH_ORDER: dict[int, int] = {TT.NAME: 0}
-_PARAMS = ComponentType.PARAMETERS_SHA256_DIGEST
-_MISSING = object()
+_FH_ORDER: Final[dict[int, int]] = {_TT_NAME: 0}
+_PARAMS: Final = ComponentType.PARAMETERS_SHA256_DIGEST
+_MISSING: Final = object()
 
 
 def _params_digest_indexes(name: Name) -> list[int]:
@@ -70,21 +84,21 @@ class Interest:
     def __init__(self, wire: bytes) -> None:
         wire = bytes(wire)
         t, vs, ve = read_tl(wire, 0, len(wire))
-        if t != TT.INTEREST:
+        if t != _TT_INTEREST:
             raise NdnDecodeError(f"expected an Interest (type 5), got type {t}")
         if ve != len(wire):
             raise NdnDecodeError("trailing bytes after the Interest")
         el = _scan(wire, vs, ve, _ORDER, "Interest")
-        if TT.NAME not in el:
+        if _TT_NAME not in el:
             raise NdnDecodeError("Interest without Name")
-        for flag in (TT.CAN_BE_PREFIX, TT.MUST_BE_FRESH):
+        for flag in (_TT_CAN_BE_PREFIX, _TT_MUST_BE_FRESH):
             f = el.get(flag)
             if f is not None and f[1] != f[2]:
-                raise NdnDecodeError(f"{flag.name} must be empty")
-        has_sig_info = TT.INTEREST_SIGNATURE_INFO in el
-        if has_sig_info and TT.APPLICATION_PARAMETERS not in el:
+                raise NdnDecodeError(f"{TT(flag).name} must be empty")
+        has_sig_info = _TT_INTEREST_SIGNATURE_INFO in el
+        if has_sig_info and _TT_APPLICATION_PARAMETERS not in el:
             raise NdnDecodeError("InterestSignatureInfo without ApplicationParameters")
-        if has_sig_info != (TT.INTEREST_SIGNATURE_VALUE in el):
+        if has_sig_info != (_TT_INTEREST_SIGNATURE_VALUE in el):
             raise NdnDecodeError("InterestSignatureInfo and InterestSignatureValue go together")
         self.wire = wire
         self._el = el
@@ -110,10 +124,10 @@ class Interest:
     def name(self) -> Name:
         name = self._name
         if name is None:
-            _, vs, ve = self._el[TT.NAME]
+            _, vs, ve = self._el[_TT_NAME]
             name = Name.from_value(self.wire, vs, ve)
             count = sum(1 for c in name if c.type == _PARAMS) if b"\x02\x20" in name.value else 0
-            if TT.APPLICATION_PARAMETERS in self._el:
+            if _TT_APPLICATION_PARAMETERS in self._el:
                 if count != 1:
                     raise NdnDecodeError(
                         f"Interest with ApplicationParameters has {count} parameters digest"
@@ -126,42 +140,42 @@ class Interest:
 
     @property
     def can_be_prefix(self) -> bool:
-        return TT.CAN_BE_PREFIX in self._el
+        return _TT_CAN_BE_PREFIX in self._el
 
     @property
     def must_be_fresh(self) -> bool:
-        return TT.MUST_BE_FRESH in self._el
+        return _TT_MUST_BE_FRESH in self._el
 
     @property
     def nonce(self) -> int | None:
         """The 4-byte Nonce as an unsigned integer, or None."""
-        v = self._fields.get(TT.NONCE, _MISSING)
+        v = self._fields.get(_TT_NONCE, _MISSING)
         if v is _MISSING:
-            el = self._el.get(TT.NONCE)
+            el = self._el.get(_TT_NONCE)
             if el is None:
                 v = None
             else:
                 if el[2] - el[1] != 4:
                     raise NdnDecodeError(f"Nonce of {el[2] - el[1]} bytes (must be 4)")
                 v = int.from_bytes(self.wire[el[1] : el[2]], "big")
-            self._fields[TT.NONCE] = v
+            self._fields[_TT_NONCE] = v
         return v  # type: ignore[return-value]
 
     @property
     def lifetime_ms(self) -> int:
         """InterestLifetime in milliseconds (4000 when absent)."""
-        el = self._el.get(TT.INTEREST_LIFETIME)
+        el = self._el.get(_TT_INTEREST_LIFETIME)
         if el is None:
             return DEFAULT_INTEREST_LIFETIME_MS
         return decode_nni(self.wire, el[1], el[2])
 
     @property
     def has_lifetime(self) -> bool:
-        return TT.INTEREST_LIFETIME in self._el
+        return _TT_INTEREST_LIFETIME in self._el
 
     @property
     def hop_limit(self) -> int | None:
-        el = self._el.get(TT.HOP_LIMIT)
+        el = self._el.get(_TT_HOP_LIMIT)
         if el is None:
             return None
         if el[2] - el[1] != 1:
@@ -170,18 +184,18 @@ class Interest:
 
     @property
     def has_forwarding_hint(self) -> bool:
-        return TT.FORWARDING_HINT in self._el
+        return _TT_FORWARDING_HINT in self._el
 
     @property
     def forwarding_hint(self) -> tuple[Name, ...]:
-        el = self._el.get(TT.FORWARDING_HINT)
+        el = self._el.get(_TT_FORWARDING_HINT)
         if el is None:
             return ()
         names = []
         pos, end = el[1], el[2]
         while pos < end:
             t, vs, ve = read_tl(self.wire, pos, end)
-            if t == TT.NAME:
+            if t == _TT_NAME:
                 names.append(Name.from_value(self.wire, vs, ve))
             elif t <= 31 or t & 1:
                 raise NdnDecodeError(f"unrecognized critical element {t} in ForwardingHint")
@@ -193,30 +207,30 @@ class Interest:
     @property
     def app_parameters(self) -> bytes | None:
         """The ApplicationParameters TLV-VALUE, or None when absent."""
-        el = self._el.get(TT.APPLICATION_PARAMETERS)
+        el = self._el.get(_TT_APPLICATION_PARAMETERS)
         return None if el is None else self.wire[el[1] : el[2]]
 
     @property
     def signature_info(self) -> SignatureInfo | None:
-        v = self._fields.get(TT.INTEREST_SIGNATURE_INFO, _MISSING)
+        v = self._fields.get(_TT_INTEREST_SIGNATURE_INFO, _MISSING)
         if v is _MISSING:
-            el = self._el.get(TT.INTEREST_SIGNATURE_INFO)
+            el = self._el.get(_TT_INTEREST_SIGNATURE_INFO)
             v = None if el is None else SignatureInfo.decode(self.wire, el[1], el[2])
-            self._fields[TT.INTEREST_SIGNATURE_INFO] = v
+            self._fields[_TT_INTEREST_SIGNATURE_INFO] = v
         return v  # type: ignore[return-value]
 
     @property
     def signature_value(self) -> bytes | None:
-        el = self._el.get(TT.INTEREST_SIGNATURE_VALUE)
+        el = self._el.get(_TT_INTEREST_SIGNATURE_VALUE)
         return None if el is None else self.wire[el[1] : el[2]]
 
     @property
     def signed_portion(self) -> bytes | None:
         """The bytes an Interest signature covers, or None for an unsigned Interest."""
-        el = self._el.get(TT.INTEREST_SIGNATURE_INFO)
+        el = self._el.get(_TT_INTEREST_SIGNATURE_INFO)
         if el is None:
             return None
-        start = self._el[TT.APPLICATION_PARAMETERS][0]
+        start = self._el[_TT_APPLICATION_PARAMETERS][0]
         end = el[2]
         return _name_without_params_digest(self.name) + self.wire[start:end]
 
@@ -224,7 +238,7 @@ class Interest:
 
     def parameters_digest(self) -> bytes | None:
         """SHA-256 of ApplicationParameters through the end of the Interest, or None."""
-        el = self._el.get(TT.APPLICATION_PARAMETERS)
+        el = self._el.get(_TT_APPLICATION_PARAMETERS)
         if el is None:
             return None
         return sha256(self.wire[el[0] : self._end]).digest()
@@ -270,24 +284,24 @@ class Interest:
                 if _ORDER[other] > rank:
                     at = min(at, start)
             value = wire[vs:at] + tlv + wire[at:ve]
-        copy = Interest(encode_tl(TT.INTEREST, len(value)) + value)
+        copy = Interest(encode_tl(_TT_INTEREST, len(value)) + value)
         copy._name = self._name
         return copy
 
     def with_nonce(self, nonce: int) -> Interest:
-        return self._replace(TT.NONCE, encode_tlv(TT.NONCE, nonce.to_bytes(4, "big")))
+        return self._replace(_TT_NONCE, encode_tlv(_TT_NONCE, nonce.to_bytes(4, "big")))
 
     def with_hop_limit(self, hop_limit: int | None) -> Interest:
-        tlv = None if hop_limit is None else encode_tlv(TT.HOP_LIMIT, bytes((hop_limit,)))
-        return self._replace(TT.HOP_LIMIT, tlv)
+        tlv = None if hop_limit is None else encode_tlv(_TT_HOP_LIMIT, bytes((hop_limit,)))
+        return self._replace(_TT_HOP_LIMIT, tlv)
 
     def with_lifetime_ms(self, lifetime_ms: int | None) -> Interest:
         tlv = (
             None
             if lifetime_ms is None
-            else encode_tlv(TT.INTEREST_LIFETIME, encode_nni(lifetime_ms))
+            else encode_tlv(_TT_INTEREST_LIFETIME, encode_nni(lifetime_ms))
         )
-        return self._replace(TT.INTEREST_LIFETIME, tlv)
+        return self._replace(_TT_INTEREST_LIFETIME, tlv)
 
     def validate(self) -> Interest:
         """Decode every field now (raises NdnDecodeError on the first bad one)."""
@@ -344,13 +358,13 @@ def make_interest(
         parts.append(b"\x12\x00")
     hints = [h if isinstance(h, Name) else Name(h) for h in forwarding_hint]
     if hints:
-        parts.append(encode_tlv(TT.FORWARDING_HINT, b"".join(h.wire for h in hints)))
+        parts.append(encode_tlv(_TT_FORWARDING_HINT, b"".join(h.wire for h in hints)))
     if nonce is not None:
         parts.append(b"\x0a\x04" + nonce.to_bytes(4, "big"))
     if lifetime_ms is not None:
-        parts.append(encode_tlv(TT.INTEREST_LIFETIME, encode_nni(lifetime_ms)))
+        parts.append(encode_tlv(_TT_INTEREST_LIFETIME, encode_nni(lifetime_ms)))
     if hop_limit is not None:
-        parts.append(bytes((TT.HOP_LIMIT, 1, hop_limit)))
+        parts.append(bytes((_TT_HOP_LIMIT, 1, hop_limit)))
     if signer is not None and app_parameters is None:
         app_parameters = b""
     if (
@@ -369,7 +383,7 @@ def make_interest(
             base = name[: digest_at[0]] + name[digest_at[0] + 1 :]
         else:
             base = name
-        tail = encode_tlv(TT.APPLICATION_PARAMETERS, app_parameters)
+        tail = encode_tlv(_TT_APPLICATION_PARAMETERS, app_parameters)
         if signer is not None:
             info = SignatureInfo(
                 signer.signature_type,
@@ -377,10 +391,10 @@ def make_interest(
                 nonce=signature_nonce,
                 time_ms=signature_time_ms,
                 seq_num=signature_seq_num,
-            ).encode(TT.INTEREST_SIGNATURE_INFO)
+            ).encode(_TT_INTEREST_SIGNATURE_INFO)
             tail += info
             value = signer.sign(base.value + tail)
-            tail += encode_tlv(TT.INTEREST_SIGNATURE_VALUE, value)
+            tail += encode_tlv(_TT_INTEREST_SIGNATURE_VALUE, value)
         component = Component(_PARAMS, sha256(tail).digest())
         if digest_at:
             i = digest_at[0]
@@ -389,6 +403,6 @@ def make_interest(
             name = name.append(component)
         parts.append(tail)
     body = name.wire + b"".join(parts)
-    interest = Interest(encode_tl(TT.INTEREST, len(body)) + body)
+    interest = Interest(encode_tl(_TT_INTEREST, len(body)) + body)
     interest._name = name
     return interest

@@ -23,6 +23,7 @@ rejects; a missing NackReason means reason NONE.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl
 from .tlv import scan_elements as _scan
@@ -30,15 +31,18 @@ from .types import LpType, NackReason
 
 __all__ = ["LpPacket", "is_ignorable_lp_field"]
 
-_NNI_FIELDS: dict[int, str] = {
+_NNI_FIELDS: Final[dict[int, str]] = {
     LpType.FRAG_INDEX: "frag_index",
     LpType.FRAG_COUNT: "frag_count",
     LpType.INCOMING_FACE_ID: "incoming_face_id",
     LpType.NEXT_HOP_FACE_ID: "next_hop_face_id",
     LpType.CONGESTION_MARK: "congestion_mark",
 }
-_FIXED_FIELDS: dict[int, str] = {LpType.SEQUENCE: "sequence", LpType.TX_SEQUENCE: "tx_sequence"}
-_KNOWN: set[int] = {
+_FIXED_FIELDS: Final[dict[int, str]] = {
+    LpType.SEQUENCE: "sequence",
+    LpType.TX_SEQUENCE: "tx_sequence",
+}
+_KNOWN: Final[set[int]] = {
     LpType.SEQUENCE,
     LpType.FRAG_INDEX,
     LpType.FRAG_COUNT,
@@ -50,7 +54,7 @@ _KNOWN: set[int] = {
     LpType.ACK,
     LpType.TX_SEQUENCE,
 }
-_NACK_ORDER: dict[int, int] = {LpType.NACK_REASON: 0}
+_NACK_ORDER: Final[dict[int, int]] = {LpType.NACK_REASON: 0}
 
 
 def is_ignorable_lp_field(t: int) -> bool:

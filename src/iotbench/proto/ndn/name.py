@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, SupportsIndex, overload
+from typing import Final, NamedTuple, SupportsIndex, overload
 
 from mypy_extensions import mypyc_attr
 
@@ -34,29 +34,34 @@ from .types import ComponentType
 
 __all__ = ["Component", "Name", "NameLike"]
 
-_NAME_TYPE = 0x07
-_DIGEST_TYPES = (ComponentType.IMPLICIT_SHA256_DIGEST, ComponentType.PARAMETERS_SHA256_DIGEST)
-_MAX_COMPONENT_TYPE = 0xFFFF
+_NAME_TYPE: Final = 0x07
+_DIGEST_TYPES: Final = (
+    ComponentType.IMPLICIT_SHA256_DIGEST,
+    ComponentType.PARAMETERS_SHA256_DIGEST,
+)
+_MAX_COMPONENT_TYPE: Final = 0xFFFF
 
-_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_UNRESERVED: Final = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+)
 # Byte -> its URI text, computed once.
-_ESCAPE = tuple(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in range(256))
-_HEX = frozenset("0123456789abcdefABCDEF")
+_ESCAPE: Final = tuple(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in range(256))
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
 
 # Alternate URI forms of the numeric naming conventions (rev. 3).
-_NUMBER_PREFIX: dict[int, str] = {
+_NUMBER_PREFIX: Final[dict[int, str]] = {
     ComponentType.SEGMENT: "seg",
     ComponentType.BYTE_OFFSET: "off",
     ComponentType.VERSION: "v",
     ComponentType.TIMESTAMP: "t",
     ComponentType.SEQUENCE_NUM: "seq",
 }
-_PREFIX_NUMBER = {v: k for k, v in _NUMBER_PREFIX.items()}
-_DIGEST_PREFIX: dict[int, str] = {
+_PREFIX_NUMBER: Final = {v: k for k, v in _NUMBER_PREFIX.items()}
+_DIGEST_PREFIX: Final[dict[int, str]] = {
     ComponentType.IMPLICIT_SHA256_DIGEST: "sha256digest",
     ComponentType.PARAMETERS_SHA256_DIGEST: "params-sha256",
 }
-_PREFIX_DIGEST = {v: k for k, v in _DIGEST_PREFIX.items()}
+_PREFIX_DIGEST: Final = {v: k for k, v in _DIGEST_PREFIX.items()}
 
 
 def _escape(value: bytes) -> str:
@@ -285,7 +290,7 @@ def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
 # Component(t, v) without the named tuple's Python-level __new__ (decoded values are valid).
 _new_component = tuple.__new__
 # TLV-TYPE and TLV-LENGTH of a generic component with a value of 0..252 bytes.
-_GENERIC_TL = tuple(bytes((ComponentType.GENERIC, n)) for n in range(253))
+_GENERIC_TL: Final = tuple(bytes((ComponentType.GENERIC, n)) for n in range(253))
 
 
 def _to_component(c: Component | bytes | str) -> Component:
@@ -579,7 +584,7 @@ class Name(tuple):
 _tuple_new = tuple.__new__
 _tuple_len = tuple.__len__
 _tuple_getitem = tuple.__getitem__
-_ALL = slice(None)
+_ALL: Final = slice(None)
 
 
 def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:

@@ -23,7 +23,7 @@ creation), the two policies of the S4 study.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Final, Literal
 
 from iotbench.proto.retransmit import Retransmission
 
@@ -32,9 +32,12 @@ from .interest import Interest
 from .name import Name
 from .types import ComponentType
 
+# Plain ints, which compiled code reads without an enum attribute lookup.
+_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
+
 __all__ = ["PIT_OVERFLOW_POLICIES", "InRecord", "OutRecord", "Pit", "PitEntry"]
 
-PIT_OVERFLOW_POLICIES = ("drop-new", "replace-oldest")
+PIT_OVERFLOW_POLICIES: Final = ("drop-new", "replace-oldest")
 PitOverflow = Literal["drop-new", "replace-oldest"]
 
 
@@ -192,7 +195,7 @@ class Pit:
             if held > self.peak:
                 self.peak = held
         self._by_name.setdefault(key[0], []).append(entry)
-        if len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
+        if len(name) and name[-1].type == _IMPLICIT_DIGEST:
             self._digest_named += 1
         return entry, True, evicted
 
@@ -205,7 +208,7 @@ class Pit:
         if not same:
             del self._by_name[entry.key[0]]
         name = entry.name
-        if len(name) and name[-1].type == ComponentType.IMPLICIT_SHA256_DIGEST:
+        if len(name) and name[-1].type == _IMPLICIT_DIGEST:
             self._digest_named -= 1
 
     def find_all_matches(self, data: Data) -> list[PitEntry]:

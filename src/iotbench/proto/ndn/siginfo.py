@@ -15,22 +15,36 @@ the Interest-only fields are NonNegativeIntegers except SignatureNonce
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from .name import Name
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tlv, read_tl, scan_elements
 from .types import TT
 
+# The TLV-TYPEs used here, as plain ints: compiled code reads a Final int
+# directly, while an enum member is an attribute lookup at every use.
+_TT_INTEREST_SIGNATURE_INFO: Final = int(TT.INTEREST_SIGNATURE_INFO)
+_TT_KEY_DIGEST: Final = int(TT.KEY_DIGEST)
+_TT_KEY_LOCATOR: Final = int(TT.KEY_LOCATOR)
+_TT_NAME: Final = int(TT.NAME)
+_TT_SIGNATURE_INFO: Final = int(TT.SIGNATURE_INFO)
+_TT_SIGNATURE_NONCE: Final = int(TT.SIGNATURE_NONCE)
+_TT_SIGNATURE_SEQ_NUM: Final = int(TT.SIGNATURE_SEQ_NUM)
+_TT_SIGNATURE_TIME: Final = int(TT.SIGNATURE_TIME)
+_TT_SIGNATURE_TYPE: Final = int(TT.SIGNATURE_TYPE)
+_TT_VALIDITY_PERIOD: Final = int(TT.VALIDITY_PERIOD)
+
 __all__ = ["KeyLocator", "SignatureInfo"]
 
-_SIGINFO_ORDER: dict[int, int] = {
-    TT.SIGNATURE_TYPE: 0,
-    TT.KEY_LOCATOR: 1,
-    TT.VALIDITY_PERIOD: 2,
-    TT.SIGNATURE_NONCE: 3,
-    TT.SIGNATURE_TIME: 4,
-    TT.SIGNATURE_SEQ_NUM: 5,
+_SIGINFO_ORDER: Final[dict[int, int]] = {
+    _TT_SIGNATURE_TYPE: 0,
+    _TT_KEY_LOCATOR: 1,
+    _TT_VALIDITY_PERIOD: 2,
+    _TT_SIGNATURE_NONCE: 3,
+    _TT_SIGNATURE_TIME: 4,
+    _TT_SIGNATURE_SEQ_NUM: 5,
 }
-_KEY_LOCATOR_ORDER: dict[int, int] = {TT.NAME: 0, TT.KEY_DIGEST: 0}
+_KEY_LOCATOR_ORDER: Final[dict[int, int]] = {_TT_NAME: 0, _TT_KEY_DIGEST: 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +62,18 @@ class KeyLocator:
         if self.name is not None:
             inner = self.name.wire
         else:
-            inner = encode_tlv(TT.KEY_DIGEST, bytes(self.key_digest or b""))
-        return encode_tlv(TT.KEY_LOCATOR, inner)
+            inner = encode_tlv(_TT_KEY_DIGEST, bytes(self.key_digest or b""))
+        return encode_tlv(_TT_KEY_LOCATOR, inner)
 
     @classmethod
     def decode(cls, buf: bytes, start: int, end: int) -> KeyLocator:
         """Decode a KeyLocator TLV-VALUE."""
         found = scan_elements(buf, start, end, _KEY_LOCATOR_ORDER, "KeyLocator")
-        if TT.NAME in found:
-            _, vs, ve = found[TT.NAME]
+        if _TT_NAME in found:
+            _, vs, ve = found[_TT_NAME]
             return cls(name=Name.from_value(buf, vs, ve))
-        if TT.KEY_DIGEST in found:
-            _, vs, ve = found[TT.KEY_DIGEST]
+        if _TT_KEY_DIGEST in found:
+            _, vs, ve = found[_TT_KEY_DIGEST]
             return cls(key_digest=bytes(buf[vs:ve]))
         raise NdnDecodeError("KeyLocator holds neither a Name nor a KeyDigest")
 
@@ -73,25 +87,25 @@ class SignatureInfo:
     time_ms: int | None = None
     seq_num: int | None = None
 
-    def encode(self, tlv_type: int = TT.SIGNATURE_INFO) -> bytes:
-        parts = [encode_tlv(TT.SIGNATURE_TYPE, encode_nni(self.signature_type))]
+    def encode(self, tlv_type: int = _TT_SIGNATURE_INFO) -> bytes:
+        parts = [encode_tlv(_TT_SIGNATURE_TYPE, encode_nni(self.signature_type))]
         if self.key_locator is not None:
             parts.append(self.key_locator.encode())
         if self.validity_period is not None:
-            parts.append(encode_tlv(TT.VALIDITY_PERIOD, self.validity_period))
+            parts.append(encode_tlv(_TT_VALIDITY_PERIOD, self.validity_period))
         if self.nonce is not None:
-            parts.append(encode_tlv(TT.SIGNATURE_NONCE, self.nonce))
+            parts.append(encode_tlv(_TT_SIGNATURE_NONCE, self.nonce))
         if self.time_ms is not None:
-            parts.append(encode_tlv(TT.SIGNATURE_TIME, encode_nni(self.time_ms)))
+            parts.append(encode_tlv(_TT_SIGNATURE_TIME, encode_nni(self.time_ms)))
         if self.seq_num is not None:
-            parts.append(encode_tlv(TT.SIGNATURE_SEQ_NUM, encode_nni(self.seq_num)))
+            parts.append(encode_tlv(_TT_SIGNATURE_SEQ_NUM, encode_nni(self.seq_num)))
         return encode_tlv(tlv_type, b"".join(parts))
 
     @classmethod
     def decode(cls, buf: bytes, start: int, end: int) -> SignatureInfo:
         """Decode a (Interest)SignatureInfo TLV-VALUE."""
         found = scan_elements(buf, start, end, _SIGINFO_ORDER, "SignatureInfo")
-        if TT.SIGNATURE_TYPE not in found:
+        if _TT_SIGNATURE_TYPE not in found:
             raise NdnDecodeError("SignatureInfo without SignatureType")
 
         def nni(t: int) -> int | None:
@@ -102,14 +116,14 @@ class SignatureInfo:
             el = found.get(t)
             return None if el is None else bytes(buf[el[1] : el[2]])
 
-        kl = found.get(TT.KEY_LOCATOR)
+        kl = found.get(_TT_KEY_LOCATOR)
         return cls(
-            signature_type=nni(TT.SIGNATURE_TYPE) or 0,
+            signature_type=nni(_TT_SIGNATURE_TYPE) or 0,
             key_locator=None if kl is None else KeyLocator.decode(buf, kl[1], kl[2]),
-            validity_period=raw(TT.VALIDITY_PERIOD),
-            nonce=raw(TT.SIGNATURE_NONCE),
-            time_ms=nni(TT.SIGNATURE_TIME),
-            seq_num=nni(TT.SIGNATURE_SEQ_NUM),
+            validity_period=raw(_TT_VALIDITY_PERIOD),
+            nonce=raw(_TT_SIGNATURE_NONCE),
+            time_ms=nni(_TT_SIGNATURE_TIME),
+            seq_num=nni(_TT_SIGNATURE_SEQ_NUM),
         )
 
     @classmethod
@@ -117,6 +131,6 @@ class SignatureInfo:
         """Decode one whole (Interest)SignatureInfo TLV."""
         wire = bytes(wire)
         t, vs, ve = read_tl(wire, 0, len(wire))
-        if t not in (TT.SIGNATURE_INFO, TT.INTEREST_SIGNATURE_INFO) or ve != len(wire):
+        if t not in (_TT_SIGNATURE_INFO, _TT_INTEREST_SIGNATURE_INFO) or ve != len(wire):
             raise NdnDecodeError("not exactly one SignatureInfo TLV")
         return cls.decode(wire, vs, ve)

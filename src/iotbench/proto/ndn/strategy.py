@@ -30,7 +30,7 @@ downstream retransmission would only double the traffic).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["STRATEGIES", "BestRoute", "Multicast", "Strategy", "make_strategy"]
 
 # Least severe first: when every upstream Nacked, the downstream hears the mildest reason.
-_SEVERITY: dict[int, int] = {
+_SEVERITY: Final[dict[int, int]] = {
     NackReason.CONGESTION: 0,
     NackReason.DUPLICATE: 1,
     NackReason.NO_ROUTE: 2,

@@ -19,6 +19,8 @@ else for bad input.
 
 from __future__ import annotations
 
+from typing import Final
+
 from mypy_extensions import mypyc_attr
 
 from iotbench.proto.errors import DecodeError
@@ -38,8 +40,8 @@ __all__ = [
     "var_number_size",
 ]
 
-MAX_TLV_TYPE = 0xFFFFFFFF
-_MAX_U64 = 0xFFFFFFFFFFFFFFFF
+MAX_TLV_TYPE: Final = 0xFFFFFFFF
+_MAX_U64: Final = 0xFFFFFFFFFFFFFFFF
 
 
 # Refined by the decoders of fragments, HoPP and encrypted content.
