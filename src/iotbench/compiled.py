@@ -2,8 +2,9 @@
 
 Every frame of a radio network runs through the event kernel, the medium
 and its link-variation draws, the 802.15.4 codec and MACs, and then 6LoWPAN,
-IP and the IP node, or NDN's forwarder, tables and codecs
-(docs/performance.md, "S4's runs"). setup.py compiles these modules with
+IP and the IP node, or NDN's forwarder, tables, codecs and faces (with
+HoPP's agent), and S4's metrics see every frame (docs/performance.md,
+"S4's runs"). setup.py compiles these modules with
 mypyc: the same Python source becomes a C extension, with the same results
 to the bit (the regression check compares every metric and pcap digest of
 every built-in scenario). No other code exists for them; without a C
