@@ -21,11 +21,10 @@ from typing import Final
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.l2 import L2Interface
-from iotbench.proto.ndn.data import Data
 from iotbench.proto.ndn.forwarder import Forwarder, ForwarderConfig
 from iotbench.proto.ndn.fragmentation import HEADER_SIZE, FragmentHeader, fragment, is_fragment
 from iotbench.proto.ndn.profiles import DeviceProfile
-from iotbench.proto.ndn.tlv import NdnDecodeError
+from iotbench.proto.ndn.tlv import NdnDecodeError, read_tl
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.sim.cpu import Cpu
@@ -122,13 +121,23 @@ def _more_fragments(frame: bytes) -> bool:
 
 
 _DATA_TYPE: Final = int(TT.DATA)  # a Data's first byte
+_CONTENT_TYPE: Final = int(TT.CONTENT)
 
 
 def _content_span(wire: bytes) -> tuple[int, int]:
-    """The Content bytes of a Data (its payload); an empty span for anything else."""
-    if wire and wire[0] == _DATA_TYPE:
-        try:
-            return Data(wire).content_span
-        except NdnDecodeError:
-            pass
+    """The Content bytes of a Data (its payload); an empty span for anything else.
+
+    A forwarder sends only Data it built or decoded, so the Content element is
+    found by walking the Data's elements, without decoding it again."""
+    if not wire or wire[0] != _DATA_TYPE:
+        return 0, 0
+    try:
+        _, pos, end = read_tl(wire, 0, len(wire))
+        while pos < end:
+            kind, start, stop = read_tl(wire, pos, end)
+            if kind == _CONTENT_TYPE:
+                return start, stop
+            pos = stop
+    except NdnDecodeError:
+        pass
     return 0, 0

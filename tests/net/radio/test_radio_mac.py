@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from radio_harness import RadioNet
 
 from iotbench.net import ieee802154 as mac
-from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams
+from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams, randbelow
 from iotbench.net.packet import BROADCAST, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.interferer import WifiInterferer
@@ -256,3 +257,15 @@ def test_s4s_energy_counts_frames_at_their_currents_and_idle_time_at_trx_off():
     assert profile.air_joules(times) == pytest.approx(
         3.0 * (0.4 * 10.0 + 12.3 * 0.5 + 11.6 * 0.25) / 1000
     )
+
+
+def test_a_backoffs_draw_is_randranges_draw():
+    """The MAC draws its backoff with its own randbelow: the same numbers, and the
+    same state left behind, as random.Random.randrange."""
+    for seed in range(20):
+        ours, library = random.Random(seed), random.Random(seed)
+        for n in (1, 2, 3, 7, 8, 32, 255, 256, 1000):
+            assert [randbelow(ours, n) for _ in range(50)] == [
+                library.randrange(n) for _ in range(50)
+            ]
+        assert ours.random() == library.random()

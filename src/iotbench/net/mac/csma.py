@@ -267,7 +267,7 @@ class CsmaMac:
         self._backoff(out)
 
     def _backoff(self, out: _Outgoing) -> None:
-        delay = self.rng.randrange(1 << out.be) * phy.UNIT_BACKOFF_S
+        delay = randbelow(self.rng, 1 << out.be) * phy.UNIT_BACKOFF_S
         self.sim.post(self.sim.now + delay, self._cca_start)
 
     def _cca_start(self) -> None:
@@ -434,6 +434,17 @@ class CsmaMac:
 
     def _ack_done(self, tx: Transmission, delivered: bool) -> None:
         self._acking = False
+
+
+def randbelow(rng: random.Random, n: int) -> int:
+    """`rng.randrange(n)` for n >= 1, with the same draws: CPython's
+    Random._randbelow_with_getrandbits, written here because the library's is
+    Python code, called for every backoff."""
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
 
 
 def _ignore(*_args: object) -> None:

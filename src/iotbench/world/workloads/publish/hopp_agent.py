@@ -29,7 +29,7 @@ from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
-from iotbench.proto.ndn.tlv import NdnDecodeError
+from iotbench.proto.ndn.tlv import NdnDecodeError, read_tl
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
@@ -55,6 +55,7 @@ class HoppParams:
 
 UNICAST_SOLS = 4
 INTEREST_TYPE: Final = int(TT.INTEREST)  # an NDN Interest's first byte
+_NAME_TYPE: Final = int(TT.NAME)
 SOLS_BEFORE_TRICKLE = 3
 
 
@@ -401,6 +402,15 @@ class HoppAgent:
         """A neighbour's Interest for a name we advertise, which our Content Store holds:
         it is being pulled, so stop advertising it (the reference's content_send)."""
         if not self.names:
+            return
+        # A valid Interest's Name is its first element: look its value up first,
+        # and decode (validate) the whole Interest only for a name we hold.
+        try:
+            _, start, end = read_tl(payload, 0, len(payload))
+            kind, start, end = read_tl(payload, start, end)
+        except NdnDecodeError:
+            return
+        if kind != _NAME_TYPE or payload[start:end] not in self.names:
             return
         try:
             value = Interest(payload).name.value
