@@ -49,29 +49,6 @@ HOP_LIMIT = 64
 LINK_LOCAL_PREFIX = bytes.fromhex("fe80000000000000")
 
 
-class RecentLengths:
-    """An application-header dissector (AppLayers) that remembers its answers for the
-    last few distinct payloads: a datagram is dissected when sent and again at every
-    router on its way, and decoding it each time was a large part of a multi-hop
-    run. The dissector is a function of the bytes alone, so the answers are the
-    same; an error is raised as before and nothing is kept for it."""
-
-    def __init__(self, dissect: Callable[[bytes], int], size: int = 64) -> None:
-        self.dissect = dissect
-        self.size = size
-        self._known: dict[bytes, int] = {}
-
-    def __call__(self, payload: bytes) -> int:
-        known = self._known
-        length = known.get(payload)
-        if length is None:
-            length = self.dissect(payload)
-            if len(known) >= self.size:
-                known.clear()  # what is still on its way is dissected once more
-            known[payload] = length
-        return length
-
-
 def is_multicast(address: bytes) -> bool:
     return len(address) == 16 and address[0] == 0xFF
 
