@@ -15,7 +15,7 @@ from iotbench.net import ieee802154 as mac
 from iotbench.proto.ndn import hopp
 from iotbench.world import run_one
 from iotbench.world.workloads.publish.hopp import NdnHopp
-from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams, Trickle
+from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams, Trickle, uniform
 
 TRICKLE_IMIN_S = HoppParams().trickle_imin_s
 
@@ -24,6 +24,18 @@ def hopp_run(monkeypatch=None, **sets):
     built = instances(monkeypatch, NdnHopp) if monkeypatch is not None else []
     cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": "hopp", **S4_NDN, **sets})
     return run_one(cfg, seed), built
+
+
+def test_agents_draw_as_random_uniform():
+    """The agents' compiled `uniform` gives random.Random.uniform's draws and leaves the
+    generator where it would."""
+    for seed in range(20):
+        ours, library = random.Random(seed), random.Random(seed)
+        for low, high in ((0.064, 0.256), (1.0, 1.5), (4.0, 5.0), (30.0, 35.0), (2.0, 2.0)):
+            assert [uniform(ours, low, high) for _ in range(50)] == [
+                library.uniform(low, high) for _ in range(50)
+            ]
+        assert ours.random() == library.random()
 
 
 def test_trickle_doubles_from_imin_and_fires_in_each_second_half():

@@ -45,6 +45,10 @@ class NdnNode:
         self.sim = sim
         self.name = name
         self.profile = profile
+        # The two costs paid per packet, looked up once (a profile is frozen).
+        self.forward_cost_s = profile.cost_s("forward_packet")  # a forwarding decision
+        # creating an Interest and forwarding it
+        self.interest_cost_s = profile.cost_s("interest_create") + self.forward_cost_s
         self.forwarder = Forwarder(rng, config)
         self.cpu = Cpu(sim)
         self._timer = DeadlineTimer(sim, self._on_timer)
@@ -104,7 +108,7 @@ class L2Face:
         """
         node = self.node
         last = not is_fragment(payload) or not _more_fragments(payload)
-        cost = node.profile.cost_s("forward_packet") if last else 0.0
+        cost = node.forward_cost_s if last else 0.0
 
         def work() -> None:
             node.forwarder.receive(node.sim.now, self.face_id, payload)

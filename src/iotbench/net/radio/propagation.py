@@ -149,7 +149,6 @@ class GilbertElliottLinks:
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
         out: list[float] = []
-        append = out.append
         for _rcv, mean_mw, pair in neighbours:
             u: float = random()
             if bad_of[pair]:
@@ -161,5 +160,5 @@ class GilbertElliottLinks:
                 bad = False
             bad_of[pair] = bad
             since_of[pair] = now
-            append(mean_mw * bad_gain if bad else mean_mw)
+            out.append(mean_mw * bad_gain if bad else mean_mw)  # (native in compiled code)
         return out

@@ -107,7 +107,7 @@ class NdnConsumer:
     def start(self, item: Item, done: Done, handed_over: object = None) -> None:
         # (Request-response: the Data ends the item; nothing is handed over.)
         node = self.node
-        cost = node.profile.cost_s("interest_create") + node.profile.cost_s("forward_packet")
+        cost = node.interest_cost_s
 
         def on_data(interest, data: Data) -> None:
             done(item, True, len(data.content))

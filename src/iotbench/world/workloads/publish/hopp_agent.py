@@ -33,7 +33,6 @@ from iotbench.proto.ndn.tlv import NdnDecodeError, read_tl
 from iotbench.proto.ndn.types import TT
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
-from iotbench.world.workloads.publish.ndn import NdnTree
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,12 @@ UNICAST_SOLS = 4
 INTEREST_TYPE: Final = int(TT.INTEREST)  # an NDN Interest's first byte
 _NAME_TYPE: Final = int(TT.NAME)
 SOLS_BEFORE_TRICKLE = 3
+
+
+def uniform(rng: random.Random, low: float, high: float) -> float:
+    """`rng.uniform(low, high)`: its formula (CPython's Lib/random.py), so the same
+    draws, here in compiled code instead of a Python call per NAM."""
+    return low + (high - low) * rng.random()
 
 
 class Advertised:
@@ -86,7 +91,7 @@ class Trickle:
         """(Re)start: I and t drawn from [Imin, 4 Imin), as the reference does; the
         delay to the first transmission."""
         self.heard = 0
-        self.interval = self.t = self.rng.uniform(self.imin_s, 4 * self.imin_s)
+        self.interval = self.t = uniform(self.rng, self.imin_s, 4 * self.imin_s)
         return self.t
 
     def next(self) -> float:
@@ -97,7 +102,7 @@ class Trickle:
         low = self.interval if doubled > self.interval else doubled / 2
         self.interval = doubled
         self.heard = 0
-        self.t = self.rng.uniform(low, doubled)
+        self.t = uniform(self.rng, low, doubled)
         return self.t + rest
 
 
@@ -114,8 +119,7 @@ class Receive:
         agent = self.agent
         if hopp.is_hopp(payload):
             node = agent.node
-            cost = node.profile.cost_s("forward_packet")
-            node.cpu.run(cost, partial(agent.on_message, src, payload))
+            node.cpu.run(node.forward_cost_s, partial(agent.on_message, src, payload))
             return
         if self.ndn_receive is None:
             return  # NDN from a node outside the tree: no face for it
@@ -200,7 +204,7 @@ class HoppAgent:
             )
 
     def _jitter(self, bounds: tuple[float, float]) -> float:
-        return self.rng.uniform(bounds[0], bounds[1])
+        return uniform(self.rng, bounds[0], bounds[1])
 
     # ---- the tree ---------------------------------------------------------------------------
 
@@ -350,7 +354,7 @@ class HoppAgent:
         """An Interest for the advertised name (the tree's routes lead to its sender)."""
         self.owner.pulls += 1
         node = self.node
-        node.cpu.run(NdnTree.create_interest_s(node), partial(self._express, name))
+        node.cpu.run(node.interest_cost_s, partial(self._express, name))
 
     def _express(self, name: Name) -> None:
         self.app.express_interest(

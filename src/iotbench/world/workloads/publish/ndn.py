@@ -136,11 +136,6 @@ class NdnTree:
         """The CPU time `node` spends creating (and signing) a Data."""
         return node.profile.cost_s(self._create_data)
 
-    @staticmethod
-    def create_interest_s(node: NdnNode) -> float:
-        """The CPU time `node` spends creating an Interest and forwarding it."""
-        return node.profile.cost_s("interest_create") + node.profile.cost_s("forward_packet")
-
     def reading_name(self, producer: int, counter: int) -> Name:
         """<producer's prefix>/<resource>/<counter, 4 digits>: the name of one reading."""
         return self.prefixes[producer].append(self.resource).append(f"{counter:04d}")
@@ -170,7 +165,7 @@ class NdnTree:
             app.express_interest(name, self.lifetime_ms, on_data, on_timeout, now=self.sim.now)
             node.pump()
 
-        node.cpu.run(self.create_interest_s(node), send)
+        node.cpu.run(node.interest_cost_s, send)
 
     def app_retransmissions(self) -> int:
         """NDN retransmits hop by hop: the forwarders' retransmitted Interests."""
