@@ -171,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="radio networks: write OUT/series/<run>.csv per run (named as the pcaps), "
         "each node's energy and MAC/PHY counters every network.radio.series_interval_s, "
-        "and <run>.links.csv, the MAC counters per link",
+        "<run>.links.csv, the MAC counters per link, and <run>.frames.csv, the frames "
+        "per link and message type",
     )
     p.add_argument(
         "--json",

@@ -385,6 +385,15 @@ def test_series_of_energy_and_counters_per_node(tmp_path):
     assert rows and all(r[0] in nodes and r[1] in nodes and r[0] != r[1] for r in rows)
     assert sum(int(r[2]) for r in rows) <= m["mac_frames"] - m["mac_broadcasts"]
     assert sum(int(r[3]) for r in rows) == m["mac_retries"]
+    # Per link and message type: every frame and retry, CoAP and acknowledgments here.
+    frames = (tmp_path / "series.frames.csv").read_text().splitlines()
+    assert frames[0] == "node,neighbour,type,frames,retries,bytes,queue_drops"
+    rows = [line.split(",") for line in frames[1:]]
+    assert sum(int(r[3]) + int(r[4]) for r in rows if r[2] != "ack") == (
+        m["mac_frames"] + m["mac_retries"]
+    )
+    assert {r[2] for r in rows} >= {"coap-con", "coap-ack", "ack"}
+    assert sum(int(r[5]) for r in rows) == m["bytes_total"]
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -396,8 +405,9 @@ def test_run_series_writes_one_csv_per_radio_run(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", str(scenario), "--out", str(out), "--series", "--jobs", "1"]) == 0
     files = sorted(p.name for p in (out / "series").iterdir())
-    (csv, links) = files  # and no temporary file left
+    (csv, frames, links) = files  # and no temporary file left
     assert links == csv.replace(".csv", ".links.csv") and csv.startswith("radio_rep0_")
+    assert frames == csv.replace(".csv", ".frames.csv")
     assert (out / "series" / csv).read_text().startswith("time_s,node,energy_j")
     assert (out / "series" / links).read_text().startswith("node,neighbour,frames")
     (out / "series" / csv).unlink()  # a missing series makes the run run again

@@ -16,7 +16,8 @@ between.
 
 Beside it, `<name>.links.csv` holds one row per link (a node and a neighbour
 it sent unicast frames to) when the run ends: `node, neighbour, frames,
-retries, acked, no_ack, channel_access_failures`.
+retries, acked, no_ack, channel_access_failures`; and `<name>.frames.csv`
+the frames per link and message type (metrics/frames.py).
 
 The files appear under their names only when the run finished (`close`); a
 failed run leaves none (`abort`).
@@ -24,6 +25,7 @@ failed run leaves none (`abort`).
 
 from __future__ import annotations
 
+from iotbench.metrics.frames import FrameTally
 from iotbench.metrics.outfile import OutFile
 from iotbench.sim import Simulator
 
@@ -54,17 +56,28 @@ LINK_COLUMNS = (
     "channel_access_failures",
 )
 _LISTEN, _RX, _TX = 2, 3, 4  # radio states (net/radio/medium.py)
+#: The files written beside a series: `companion_path(path, part)` for each part.
+COMPANIONS = ("links", "frames")
 
 
 class NodeSeries:
-    def __init__(self, sim: Simulator, path: str, radios: list, macs: list, interval_s: float):
+    def __init__(
+        self,
+        sim: Simulator,
+        path: str,
+        radios: list,
+        macs: list,
+        interval_s: float,
+        frames: FrameTally | None = None,
+    ):
         self.sim = sim
         self.radios = radios
         self.macs = macs
         self.interval_s = interval_s
+        self.frames = frames
         self._file = OutFile(path, "w")
         self._file.write(",".join(COLUMNS) + "\n")
-        self._links_path = links_path(path)
+        self._path = path
         self._last = -1.0
         self.events = 0  # kernel events of its own, which the run's metrics leave out
         sim.at(sim.now, self._sample)
@@ -93,7 +106,7 @@ class NodeSeries:
 
     def _write_links(self) -> OutFile:
         names = {m.address: radio.name for radio, m in zip(self.radios, self.macs, strict=True)}
-        out = OutFile(self._links_path, "w")
+        out = OutFile(companion_path(self._path, "links"), "w")
         out.write(",".join(LINK_COLUMNS) + "\n")
         for radio, m in zip(self.radios, self.macs, strict=True):
             for address, k in sorted(m.links.items(), key=lambda item: names.get(item[0], "")):
@@ -105,18 +118,23 @@ class NodeSeries:
 
     def close(self) -> None:
         self._write(self.sim.now)
-        # The links first: a run counts as done when its node series exists.
+        # The companions first: a run counts as done when its node series exists.
         self._write_links().commit()
+        if self.frames is not None:
+            out = OutFile(companion_path(self._path, "frames"), "w")
+            self.frames.write(out)
+            out.commit()
         self._file.commit()
 
     def abort(self) -> None:
         self._file.discard()
 
 
-def links_path(series_path: str) -> str:
-    """Where the per-link table of the series at `series_path` goes: "x.csv" ->
-    "x.links.csv", and a runner's temporary "x.csv.tmp" -> "x.links.csv.tmp"."""
+def companion_path(series_path: str, part: str) -> str:
+    """Where a table beside the series at `series_path` goes (`part`: one of
+    COMPANIONS): "x.csv" -> "x.links.csv", and a runner's temporary "x.csv.tmp" ->
+    "x.links.csv.tmp"."""
     for ext in (".csv.tmp", ".csv"):
         if series_path.endswith(ext):
-            return series_path[: -len(ext)] + ".links" + ext
-    return series_path + ".links.csv"
+            return series_path[: -len(ext)] + f".{part}" + ext
+    return series_path + f".{part}.csv"

@@ -23,7 +23,7 @@ from rich.progress import (
 )
 
 from iotbench import terminal
-from iotbench.metrics.series import links_path
+from iotbench.metrics.series import COMPANIONS, companion_path
 from iotbench.runner import execute
 from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
 from iotbench.runner.store import ResultStore, StoreError
@@ -91,7 +91,8 @@ def run_campaign(
     `iotbench.world.run_one`; it must be importable by name when jobs > 1.
     With `series`, each run of a radio network also writes
     OUT/series/<run>.csv (per-node energy and MAC counters over time) and
-    <run>.links.csv, named by `Run.file_stem` as the pcaps are.
+    <run>.links.csv and <run>.frames.csv (metrics/series.py), named by
+    `Run.file_stem` as the pcaps are.
     `on_result` sees every finished run, already stored ones first.
     `executor`: "local" (this process, or a pool of `jobs` processes) or
     "ray" (Ray tasks on the cluster at `address`, or on a Ray instance of
@@ -238,7 +239,8 @@ def _finish(
     if outcome.metrics is None:
         temp.unlink(missing_ok=True)
         series_temp.unlink(missing_ok=True)
-        Path(links_path(str(series_temp))).unlink(missing_ok=True)
+        for part in COMPANIONS:
+            Path(companion_path(str(series_temp), part)).unlink(missing_ok=True)
         result.failures.append(RunFailure(run, outcome.error or "failed", outcome.traceback))
         return None
     pcap = None
@@ -249,7 +251,10 @@ def _finish(
         os.replace(temp, out / pcap)
     if series_temp.is_file():
         final = _series_path(out, run)
-        os.replace(links_path(str(series_temp)), links_path(str(final)))
+        for part in COMPANIONS:
+            companion = companion_path(str(series_temp), part)
+            if os.path.exists(companion):
+                os.replace(companion, companion_path(str(final), part))
         os.replace(series_temp, final)
     store.add_run(run, outcome.metrics, pcap, outcome.wall_time_s, outcome.series)
     finished = RunResult(run, outcome.metrics, True, pcap, outcome.wall_time_s)

@@ -10,6 +10,7 @@ can execute in any process, in any order.
 from __future__ import annotations
 
 from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
+from iotbench.metrics.frames import FrameTally
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.pcap import (
@@ -68,12 +69,15 @@ def _run(
         observers.add(pcap)
     series = None
     if series_path and "radios" in net.parts:
+        tally = FrameTally(ndn=protocol == "ndn")
+        observers.add(tally)
         series = NodeSeries(
             sim,
             series_path,
             list(radio_parts(net)["radios"].values()),
             list(radio_parts(net)["macs"].values()),
             settings.network.radio.series_interval_s,
+            tally,
         )
     outputs = [o for o in (pcap, series) if o is not None]
     try:
