@@ -55,6 +55,7 @@ MODULES = (
     "iotbench.proto.ndn.data",
     "iotbench.proto.ndn.siginfo",
     "iotbench.proto.ndn.lp",
+    "iotbench.proto.ndn.heap",
     "iotbench.proto.ndn.pit",
     "iotbench.proto.ndn.cs",
     "iotbench.proto.ndn.fib",

@@ -11,6 +11,7 @@ import pytest
 from iotbench.apps.readings import find_reading_id, reading, reading_id
 from iotbench.metrics.publish import (
     LinkStress,
+    NdnTables,
     PublishSeries,
     distribution_rows,
     publish_metrics,
@@ -135,13 +136,14 @@ def test_per_item_metrics_divide_by_every_item_begun():
     assert out["energy_listening_root_j"] == 4.0
     assert out["energy_listening_total_j"] == pytest.approx(19.6)
     assert math.isnan(out["pit_occupancy_max"]) and math.isnan(out["cs_bytes_max"])
+    assert math.isnan(out["pit_full_drops"])
     with_requests = publish_metrics(
-        base, 10, 15, 0, LinkStress({}, 0, find_reading_id), None, None, (4, 3, 300)
+        base, 10, 15, 0, LinkStress({}, 0, find_reading_id), None, None, NdnTables(4, 3, 300, 7)
     )
     assert with_requests["requests_per_item"] == 1.5
     assert math.isnan(with_requests["energy_root_j"])
     assert (with_requests["pit_occupancy_max"], with_requests["cs_entries_max"]) == (4, 3)
-    assert with_requests["cs_bytes_max"] == 300
+    assert with_requests["cs_bytes_max"] == 300 and with_requests["pit_full_drops"] == 7
 
 
 VARIANTS = {

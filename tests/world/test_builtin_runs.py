@@ -454,8 +454,9 @@ def test_s4_unscheduled_ndn_interests_wait_in_the_pits():
     m = run_one(run.config, run.seed)
     assert m["delivery_ratio"] > 0.9
     # The gateway asks for readings before they are taken: its Interests wait in the
-    # PITs until the Data comes or they expire, and the PITs fill up.
-    assert m["pit_occupancy_max"] == 10
+    # PITs until the Data comes or they expire (10 s, a poll a second); CCN-lite's
+    # heap holds them all.
+    assert m["pit_occupancy_max"] >= 8 and m["pit_full_drops"] == 0
     assert m["tta_mean_s"] > 1.0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from spies import instances
+from spies import instances, spy
 from test_publish_ndn import S4_NDN
 from test_radio_network import publish_config
 
@@ -20,9 +20,13 @@ from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams, T
 TRICKLE_IMIN_S = HoppParams().trickle_imin_s
 
 
+# apps/ndn_hopp/Makefile: CCNL_CACHE_SIZE=50.
+HOPP = {"workload.ndn_exchange": "hopp", "protocol.ndn.cs_max_entries": 50}
+
+
 def hopp_run(monkeypatch=None, **sets):
     built = instances(monkeypatch, NdnHopp) if monkeypatch is not None else []
-    cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": "hopp", **S4_NDN, **sets})
+    cfg, seed = publish_config("ndn", **{**HOPP, **S4_NDN, **sets})
     return run_one(cfg, seed), built
 
 
@@ -174,3 +178,55 @@ def test_a_sol_gets_a_pam_only_from_a_node_in_the_tree_with_room():
 
 def math_isnan(x: float) -> bool:
     return x != x
+
+
+def test_a_relays_pull_against_a_full_pit_is_dropped_and_counted_where_it_happens(monkeypatch):
+    """Readings 0.2 s apart from five producers up a line: each relay pulls from its
+    child while its own earlier pulls still wait. A PIT of one entry drops the pull (no
+    trace but the node's counter, the child repeats its NAM 2 to 2.5 s later); the
+    heap of the study's CCN-lite holds them all."""
+    busy = {"workload.interval_s": 0.2, "workload.items": 40}
+    small, (run,) = hopp_run(monkeypatch, **busy, **{"protocol.ndn.pit_max_entries": 1})
+    dropped = {n: node.forwarder.counters.pit_full_drops for n, node in run.tree.nodes.items()}
+    assert small["pit_full_drops"] == sum(dropped.values()) > 0
+    relays = {run.tree.net.parts["tree"].parent[i] for i in range(1, len(dropped))}
+    ids = list(run.tree.net.hosts)
+    assert any(dropped[ids[r]] for r in relays if r not in (None, 0))  # at a relay
+    assert small["delivery_ratio"] < 0.9 and small["tta_p50_s"] > 2.0
+    study, (run,) = hopp_run(monkeypatch, **busy)
+    assert all(node.forwarder.heap.failures == 0 for node in run.tree.nodes.values())
+    assert study["pit_full_drops"] == 0 and study["delivery_ratio"] == 1.0
+    assert study["pit_occupancy_max"] > 1 and study["tta_p50_s"] < 0.1
+
+
+def test_a_repeated_nam_after_the_data_passed_goes_no_further(monkeypatch):
+    """A child's NAM repeated after its parent already pulled the Data and passed it up:
+    the parent pulls again, its own Content Store answers, and that is all (CCN-lite
+    gives a cache hit on the loopback face to the application, never to HoPP's
+    data-received callback): no NAM goes up, the gateway delivers nothing again."""
+    delivered = spy(monkeypatch, NdnHopp, "delivered")
+    frames = HoppFrames()
+
+    class WithFrames(Observers):  # (a compiled Observers takes no patches)
+        def __init__(self, *observers):
+            super().__init__(*observers, frames)
+
+    monkeypatch.setattr(world_run, "Observers", WithFrames)
+    m, (run,) = hopp_run(monkeypatch)
+    assert m["delivery_ratio"] == 1.0 and len(delivered) == m["items"]
+    tree, net = run.tree.net.parts["tree"], run.tree.net
+    ids = list(net.hosts)
+    # A relay and a child of it, and a reading of that child which passed the relay.
+    child = next(i for i in range(len(ids)) if tree.parent[i] not in (None, 0))
+    relay = run.agents[ids[tree.parent[child]]]
+    prefix = run.tree.prefixes[run.tree.producer_names.index(ids[child])]
+    data = next(args[0] for args in delivered if prefix.is_prefix_of(args[0].name))
+    assert data.name.value in relay.node.forwarder.cs and data.name.value not in relay.names
+    pulls, hits, sent = run.pulls, relay.node.forwarder.counters.cs_hits, len(frames.sent)
+    nam = hopp.Nam((hopp.nam_text(data.name),)).encode()
+    relay.on_message(net.address(net.hosts[ids[child]]), nam)
+    run.sim.run(until=run.sim.now + 30.0)
+    assert run.pulls == pulls + 1 and relay.node.forwarder.counters.cs_hits == hits + 1
+    assert not relay.names[data.name.value].requested  # held, not advertised
+    assert ("Nam", False) not in [(kind, b) for _, kind, b in frames.sent[sent:]]
+    assert len(delivered) == m["items"]

@@ -19,7 +19,7 @@ S4_NDN = {
     "protocol.ndn.retx_max": 4,
     "protocol.ndn.retx_interval_s": 2.0,
     "protocol.ndn.interest_lifetime_ms": 10_000,
-    "protocol.ndn.pit_max_entries": 10,
+    "protocol.ndn.heap_bytes": 40_960,
     "protocol.ndn.cs_max_bytes": 10_240,
     "protocol.ndn.fib_max_entries": 50,
     "protocol.ndn.signature": "none",

@@ -283,7 +283,9 @@ def test_hopp_names_go_up_in_nams_and_each_hop_pulls(monkeypatch):
     pulls, datas = of(messages, "interest"), of(messages, "data")
     assert len(datas) == metrics["items"] == 3
     assert all(m.src == "n1" and m.dst == "n0" for m in nams)
-    assert {m.body.names[0] for m in nams} == {d.body.name.to_uri() for d in datas}
+    # The name as the apps print it, colons and all (hopp.nam_text): a 46-byte NAM.
+    assert {m.body.names[0] for m in nams} == {hopp.nam_text(d.body.name) for d in datas}
+    assert all(":" in m.body.names[0] and m.body_bytes == 46 for m in nams)
     assert all(p.src == "n0" for p in pulls) and all(d.src == "n1" for d in datas)
     assert all(d.body_bytes == 90 for d in datas)
     pams = [m for m in of(messages, "hopp") if isinstance(m.body, hopp.Pam)]

@@ -14,7 +14,7 @@ import math
 import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from iotbench.apps.readings import reading_producer
 from iotbench.metrics.derive import percentile
@@ -25,6 +25,15 @@ from iotbench.net.packet import BROADCAST, CONTROL, DATA, DELIVERED, Packet
 from iotbench.sim import Simulator
 
 CDF_POINTS = 101  # the time-to-content-arrival CDF: every percentile
+
+
+class NdnTables(NamedTuple):
+    """What an NDN run's forwarders held at most (any node) and dropped (all nodes)."""
+
+    pit_peak: int
+    cs_entries_peak: int
+    cs_bytes_peak: int
+    pit_full_drops: int  # Interests dropped because the node's PIT was full
 
 
 class LinkStress(Observer):
@@ -159,7 +168,7 @@ def publish_metrics(
     stress: LinkStress,
     energies: tuple[Sequence[float], Sequence[float]] | None,
     tree,
-    ndn_tables: tuple[int, int, int] | None,
+    ndn_tables: NdnTables | None,
     skipped: int = 0,
     period: PeriodTraffic | None = None,
 ) -> dict[str, float]:
@@ -189,9 +198,10 @@ def publish_metrics(
             else period.bytes_of(DATA)
         ),
         "link_stress_mean": stress.mean(),
-        "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables[0],
-        "cs_entries_max": math.nan if ndn_tables is None else ndn_tables[1],
-        "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables[2],
+        "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables.pit_peak,
+        "pit_full_drops": math.nan if ndn_tables is None else ndn_tables.pit_full_drops,
+        "cs_entries_max": math.nan if ndn_tables is None else ndn_tables.cs_entries_peak,
+        "cs_bytes_max": math.nan if ndn_tables is None else ndn_tables.cs_bytes_peak,
     }
     air, listening = energies if energies is not None else ([], [])
     for prefix, joules in (("energy", air), ("energy_listening", listening)):

@@ -450,9 +450,19 @@ NDN = Section(
         ),
         "pit_max_entries": Field(
             "int",
-            "PIT entries per node; absent: what the device profile's RAM budget holds.",
+            "PIT entries per node; absent: what the device profile's RAM budget holds, or "
+            "no count at all with heap_bytes (CCN-lite checks none).",
             OPTIONAL,
             ge=1,
+        ),
+        "heap_bytes": Field(
+            "int",
+            "CCN-lite's heap on RIOT (S4): faces, FIB, PIT and Content Store entries take "
+            "the bytes CCN-lite allocates for them from a pool of this size (the apps' "
+            "TLSF_BUFFER), and an Interest or Data that does not fit is dropped "
+            "(proto/ndn/heap.py); absent: no heap.",
+            OPTIONAL,
+            ge=4096,
         ),
         "pit_overflow": Field(
             "str",

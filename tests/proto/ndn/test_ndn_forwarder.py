@@ -497,3 +497,27 @@ def test_ccn_lite_drops_a_nonce_its_entry_saw_even_from_the_same_face():
     # A new nonce (another consumer) is aggregated as under NFD's rule.
     fw.receive(2.1, a.face_id, make_interest("/p/1", nonce=43, lifetime_ms=10_000).wire)
     assert fw.counters.loops == 1
+
+
+def test_hooks_see_data_from_neighbours_and_cache_answers_to_them_only():
+    """CCN-lite's data_received and data_send callbacks, which HoPP sets: a Data from a
+    network face, and the Content Store answering a network face; an application's own
+    Interest answered from the cache calls neither (CCN-lite's loopback face)."""
+    fw = _fw()
+    (down, up), (rd, _) = _faces(fw, 2)
+    app = fw.add_face(Recorder(), local=True)
+    received, answered = [], []
+    fw.data_received = lambda face_id, data: received.append((face_id, data.name))
+    fw.cache_answered = lambda face_id, interest: answered.append((face_id, interest.name))
+    fw.add_route("/p", up.face_id)
+    fw.receive(0.0, app.face_id, make_interest("/p/1", nonce=1).wire)
+    fw.receive(0.1, up.face_id, make_data("/p/1", b"v").wire)
+    # The same Data again, unsolicited now: still a Data from a neighbour.
+    fw.receive(0.2, up.face_id, make_data("/p/1", b"v").wire)
+    assert received == [(up.face_id, Name("/p/1"))] * 2
+    fw.receive(0.3, app.face_id, make_interest("/p/1", nonce=2).wire)  # the app's own
+    fw.receive(0.4, down.face_id, make_interest("/p/1", nonce=3).wire)  # a neighbour's
+    assert answered == [(down.face_id, Name("/p/1"))]
+    assert rd.sent and fw.counters.cs_hits == 2
+    fw.receive(0.5, app.face_id, make_data("/p/2", b"w").wire)  # an app's Data: no call
+    assert len(received) == 2

@@ -198,10 +198,12 @@ class NdnApp:
         app_parameters: bytes | None = None,
         signer: Signer | None = None,
         now: float | None = None,
+        upstream: int | None = None,
     ) -> PendingInterest:
         """Send an Interest (with a fresh nonce) and wait for its Data, Nack or timeout.
 
         `name` may also be a ready Interest, sent as it is (its own lifetime applies).
+        `upstream`: the face to send it to, whatever the FIB says (Forwarder.receive).
         """
         self._check_alive()
         if isinstance(name, Interest):
@@ -233,7 +235,9 @@ class NdnApp:
         else:
             self._loose[pi] = None
         self.stats.interests_expressed += 1
-        self.forwarder.receive(start, self.face.face_id, interest.wire)
+        self.forwarder.receive(
+            start, self.face.face_id, interest.wire, -1 if upstream is None else upstream
+        )
         return pi
 
     # ---- S5: producer ----------------------------------------------------------------------

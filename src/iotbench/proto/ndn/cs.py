@@ -7,6 +7,10 @@
 - Eviction: "fifo" drops the entry inserted longest ago; "lru" the one used
   (inserted or returned by a lookup) longest ago.
 - One entry per Data name: a newer Data with the same name replaces the old.
+- With a `heap` (CCN-lite's, proto/ndn/heap.py), each entry also takes the
+  bytes CCN-lite allocates for it, before an old one is evicted (as
+  `ccnl_content_new` precedes `ccnl_content_add2cache`); a Data the heap
+  cannot hold is not cached.
 - Freshness: a Data is fresh until its arrival time plus FreshnessPeriod
   (0 when absent, so never fresh); an Interest with MustBeFresh only gets a
   fresh one. Time is passed in.
@@ -25,6 +29,7 @@ from collections import OrderedDict
 from typing import Final, Literal
 
 from .data import Data
+from .heap import Heap, content_bytes
 from .interest import Interest
 from .types import ComponentType
 
@@ -39,12 +44,13 @@ CsPolicy = Literal["fifo", "lru"]
 
 
 class _Entry:
-    __slots__ = ("data", "fresh_until_s", "size")
+    __slots__ = ("data", "fresh_until_s", "heap_bytes", "size")
 
-    def __init__(self, data: Data, now: float) -> None:
+    def __init__(self, data: Data, now: float, heap_bytes: int) -> None:
         self.data = data
         self.size = len(data.wire)
         self.fresh_until_s = now + data.freshness_period_ms / 1000.0
+        self.heap_bytes = heap_bytes
 
 
 class ContentStore:
@@ -53,6 +59,7 @@ class ContentStore:
         max_bytes: int = DEFAULT_CS_BYTES,
         policy: CsPolicy = "fifo",
         max_entries: int | None = None,
+        heap: Heap | None = None,
     ) -> None:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
@@ -63,6 +70,7 @@ class ContentStore:
         self.max_bytes = max_bytes
         self.max_entries = max_entries
         self.policy = policy
+        self.heap = heap
         self.bytes_used = 0
         self.peak_bytes = 0  # the most bytes it ever held
         self.peak_entries = 0  # the most Data it ever held
@@ -86,13 +94,19 @@ class ContentStore:
         key = data.name.value
         if key in self._entries:
             self._erase(key)
+        heap = self.heap
+        heap_bytes = 0
+        if heap is not None:
+            heap_bytes = content_bytes(size)
+            if not heap.take(heap_bytes):
+                return False
         limit = self.max_entries
         while self.bytes_used + size > self.max_bytes or (
             limit is not None and len(self._entries) >= limit
         ):
             self._erase(next(iter(self._entries)))
             self.evictions += 1
-        self._entries[key] = _Entry(data, now)
+        self._entries[key] = _Entry(data, now, heap_bytes)
         if len(self._entries) > self.peak_entries:
             self.peak_entries = len(self._entries)
         insort(self._sorted, key)
@@ -111,6 +125,8 @@ class ContentStore:
     def _erase(self, key: bytes) -> None:
         entry = self._entries.pop(key)
         self.bytes_used -= entry.size
+        if self.heap is not None:
+            self.heap.give(entry.heap_bytes)
         i = bisect_left(self._sorted, key)
         del self._sorted[i]
 

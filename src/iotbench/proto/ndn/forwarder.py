@@ -44,6 +44,13 @@ application can put Data into its forwarder's cache ahead of any Interest).
 Incoming Nack (NDNLPv2): matched to the PIT entry and the out-record with the
 same nonce; the strategy may try another upstream or pass the Nack down.
 
+A heap (S4's CCN-lite, proto/ndn/heap.py): with `heap_bytes`, faces, FIB
+entries, PIT entries and Content Store entries take the bytes CCN-lite
+allocates for them from one pool of that size. An Interest whose new PIT
+entry (or new downstream face) does not fit is dropped (`pit_full_drops`,
+as for a PIT at its `pit_max_entries`); a Data that cannot be held is
+dropped before it satisfies anything (`heap_data_drops`).
+
 Hop-by-hop retransmission (S4): with `retx_max > 0`, a forwarded Interest
 that gets no Data within `retx_interval_s` is sent again to the same
 upstreams, at most `retx_max` times while its PIT entry lives, on the shared
@@ -67,6 +74,14 @@ from .data import Data
 from .dead_nonce import DeadNonceList
 from .fib import Fib, NextHop
 from .fragmentation import FragmentError, Reassembler, fragment
+from .heap import (
+    Heap,
+    content_bytes,
+    face_bytes,
+    fib_entry_bytes,
+    pending_face_bytes,
+    pit_entry_bytes,
+)
 from .interest import Interest
 from .lp import LpPacket
 from .name import Name, NameLike
@@ -106,6 +121,11 @@ def _positive_int_or_none(value: object) -> bool:
     return value is None or (isinstance(value, int) and value >= 1)
 
 
+def _fib_bytes(prefix: Name) -> int:
+    """A FIB next hop's heap bytes (CCN-lite keeps a copy of the prefix with each)."""
+    return fib_entry_bytes(len(prefix), sum(len(component.value) for component in prefix))
+
+
 @dataclass(frozen=True)
 class ForwarderConfig:
     """Tables, policies and timers of one forwarder.
@@ -135,6 +155,8 @@ class ForwarderConfig:
     - unsolicited_data: "drop-all", "admit-local" (cache Data an application
       puts without a matching Interest), "admit-network" or "admit-all".
     - reassembly_*: per-face S5 fragment reassembly limits.
+    - heap_bytes: the pool CCN-lite allocates its tables from (see the module
+      doc and proto/ndn/heap.py; S4: the apps' TLSF_BUFFER); None: no heap.
     """
 
     pit_max_entries: int | None = 65536
@@ -157,6 +179,7 @@ class ForwarderConfig:
     reassembly_timeout_s: float = 3.0
     reassembly_max_packets: int = 8
     reassembly_max_bytes: int = 4096
+    heap_bytes: int | None = None
 
     def __post_init__(self) -> None:
         def finite(v: object, low: float, open_: bool) -> bool:
@@ -247,6 +270,13 @@ class ForwarderConfig:
         for name in ("reassembly_max_packets", "reassembly_max_bytes"):
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 1, name, value, "an integer >= 1")
+        _check(
+            self.heap_bytes is None
+            or (isinstance(self.heap_bytes, int) and self.heap_bytes >= 4096),
+            "heap_bytes",
+            self.heap_bytes,
+            "an integer >= 4096 or None",
+        )
 
 
 @dataclass(slots=True)
@@ -269,6 +299,7 @@ class ForwarderCounters:
     hop_limit_drops: int = 0
     aggregated: int = 0
     pit_full_drops: int = 0
+    heap_data_drops: int = 0
     pit_replaced: int = 0
     pit_expired: int = 0
     satisfied: int = 0
@@ -348,7 +379,10 @@ class Forwarder:
         self.counters = ForwarderCounters()
         self.pit = Pit(config.pit_max_entries, config.pit_overflow)
         self.fib = Fib(config.fib_max_entries)
-        self.cs = ContentStore(config.cs_max_bytes, config.cs_policy, config.cs_max_entries)
+        self.heap = None if config.heap_bytes is None else Heap(config.heap_bytes)
+        self.cs = ContentStore(
+            config.cs_max_bytes, config.cs_policy, config.cs_max_entries, self.heap
+        )
         self._any_face = config.nonce_check == "ccn-lite"
         self.dead_nonces = DeadNonceList(
             config.dead_nonce_lifetime_s, config.dead_nonce_max_entries
@@ -366,12 +400,21 @@ class Forwarder:
         self._ident = rng.randrange(0x10000)
         self._timers: list[list] = []
         self._timer_seq = 0
-        self._inbox: deque[tuple[float, int, bytes]] = deque()
+        self._inbox: deque[tuple[float, int, bytes, int]] = deque()
         self._busy = False
         #: Time of the event being processed (the last `now` passed in).
         self.now = 0.0
         #: The last unexpected exception swallowed (counted in internal_errors), for diagnosis.
         self.last_internal_error: BaseException | None = None
+        #: Hooks for a protocol running beside the forwarder, as CCN-lite has them
+        #: (ccnl_callback_set_data_received and _data_send, which HoPP sets):
+        #: `data_received(face_id, data)` for every Data that arrives on a network
+        #: face, before it is matched or cached; `cache_answered(face_id, interest)`
+        #: when the Content Store answers an Interest from a network face. Data an
+        #: application's own Interest finds in the Content Store calls neither (it
+        #: goes to the application, as CCN-lite's loopback face does).
+        self.data_received: Callable[[int, Data], None] | None = None
+        self.cache_answered: Callable[[int, Interest], None] | None = None
 
     # =====================================================================
     # faces, routes, strategies
@@ -393,6 +436,12 @@ class Forwarder:
             self._next_face_id += 1
         elif face_id in self._faces:
             raise ValueError(f"face {face_id} already exists")
+        heap = self.heap
+        # CCN-lite's applications share one loopback face: only the first local face
+        # takes heap.
+        if heap is not None and not (local and any(f.local for f in self._faces.values())):
+            if not heap.take(face_bytes()):
+                raise ValueError(f"the {heap.size}-byte heap has no room for another face")
         face = Face(face_id, send, local, mtu, s5_fragments)
         self._faces[face_id] = face
         return face
@@ -408,22 +457,44 @@ class Forwarder:
         """Forget a face: its routes, its PIT records, its partial reassemblies."""
         if self._faces.pop(face_id, None) is None:
             return
+        heap = self.heap
+        if heap is not None:
+            for fib_entry in self.fib:
+                if any(nh.face_id == face_id for nh in fib_entry.next_hops):
+                    heap.give(_fib_bytes(fib_entry.prefix))
         self.fib.remove_face(face_id)
         self._reassemblers.pop(face_id, None)
         for entry in self.pit:
-            entry.in_records.pop(face_id, None)
+            if entry.in_records.pop(face_id, None) is not None and entry.in_records:
+                self._give(entry, pending_face_bytes())
             entry.out_records.pop(face_id, None)
             if not entry.in_records:
                 self._forget(entry)
 
     def add_route(self, prefix: NameLike, face_id: int, cost: int = 0) -> bool:
-        """Add a FIB next hop; False when the FIB is full."""
+        """Add a FIB next hop; False when the FIB (or the heap) is full."""
         prefix = prefix if isinstance(prefix, Name) else Name(prefix)
-        return self.fib.add_next_hop(prefix, face_id, cost)
+        heap = self.heap
+        if heap is None or self._has_next_hop(prefix, face_id):
+            return self.fib.add_next_hop(prefix, face_id, cost)
+        size = _fib_bytes(prefix)
+        if not heap.take(size):
+            return False
+        if not self.fib.add_next_hop(prefix, face_id, cost):
+            heap.give(size)
+            return False
+        return True
 
     def remove_route(self, prefix: NameLike, face_id: int) -> bool:
         prefix = prefix if isinstance(prefix, Name) else Name(prefix)
-        return self.fib.remove_next_hop(prefix, face_id)
+        removed = self.fib.remove_next_hop(prefix, face_id)
+        if removed and self.heap is not None:
+            self.heap.give(_fib_bytes(prefix))
+        return removed
+
+    def _has_next_hop(self, prefix: Name, face_id: int) -> bool:
+        entry = self.fib.find_exact(prefix)
+        return entry is not None and any(nh.face_id == face_id for nh in entry.next_hops)
 
     def set_strategy(self, prefix: NameLike, strategy: Strategy | str) -> None:
         """Use `strategy` for names under `prefix` (longest prefix wins; "/" is the default)."""
@@ -446,9 +517,13 @@ class Forwarder:
     # sans-I/O inputs and outputs
     # =====================================================================
 
-    def receive(self, now: float, face_id: int, wire: bytes) -> None:
-        """Process one frame that arrived on `face_id`. Never raises."""
-        self._inbox.append((now, face_id, wire))
+    def receive(self, now: float, face_id: int, wire: bytes, upstream: int = -1) -> None:
+        """Process one frame that arrived on `face_id`. Never raises.
+
+        `upstream`: an application's Interest for one next hop, the FIB and the
+        strategy bypassed (CCN-lite's `pkt->to`, which HoPP's pulls use); a new
+        PIT entry's Interest goes there, an aggregated one nowhere."""
+        self._inbox.append((now, face_id, wire, upstream))
         if not self._busy:
             self._run()
 
@@ -579,9 +654,9 @@ class Forwarder:
         try:
             inbox = self._inbox
             while inbox:
-                now, face_id, wire = inbox.popleft()
+                now, face_id, wire, upstream = inbox.popleft()
                 self.now = now
-                self._process(now, face_id, wire)
+                self._process(now, face_id, wire, upstream)
         finally:
             self._busy = False
 
@@ -589,7 +664,7 @@ class Forwarder:
         self.counters.internal_errors += 1
         self.last_internal_error = exc
 
-    def _process(self, now: float, face_id: int, wire: bytes) -> None:
+    def _process(self, now: float, face_id: int, wire: bytes, upstream: int) -> None:
         c = self.counters
         c.packets_in += 1
         face = self._faces.get(face_id)
@@ -605,7 +680,7 @@ class Forwarder:
                     return
                 c.reassembled += 1
                 wire = packet
-            self._dispatch(now, face, wire, lp=False)
+            self._dispatch(now, face, wire, False, upstream)
         except NdnDecodeError as exc:
             c.decode_errors += 1
             if isinstance(exc, FragmentError):
@@ -622,10 +697,10 @@ class Forwarder:
             )
         return r
 
-    def _dispatch(self, now: float, face: Face, wire: bytes, lp: bool) -> None:
+    def _dispatch(self, now: float, face: Face, wire: bytes, lp: bool, upstream: int) -> None:
         first = wire[0] if wire else -1
         if first == _TT_INTEREST:
-            self._on_interest(now, face, Interest(wire))
+            self._on_interest(now, face, Interest(wire), upstream)
         elif first == _TT_DATA:
             self._on_data(now, face, Data(wire))
         elif first == _LP_PACKET and not lp:
@@ -638,11 +713,11 @@ class Forwarder:
             elif packet.nack is not None:
                 self._on_nack(now, face, Interest(packet.fragment), packet.nack)
             else:
-                self._dispatch(now, face, packet.fragment, lp=True)
+                self._dispatch(now, face, packet.fragment, True, -1)
         else:
             raise NdnDecodeError(f"not an Interest, Data or LpPacket (first byte {first})")
 
-    def _on_interest(self, now: float, face: Face, interest: Interest) -> None:
+    def _on_interest(self, now: float, face: Face, interest: Interest, upstream: int) -> None:
         c = self.counters
         c.interests_in += 1
         name = interest.name
@@ -669,25 +744,47 @@ class Forwarder:
             if data is not None:
                 c.cs_hits += 1
                 c.data_out += 1
+                hook = self.cache_answered
+                if hook is not None and not face.local:
+                    hook(face.face_id, interest)
                 self._send(face, data.wire)
                 return
             c.cs_misses += 1
+        heap = self.heap
+        heap_bytes = 0
+        if heap is not None and entry is None:  # a new entry: CCN-lite's calloc
+            heap_bytes = pit_entry_bytes(len(interest.wire))
+            if not heap.take(heap_bytes):
+                c.pit_full_drops += 1
+                return
         entry, created, evicted = self.pit.insert(interest, now)
         if evicted is not None:
             c.pit_replaced += 1
             self._forget(evicted)
         if entry is None:
             c.pit_full_drops += 1
+            if heap is not None:
+                heap.give(heap_bytes)
             return
+        entry.heap_bytes += heap_bytes
         if not created and entry.has_pending_out_records(now):
             c.aggregated += 1
         rec = entry.in_records.get(face.face_id)
         if rec is None:
+            if heap is not None and not created:  # another downstream face
+                if not heap.take(pending_face_bytes()):
+                    c.pit_full_drops += 1
+                    return
+                entry.heap_bytes += pending_face_bytes()
             entry.in_records[face.face_id] = InRecord(face.face_id, interest, nonce, now)
         else:
             rec.update(interest, nonce, now)
         entry.interest = interest
         self._arm_expiry(entry)
+        if upstream >= 0:
+            if created:
+                self.send_interest(now, entry, upstream)
+            return
         self.strategy_for(name).after_receive_interest(self, now, entry, face.face_id, interest)
 
     def _on_loop(self, face: Face, interest: Interest) -> None:
@@ -702,6 +799,14 @@ class Forwarder:
         # does at the face: the name, and the SignatureInfo (a Data whose SignatureInfo
         # does not decode is dropped as malformed, never forwarded or cached).
         _ = data.name, data.signature_info
+        heap = self.heap
+        if heap is not None and heap.free < content_bytes(len(data.wire)):
+            heap.failures += 1  # CCN-lite cannot hold the Data: it goes no further
+            c.heap_data_drops += 1
+            return
+        hook = self.data_received
+        if hook is not None and not face.local:
+            hook(face.face_id, data)
         matches = self.pit.find_all_matches(data)
         if not matches:
             c.unsolicited_data += 1
@@ -803,11 +908,18 @@ class Forwarder:
     def _forget(self, entry: PitEntry) -> None:
         """Remove a PIT entry and stop its timers."""
         self.pit.erase(entry)
+        self._give(entry, entry.heap_bytes)
         for timer in (entry.expiry_timer, entry.retx_timer):
             if timer is not None:
                 timer[2] = _CANCELLED
         entry.expiry_timer = None
         entry.retx_timer = None
+
+    def _give(self, entry: PitEntry, size: int) -> None:
+        """Return `size` of the entry's heap bytes to the heap."""
+        if self.heap is not None:
+            self.heap.give(size)
+            entry.heap_bytes -= size
 
     def _insert_dead_nonces(self, entry: PitEntry, data: Data | None, now: float) -> None:
         """NFD's rule: remember outgoing nonces unless the CS will stop a looping Interest.

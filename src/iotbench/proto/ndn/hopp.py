@@ -13,7 +13,7 @@ host order of the nodes it ran on; it defines no network order):
     PAM  80 08 | C0 | flags(1) | freshness(1) | rank(2) | prefix_len(2) | prefix
                 flags bit 0: floating (no grounded root above)
     NAM  80 08 | C1 | len(1) | TLVs (type(1) | length(2) | value)...
-                TLV type 0: a name, as an NDN URI in ASCII
+                TLV type 0: a name in ASCII, as CCN-lite prints it (nam_text)
 
 A prefix is at most 32 bytes and a name at most 64 (COMPAS_PREFIX_LEN and
 COMPAS_NAME_LEN); `decode` refuses longer ones, anything truncated, an
@@ -28,7 +28,9 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
+from .name import Name
 from .tlv import NdnDecodeError
+from .types import ComponentType
 
 __all__ = [
     "DISPATCH",
@@ -41,6 +43,7 @@ __all__ = [
     "Sol",
     "decode",
     "is_hopp",
+    "nam_text",
 ]
 
 DISPATCH: Final = b"\x80\x08"
@@ -55,6 +58,10 @@ MAX_PREFIX_BYTES: Final = 32
 MAX_NAME_BYTES: Final = 64
 
 _PAM_HEAD: Final = struct.Struct("<BBHH")  # flags, freshness, rank, prefix_len
+_GENERIC: Final = int(ComponentType.GENERIC)
+# Bytes a NAM's name keeps as they are: printable ASCII but those that would read
+# back as another name (a slash, an escape, a typed component's "=").
+_PLAIN: Final = frozenset(range(0x21, 0x7F)) - frozenset(b"/%=")
 _TLV_HEAD: Final = struct.Struct("<BH")  # type, length
 
 
@@ -124,6 +131,23 @@ class Nam:
     def encode(self) -> bytes:
         tlvs = b"".join(_TLV_HEAD.pack(TLV_NAME, len(n.encode())) + n.encode() for n in self.names)
         return DISPATCH + bytes((NAM_TYPE, len(tlvs))) + tlvs
+
+
+def nam_text(name: Name) -> str:
+    """A name as a NAM carries it: as CCN-lite's `ccnl_prefix_to_path` prints it, each
+    component's bytes after a slash, unescaped (S4's /i3/aa:bb:cc:dd:ee:ff:00:11/gasval/0001
+    is 39 bytes, where the NDN URI escapes each colon as %3A). A component that would
+    not read back as itself (with a slash, %, = or a byte outside printable ASCII in
+    it, only periods, or a type other than generic) is written as the URI writes it;
+    `Name(nam_text(name)) == name` always."""
+    parts = []
+    for component in name:
+        value = component.value
+        if component.type == _GENERIC and value.strip(b".") and all(b in _PLAIN for b in value):
+            parts.append(value.decode("ascii"))
+        else:
+            parts.append(component.to_uri())
+    return "".join("/" + part for part in parts) if parts else "/"
 
 
 def decode(frame: bytes) -> Sol | Pam | Nam:

@@ -76,6 +76,7 @@ class PitEntry:
         "created_s",
         "expiry_s",
         "expiry_timer",
+        "heap_bytes",
         "in_records",
         "interest",
         "key",
@@ -102,6 +103,7 @@ class PitEntry:
         self.expiry_timer: list | None = None
         self.retx: Retransmission | None = None
         self.retx_timer: list | None = None
+        self.heap_bytes = 0  # what it took of the forwarder's heap (proto/ndn/heap.py)
 
     def __repr__(self) -> str:
         return (

@@ -181,9 +181,17 @@ def scenario_forwarder_config(cfg: Settings, **overrides) -> ForwarderConfig:
     """`protocol.ndn`'s tables and timers; what it leaves out, the device profile's."""
     tables = {
         key: getattr(cfg, key)
-        for key in ("pit_max_entries", "cs_max_bytes", "cs_max_entries", "fib_max_entries")
+        for key in (
+            "pit_max_entries",
+            "cs_max_bytes",
+            "cs_max_entries",
+            "fib_max_entries",
+            "heap_bytes",
+        )
         if getattr(cfg, key) is not None
     }
+    if cfg.heap_bytes is not None:  # CCN-lite: the heap bounds the PIT, no count does
+        tables.setdefault("pit_max_entries", None)
     return get_profile(cfg.profile).forwarder_config(
         # The constrained stacks S4 and S5 describe send no Nacks.
         send_nacks=False,

@@ -139,7 +139,7 @@ class _CoapSender:
         encrypted reading is readable only whole, so that frame is its arrival."""
         return self._sealed.get(frame[-AEAD_TAG - FCS : -FCS])
 
-    def security_metrics(self) -> dict[str, float | int]:
+    def protocol_metrics(self) -> dict[str, float | int]:
         return self.handshakes.metrics() if self.handshakes is not None else {}
 
     def producer_cpus(self) -> list:

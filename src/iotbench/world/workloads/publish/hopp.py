@@ -21,16 +21,21 @@ scenarios set those of the study's ndn_hopp app.
   PAM is heard and counted, as the reference counts those of its Trickle.
 - Publishing. A producer puts each reading as a Data into its Content Store
   and sends a NAM with its name to its parent. A node that gets a NAM pulls
-  the Data at once with an Interest to the sender. When the Data comes, it
-  is in the puller's Content Store, and the puller sends its own NAM to its
-  parent. So the name goes up hop by hop, each hop pulling, until the
-  gateway has the Data. A NAM is sent again every 1 to 1.5 s until the
-  parent pulls, 3 NAMs in all; then the node asks its parent with a SOL.
-  A node forgets a name once a neighbour's Interest for it is answered from
-  its Content Store. A full NAM cache makes room by dropping a name not heard
-  of for 10 s, else drops the new one, and does not answer SOLs.
+  the Data at once with an Interest straight to the sender's face (no FIB
+  route). When a Data whose name it holds comes from a neighbour (CCN-lite's
+  data-received callback), the puller sends its own NAM to its parent at
+  once (also when the same Data came before); so the name goes up hop by
+  hop, each hop pulling, until the gateway has the Data. A NAM is sent again
+  every 1 to 1.5 s until the parent pulls, 3 NAMs in all; then the node asks
+  its parent with a SOL, and the parent's PAM starts the NAMs again a NAM
+  period later. A Data that a node's own Content Store gives its pull (a
+  repeated NAM's) stays there: nothing goes up. A node forgets a name once
+  its Content Store answers a neighbour's Interest for it (CCN-lite's
+  data-send callback). A full NAM cache makes room by dropping a name not
+  heard of for 10 s, else drops the new one, and does not answer SOLs.
 - Subscribing. The subscriber runs on the gateway, beside the proxy. A
-  reading is delivered when the proxy's pull brings its Data in.
+  reading is delivered when a Data whose name the proxy holds comes from a
+  child.
 
 PAMs and SOLs are control traffic (`control_bytes`); NAMs, the pulls'
 Interests and their Data are the publishing (`data_bytes`). The pulls are
@@ -93,12 +98,13 @@ class NdnHopp(NdnSender):
             parent = shared.parent[index[name]]
             parent_address = None if parent is None else net.address(net.hosts[ids[parent]])
             iface = net.interface(net.hosts[name])
+            faces = {net.address(net.hosts[peer]): face for peer, face in node.faces.items()}
             self.agents[name] = HoppAgent(
-                self, name, node, iface, parent_address, sim.rng(f"hopp/{name}")
+                self, name, node, iface, parent_address, sim.rng(f"hopp/{name}"), faces
             )
-        # A node pulls from the NAM's sender (the reference addresses it directly);
-        # the tree's routes lead there, and /<prefix> up to the parent, as HoPP sets.
-        tree.hopp_routes()
+        # A node pulls from the NAM's sender's face, no route needed; HoPP sets
+        # /<prefix> towards the parent (hopp_handle_pam), which the pulls do not use.
+        tree.hopp_routes(down=False)
         tree.pump_all()
 
     def start(self) -> None:
@@ -111,6 +117,9 @@ class NdnHopp(NdnSender):
         agent = self.agents[tree.producer_names[producer]]
         node = tree.producers[producer]
         node.cpu.run(tree.create_data_s(node), lambda: agent.publish(data))
+
+    def protocol_metrics(self) -> dict[str, float | int]:
+        return {"nam_cache_drops": self.nam_drops}
 
     def delivered(self, data: Data) -> None:
         self.work.arrived(data.content)

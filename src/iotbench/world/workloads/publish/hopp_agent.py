@@ -2,13 +2,13 @@
 
 world/workloads/publish/hopp.py describes the protocol and builds an agent
 on every node; this module is the agent itself, which runs for every HoPP
-message and every Interest a node hears (it is one of the modules a normal
-install compiles, src/iotbench/compiled.py).
+message a node hears and every Data its forwarder gets from a neighbour (it
+is one of the modules a normal install compiles, src/iotbench/compiled.py).
 
 The NAM cache is keyed by a name's wire value (its Name TLV's value): what
-a pulled Data, a neighbour's Interest and the Content Store give without
-turning the name into text. A NAM carries the name as text (a URI), which
-is parsed once, when the NAM arrives.
+a Data, an Interest and the Content Store give without turning the name
+into text. A NAM carries the name as text (hopp.nam_text), which is parsed
+once, when the NAM arrives.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import partial
-from typing import Final, Protocol
+from typing import Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -29,8 +29,7 @@ from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
-from iotbench.proto.ndn.tlv import NdnDecodeError, read_tl
-from iotbench.proto.ndn.types import TT
+from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.sim import Simulator
 from iotbench.sim.kernel import Timer
 
@@ -53,8 +52,6 @@ class HoppParams:
 
 
 UNICAST_SOLS = 4
-INTEREST_TYPE: Final = int(TT.INTEREST)  # an NDN Interest's first byte
-_NAME_TYPE: Final = int(TT.NAME)
 SOLS_BEFORE_TRICKLE = 3
 
 
@@ -67,8 +64,8 @@ def uniform(rng: random.Random, low: float, high: float) -> float:
 class Advertised:
     """A name in the NAM cache."""
 
-    def __init__(self, uri: str, source: bytes | None, retries: int) -> None:
-        self.uri = uri  # the name as a NAM carries it
+    def __init__(self, text: str, source: bytes | None, retries: int) -> None:
+        self.text = text  # the name as a NAM carries it (hopp.nam_text)
         self.source = source  # who advertised it to us (None: we published it)
         self.retries = retries  # NAMs still to send
         self.requested = False  # we hold its Data and advertise it upwards
@@ -108,8 +105,7 @@ class Trickle:
 
 class Receive:
     """What an agent puts in front of each of its interface's receivers: HoPP frames go
-    to the agent, everything else to the NDN face as before; an Interest from a
-    neighbour is looked at on its way (HoppAgent.on_remote_interest)."""
+    to the agent, everything else to the NDN face as before."""
 
     def __init__(self, agent: HoppAgent, ndn_receive: OnFrame | None) -> None:
         self.agent = agent
@@ -121,11 +117,8 @@ class Receive:
             node = agent.node
             node.cpu.run(node.forward_cost_s, partial(agent.on_message, src, payload))
             return
-        if self.ndn_receive is None:
-            return  # NDN from a node outside the tree: no face for it
-        if payload and payload[0] == INTEREST_TYPE:
-            agent.on_remote_interest(payload)
-        self.ndn_receive(src, payload)
+        if self.ndn_receive is not None:  # (None: a node outside the tree, no face)
+            self.ndn_receive(src, payload)
 
 
 class HoppOwner(Protocol):
@@ -156,6 +149,7 @@ class HoppAgent:
         iface: L2Interface,
         parent: bytes | None,
         rng: random.Random,
+        faces: dict[bytes, int],
     ) -> None:
         self.owner = owner
         self.sim = owner.sim
@@ -163,6 +157,7 @@ class HoppAgent:
         self.node = node
         self.iface = iface
         self.tree_parent = parent  # the shared tree's parent (None: the root)
+        self.faces = faces  # the node's NDN face to each neighbour, by its address
         self.rng = rng
         self.params = owner.params
         self.app = NdnApp.create(node.forwarder)
@@ -177,6 +172,11 @@ class HoppAgent:
         self._sol_timer: Timer | None = None
         self._parent_timer: Timer | None = None
         iface.intercept(self._receiver)
+        # CCN-lite's callbacks, which HoPP sets (hopp.c: content_requested and
+        # content_send): Data from a neighbour, and our Content Store answering one.
+        forwarder = node.forwarder
+        forwarder.data_received = self._on_data_received
+        forwarder.cache_answered = self._on_cache_answered
 
     def _receiver(self, ndn_receive: OnFrame | None) -> OnFrame:
         return Receive(self, ndn_receive)
@@ -258,11 +258,13 @@ class HoppAgent:
             self.send(mac.BROADCAST, hopp.Sol())
             self.send(mac.BROADCAST, self._pam())
         if not self.parent_alive:
+            # The parent is back: every name we advertise gets its NAMs again, the
+            # first one a NAM period from now (hopp.c, hopp_handle_pam).
             self.parent_alive = True
             for value, entry in self.names.items():
                 if entry.requested:
                     entry.retries = self.params.nam_retries
-                    self._arm_nam(value, entry, 0.0)
+                    self._arm_nam(value, entry, self._jitter(self.params.nam_period_s))
         self.sols = 0
         if self._sol_timer is not None:
             self._sol_timer.cancel()
@@ -292,22 +294,22 @@ class HoppAgent:
         elif isinstance(message, hopp.Sol):
             self.on_sol(src, message)
         else:
-            for uri in message.names:
-                self._on_nam(src, uri)
+            for text in message.names:
+                self._on_nam(src, text)
 
     # ---- names up, Data down ------------------------------------------------------------------
 
     def names_full(self) -> bool:
         return len(self.names) >= self.params.nam_cache_entries
 
-    def _remember(self, value: bytes, uri: str, source: bytes | None) -> Advertised | None:
+    def _remember(self, value: bytes, text: str, source: bytes | None) -> Advertised | None:
         entry = self.names.get(value)
         if entry is not None:
             return entry
         if self.names_full() and not self._make_room():
             self.owner.nam_drops += 1
             return None
-        entry = self.names[value] = Advertised(uri, source, self.params.nam_retries)
+        entry = self.names[value] = Advertised(text, source, self.params.nam_retries)
         return entry
 
     def _make_room(self) -> bool:
@@ -329,7 +331,7 @@ class HoppAgent:
         """A reading of this producer: into the Content Store, its name up to the parent."""
         name = data.name
         value = name.value
-        entry = self._remember(value, name.to_uri(), None)
+        entry = self._remember(value, hopp.nam_text(name), None)
         if entry is None:
             return  # the NAM cache is full: the reading stays here, unannounced
         entry.requested = True
@@ -338,31 +340,35 @@ class HoppAgent:
         self.node.pump()
         self._arm_nam(value, entry, 0.0)
 
-    def _on_nam(self, src: bytes, uri: str) -> None:
+    def _on_nam(self, src: bytes, text: str) -> None:
         try:
-            name = Name(uri)
+            name = Name(text)
         except (ValueError, NdnDecodeError):
             self.owner.decode_errors += 1
             return
-        entry = self._remember(name.value, uri, src)
+        entry = self._remember(name.value, text, src)
         if entry is None:
             return
         entry.heard = self.sim.now
-        self._pull(name)
+        self._pull(name, src)
 
-    def _pull(self, name: Name) -> None:
-        """An Interest for the advertised name (the tree's routes lead to its sender)."""
+    def _pull(self, name: Name, src: bytes) -> None:
+        """An Interest for the advertised name, straight to the NAM's sender (hopp.c,
+        hopp_request: CCN-lite's `pkt->to`, no FIB). What it brings is seen where it
+        arrives (_on_data_received); one our own Content Store answers (a repeated
+        NAM's) ends there."""
         self.owner.pulls += 1
         node = self.node
-        node.cpu.run(node.interest_cost_s, partial(self._express, name))
+        node.cpu.run(node.interest_cost_s, partial(self._express, name, self.faces[src]))
 
-    def _express(self, name: Name) -> None:
-        self.app.express_interest(
-            name, self.owner.lifetime_ms, self._pulled, _not_pulled, now=self.sim.now
-        )
+    def _express(self, name: Name, face_id: int) -> None:
+        self.app.express_interest(name, self.owner.lifetime_ms, now=self.sim.now, upstream=face_id)
         self.node.pump()
 
-    def _pulled(self, interest: Interest, data: Data) -> None:
+    def _on_data_received(self, face_id: int, data: Data) -> None:
+        """A Data from a neighbour whose name we hold (hopp.c, content_requested): the
+        proxy has the reading; any other node advertises the name to its parent, its
+        NAMs starting again now (also when the Data came before)."""
         value = data.name.value
         entry = self.names.get(value)
         if entry is None:
@@ -371,11 +377,14 @@ class HoppAgent:
             self._forget(value)  # the proxy keeps the Data; the subscriber has it
             self.owner.delivered(data)
             return
-        if entry.requested:
-            return  # a repeated NAM's pull, answered by our own cache: already upward
         entry.requested = True
         entry.retries = self.params.nam_retries
         self._arm_nam(value, entry, 0.0)
+
+    def _on_cache_answered(self, face_id: int, interest: Interest) -> None:
+        """Our Content Store answers a neighbour's Interest (hopp.c, content_send): the
+        name is being pulled, so we stop advertising it."""
+        self._forget(interest.name.value)
 
     def _arm_nam(self, value: bytes, entry: Advertised, delay: float) -> None:
         if entry.timer is not None:
@@ -391,39 +400,16 @@ class HoppAgent:
             return  # waits until a parent takes us in
         if entry.retries > 0:
             entry.retries -= 1
-            self._send_up(hopp.Nam((entry.uri,)))
+            self._send_up(hopp.Nam((entry.text,)))
             entry.timer = self.sim.schedule(
                 self._jitter(self.params.nam_period_s), self._nam_due, value
             )
             return
         # Nobody pulled: keep the name if its Data is still cached, and check on the
-        # parent (its PAM re-arms the NAMs).
+        # parent (its PAM re-arms the NAMs). The study's node floats here and
+        # broadcasts its SOL, and takes the first PAM of any neighbour not floating
+        # as its new parent (hopp.c, check_nce; COMPAS's compas_pam_check): a path
+        # switch, which S4's shared tree does not make (docs/ndn.md).
         if value not in self.node.forwarder.cs:
             self._forget(value)
         self._parent_lost()
-
-    def on_remote_interest(self, payload: bytes) -> None:
-        """A neighbour's Interest for a name we advertise, which our Content Store holds:
-        it is being pulled, so stop advertising it (the reference's content_send)."""
-        if not self.names:
-            return
-        # A valid Interest's Name is its first element: look its value up first,
-        # and decode (validate) the whole Interest only for a name we hold.
-        try:
-            _, start, end = read_tl(payload, 0, len(payload))
-            kind, start, end = read_tl(payload, start, end)
-        except NdnDecodeError:
-            return
-        if kind != _NAME_TYPE or payload[start:end] not in self.names:
-            return
-        try:
-            value = Interest(payload).name.value
-        except NdnDecodeError:
-            return
-        entry = self.names.get(value)
-        if entry is not None and entry.requested and value in self.node.forwarder.cs:
-            self._forget(value)
-
-
-def _not_pulled(interest: Interest) -> None:
-    pass  # the next NAM of the sender pulls again

@@ -95,7 +95,7 @@ class MqttSnPublish:
     def forwarders(self) -> dict[str, Forwarder]:
         return {}
 
-    def security_metrics(self) -> dict[str, float | int]:
+    def protocol_metrics(self) -> dict[str, float | int]:
         return {}
 
     def producer_cpus(self) -> list:

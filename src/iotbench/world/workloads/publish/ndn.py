@@ -203,7 +203,7 @@ class NdnSender:
     def forwarders(self) -> dict[str, Forwarder]:
         return {name: node.forwarder for name, node in self.tree.nodes.items()}
 
-    def security_metrics(self) -> dict[str, float | int]:
+    def protocol_metrics(self) -> dict[str, float | int]:
         return {}
 
     def producer_cpus(self) -> list:

@@ -47,8 +47,10 @@ class Sender(Protocol):
     def forwarders(self) -> dict[str, Forwarder]:
         """NDN: each node's forwarder, by host name; empty otherwise."""
 
-    def security_metrics(self) -> dict[str, float | int]:
-        """CoAP over DTLS: the clients' handshakes (the dtls_* metrics); empty otherwise."""
+    def protocol_metrics(self) -> dict[str, float | int]:
+        """What only this exchange counts: CoAP over DTLS, the clients' handshakes
+        (the dtls_* metrics); HoPP, the names its NAM caches had no room for;
+        empty otherwise."""
 
     def producer_cpus(self) -> list[Cpu | None]:
         """Each producer's processor (None: a node without a device profile)."""

@@ -65,6 +65,7 @@ from iotbench.metrics.observers import Observers
 from iotbench.metrics.publish import (
     GatewayArrivals,
     LinkStress,
+    NdnTables,
     PeriodTraffic,
     PublishSeries,
     distribution_rows,
@@ -389,7 +390,7 @@ class PublishWorkload(Workload):
             self.skipped,
             self.period,
         )
-        out.update(sender.security_metrics())
+        out.update(sender.protocol_metrics())
         cpus = [cpu for cpu in sender.producer_cpus() if cpu is not None]
         if cpus:
             started = self.items.stats.started
@@ -419,14 +420,15 @@ class PublishWorkload(Workload):
         return series.table
 
 
-def ndn_tables(forwarders: dict[str, Forwarder]) -> tuple[int, int, int] | None:
+def ndn_tables(forwarders: dict[str, Forwarder]) -> NdnTables | None:
     """The most PIT entries, Content Store entries and Content Store bytes any node
-    held; None: no NDN."""
+    held, and the Interests all dropped for a full PIT; None: no NDN."""
     if not forwarders:
         return None
     held = forwarders.values()
-    return (
+    return NdnTables(
         max(f.pit.peak for f in held),
         max(f.cs.peak_entries for f in held),
         max(f.cs.peak_bytes for f in held),
+        sum(f.counters.pit_full_drops for f in held),
     )
