@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from iotbench import __version__
-from iotbench.argtypes import positive_float, positive_int
+from iotbench.argtypes import non_negative_int, positive_float, positive_int
 from iotbench.real.arguments import add_real_commands
 from iotbench.scenarios import (
     Run,
@@ -36,7 +36,9 @@ from iotbench.scenarios import (
 from iotbench.terminal import console, print_table
 
 if TYPE_CHECKING:
-    from iotbench.runner import RunResult
+    from rich.console import Console
+
+    from iotbench.runner import RunFailure, RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # What a shell reports for a Unix tool that SIGPIPE ended (128 + 13).
@@ -87,8 +89,12 @@ examples:
   iotbench run s2-coap-vs-http --json | jq .metrics.delivery_ratio
 
 Output: OUT/results.duckdb, OUT/pcap/ (with --pcap), OUT/series/ (with --series),
-OUT/errors.log (tracebacks of
-the runs that failed in the last invocation).
+OUT/errors.log (tracebacks of the runs that failed in the last invocation).
+
+A run fails when the simulator raises, and a protocol stack's own exception is one
+(never a counter in a plausible result). Each failed run is named at the end with
+the command that runs it alone again (--rep K), and the results store keeps it with
+its traceback (its `failures` table) until it runs to the end.
 
 exit status: 0 all runs stored, 1 some runs failed (see OUT/errors.log),
 2 usage or scenario error, 130 interrupted.
@@ -339,6 +345,13 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="repetitions per combination (default: the scenario's)",
     )
+    p.add_argument(
+        "--rep",
+        type=non_negative_int,
+        metavar="K",
+        help="only repetition K (from 0) of each combination, the seed it always has "
+        "(a failed run's command uses it)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -404,8 +417,16 @@ def _select(args: argparse.Namespace) -> tuple[Scenario, list[Run]]:
     for text in args.filter:
         axis, values = parse_filter(text)
         filters.setdefault(axis, []).extend(values)
-    overrides = dict(parse_override(text) for text in args.overrides)
-    return scenario, expand(scenario, filters, overrides, args.reps)
+    runs = expand(scenario, filters, _overrides(args), args.reps)
+    if args.rep is not None:
+        if not any(run.repetition == args.rep for run in runs):
+            runs = expand(scenario, filters, _overrides(args), args.rep + 1)
+        runs = [run for run in runs if run.repetition == args.rep]
+    return scenario, runs
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(parse_override(text) for text in args.overrides)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -459,6 +480,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             series=args.series,
             on_result=on_result,
             console=err,
+            overrides=_overrides(args),
         )
     except KeyboardInterrupt:
         err.print(
@@ -480,14 +502,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         soft_wrap=True,
     )
     if result.failures:
-        # Each failure was printed as it happened; the tracebacks are in the log.
-        err.print(
-            f"[red]{len(result.failures)} runs failed[/red]; tracebacks in {out / 'errors.log'}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        _report_failures(err, result.failures, out)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _report_failures(err: Console, failures: Sequence[RunFailure], out: Path) -> None:
+    """Name every failed run, its error and the command that runs it again (the
+    store keeps them too, with the tracebacks, which errors.log also has)."""
+    err.print(
+        f"[red]{len(failures)} runs failed[/red]; tracebacks in {out / 'errors.log'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for failure in failures:
+        err.print(
+            f"  {failure.run.scenario} {failure.run.label()}: {failure.error}\n"
+            f"    run it again: {failure.command}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _json_line(result: RunResult) -> dict:
@@ -604,6 +639,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 console=err,
                 executor=args.executor,
                 address=args.address,
+                overrides=step.overrides,
             )
         except KeyboardInterrupt:
             err.print(
@@ -630,11 +666,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         console().print(line, highlight=False)
     err.print(f"report: {index}", highlight=False, soft_wrap=True)
     if failures:
-        err.print(
-            f"[red]{len(failures)} runs failed[/red]; tracebacks in {out / 'errors.log'}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        _report_failures(err, failures, out)
         return EXIT_RUN_FAILED
     return EXIT_OK
 

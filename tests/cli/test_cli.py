@@ -12,6 +12,7 @@ import pytest
 
 from iotbench import cli
 from iotbench.runner import execute
+from iotbench.scenarios import expand, load_scenario
 
 EXAMPLE = Path(__file__).parents[1] / "scenarios" / "example.toml"
 
@@ -129,6 +130,25 @@ def test_failed_runs_exit_1(monkeypatch, capsys, tmp_path: Path) -> None:
     assert len(out.splitlines()) == 8
     assert "4 runs failed" in err
     assert "run failed variant=con size=1000 rep=0: RuntimeError: too big" in err
+    # The summary names each failed run with the command that runs it alone again.
+    command = (
+        f"iotbench run {EXAMPLE} --filter variant=con --filter size=1000 --rep 0 --jobs 1 "
+        f"--out {tmp_path}"
+    )
+    assert f"variant=con size=1000 rep=0: RuntimeError: too big\n    run it again: {command}" in (
+        " ".join(err.split(" "))
+    )
+    monkeypatch.setattr(execute, "load_default_run_fn", lambda: fake_run)
+    code, _, err = run_cli(capsys, *command.split()[1:])
+    assert code == 0 and "1 runs: 1 executed" in err  # that run alone
+
+
+def test_rep_selects_one_repetition_with_its_seed() -> None:
+    """`--rep K` runs repetition K alone, as `--reps K+1` would have run it."""
+    args = cli.build_parser().parse_args(["run", str(EXAMPLE), "--filter", "size=10", "--rep", "2"])
+    _, runs = cli._select(args)
+    every = expand(load_scenario(str(EXAMPLE)), {"size": ["10"]}, reps=3)
+    assert runs == [run for run in every if run.repetition == 2] and len(runs) == 2
 
 
 @pytest.mark.parametrize(

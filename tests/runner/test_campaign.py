@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import shlex
 from pathlib import Path
 
 import pytest
 
 from iotbench.metrics.timeseries import NETWORK, RunMetrics, SeriesTable
 from iotbench.runner import ResultStore, StoreError, run_campaign
+from iotbench.runner.campaign import rerun_command
 from iotbench.scenarios import expand, load_scenario
 
 EXAMPLE = Path(__file__).parents[1] / "scenarios" / "example.toml"
@@ -133,12 +135,49 @@ def test_failed_runs_are_reported_not_stored(scenario, tmp_path: Path) -> None:
     assert "Traceback" in failure.traceback
     assert len(stored(tmp_path)) == 8
     assert "boom at 100" in (tmp_path / "errors.log").read_text()
+    # The store records each failure: the error, its traceback and the command that
+    # runs it alone again.
+    with ResultStore(tmp_path, read_only=True) as store:
+        recorded = store.failures()
+    assert [f.key for f in recorded] == [f.run.key for f in result.failures]
+    first = recorded[0]
+    assert (first.params, first.repetition, first.seed) == (
+        failure.run.params,
+        failure.run.repetition,
+        failure.run.seed,
+    )
+    assert first.error == "ValueError: boom at 100" and "Traceback" in first.traceback
+    assert (
+        first.command
+        == failure.command
+        == (
+            f"iotbench run {scenario.source} --filter variant=con --filter size=100 "
+            f"--rep 0 --jobs 1 --out {tmp_path}"
+        )
+    )
+    assert f"run it again: {first.command}" in (tmp_path / "errors.log").read_text()
 
-    # The re-run executes only the failed ones, and a clean run removes the log.
+    # The re-run executes only the failed ones, and a clean run removes the log and
+    # the records.
     counting = Counting()
     again = run_campaign(scenario, runs, tmp_path, run_fn=counting, jobs=1, progress=False)
     assert counting.calls == 4 and again.failures == []
     assert not (tmp_path / "errors.log").exists()
+    with ResultStore(tmp_path, read_only=True) as store:
+        assert store.failures() == []
+
+
+def test_a_failed_runs_command_names_its_sets_point_and_repetition(scenario, tmp_path) -> None:
+    (run,) = [r for r in expand(scenario, {"size": [10]}, reps=3) if r.repetition == 2][:1]
+    command = rerun_command(
+        scenario, run, tmp_path, {"workload.items": 5, "protocol.coap.type": "non"}
+    )
+    assert shlex.split(command) == [
+        "iotbench", "run", scenario.source,
+        "--set", "workload.items=5", "--set", "protocol.coap.type=non",
+        "--filter", f"variant={run.params['variant']}", "--filter", "size=10",
+        "--rep", "2", "--jobs", "1", "--out", str(tmp_path),
+    ]  # fmt: skip
 
 
 def test_crash_after_n_runs_keeps_finished_ones(scenario, tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ async def serve_mqtt(
     on_ready: Callable[[StreamServerDriver], None] | None = None,
 ) -> None:
     """Run the broker until cancelled."""
-    broker = MqttBroker(random.SystemRandom(), params or MqttBrokerParams())
+    broker = MqttBroker(random.SystemRandom(), params or MqttBrokerParams(), strict=False)
     driver = await start_stream_server(broker, host, port)
     await serve_until_cancelled(driver, on_ready)
 

@@ -238,7 +238,9 @@ class NdnServerNode:
 
     def __init__(self, config: NdnServerConfig, rng: random.Random) -> None:
         self.config = config
-        self.forwarder = Forwarder(rng, config.forwarder)
+        self.forwarder = Forwarder(
+            rng, config.forwarder, strict=False
+        )  # real sockets: our own errors logged, not raised
         self.producer = SensorProducer(NdnApp.create(self.forwarder), config, rng)
         self.stats = FaceStats()
         self.wakeup: Callable[[], None] | None = None

@@ -1,14 +1,19 @@
 """A campaign: the runs of one scenario executed into one output directory.
 
 Runs already in OUT/results.duckdb are skipped, so re-running the same command
-after Ctrl-C or a crash executes only what is missing. A run that raises is
-reported and not stored; the others still run.
+after Ctrl-C or a crash executes only what is missing. A run that raises (a
+stack's own error fails its run: proto/errors.py) is not stored with the
+results: the store records the failure, its traceback and the command that
+runs it alone again (`rerun_command`), and the other runs still run.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+import shlex
+import tomllib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +54,7 @@ class RunFailure:
     run: Run
     error: str
     traceback: str | None = None
+    command: str = ""  # runs it alone again (rerun_command)
 
 
 @dataclass
@@ -84,6 +90,7 @@ def run_campaign(
     console: Console | None = None,
     executor: str = "local",
     address: str | None = None,
+    overrides: Mapping[str, object] | None = None,
 ) -> CampaignResult:
     """Execute `runs` (from `expand(scenario, ...)`) and store them in `out_dir`.
 
@@ -96,7 +103,8 @@ def run_campaign(
     `on_result` sees every finished run, already stored ones first.
     `executor`: "local" (this process, or a pool of `jobs` processes) or
     "ray" (Ray tasks on the cluster at `address`, or on a Ray instance of
-    this machine; runner/ray_pool.py).
+    this machine; runner/ray_pool.py). `overrides`: the `--set`s `runs` were
+    expanded with, for the command a failed run is recorded with.
     """
     if executor not in EXECUTORS:
         raise StoreError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
@@ -123,7 +131,8 @@ def run_campaign(
             outcomes = _outcomes(run_fn, jobs, tasks, executor, address, outputs)
             for outcome in outcomes:
                 run = by_key[outcome.key]
-                finished = _finish(store, run, outcome, out, result)
+                command = rerun_command(scenario, run, out, overrides or {})
+                finished = _finish(store, run, outcome, out, result, command)
                 if finished is not None and on_result is not None:
                     on_result(finished)
                 if finished is None and progress:
@@ -232,7 +241,12 @@ def _outcomes(
 
 
 def _finish(
-    store: ResultStore, run: Run, outcome: Outcome, out: Path, result: CampaignResult
+    store: ResultStore,
+    run: Run,
+    outcome: Outcome,
+    out: Path,
+    result: CampaignResult,
+    command: str,
 ) -> RunResult | None:
     temp = out / PCAP_DIR / f".{run.key}.pcap.tmp"
     series_temp = out / SERIES_DIR / f".{run.key}.csv.tmp"
@@ -241,7 +255,9 @@ def _finish(
         series_temp.unlink(missing_ok=True)
         for part in COMPANIONS:
             Path(companion_path(str(series_temp), part)).unlink(missing_ok=True)
-        result.failures.append(RunFailure(run, outcome.error or "failed", outcome.traceback))
+        failure = RunFailure(run, outcome.error or "failed", outcome.traceback, command)
+        store.add_failure(run, failure.error, failure.traceback, command)
+        result.failures.append(failure)
         return None
     pcap = None
     if temp.is_file():
@@ -293,6 +309,50 @@ def write_errors_log(out: Path, failures: list[RunFailure]) -> None:
         path.unlink(missing_ok=True)
         return
     parts = [
-        f"== {f.run.label()} (seed {f.run.seed})\n{f.traceback or f.error}\n" for f in failures
+        f"== {f.run.label()} (seed {f.run.seed})\nrun it again: {f.command}\n"
+        f"{f.traceback or f.error}\n"
+        for f in failures
     ]
     path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def rerun_command(
+    scenario: Scenario, run: Run, out: Path, overrides: Mapping[str, object] | None = None
+) -> str:
+    """The command that runs `run` alone again into the same results: the scenario,
+    the `--set`s, its point (a `--filter` per axis, as `--filter` matches values) and
+    its repetition."""
+    words = ["iotbench", "run", scenario.source.removeprefix("builtin:")]
+    for key, value in (overrides or {}).items():
+        words += ["--set", f"{key}={toml_value(value)}"]
+    for axis, value in run.params.items():
+        shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        words += ["--filter", f"{axis}={shown}"]
+    words += ["--rep", str(run.repetition), "--jobs", "1", "--out", str(out)]
+    return shlex.join(words)
+
+
+def toml_value(value: object) -> str:
+    """`value` as `--set` reads it back: TOML, where a word that is no TOML value is a
+    string (so `type=non` stays as short as a user writes it)."""
+    if isinstance(value, str):
+        try:
+            tomllib.loads(f"v = {value}")
+        except tomllib.TOMLDecodeError:
+            if value and all(c.isalnum() or c in "-_./:" for c in value):
+                return value  # a bare word
+    return _toml(value)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML form for {value!r}")

@@ -12,7 +12,8 @@ shorter run, for a first look in about two minutes on two cores.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from iotbench.scenarios import Run, Scenario, UserError, expand, list_builtin, load_scenario
 
@@ -22,6 +23,7 @@ class Step:
     study: str
     scenario: Scenario
     runs: list[Run]
+    overrides: dict[str, Any] = field(default_factory=dict)  # the `--set`s they were made with
 
 
 def builtin_studies() -> dict[str, list[Scenario]]:
@@ -54,14 +56,15 @@ def study_plan(studies: Sequence[str] | None = None, quick: bool = False) -> lis
     steps = []
     for study in studies if studies is not None else list(by_study):
         for scenario in by_study[study]:
+            overrides = dict(scenario.quick["set"]) if quick else {}
             if quick:
                 runs = expand(
                     scenario,
                     filters=scenario.quick["filter"],
-                    overrides=scenario.quick["set"],
+                    overrides=overrides,
                     reps=scenario.quick["repetitions"],
                 )
             else:
                 runs = expand(scenario)
-            steps.append(Step(study, scenario, runs))
+            steps.append(Step(study, scenario, runs, overrides))
     return steps

@@ -13,10 +13,14 @@ Tables (JSON columns hold JSON text; NaN metrics are stored as JSON null):
   series(run_key, scenario, series, node, x, y, n)   a run's time series and
       distributions, one row per point (metrics/timeseries.py; node NULL: the
       whole network); docs/metrics.md names them
+  failures(run_key, scenario, params, repetition, seed, error, traceback, command,
+       iotbench_version, failed_at)   the runs that failed (the last failure of
+      each, until it runs to the end): the exception, its traceback and the
+      command that runs it again
 
-The series table came after schema version 1 was fixed; adding a table keeps
-older files readable and writable (it is created when a file is opened for
-writing, and a file without one has no series).
+The series and failures tables came after schema version 1 was fixed; adding
+a table keeps older files readable and writable (it is created when a file is
+opened for writing, and a file without one has none).
 """
 
 from __future__ import annotations
@@ -79,6 +83,18 @@ CREATE TABLE IF NOT EXISTS series (
     y DOUBLE,
     n BIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS failures (
+    run_key VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    params JSON NOT NULL,
+    repetition INTEGER NOT NULL,
+    seed BIGINT NOT NULL,
+    error VARCHAR NOT NULL,
+    traceback VARCHAR,
+    command VARCHAR NOT NULL,
+    iotbench_version VARCHAR NOT NULL,
+    failed_at TIMESTAMP NOT NULL
+);
 """
 
 
@@ -96,6 +112,18 @@ class StoredRun:
     config_hash: str
     metrics: dict[str, float | int]
     pcap: str | None  # relative to the output directory
+
+
+@dataclass(frozen=True)
+class StoredFailure:
+    key: str
+    scenario: str
+    params: dict[str, Any]
+    repetition: int
+    seed: int
+    error: str  # one line: "ValueError: ..."
+    traceback: str | None
+    command: str  # runs it again
 
 
 @dataclass(frozen=True)
@@ -229,6 +257,7 @@ class ResultStore:
             ("DELETE FROM runs WHERE run_key = ?", [run.key]),
             ("DELETE FROM metrics WHERE run_key = ?", [run.key]),
             ("DELETE FROM series WHERE run_key = ?", [run.key]),
+            ("DELETE FROM failures WHERE run_key = ?", [run.key]),
             ("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
         ]
         if names:
@@ -258,7 +287,47 @@ class ResultStore:
             )
         self._transaction(statements)
 
+    def add_failure(self, run: Run, error: str, traceback: str | None, command: str) -> None:
+        """Record that `run` failed (replacing an earlier failure of it); a later run
+        of it that finishes removes the record (add_run)."""
+        row = [
+            run.key,
+            run.scenario,
+            _json(run.params),
+            run.repetition,
+            run.seed,
+            error,
+            traceback,
+            command,
+            __version__,
+            datetime.now(UTC).replace(tzinfo=None),
+        ]
+        self._transaction(
+            [
+                ("DELETE FROM failures WHERE run_key = ?", [run.key]),
+                ("INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
+            ]
+        )
+
     # --- reading --------------------------------------------------------------
+
+    def failures(self, scenario: str | None = None) -> list[StoredFailure]:
+        """The runs whose last attempt failed, in the order they failed."""
+        if not self._has_table("failures"):
+            return []
+        query = (
+            "SELECT run_key, scenario, params, repetition, seed, error, traceback, command "
+            "FROM failures"
+        )
+        args: list[Any] = []
+        if scenario is not None:
+            query += " WHERE scenario = ?"
+            args.append(scenario)
+        rows = self.con.execute(query + " ORDER BY failed_at, run_key", args).fetchall()
+        return [
+            StoredFailure(key, name, json.loads(params), rep, seed, error, tb, command)
+            for key, name, params, rep, seed, error, tb, command in rows
+        ]
 
     def stored_pcaps(self, keys: Iterable[str]) -> dict[str, str | None]:
         """For each of `keys` already stored: its pcap path (or None)."""

@@ -17,8 +17,8 @@ CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 5683)
 
 
-def endpoint(seed: int = 1, **params) -> CoapEndpoint:
-    return CoapEndpoint(random.Random(seed), CoapParams(**params))
+def endpoint(seed: int = 1, strict: bool = True, **params) -> CoapEndpoint:
+    return CoapEndpoint(random.Random(seed), CoapParams(**params), strict=strict)
 
 
 def drain(ep: CoapEndpoint) -> list[tuple[Message, Hashable]]:

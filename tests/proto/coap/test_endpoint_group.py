@@ -156,7 +156,7 @@ def test_a_deferred_answer_may_carry_a_processing_delay():
 
 
 def test_a_deferred_handed_back_twice_is_a_handler_error():
-    server = endpoint(2)
+    server = endpoint(2, strict=False)  # a server on real sockets answers 5.00
     shared = Deferred()
     server.add_resource("/e/x", lambda req, addr: shared)
     server.receive(0.0, encode(Message.request(Type.NON, Code.GET, 1, b"a", "/e/x")), CLIENT)

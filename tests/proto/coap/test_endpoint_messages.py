@@ -382,7 +382,7 @@ def test_invalid_critical_option_value_gives_4_02():
 
 
 def test_not_found_method_not_allowed_internal_error_proxying():
-    server = endpoint(2)
+    server = endpoint(2, strict=False)  # on real sockets, a broken handler is a 5.00
     server.add_resource("/ro", lambda r, a: b"x", methods=[Code.GET])
 
     def broken(req, addr):
@@ -400,10 +400,16 @@ def test_not_found_method_not_allowed_internal_error_proxying():
         ((resp, _),) = drain(server)
         assert resp.code == code and resp.message_id == req.message_id
     assert server.stats.handler_errors == 1
+    # In a simulation (strict, the default) the handler's exception is ours: it is raised.
+    strict = endpoint(2)
+    strict.add_resource("/broken", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        strict.receive(0.0, raw(_get(3, path="/broken")), CLIENT)
+    assert strict.stats.handler_errors == 1
 
 
 def test_handler_returning_garbage_gives_5_00():
-    server = endpoint(2)
+    server = endpoint(2, strict=False)
     server.add_resource("/a", lambda r, a: 42)
     server.add_resource("/b", lambda r, a: ResourceResponse(code=Code.GET))
     server.add_resource("/c", lambda r, a: ResourceResponse(options=[(70000, b"")]))
@@ -580,7 +586,7 @@ def test_first_message_id_is_validated():
 
 
 def test_handler_may_return_a_response_tuple():
-    server = endpoint(2)
+    server = endpoint(2, strict=False)  # /d's bad payload is a 5.00 on real sockets
     server.add_resource("/a", lambda r, a: (Code.CONTENT, b"49.5 V", 0))
     server.add_resource("/b", lambda r, a: (Code.CHANGED, "ok"))
     server.add_resource("/c", lambda r, a: (Code.CONTENT, b"x", 50, [(Opt.MAX_AGE, 30)]))

@@ -24,10 +24,10 @@ D = 0.01  # one-way delay
 
 
 class Wire:
-    def __init__(self, client_params=None, server_params=None, drop=None, seed=1):
+    def __init__(self, client_params=None, server_params=None, drop=None, seed=1, strict=True):
         cert, key = make_certificate(seed)
         answer = lambda request: b"reading:" + request  # noqa: E731
-        self.server = QuicServer(server_params or QuicParams(), cert, key, answer)
+        self.server = QuicServer(server_params or QuicParams(), cert, key, answer, strict)
         self.client = QuicClient(
             client_params or QuicParams(), certificate_pem(cert), "sensor.iotbench"
         )
@@ -181,7 +181,9 @@ def test_random_datagrams_never_raise(datagrams):
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_mutated_handshake_datagrams_never_raise(data):
-    w = Wire(client_params=QuicParams(connection="reuse"))
+    """A server on real sockets (strict=False): a stranger's bytes that aioquic
+    refuses cost that connection only."""
+    w = Wire(client_params=QuicParams(connection="reuse"), strict=False)
     w.request(0.0)
     w.run(1.0)
     w2 = Wire()

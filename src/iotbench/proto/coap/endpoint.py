@@ -132,6 +132,7 @@ import random
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
+from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import BackoffSchedule, CocoaEstimator
 
 from .blockwise import Representations, Uploads, szx_of
@@ -218,12 +219,16 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         *,
         first_message_id: int | None = None,
         token_length: int | None = None,
+        strict: bool = True,
     ) -> None:
         if token_length is not None:
             # Shorthand for CoapParams.token_length (validated there).
             params = dataclasses.replace(params, token_length=token_length)
         self.rng = rng
         self.params = params
+        # An exception of our own in a guard: raised (a simulation), or logged and
+        # counted (real sockets): proto/errors.py, own_error.
+        self.strict = strict
         self.stats = CoapStats()
         #: Critical request options accepted by the server; extend it when a
         #: handler implements more (e.g. If-Match).
@@ -362,8 +367,9 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
                 self._on_ack(now, msg, addr)
             else:
                 self._on_rst(now, msg, addr)
-        except Exception:  # noqa: BLE001 - a peer's bytes must never crash a node
+        except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash a node
             self.stats.internal_errors += 1
+            own_error(self.strict, exc, "CoAP endpoint")
 
     # =====================================================================
     # client API

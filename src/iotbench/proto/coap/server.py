@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from iotbench.proto.errors import own_error
+
 from .blockwise import MAX_SZX, block_of, szx_of, uri_key
 from .codec import (
     BlockOption,
@@ -300,7 +302,8 @@ class ServerSide:
     def _run_handler(
         self, res: Resource, msg: Message, addr: Hashable, deferrable: bool = False
     ) -> tuple[Message, float] | Deferred:
-        """Call the handler; any failure becomes 5.00 (a handler never crashes the node).
+        """Call the handler; a failure is the node's own error (proto/errors.py): raised
+        in a simulation, a 5.00 on real sockets (a handler never takes the server down).
 
         A Deferred comes back as it is where the caller can wait (`deferrable`:
         requests); elsewhere (notifications) it is an error."""
@@ -317,8 +320,9 @@ class ServerSide:
             check_encodable(resp)
             delay = float(rr.delay_s)
             return resp, delay if delay > 0 else 0.0
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             self.stats.handler_errors += 1
+            own_error(self.strict, exc, f"CoAP resource {res.path}")
             return self._response_to(msg, Code.INTERNAL_SERVER_ERROR), 0.0
 
     def _response_to(

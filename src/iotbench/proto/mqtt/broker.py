@@ -70,6 +70,7 @@ import random
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from ..errors import own_error
 from ..keepalive import given_up_s
 from .acl import ClientAcl
 from .auth import refusal
@@ -189,9 +190,11 @@ class MqttBroker:
         self,
         rng: random.Random,
         params: MqttBrokerParams = MqttBrokerParams(),  # noqa: B008 - frozen, safe to share
+        strict: bool = True,
     ) -> None:
         self.rng = rng
         self.params = params
+        self.strict = strict  # an exception of our own: raised, or logged (proto/errors.py)
         self.stats = MqttBrokerStats()
         self._retry = params.retry_schedule()
         self._conns: dict[Hashable, _Conn] = {}
@@ -283,6 +286,7 @@ class MqttBroker:
             self._receive(now, c, data)
         except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash the broker
             self.stats.internal_errors += 1
+            own_error(self.strict, exc, "MQTT broker")
             self._close(now, c, "protocol-error", f"internal error: {exc!r}")
         self._rearm_dirty()
 
@@ -305,6 +309,7 @@ class MqttBroker:
                 self._check(now, c)
             except Exception as exc:  # noqa: BLE001 - see receive_data
                 self.stats.internal_errors += 1
+                own_error(self.strict, exc, "MQTT broker")
                 self._close(now, c, "protocol-error", f"internal error: {exc!r}")
             self._dirty[c] = None
         self._rearm_dirty()

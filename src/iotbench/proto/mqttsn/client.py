@@ -77,6 +77,7 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
+from iotbench.proto.errors import own_error
 from iotbench.proto.keepalive import ping_due_s
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.mqtt.topics import is_valid_filter, is_valid_topic
@@ -194,9 +195,11 @@ class MqttSnClient:
         self,
         rng: random.Random,
         params: MqttSnClientParams = MqttSnClientParams(),  # noqa: B008 - frozen, safe to share
+        strict: bool = True,
     ) -> None:
         self.rng = rng
         self.params = params
+        self.strict = strict  # an exception of our own: raised, or logged (proto/errors.py)
         self.stats = MqttSnClientStats()
         self.state = DISCONNECTED
         #: The gateway of the current (or last) connection.
@@ -460,8 +463,9 @@ class MqttSnClient:
             return
         try:
             self._on_message(now, message, addr)
-        except Exception:  # noqa: BLE001 - a peer's bytes must never crash a node
+        except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash a node
             self.stats.internal_errors += 1
+            own_error(self.strict, exc, "MQTT-SN client")
 
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""

@@ -106,6 +106,7 @@ import random
 from collections import OrderedDict
 from collections.abc import Hashable
 
+from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import Retransmission
 
 from .codec import (
@@ -142,9 +143,11 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
         self,
         rng: random.Random,
         params: MqttSnGatewayParams = MqttSnGatewayParams(),  # noqa: B008 - frozen, safe to share
+        strict: bool = True,
     ) -> None:
         self.rng = rng
         self.params = params
+        self.strict = strict  # an exception of our own: raised, or logged (proto/errors.py)
         self.stats = MqttSnGatewayStats()
         self._schedule = params.retry_schedule()
         self._predefined_ids = {name: tid for tid, name in params.predefined_topics.items()}
@@ -250,8 +253,9 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
                 self._on_encapsulated(now, message, addr)
             else:
                 self._on_message(now, message, addr)
-        except Exception:  # noqa: BLE001 - a client's bytes must never crash the gateway
+        except Exception as exc:  # noqa: BLE001 - a client's bytes must never crash the gateway
             self.stats.internal_errors += 1
+            own_error(self.strict, exc, "MQTT-SN gateway")
         self._service(now)
 
     def stream_connected(self, now: float, stream: int) -> None:
@@ -260,8 +264,9 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
         if link is not None and not link.mqtt.connected and not link.mqtt.close_requested:
             try:
                 link.mqtt.connect(now)
-            except RuntimeError:
-                self.stats.internal_errors += 1  # reported twice by the driver
+            except RuntimeError as exc:  # the driver reported the connection twice
+                self.stats.internal_errors += 1
+                own_error(self.strict, exc, "MQTT-SN gateway")
             self._touch(link)
         self._service(now)
 
@@ -310,8 +315,9 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
             c.scheduled = None
             try:
                 self._check(now, c)
-            except Exception:  # noqa: BLE001 - see receive()
+            except Exception as exc:  # noqa: BLE001 - see receive()
                 self.stats.internal_errors += 1
+                own_error(self.strict, exc, "MQTT-SN gateway")
             self._rearm(c)
         self._service(now)
 

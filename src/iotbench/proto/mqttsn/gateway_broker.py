@@ -7,6 +7,7 @@ the state it uses."""
 
 from __future__ import annotations
 
+from iotbench.proto.errors import own_error
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.codec import ConnectReturnCode
 from iotbench.proto.mqtt.events import (
@@ -77,8 +78,9 @@ class GatewayBroker:
             for event in link.mqtt.events():
                 try:
                     self._on_mqtt_event(now, link, event)
-                except Exception:  # noqa: BLE001 - one client's trouble stays its own
+                except Exception as exc:  # noqa: BLE001 - one client's trouble stays its own
                     self.stats.internal_errors += 1
+                    own_error(self.strict, exc, "MQTT-SN gateway")
             self._flush_link(link)
             if link.mqtt.close_requested and self._links.get(link.stream) is link:
                 self._detach(link)

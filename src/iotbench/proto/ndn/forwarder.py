@@ -15,8 +15,12 @@ frames bigger than the MTU (arriving fragments are reassembled on every face
 but those added with `s5_fragments=False`: links to peers that do not speak
 S5's scheme, such as NFD-style UDP and TCP faces, where a frame whose first
 bit is 1 is simply malformed).
-`receive` and `handle_timer` never raise: malformed input is counted in
-`counters.decode_errors`, anything unexpected in `counters.internal_errors`.
+`receive` and `handle_timer` never raise for a peer's bytes: malformed input
+is counted in `counters.decode_errors`. An exception of the forwarder's own
+(or of an application or hook it calls) is counted in
+`counters.internal_errors` and, with `strict` (the default, and every
+simulation), raised again: a bug fails the run. A forwarder on real sockets
+is built with `strict=False` and logs it instead (proto/errors.py).
 
 Packets handed to face callbacks while the forwarder works may make an
 application call back into it (`receive`); such calls are queued and run
@@ -67,6 +71,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Final, Literal
 
+from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
 
 from .cs import CS_POLICIES, DEFAULT_CS_BYTES, ContentStore
@@ -373,9 +378,11 @@ class Forwarder:
         self,
         rng: random.Random,
         config: ForwarderConfig = ForwarderConfig(),  # frozen, safe to share
+        strict: bool = True,
     ) -> None:
         self.rng = rng
         self.config = config
+        self.strict = strict
         self.counters = ForwarderCounters()
         self.pit = Pit(config.pit_max_entries, config.pit_overflow)
         self.fib = Fib(config.fib_max_entries)
@@ -404,8 +411,8 @@ class Forwarder:
         self._busy = False
         #: Time of the event being processed (the last `now` passed in).
         self.now = 0.0
-        #: The last unexpected exception swallowed (counted in internal_errors), for diagnosis.
-        self.last_internal_error: BaseException | None = None
+        #: The last exception of its own a lenient forwarder counted, for diagnosis.
+        self.last_internal_error: Exception | None = None
         #: Hooks for a protocol running beside the forwarder, as CCN-lite has them
         #: (ccnl_callback_set_data_received and _data_send, which HoPP sets):
         #: `data_received(face_id, data)` for every Data that arrives on a network
@@ -660,9 +667,10 @@ class Forwarder:
         finally:
             self._busy = False
 
-    def _internal_error(self, exc: BaseException) -> None:
+    def _internal_error(self, exc: Exception) -> None:
         self.counters.internal_errors += 1
         self.last_internal_error = exc
+        own_error(self.strict, exc, "NDN forwarder")
 
     def _process(self, now: float, face_id: int, wire: bytes, upstream: int) -> None:
         c = self.counters
@@ -681,11 +689,12 @@ class Forwarder:
                 c.reassembled += 1
                 wire = packet
             self._dispatch(now, face, wire, False, upstream)
-        except NdnDecodeError as exc:
+        except NdnDecodeError as bad:
             c.decode_errors += 1
-            if isinstance(exc, FragmentError):
+            if isinstance(bad, FragmentError):
                 c.fragment_errors += 1
-        except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash a node
+        # (Its own name: compiled code types an `except ... as` name by its first use.)
+        except Exception as exc:  # noqa: BLE001 - proto/errors.py: raised, or logged
             self._internal_error(exc)
 
     def _reassembler(self, face_id: int) -> Reassembler:

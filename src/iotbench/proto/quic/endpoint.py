@@ -36,6 +36,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 from aioquic.tls import SessionTicket
 
+from ..errors import own_error
 from .params import ALPN, QuicParams
 
 # RFC 9000 14.1: a server only creates state for an Initial of at least 1200 bytes.
@@ -84,7 +85,8 @@ class _Endpoint:
 
     connection_id_length = 8  # aioquic's default; both ends use it
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict  # an exception inside a connection: raised, or logged (_failed)
         self._now = 0.0
         self._connections: list[QuicConnection] = []
         self._by_cid: dict[bytes, QuicConnection] = {}
@@ -111,8 +113,8 @@ class _Endpoint:
         self._touch(conn)
         try:
             conn.receive_datagram(data, addr, now=now)
-        except Exception:  # noqa: BLE001 - see _failed
-            self._failed(conn)
+        except Exception as exc:  # noqa: BLE001 - see _failed
+            self._failed(conn, exc)
             return
         self._poll(conn)
 
@@ -120,11 +122,14 @@ class _Endpoint:
         self._touched.add(conn)
         self._stale[conn] = None
 
-    def _failed(self, conn: QuicConnection) -> None:
+    def _failed(self, conn: QuicConnection, exc: Exception) -> None:
         """aioquic raised inside one connection (e.g. a server connection whose first
-        datagram it rejected before it had a network path): a peer's bytes must
-        never crash the node, so that connection is dropped and counted."""
+        datagram it rejected before it had a network path). In a simulation that is
+        a bug, here or in aioquic, and the run fails (proto/errors.py); on real
+        sockets a peer's bytes must never crash the node, so that connection is
+        dropped, counted and logged."""
         self.internal_errors += 1
+        own_error(self.strict, exc, "QUIC endpoint")
         self._on_event(conn, qe.ConnectionTerminated(0x1, None, "internal error"))
         self._forget(conn)
 
@@ -148,8 +153,8 @@ class _Endpoint:
         for conn in [c for c in self._connections if c in self._touched]:
             try:
                 out.extend(conn.datagrams_to_send(now=self._now))
-            except Exception:  # noqa: BLE001 - see _failed
-                self._failed(conn)
+            except Exception as exc:  # noqa: BLE001 - see _failed
+                self._failed(conn, exc)
         self._touched.clear()
         return out
 
@@ -179,8 +184,8 @@ class _Endpoint:
             if t is not None and t <= now:
                 try:
                     conn.handle_timer(now=now)
-                except Exception:  # noqa: BLE001 - see _failed
-                    self._failed(conn)
+                except Exception as exc:  # noqa: BLE001 - see _failed
+                    self._failed(conn, exc)
                     continue
                 self._poll(conn)
 
@@ -217,8 +222,9 @@ class QuicServer(_Endpoint):
         certificate,
         private_key,
         handler: Callable[[bytes], bytes],
+        strict: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__(strict)
         self.configuration = _configuration(params, is_client=False)
         self.configuration.certificate = certificate
         self.configuration.private_key = private_key
@@ -271,8 +277,10 @@ class QuicClient(_Endpoint):
     """Sends requests, each on a stream of its own, on a connection per request
     or on one reused connection (QuicParams.connection)."""
 
-    def __init__(self, params: QuicParams, cadata: bytes, server_name: str) -> None:
-        super().__init__()
+    def __init__(
+        self, params: QuicParams, cadata: bytes, server_name: str, strict: bool = True
+    ) -> None:
+        super().__init__(strict)
         self.params = params
         self.cadata = cadata
         self.server_name = server_name
