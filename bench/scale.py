@@ -11,7 +11,9 @@ random phase), for M simulated minutes and one more for the last readings to
 arrive (a reading still on its way 60 s after it was sent counts as lost). The radio is the default one (an
 AT86RF231 at +3 dBm, log-distance path loss with exponent 3 and 6 dB
 shadowing); the grid spacing keeps each node's direct neighbours a few
-links away, as a deployment would.
+links away, as a deployment would. `--variation gauss-markov` adds the
+built-in radio scenarios' links in time (0.4 dB, 1 h; docs/radio.md), whose
+cost per frame and receiver this then shows.
 
 Printed (one JSON object with --json): nodes, sim_s (simulated seconds),
 wall_s (the simulation run alone), build_s (building the network and its
@@ -41,6 +43,7 @@ spacing_m = {spacing}
 {building}
 [network.roles]
 gateway = "{gateway}"
+{variation}
 [network.routing]
 protocol = "static"
 [workload]
@@ -57,7 +60,15 @@ type = "non"
 """
 
 
-def scenario_text(nodes: int, minutes: float, layout: str, spacing: float) -> str:
+VARIATIONS = {
+    "none": "",
+    "gauss-markov": '[network.radio.variation]\nmodel = "gauss-markov"\nsigma_db = 0.4\ntau_s = 3600.0',
+}
+
+
+def scenario_text(
+    nodes: int, minutes: float, layout: str, spacing: float, variation: str = "none"
+) -> str:
     items = max(1, int(minutes))
     if layout == "grid":
         columns = int(nodes**0.5 + 0.999)
@@ -75,10 +86,13 @@ def scenario_text(nodes: int, minutes: float, layout: str, spacing: float) -> st
         building=building,
         gateway=gateway,
         items=items,
+        variation=VARIATIONS[variation],
     )
 
 
-def run(nodes: int, minutes: float, layout: str, spacing: float, seed: int) -> dict:
+def run(
+    nodes: int, minutes: float, layout: str, spacing: float, seed: int, variation: str = "none"
+) -> dict:
     from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
     from iotbench.metrics.traffic import TrafficMeter
@@ -88,7 +102,7 @@ def run(nodes: int, minutes: float, layout: str, spacing: float, seed: int) -> d
     from iotbench.world.networks import build_network
     from iotbench.world.workloads.publish import PublishWorkload
 
-    text = scenario_text(nodes, minutes, layout, spacing)
+    text = scenario_text(nodes, minutes, layout, spacing, variation)
     (the_run,) = expand(parse_scenario(text, label="bench/scale.py"))
     config = the_run.config
     t0 = time.perf_counter()
@@ -124,9 +138,12 @@ def main() -> None:
     parser.add_argument("--layout", choices=("grid", "building"), default="grid")
     parser.add_argument("--spacing", type=float, default=60.0, help="grid spacing, metres")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--variation", choices=tuple(VARIATIONS), default="none", help="links in time"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args()
-    result = run(args.nodes, args.minutes, args.layout, args.spacing, args.seed)
+    result = run(args.nodes, args.minutes, args.layout, args.spacing, args.seed, args.variation)
     if args.json:
         print(json.dumps(result))
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS
-from iotbench.scenarios.fields import OPTIONAL, Field, Invalid, Section, Tagged
+from iotbench.scenarios.fields import DEVICE_PROFILES, OPTIONAL, Field, Invalid, Section, Tagged
 
 TOPOLOGIES = ("pair", "line", "star", "grid", "random", "building", "file")
 RADIO_TOPOLOGIES = TOPOLOGIES[1:]
@@ -136,7 +136,8 @@ PATH_LOSS = Section(
 VARIATION = Tagged(
     doc="How links vary in time on top of their mean.",
     tag="model",
-    tag_doc="none, rayleigh (fading per frame), gilbert-elliott (good/bad states per pair).",
+    tag_doc="none, rayleigh (fading per frame), gilbert-elliott (good/bad states per pair), "
+    "gauss-markov (a Gaussian process in dB per pair, as measured link traces vary).",
     variants={
         "none": Section("Links keep their mean power.", {}),
         "rayleigh": Section("Rayleigh block fading: an exponential power gain per frame.", {}),
@@ -146,6 +147,19 @@ VARIATION = Tagged(
                 "good_s": Field("float", "Mean time in the good state.", 30.0, gt=0),
                 "bad_s": Field("float", "Mean time in the bad state.", 3.0, gt=0),
                 "bad_loss_db": Field("float", "Extra attenuation in the bad state.", 10.0, ge=0),
+            },
+        ),
+        "gauss-markov": Section(
+            "Each pair's power varies about its mean as a Gaussian process in dB with an "
+            "exponential autocorrelation (docs/radio.md: the defaults are the Mercator "
+            "datasets' static 802.15.4 links in FIT IoT-LAB's Grenoble building).",
+            {
+                "sigma_db": Field(
+                    "float", "Deviation of the variation about the mean (dB).", 0.4, ge=0, le=20
+                ),
+                "tau_s": Field(
+                    "float", "Time constant of its autocorrelation, e^-(lag / tau).", 3600.0, gt=0
+                ),
             },
         ),
     },
@@ -414,6 +428,16 @@ ROUTING = Section(
             gt=0,
             le=1,
         ),
+        "tree_channel": Field(
+            "int",
+            "The channel whose link powers the tree of least expected transmissions is "
+            "computed from (its frequency changes every link's loss a little, and the tree "
+            "with it); absent: the network's own. Variants on different channels that must "
+            "share one tree (S4) name the same one.",
+            OPTIONAL,
+            ge=11,
+            le=26,
+        ),
         "multicast": Field(
             "str",
             "Multicast forwarding: smrf (down the DODAG) or none.",
@@ -473,6 +497,16 @@ INTERFERER = Section(
         ),
         "floor": Field("int", "The station's floor (a building's floors attenuate).", 0, ge=0),
         "rate_bps": Field("float", "Offered load (S6 sweeps 0 to 28.5 Mbit/s).", ge=0),
+        "earlier_rates_bps": Field(
+            "list",
+            "A stepped sweep (S6's: the Wi-Fi rate raised step by step over one network): "
+            "the rates of the steps before the measured one, in order. A group-query "
+            "run then lives through every step, `workload.queries` queries each, the "
+            "interferer at each step's rate from the end of the previous step's last "
+            "query, and measures the last step, at rate_bps; absent: one step.",
+            OPTIONAL,
+            item=Field("float", "", ge=0),
+        ),
         "channel": Field("int", "Wi-Fi channel (1..14).", 6, ge=1, le=14),
         "tx_power_dbm": Field("float", "Transmit power of each Wi-Fi node.", 20.0, ge=-20, le=36),
         "pattern": Field(
@@ -517,13 +551,13 @@ DEVICE = Section(
             "messages); absent: the IP stacks cost no CPU time. NDN nodes use "
             "protocol.ndn.profile.",
             OPTIONAL,
-            choices=("m3", "samr21", "a8", "host"),
+            choices=DEVICE_PROFILES,
         ),
         "gateway_profile": Field(
             "str",
             "The gateway's profile, for every stack (NDN included); absent: as the other nodes.",
             OPTIONAL,
-            choices=("m3", "samr21", "a8", "host"),
+            choices=DEVICE_PROFILES,
         ),
         "pktbuf_bytes": Field(
             "int",
@@ -592,7 +626,7 @@ UPLINK = Section(
             "The host's device profile (proto/ndn/profiles.py): CPU time of each message "
             "its applications handle; absent: no CPU time.",
             OPTIONAL,
-            choices=("m3", "samr21", "a8", "host"),
+            choices=DEVICE_PROFILES,
         ),
     },
     optional=True,

@@ -15,7 +15,13 @@ grid of cells as large as the farthest any signal can matter (the mean loss
 at that distance, less three shadowing deviations, exhausts the largest link
 budget), and only pairs in neighbouring cells are examined. Shadowing is
 drawn once per examined pair, in a fixed order (by node index), so the same
-seed gives the same network however it is built.
+seed gives the same network however it is built. That distance is taken at
+channel 26's frequency and without the temporal variation's margin, so that
+which pairs get a draw, and so every draw, does not depend on the channel or
+the variation model: variants of a campaign on other channels (S4's IP
+variants on 11) meet the same walls. (Three shadowing deviations of slack
+leave the few tenths of a dB a lower channel reaches further, and the
+margin, nothing to include.)
 
 Links given explicitly (a file topology's packet reception ratios) replace
 the model for their pair: the mean power is set so that frames of
@@ -35,6 +41,7 @@ from iotbench.net.radio.propagation import PathLoss
 Position = tuple[float, float, float]
 
 SHADOWING_CUTOFF_SIGMAS = 3.0
+REACH_FREQUENCY_MHZ = phy.channel_center_mhz(26)  # see the module doc
 # A PRR of 1 cannot come from an SNR; links given as 1 get this one.
 PRR_CEILING = 1.0 - 1e-9
 
@@ -58,9 +65,9 @@ def connect(
     link_prr = link_prr or {}
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
-    budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm) + margin_db
+    budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm)
     budget += SHADOWING_CUTOFF_SIGMAS * path_loss.shadowing_db
-    reach = max(path_loss.max_distance_m(budget, frequency_mhz), 1e-6)
+    reach = max(path_loss.max_distance_m(budget, REACH_FREQUENCY_MHZ), 1e-6)
 
     cells: dict[tuple[int, int, int], list[int]] = {}
     for i, (x, y, z) in enumerate(positions):

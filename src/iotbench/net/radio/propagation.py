@@ -24,6 +24,12 @@ Temporal variation on top of that, per link, for every frame:
   with exponentially distributed sojourn times (means `good_s`, `bad_s`); in
   the bad state its signal is `bad_loss_db` weaker. States are followed
   lazily, only for links that carry frames.
+- "gauss-markov": each pair of nodes' power varies about its mean as a
+  stationary Gaussian process in dB (log-normal in power) with deviation
+  `sigma_db` and an exponential autocorrelation of time constant `tau_s`, the
+  form measured link traces of static indoor links take (docs/radio.md gives
+  the measurements its parameters come from); sampled exactly at each frame,
+  lazily, like the states above.
 """
 
 from __future__ import annotations
@@ -31,14 +37,23 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
+from statistics import NormalDist
+from typing import Any, Final
 
 SPEED_OF_LIGHT = 299_792_458.0
 
 # How far above its mean a link's power may rise through temporal variation,
 # for deciding which receivers a transmission can reach at all: Rayleigh fading
-# exceeds 8 dB with probability e^-6.3 = 0.2 %.
+# exceeds 8 dB with probability e^-6.3 = 0.2 %; a Gaussian 4 deviations with
+# probability 3e-5.
 RAYLEIGH_MARGIN_DB = 8.0
+GAUSS_MARGIN_SIGMAS = 4.0
+# Equally likely values of a link's gain that average its reception over its
+# variation (`spread`): a reception ratio that drops from 1 to 0 at one power
+# (the sensitivity) is averaged within 1 / (2 x 100).
+SPREAD_POINTS = 100
+_DB_TO_LN: Final = math.log(10.0) / 10.0  # 10^(x/10) = e^(x * _DB_TO_LN)
+_TWO_PI: Final = 2.0 * math.pi  # (random.py's TWOPI)
 
 
 def free_space_loss_db(distance_m: float, frequency_mhz: float) -> float:
@@ -81,18 +96,39 @@ class PathLoss:
         return self.reference_distance_m * 10.0 ** (excess / (10.0 * self.exponent))
 
 
+_MASK64: Final = (1 << 64) - 1
+
+
+def pair_uniform(key: int, pair: int) -> float:
+    """A uniform number in (0, 1) that depends on `key` and `pair` alone (splitmix64):
+    a link's state at time 0, the same whatever frames come first, so that every
+    protocol variant run over a network starts from the same links."""
+    z = (key + (pair + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return ((z >> 11) + 0.5) / 9007199254740992.0  # / 2^53
+
+
 class NoVariation:
     """Links keep their mean power.
 
     Every model has `powers(neighbours, now)`: the power (mW) of a frame sent
     now at each receiver of a neighbour list (neighbours.py), in the list's
-    order, drawing what it draws in that order.
+    order, drawing what it draws in that order; and `spread()`: the law of a
+    link's power about its mean over time, as (weight, factor) pairs whose
+    weighted average of a function of the power is its expectation (a
+    quadrature), from which a link's expected reception ratio follows
+    (net/routing/tree.py: the tree of least expected transmissions).
     """
 
     margin_db = 0.0
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         return [mean_mw for _rcv, mean_mw, _pair in neighbours]
+
+    def spread(self) -> list[tuple[float, float]]:
+        return [(1.0, 1.0)]
 
 
 class RayleighFading:
@@ -108,6 +144,11 @@ class RayleighFading:
         # -ln(U), U in (0, 1]: exponential with mean 1.
         return [mean_mw * -math.log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
 
+    def spread(self) -> list[tuple[float, float]]:
+        # The exponential gain's quantiles at the middles of equally likely bins.
+        n = SPREAD_POINTS
+        return [(1.0 / n, -math.log(1.0 - (i + 0.5) / n)) for i in range(n)]
+
 
 class GilbertElliottLinks:
     """Good and bad states per pair of nodes, in continuous time, followed lazily.
@@ -121,7 +162,10 @@ class GilbertElliottLinks:
         P(bad at t | good at s) = pi_bad - pi_bad  e^-(r (t - s)),  r = 1/good_s + 1/bad_s
 
     which is exact and costs one random number, however long the link was
-    idle. Memory: about 40 bytes per pair of nodes.
+    idle. A pair's state at time 0 is drawn from the stationary law by
+    `pair_uniform`, from the pair and the network's stream's key alone, so
+    every variant of a campaign starts from the same states. Memory: about 40
+    bytes per pair of nodes.
     """
 
     margin_db = 0.0
@@ -133,6 +177,7 @@ class GilbertElliottLinks:
         self.p_bad = bad_s / (good_s + bad_s)  # the stationary probability of bad
         self.rate = 1.0 / good_s + 1.0 / bad_s
         self.bad_gain = 10.0 ** (-bad_loss_db / 10.0)
+        self._key = rng.getrandbits(64)  # the pairs' states at time 0 (pair_uniform)
         # Lists, which compiled code indexes without a conversion per element.
         self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
         self._bad: list[bool] = [False] * pairs
@@ -150,15 +195,91 @@ class GilbertElliottLinks:
         bad_gain, neg_rate = self.bad_gain, -self.rate
         out: list[float] = []
         for _rcv, mean_mw, pair in neighbours:
+            since = since_of[pair]
+            if since < 0.0:  # the link's first frame: its state at time 0 first
+                bad_of[pair] = pair_uniform(self._key, pair) < p_bad
+                since = 0.0
             u: float = random()
             if bad_of[pair]:
-                bad = u < p_bad or u < p_bad + p_good * math.exp(neg_rate * (now - since_of[pair]))
+                bad = u < p_bad or u < p_bad + p_good * math.exp(neg_rate * (now - since))
             elif u < p_bad:
-                since = since_of[pair]  # -1 before the link's first frame: the stationary law
-                bad = since < 0.0 or u < p_bad + neg_p_bad * math.exp(neg_rate * (now - since))
+                bad = u < p_bad + neg_p_bad * math.exp(neg_rate * (now - since))
             else:
                 bad = False
             bad_of[pair] = bad
             since_of[pair] = now
             out.append(mean_mw * bad_gain if bad else mean_mw)  # (native in compiled code)
         return out
+
+    def spread(self) -> list[tuple[float, float]]:
+        return [(1.0 - self.p_bad, 1.0), (self.p_bad, self.bad_gain)]
+
+
+class GaussMarkovLinks:
+    """Each pair's power varies about its mean as a stationary Gaussian process in dB:
+    deviation `sigma_db`, autocorrelation e^-(lag / tau_s) (a first-order Gauss-Markov,
+    or Ornstein-Uhlenbeck, process), the same in both directions of a pair.
+
+    Followed lazily and exactly: only the value at a pair's last frame is kept, and
+    at its next frame, dt later,
+
+        x(t) = a x(s) + sigma sqrt(1 - a^2) z,   a = e^-(dt / tau),  z ~ N(0, 1)
+
+    which is the process's own law over dt however long the pair was idle. A pair's
+    value at time 0 comes from the stationary law N(0, sigma^2) by `pair_uniform`,
+    from the pair and the network's stream's key alone, so every protocol variant
+    run over a network starts from the same links (how they move from there
+    draws from the stream as frames come). One normal draw and one exponential
+    per receiver and frame; about 40 bytes per pair of nodes.
+    """
+
+    def __init__(self, rng: random.Random, pairs: int, sigma_db: float, tau_s: float) -> None:
+        self.rng = rng
+        self.sigma_db = sigma_db
+        self.tau_s = tau_s
+        self.margin_db = GAUSS_MARGIN_SIGMAS * sigma_db
+        self._key = rng.getrandbits(64)  # the pairs' values at time 0 (pair_uniform)
+        self._unit = NormalDist()
+        # Lists, which compiled code indexes without a conversion per element.
+        self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
+        self._x: list[float] = [0.0] * pairs  # dB about the mean at that frame
+        # The second normal of the last Box-Muller pair (`powers`); NaN: none.
+        self._spare = math.nan
+
+    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+        # Runs for every receiver within reach of every frame: written out with locals.
+        # The normal draws are random.Random.gauss's, written out here so that they
+        # run compiled (CPython's gauss is Python code, and was most of the model's
+        # cost): the same two uniforms per pair, the same Box-Muller formulas, the
+        # second value kept for the next draw; so the same numbers from the same
+        # stream (tests/net/radio/test_link_variation.py compares them).
+        since_of, x_of = self._since, self._x
+        uniform = self.rng.random
+        spare = self._spare
+        sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
+        out: list[float] = []
+        for _rcv, mean_mw, pair in neighbours:
+            since = since_of[pair]
+            if since < 0.0:  # the link's first frame: its value at time 0 first
+                x_of[pair] = sigma * self._unit.inv_cdf(pair_uniform(self._key, pair))
+                since = 0.0
+            if spare == spare:  # (not NaN)
+                z = spare
+                spare = math.nan
+            else:
+                angle = uniform() * _TWO_PI
+                radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
+                z = math.cos(angle) * radius
+                spare = math.sin(angle) * radius
+            a = math.exp(neg_rate * (now - since))
+            x = a * x_of[pair] + sigma * math.sqrt(1.0 - a * a) * z
+            x_of[pair] = x
+            since_of[pair] = now
+            out.append(mean_mw * math.exp(x * _DB_TO_LN))
+        self._spare = spare
+        return out
+
+    def spread(self) -> list[tuple[float, float]]:
+        # N(0, sigma^2) dB's quantiles at the middles of equally likely bins.
+        n, normal = SPREAD_POINTS, NormalDist(0.0, self.sigma_db)
+        return [(1.0 / n, math.exp(normal.inv_cdf((i + 0.5) / n) * _DB_TO_LN)) for i in range(n)]

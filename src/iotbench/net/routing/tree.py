@@ -1,14 +1,21 @@
 """A routing tree computed once from the link model (routing.protocol = static).
 
 Each link's expected transmission count (ETX, De Couto et al.) follows from
-its mean power: a data frame of `frame_bytes` gets through with probability
-p_f (the Annex E model at the link's mean SNR, no interference), its
-5-byte acknowledgment back with p_r, and ETX = 1 / (p_f p_r). Links whose
+its power: a data frame of `frame_bytes` gets through with probability p_f
+(the Annex E model at the link's SNR, no interference), its 5-byte
+acknowledgment back with p_r, and ETX = 1 / (p_f p_r). When the links vary
+in time (network.radio.variation) each ratio is its expectation over the
+variation's law (`spread`, propagation.py), not its value at the mean
+power: a link just above the receiver's sensitivity at its mean spends half
+its time below it, and its expected transmissions count that. Links whose
 p_f or p_r falls below `min_prr` are not used. The tree is the one of least
 total ETX from every node to the root (Dijkstra; ties go to fewer hops, then
 to the lower node index), so it depends on the positions and the shadowing
 alone: the same tree for every protocol run over the same network, as S4
-requires. It does not change during a run.
+requires. It does not change during a run. The links' frequency moves every
+mean power by the same few tenths of a dB, which flips near ties between
+parents; `gain_db` computes the tree as another channel's powers would give
+it (S4's variants on channels 11 and 26 share channel 26's tree).
 """
 
 from __future__ import annotations
@@ -52,35 +59,87 @@ class Tree:
         return max(self.hops)
 
 
-def reception_ratio(sender: Radio, receiver: Radio, mw: float, frame_bytes: int) -> float:
-    """Expected reception ratio of a frame at the link's mean power, alone on the air."""
-    if mw < receiver.sensitivity_mw:
-        return 0.0
-    return phy.packet_success(mw / receiver.noise_mw, 8 * frame_bytes)
+#: A link's power about its mean: (weight, factor) pairs (propagation.py `spread`).
+STEADY = ((1.0, 1.0),)
 
 
-def link_etx(radios: Sequence[Radio], frame_bytes: int, min_prr: float) -> list[dict[int, float]]:
-    """For each radio, the ETX of its usable links to each neighbour index."""
-    power = [{rcv.index: mw for rcv, mw, _ in r.neighbours} for r in radios]
+def reception_ratio(
+    sender: Radio,
+    receiver: Radio,
+    mw: float,
+    frame_bytes: int,
+    spread: Sequence[tuple[float, float]] = STEADY,
+) -> float:
+    """Expected reception ratio of a frame over a link of mean power `mw` alone on the
+    air, over the link's variation (`spread`)."""
+    return _Spread(spread).ratio(receiver, mw, frame_bytes)
+
+
+class _Spread:
+    """A link variation's law (`spread`), with what spares most links the sum over
+    its points: a link whose weakest point is received whole, or whose strongest is
+    below the sensitivity, has the ratio every point gives (the same number the sum
+    gives, since the weights are added in the same order)."""
+
+    def __init__(self, spread: Sequence[tuple[float, float]]) -> None:
+        self.points = spread
+        self.low = min(factor for _, factor in spread)
+        self.high = max(factor for _, factor in spread)
+        whole = 0.0
+        for weight, _factor in spread:
+            whole += weight * 1.0
+        self.whole = whole
+
+    def ratio(self, receiver: Radio, mw: float, frame_bytes: int) -> float:
+        sensitivity, noise, bits = receiver.sensitivity_mw, receiver.noise_mw, 8 * frame_bytes
+        if mw * self.high < sensitivity:
+            return 0.0
+        weakest = mw * self.low
+        if weakest >= sensitivity and phy.packet_success(weakest / noise, bits) == 1.0:
+            return self.whole  # (packet_success only grows with the SNR)
+        total = 0.0
+        for weight, factor in self.points:
+            power = mw * factor
+            if power >= sensitivity:
+                total += weight * phy.packet_success(power / noise, bits)
+        return total
+
+
+def link_etx(
+    radios: Sequence[Radio],
+    frame_bytes: int,
+    min_prr: float,
+    gain_db: float = 0.0,
+    spread: Sequence[tuple[float, float]] = STEADY,
+) -> list[dict[int, float]]:
+    """For each radio, the ETX of its usable links to each neighbour index, with every
+    link's mean power `gain_db` higher, over the links' variation (`spread`)."""
+    gain = 10.0 ** (gain_db / 10.0)
+    power = [{rcv.index: mw * gain for rcv, mw, _ in r.neighbours} for r in radios]
+    law = _Spread(spread)
     out: list[dict[int, float]] = [{} for _ in radios]
     for a, radio in enumerate(radios):
         for b, mw in power[a].items():
-            forward = reception_ratio(radio, radios[b], mw, frame_bytes)
+            forward = law.ratio(radios[b], mw, frame_bytes)
             back_mw = power[b].get(a)
             if back_mw is None:
                 continue
-            back = reception_ratio(radios[b], radio, back_mw, mac.ACK_FRAME_BYTES)
+            back = law.ratio(radio, back_mw, mac.ACK_FRAME_BYTES)
             if forward >= min_prr and back >= min_prr:
                 out[a][b] = 1.0 / (forward * back)
     return out
 
 
 def fewest_hops(
-    radios: Sequence[Radio], root: int, frame_bytes: int = 50, min_prr: float = 0.5
+    radios: Sequence[Radio],
+    root: int,
+    frame_bytes: int = 50,
+    min_prr: float = 0.5,
+    spread: Sequence[tuple[float, float]] = STEADY,
 ) -> list[int]:
     """Each node's shortest path to `root` in hops over the links least_etx_tree may
     use (breadth first; -1 when there is none): the yardstick of S4's link stress."""
-    etx_links = link_etx(radios, frame_bytes, min_prr)
+    etx_links = link_etx(radios, frame_bytes, min_prr, spread=spread)
     hops = [-1] * len(radios)
     hops[root] = 0
     frontier = [root]
@@ -100,10 +159,16 @@ def fewest_hops(
 
 
 def least_etx_tree(
-    radios: Sequence[Radio], root: int, frame_bytes: int = 50, min_prr: float = 0.5
+    radios: Sequence[Radio],
+    root: int,
+    frame_bytes: int = 50,
+    min_prr: float = 0.5,
+    gain_db: float = 0.0,
+    spread: Sequence[tuple[float, float]] = STEADY,
 ) -> Tree:
-    """The tree of least ETX to `root` (Dijkstra over links towards the root)."""
-    etx_links = link_etx(radios, frame_bytes, min_prr)
+    """The tree of least ETX to `root` (Dijkstra over links towards the root), every
+    link `gain_db` stronger than its mean, over the links' variation (`spread`)."""
+    etx_links = link_etx(radios, frame_bytes, min_prr, gain_db, spread)
     n = len(radios)
     # Who can send to each node: the links that carry data upwards.
     incoming: list[list[tuple[int, float]]] = [[] for _ in range(n)]

@@ -57,7 +57,9 @@ from iotbench.net.radio.interferer import LeakingTransmitter, WifiInterferer
 from iotbench.net.radio.medium import Radio, RadioMedium
 from iotbench.net.radio.neighbours import connect
 from iotbench.net.radio.propagation import (
+    GAUSS_MARGIN_SIGMAS,
     RAYLEIGH_MARGIN_DB,
+    GaussMarkovLinks,
     GilbertElliottLinks,
     NoVariation,
     PathLoss,
@@ -227,7 +229,7 @@ def _one_network(
                     spread=cfg.routing.smrf_spread,
                     buffers=cfg.routing.smrf_buffers,
                 )
-    interferers = _interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
+    interferers = build_interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
     ids = [n.id for n in topology.nodes]
 
     def tree_path(a: str, b: str) -> list[str]:
@@ -246,7 +248,11 @@ def _one_network(
             "tree_path": tree_path,
             # Shortest paths to the gateway, computed when asked (S4's link stress).
             "fewest_hops": lambda: fewest_hops(
-                radios, tree.root, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr
+                radios,
+                tree.root,
+                cfg.radio.prr_frame_bytes,
+                cfg.routing.min_link_prr,
+                medium.variation.spread(),
             ),
             "interferers": interferers,
             "streams": streams,  # the network's own random streams (network.seed)
@@ -278,7 +284,14 @@ def radio_layout(
     medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
-    tree = least_etx_tree(radios, gateway, cfg.radio.prr_frame_bytes, cfg.routing.min_link_prr)
+    tree = least_etx_tree(
+        radios,
+        gateway,
+        cfg.radio.prr_frame_bytes,
+        cfg.routing.min_link_prr,
+        tree_gain_db(cfg, medium.frequency_mhz),
+        medium.variation.spread(),
+    )
     if protocol == "ndn" or cfg.routing.protocol == "static" or cfg.routing.parents == "tree":
         check_tree(topology, tree)
     else:
@@ -349,6 +362,11 @@ def build_radio(
         radios.append(radio)
     variation_cfg = radio_cfg.variation
     model = variation_cfg.model if variation_cfg is not None else "none"
+    margin_db = 0.0
+    if model == "rayleigh":
+        margin_db = RAYLEIGH_MARGIN_DB
+    elif model == "gauss-markov":
+        margin_db = GAUSS_MARGIN_SIGMAS * variation_cfg.sigma_db
     index = {n.id: i for i, n in enumerate(topology.nodes)}
     pairs = connect(
         radios,
@@ -357,7 +375,7 @@ def build_radio(
         medium.frequency_mhz,
         streams("radio/shadowing"),
         floors=[n.floor for n in topology.nodes],
-        margin_db=RAYLEIGH_MARGIN_DB if model == "rayleigh" else 0.0,
+        margin_db=margin_db,
         floor_below_noise_db=radio_cfg.interference_floor_db,
         link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
         prr_frame_bytes=radio_cfg.prr_frame_bytes,
@@ -369,6 +387,9 @@ def build_radio(
         medium.variation = GilbertElliottLinks(
             streams("radio/fading"), pairs, v.good_s, v.bad_s, v.bad_loss_db
         )
+    elif model == "gauss-markov":
+        v = variation_cfg
+        medium.variation = GaussMarkovLinks(streams("radio/fading"), pairs, v.sigma_db, v.tau_s)
     else:
         medium.variation = NoVariation()
     return medium, radios
@@ -409,6 +430,17 @@ def check_reach(topology: Topology, radios: list[Radio]) -> None:
             f"other node ({strongest}; sensitivity {phy.mw_to_dbm(radio.sensitivity_mw):g} "
             "dBm): move it closer, or raise network.radio.tx_power_dbm"
         )
+
+
+def tree_gain_db(cfg, frequency_mhz: float) -> float:
+    """How much stronger every link is on the routing's `tree_channel` than on the
+    network's own: the reference loss grows as 20 log10(f) (propagation.py), the rest
+    of the path loss does not depend on the channel."""
+    channel = cfg.routing.tree_channel
+    path_loss = cfg.radio.path_loss
+    if channel is None or (path_loss is not None and path_loss.reference_loss_db is not None):
+        return 0.0  # (a reference loss given outright does not follow the frequency)
+    return 20.0 * math.log10(frequency_mhz / phy.channel_center_mhz(channel))
 
 
 def check_tree(topology: Topology, tree: Tree) -> None:
@@ -757,7 +789,7 @@ def _join(
     return link
 
 
-def _interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int]) -> list:
+def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int]) -> list:
     """The Wi-Fi interferers: for each of its emitters (the station, and for iperf
     traffic its access point), the power each radio takes in its channel, from
     the same path loss as the radios' links (distance, floors between, one
@@ -770,8 +802,10 @@ def _interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int])
     shadowing_db = cfg.radio.path_loss.shadowing_db
     shadow = streams("interferers/shadowing")
     for k, spec in enumerate(cfg.interferers):
+        # A stepped sweep starts at its first step's rate (workload/group_query.py).
+        steps = (*(spec.earlier_rates_bps or ()), spec.rate_bps)
         traffic = WifiTraffic(
-            spec.rate_bps,
+            steps[0],
             pattern=spec.pattern,
             start_s=spec.start_s,
             phy_rate_bps=spec.phy_rate_bps,
@@ -804,7 +838,9 @@ def _interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int])
                 if mw * fraction
                 >= radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
             ]
-        interferer = WifiInterferer(f"wifi{k}", traffic, targets, streams(f"interferers/{k}"))
+        interferer = WifiInterferer(
+            f"wifi{k}", traffic, targets, streams(f"interferers/{k}"), steps
+        )
         interferer.start()
         out.append(interferer)
     return out
