@@ -150,3 +150,65 @@ def test_at_one_load_trains_leave_an_802154_frame_more_clear_gaps():
     steady = math.exp(-lam * (frame_s + WifiTraffic(rate, pattern="poisson").data_s))
     assert clear("poisson") == pytest.approx(steady, abs=0.02)
     assert clear("trains") == pytest.approx(0.89, abs=0.02)
+
+
+def _iperf(rate_bps: float, **traffic) -> WifiInterferer:
+    everyone = [(_Radio(), 1.0)]
+    t = WifiTraffic(rate_bps, **traffic)
+    return WifiInterferer("wifi", t, dict.fromkeys(t.emitters, everyone), random.Random(7))
+
+
+def _frames(itf: WifiInterferer, key, a: float, b: float) -> list[tuple[float, float]]:
+    return list(itf.bursts[key].overlaps(a, b))
+
+
+@pytest.mark.parametrize("pattern", ["iperf", "poisson", "trains"])
+def test_a_new_rate_changes_only_what_comes_after_it(pattern):
+    """A stepped sweep's next step (S6): every frame that began before the change is
+    the constant rate's; from then on the new rate's load, whatever was drawn ahead."""
+    steady, stepped = _iperf(5e6, pattern=pattern), _iperf(5e6, pattern=pattern)
+    for t in range(1, 2001):  # both asked alike, every ms, for 2 s
+        steady.bursts[DATA].overlaps(t * 1e-3 - 1e-4, t * 1e-3)
+        stepped.bursts[DATA].overlaps(t * 1e-3 - 1e-4, t * 1e-3)
+    before = _frames(stepped, DATA, 2.0 - 0.04, 2.0)
+    stepped.set_rate(2.0, 25e6)
+    assert before == _frames(steady, DATA, 2.0 - 0.04, 2.0)
+    assert _frames(stepped, DATA, 2.0 - 0.04, 2.0) == before
+    for t in range(1, 10001):  # 10 s more, at the new rate
+        stepped.bursts[DATA].overlaps(2.0 + t * 1e-3 - 1e-4, 2.0 + t * 1e-3)
+    count_after = stepped.stats(12.0)[DATA][0] - steady.stats(2.0)[DATA][0]
+    payload_bits = 8 * (stepped.traffic.payload_bytes if pattern == "iperf" else 1500)
+    assert count_after == pytest.approx(10.0 * 25e6 / payload_bits, rel=0.05)
+    starts = [a for a, _ in _frames(stepped, DATA, 11.96, 12.0)]
+    assert all(b - a > 0 for a, b in zip(starts, starts[1:]))
+
+
+def test_iperf_started_from_nothing_and_stopped():
+    """0 Mbit/s is beacons alone; a new iperf sends its first datagram at once; a
+    rate of 0 leaves the beacons, and the ACK of a frame on the air at the change."""
+    itf = _iperf(0.0)
+    assert itf.stats(1.0)[DATA][0] == 0 and itf.stats(1.0)[ACCESS_POINT, DSSS][0] >= 9
+    itf.set_rate(1.0, 10e6)
+    first = _frames(itf, DATA, 1.0, 1.01)[0][0]
+    # At once on a medium idle for DIFS and the backoff (or after a beacon on the air).
+    assert 1.0 <= first <= 1.0 + DIFS_S + 15 * SLOT_S + 0.002
+    sent = itf.stats(2.0)[DATA][0]
+    assert sent == pytest.approx(10e6 / (8 * 1470), rel=0.02)
+    itf.set_rate(2.0, 0.0)
+    assert itf.stats(3.0)[DATA][0] <= sent + 1
+    acks = itf.stats(3.0)[ACCESS_POINT, OFDM][0]
+    assert acks == itf.stats(3.0)[DATA][0]  # every data frame has its ACK
+    assert itf.stats(3.0)[ACCESS_POINT, DSSS][0] >= 28
+
+
+def test_a_stepped_interferer_is_the_same_whoever_asks_and_when():
+    a, b = _iperf(5e6), _iperf(5e6)
+    for t in range(1, 1001):
+        a.bursts[DATA].overlaps(t * 1e-3 - 1e-4, t * 1e-3)
+    a.set_rate(1.0, 20e6)
+    b.set_rate(1.0, 20e6)  # b asked nothing before: it draws up to the change then
+    for itf in (a, b):
+        for t in range(1, 1001):
+            itf.bursts[DATA].overlaps(1.0 + t * 1e-3 - 1e-4, 1.0 + t * 1e-3)
+    assert a.stats(2.0) == b.stats(2.0)
+    assert _frames(a, DATA, 1.96, 2.0) == _frames(b, DATA, 1.96, 2.0)

@@ -22,9 +22,12 @@ from iotbench.net.radio.wifi import (
     SLOT_S,
     STATION,
     WifiTraffic,
+    _ofdm_subcarriers,  # what the mask bounds
     dsss_airtime_s,
     in_band_fraction,
     ofdm_airtime_s,
+    ofdm_mask_db,
+    spectrum,
     wifi_center_mhz,
 )
 
@@ -38,24 +41,35 @@ def test_channel_centres():
         wifi_center_mhz(15)
 
 
-def test_ofdm_share_in_an_802154_channel_inside_the_flat_top():
-    """2 MHz at 0 dBr over the mask's integral: 18 MHz flat, 2 x (1 - 10^-2) / ln 10
-    between 9 and 11 MHz, the slopes beyond (2 x 0.044 + 2 x 0.005) and 0.006 at
-    -40 dBr from 30 to 60 MHz: 18.965; 2 / 18.965 = 0.1055, -9.77 dB."""
-    flat_edges = 2 * (1 - 10**-2) / math.log(10)
-    slope_11_20 = 2 * 10**-2 * (1 - 10**-0.72) / (0.08 * math.log(10))
-    slope_20_30 = 2 * 10**-2.8 * (1 - 10**-1.2) / (0.12 * math.log(10))
-    total = 18 + flat_edges + slope_11_20 + slope_20_30 + 2 * 30 * 10**-4
-    assert total == pytest.approx(18.965, abs=0.001)
-    for channel in (25, 26):
-        assert in_band_fraction(13, channel) == pytest.approx(2 / total, rel=1e-3)
-    assert 10 * math.log10(in_band_fraction(13, 26)) == pytest.approx(-9.77, abs=0.01)
+def test_ofdm_share_in_an_802154_channel_inside_the_occupied_band():
+    """52 tones 312.5 kHz apart, each a sinc^2 of its 4 us symbol that integrates to
+    1 / 4 us = 0.25 MHz: 13 MHz-equivalent in all, spread at 0.25 / 0.3125 = 0.8 per
+    MHz over the occupied band. Channel 25 lies 2 to 4 MHz from Wi-Fi 13's centre,
+    inside it: 2 x 0.8 / 13 = 0.123, -9.10 dB (the tones' ripple moves it a little)."""
+    assert 10 * math.log10(in_band_fraction(13, 25)) == pytest.approx(-9.10, abs=0.15)
 
 
-def test_ofdm_share_falls_with_the_mask_beside_the_channel():
-    # 802.15.4 channel 22 (2460 MHz) is 12 MHz below Wi-Fi 13: -20.8 to -22.4 dBr.
-    share = 10 * math.log10(in_band_fraction(13, 22))
-    assert -9.77 - 22.4 < share < -9.77 - 20.8
+def test_ofdm_share_at_the_band_edge_is_its_occupied_part():
+    """Channel 26 spans 7 to 9 MHz from Wi-Fi 13's centre; the last tone sits at
+    8.125 MHz, its main lobe to 8.375: about 1.25 MHz of 0.8, the sidelobes beyond
+    adding a few hundredths: (1.0 + 0.03) / 13, -11.0 dB, 1.3 dB less than the flat
+    top of the transmit mask (0 dBr to 9 MHz) would put there."""
+    share = 10 * math.log10(in_band_fraction(13, 26))
+    assert share == pytest.approx(-11.0, abs=0.2)
+    assert share < -9.77 - 1.0
+
+
+def test_the_subcarriers_spectrum_stays_under_the_transmit_mask():
+    peak = max(spectrum(OFDM, k / 100.0) for k in range(-900, 901))
+    assert peak == pytest.approx(1.0, abs=1e-3)  # relative to its peak, as dBr is
+    for tenth_mhz in range(90, 600):
+        offset = tenth_mhz / 10.0
+        assert 10 * math.log10(spectrum(OFDM, offset)) <= ofdm_mask_db(offset) + 1e-9
+        if offset < 26.9:  # the tones' own sidelobes: the mask cuts nothing this near
+            assert spectrum(OFDM, offset) == _ofdm_subcarriers(offset)
+    # 12 MHz out (802.15.4 channel 22 against Wi-Fi 13) the sidelobes are some 25 dB
+    # under the band's mean level: -9.1 - 25.4 dB.
+    assert 10 * math.log10(in_band_fraction(13, 22)) == pytest.approx(-34.5, abs=0.5)
     assert in_band_fraction(1, 26) < in_band_fraction(13, 26) / 1000
 
 
@@ -82,14 +96,14 @@ def test_dsss_beacon_share_follows_the_chips_sinc():
 def test_the_power_a_channel_26_receiver_takes_from_a_20_dbm_sender_at_10_m():
     """Step by step: free space at 1 m and 2480 MHz, 20 log10(4 pi f / c) = 40.33 dB;
     10 m with exponent 3: + 30 dB, 70.33 dB; the whole frame arrives at 20 - 70.33 =
-    -50.33 dBm, and -9.77 dB of it lies in channel 26: -60.10 dBm, 24 dB above the
-    CC2520's CCA threshold (-84 dBm) and 40 dB above the channel's noise."""
+    -50.33 dBm, and -11.10 dB of it lies in channel 26: -61.43 dBm, 23 dB above the
+    CC2520's CCA threshold (-84 dBm) and 39 dB above the channel's noise."""
     fspl = free_space_loss_db(1.0, 2480.0)
     assert fspl == pytest.approx(40.33, abs=0.01)
     loss = PathLoss(exponent=3.0, shadowing_db=0.0).mean_loss_db(10.0, 2480.0)
     assert loss == pytest.approx(70.33, abs=0.01)
     in_channel = 20.0 - loss + 10 * math.log10(in_band_fraction(13, 26))
-    assert in_channel == pytest.approx(-60.10, abs=0.02)
+    assert in_channel == pytest.approx(-61.43, abs=0.02)
 
 
 def test_frame_airtimes():

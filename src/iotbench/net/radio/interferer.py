@@ -105,6 +105,10 @@ class WifiInterferer:
     Frames are drawn in order from the interferer's own random stream up to the
     latest time any radio asked about, so a seed gives the same frames whoever
     asks, and when; memory stays flat however long the run.
+
+    `steps`: the rates of a stepped sweep (S6 raised the Wi-Fi rate step by step
+    over one network), the first the traffic's own; `enter_step(now, k)` offers
+    the k-th from `now` on.
     """
 
     def __init__(
@@ -113,16 +117,21 @@ class WifiInterferer:
         traffic: WifiTraffic,
         targets: dict[tuple[str, str], list[tuple[object, float]]],
         rng: random.Random,
+        steps: tuple[float, ...] = (),
     ) -> None:
         self.name = name
         self.traffic = traffic
+        self.steps = steps or (traffic.rate_bps,)
+        if self.steps[0] != traffic.rate_bps:
+            raise ValueError(f"{name}: the first step's rate is the traffic's own")
         self.targets = targets
         self.bursts = {
             key: Bursts(f"{name} {key[0]} {key[1]}", self._draw_until) for key in traffic.emitters
         }
         heard = any(targets.get(key) for key in self.bursts)
-        self._frames = traffic.frames(rng) if heard else iter(())
-        self._next = next(self._frames, None)
+        self._source = traffic.source(rng) if heard else None
+        self._next = self._source.next() if self._source is not None else None
+        self.rate_bps = traffic.rate_bps
 
     def start(self) -> None:
         """Make the targets hear the frames."""
@@ -131,12 +140,29 @@ class WifiInterferer:
                 radio.interferers.append((bursts, mw))
 
     def _draw_until(self, t: float) -> None:
-        frame, frames, bursts = self._next, self._frames, self.bursts
+        frame, source, bursts = self._next, self._source, self.bursts
         while frame is not None and frame[0] <= t:
             start, end, emitter, modulation = frame
             bursts[emitter, modulation].append(start, end)
-            frame = next(frames, None)
+            frame = source.next()
         self._next = frame
+
+    def enter_step(self, now: float, k: int) -> None:
+        self.set_rate(now, self.steps[k])
+
+    def set_rate(self, now: float, rate_bps: float) -> None:
+        """From `now` on, offer `rate_bps` (a stepped sweep's next step). Every frame
+        that began by `now` stays as it was; the one drawn ahead is drawn again at
+        the new rate, unless it is the ACK of a frame already on the air."""
+        self.rate_bps = rate_bps
+        source = self._source
+        if source is None:
+            return  # no radio hears it
+        self._draw_until(now)
+        kept = self._next is not None and not source.rewind()
+        source.set_rate(now, rate_bps)
+        if not kept:
+            self._next = source.next()
 
     def stats(self, now: float) -> dict[tuple[str, str], tuple[int, float]]:
         """Per emitter and modulation: frames begun by `now`, and their time on the air."""
