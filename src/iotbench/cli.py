@@ -501,10 +501,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         highlight=False,
         soft_wrap=True,
     )
+    _report_time_limits(err, result.results)
     if result.failures:
         _report_failures(err, result.failures, out)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _report_time_limits(err: Console, results: Sequence[RunResult]) -> None:
+    """Name the runs that `max_sim_time_s` ended before their work was done: their
+    metrics cover only what they did (metric hit_time_limit = 1)."""
+    cut = [r.run for r in results if r.metrics.get("hit_time_limit")]
+    if not cut:
+        return
+    err.print(
+        f"[yellow]{len(cut)} runs hit max_sim_time_s[/yellow] before their workload was "
+        "done; their metrics cover only what they did (hit_time_limit = 1). Raise "
+        "max_sim_time_s (--set max_sim_time_s=...) to let them finish:",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for run in cut[:10]:
+        err.print(f"  {run.scenario} {run.label()}", highlight=False, markup=False)
+    if len(cut) > 10:
+        err.print(f"  and {len(cut) - 10} more", highlight=False)
 
 
 def _report_failures(err: Console, failures: Sequence[RunFailure], out: Path) -> None:
@@ -627,6 +647,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for column in ("study", "scenario", "runs", "executed", "stored before", "failed", "wall s"):
         table.add_column(column, justify="left" if column in ("study", "scenario") else "right")
     failures = []
+    results: list[RunResult] = []
     for step in plan:
         start = time.perf_counter()
         try:
@@ -650,6 +671,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             )
             return EXIT_INTERRUPTED
         failures += result.failures
+        results += result.results
         table.add_row(
             step.study,
             step.scenario.name,
@@ -665,6 +687,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for line in _published_summary(out, studies):
         console().print(line, highlight=False)
     err.print(f"report: {index}", highlight=False, soft_wrap=True)
+    _report_time_limits(err, results)
     if failures:
         _report_failures(err, failures, out)
         return EXIT_RUN_FAILED

@@ -143,6 +143,25 @@ def test_failed_runs_exit_1(monkeypatch, capsys, tmp_path: Path) -> None:
     assert code == 0 and "1 runs: 1 executed" in err  # that run alone
 
 
+def cut_short_run(config: dict, seed: int, pcap_path: str | None = None) -> dict:
+    return {
+        **fake_run(config, seed),
+        "hit_time_limit": int(config["protocol"]["coap"]["type"] == "con"),
+    }
+
+
+def test_runs_the_time_limit_cut_short_are_named(monkeypatch, capsys, tmp_path: Path) -> None:
+    """A run that max_sim_time_s ended before its workload was done has metrics of
+    only what it did: the summary says which, and how to let them finish."""
+    monkeypatch.setattr(execute, "load_default_run_fn", lambda: cut_short_run)
+    code, _, err = run_cli(capsys, "run", str(EXAMPLE), "--out", str(tmp_path), "--jobs", "1")
+    assert code == 0
+    text = " ".join(err.split())
+    assert "6 runs hit max_sim_time_s before their workload was done" in text
+    assert "example variant=con size=10 rep=0" in text and "variant=non" not in text
+    assert "--set max_sim_time_s=" in text
+
+
 def test_rep_selects_one_repetition_with_its_seed() -> None:
     """`--rep K` runs repetition K alone, as `--reps K+1` would have run it."""
     args = cli.build_parser().parse_args(["run", str(EXAMPLE), "--filter", "size=10", "--rep", "2"])

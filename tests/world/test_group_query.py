@@ -3,12 +3,15 @@ members on the producers, the client behind the uplink; unicast and multicast.""
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 
 from iotbench.proto.coap.group import leisure_lower_bound_s
 from iotbench.scenarios import ScenarioError, expand, parse_scenario
 from iotbench.world import run_one
-from iotbench.world.workloads.group_query import member_response_bytes
+from iotbench.world.workloads.group_query import member_response_bytes, pick_members
 
 SCENARIO = """
 name = "s6-test"
@@ -228,3 +231,94 @@ def test_the_em_on_the_gateways_host_behind_slip():
         "unicast", delay=100, **seed, **SLIP_HOST, **NESTED, **{"workload.entity": "nested"}
     )
     assert nested["group_size"] == 12 and nested["member_reliability"] == 1.0
+
+
+def test_time_on_the_nodes_lengthens_every_exchange():
+    """With S6's devices (network.device rm090, the EM's host em-host) the last
+    member's exchange takes the gateway's two forwardings (1.81 ms each) and the
+    member's request in and response out (1.14 ms each), about 5.9 ms, less what
+    overlaps the radios' own acknowledgements, which the CC2520 sends while the
+    MSP430 reads the frame; the EM's 21.5 us per message adds a little."""
+    devices = {"network.device.profile": "rm090", "network.uplink.profile": "em-host"}
+    free, timed = run("unicast", delay=100), run("unicast", delay=100, **devices)
+    assert free["member_hops_max"] == timed["member_hops_max"] == 1
+    gained = timed["response_time_min_s"] - free["response_time_min_s"]
+    assert 0.0045 < gained < 0.0065
+    assert timed["member_reliability"] == 1.0
+
+
+def test_a_stepped_sweep_lives_through_every_step_and_measures_the_last():
+    """S6 raised the Wi-Fi rate step by step over one network: with earlier rates the
+    run makes its queries at each of them first, then measures its own step."""
+
+    def wifi(**kw):
+        spec = {"position": [18.0, 18.0], "rate_bps": 2e6, "channel": 13, "start_s": 110.0}
+        return {"network.interferers": [{**spec, **kw}], "network.radio.channel": 26}
+
+    alone = run("unicast", delay=100, **wifi())
+    stepped = run("unicast", delay=100, **wifi(earlier_rates_bps=[0.0, 1e6]))
+    assert (alone["sweep_steps"], stepped["sweep_steps"]) == (1, 3)
+    for m in (alone, stepped):  # six measured queries, the earlier twelve not items
+        assert m["queries"] == m["items_delivered"] + m["items_given_up"] == 6
+    # The earlier steps' twelve queries took their time and their frames: the run
+    # is longer and its network counters larger, its per-query ones its own step's.
+    assert stepped["sim_time_s"] > alone["sim_time_s"] + 12 * 0.5  # 1 s apart, or more
+    assert stepped["mac_frames"] > alone["mac_frames"]
+    assert stepped["radio_messages_per_query"] < stepped["mac_frames"] / 6
+    uneven = wifi(earlier_rates_bps=[0.0])
+    uneven["network.interferers"].append({**uneven["network.interferers"][0], "channel": 1})
+    uneven["network.interferers"][1].pop("earlier_rates_bps")
+    with pytest.raises(ScenarioError, match="as many earlier rates as the others"):
+        run("unicast", **uneven)
+
+
+class _Tree:
+    def __init__(self, hops):
+        self.hops = hops
+
+
+class _Net:
+    """What pick_members reads of a network: its hosts, its gateway and its tree."""
+
+    def __init__(self, levels: dict[int, int]):
+        hops = [0]  # the gateway
+        for h, n in sorted(levels.items()):
+            hops += [h] * n
+        self.hosts = {f"n{i}": f"n{i}" for i in range(len(hops))}
+        self.parts = {"tree": _Tree(hops)}
+
+    def ids(self, role):
+        return ["n0"]
+
+
+# The S6 room's levels (network 3 from GW1: docs/studies/s6.md).
+ROOM = {1: 11, 2: 19, 3: 14, 4: 13, 5: 2}
+
+
+@pytest.mark.parametrize(
+    ("size", "mean", "most", "histogram"),
+    [  # S6's Table 7: the members' mean and maximum hop count per group size
+        (5, 1.0, 1, {1: 5}),
+        (10, 1.4, 2, {1: 6, 2: 4}),
+        (20, 1.7, 3, {1: 7, 2: 12, 3: 1}),
+        (29, 1.8, 3, {1: 8, 2: 19, 3: 2}),
+        (40, 2.4, 5, {1: 5, 2: 18, 3: 14, 4: 2, 5: 1}),
+    ],
+)
+def test_groups_meet_table_7s_mean_and_maximum(size, mean, most, histogram):
+    net = _Net(ROOM)
+    chosen = pick_members(net, size, mean, random.Random(1), most)
+    hops = [net.parts["tree"].hops[int(name[1:])] for name in chosen]
+    assert len(set(chosen)) == size and "n0" not in chosen
+    assert max(hops) == most
+    assert sum(hops) / size == pytest.approx(mean, abs=0.5 / size)
+    # As close together as the mean and the maximum allow: one member on the farthest
+    # level, the others on neighbouring levels, filled from the gateway out.
+    assert dict(sorted(Counter(hops).items())) == histogram
+
+
+def test_the_picker_says_when_the_network_cannot_give_the_group():
+    with pytest.raises(ValueError, match="no node is 6 hops"):
+        pick_members(_Net(ROOM), 10, 1.4, random.Random(1), 6)
+    with pytest.raises(ValueError, match="30 members wanted within 1 hops"):
+        pick_members(_Net(ROOM), 30, 1.0, random.Random(1), 1)

@@ -64,7 +64,7 @@ from iotbench.proto.dtls.messages import decode_fragments
 from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
 from iotbench.proto.dtls.record import AAD_LEN, HEADER_LEN, split_records
 from iotbench.proto.ndn import make_data
-from iotbench.proto.ndn.profiles import PROFILES
+from iotbench.proto.ndn.profiles import PROFILES as ALL_PROFILES
 from iotbench.proto.ndn.signing import (
     DigestSha256Signer,
     DigestSha256Verifier,
@@ -73,7 +73,11 @@ from iotbench.proto.ndn.signing import (
 )
 from iotbench.proto.oscore.context import SecurityContext
 from iotbench.proto.oscore.layer import OscoreLayer
+from iotbench.scenarios.fields import NDN_DEVICE_PROFILES
 
+# The devices whose cryptography is priced (rm090 and em-host price one stack's
+# messages only).
+PROFILES = {name: ALL_PROFILES[name] for name in NDN_DEVICE_PROFILES}
 READING = b'{"id":"0x12a77af232","val":3000}'
 NAME = "/p_1/42"
 PSK_IDENTITY, PSK = b"sensor-1", bytes(range(16))

@@ -41,6 +41,12 @@ class _Marker:
 REQUIRED = _Marker("REQUIRED")  # must be given
 OPTIONAL = _Marker("OPTIONAL")  # may be absent, and then stays absent
 
+#: The device profiles (proto/ndn/profiles.py PROFILES) a scenario may name for an
+#: IP stack's node or host; NDN's forwarder needs a profile that prices every NDN
+#: operation, which rm090 (measured for Contiki's IP stack only) does not.
+DEVICE_PROFILES = ("m3", "samr21", "a8", "host", "rm090", "em-host")
+NDN_DEVICE_PROFILES = ("m3", "samr21", "a8", "host")
+
 
 class Invalid(Exception):
     """A validation failure at `path` (relative to where it was raised)."""

@@ -7,6 +7,7 @@ from iotbench.net.ieee802154 import MAX_PAYLOAD_BYTES as MAX_802154_PAYLOAD
 from iotbench.net.tcp.params import TcpParams
 from iotbench.proto.quic.params import QuicParams
 from iotbench.scenarios.fields import (
+    NDN_DEVICE_PROFILES,
     OPTIONAL,
     REQUIRED,
     Field,
@@ -446,7 +447,7 @@ NDN = Section(
             "str",
             "Device profile of both nodes: CPU cost of each operation, RAM for PIT/CS.",
             "m3",
-            choices=("m3", "samr21", "a8", "host"),
+            choices=NDN_DEVICE_PROFILES,
         ),
         "pit_max_entries": Field(
             "int",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from iotbench.net.ieee802154 import MAX_PAYLOAD_BYTES as MAX_802154_PAYLOAD
 from iotbench.scenarios.fields import (
+    NDN_DEVICE_PROFILES,
     OPTIONAL,
     REQUIRED,
     Field,
@@ -351,6 +352,13 @@ WORKLOAD = Section(
             OPTIONAL,
             ge=1,
         ),
+        "member_hops_max": Field(
+            "int",
+            "group-query, with member_hops_mean: the members' hop counts reach this and no "
+            "more (S6's maxima per group size, Table 7); absent: any level the network has.",
+            OPTIONAL,
+            ge=1,
+        ),
         "coap_exchange": Field(
             "str",
             "publish with coap: put, the producer PUTs each reading to the gateway; get, the "
@@ -519,6 +527,24 @@ def _check_publish(document: dict) -> None:
                 "nested needs a second radio network (a [network.second] section): one "
                 "entity per gateway",
             )
+    stepped = {
+        len(spec["earlier_rates_bps"])
+        for spec in document["network"].get("interferers") or ()
+        if spec.get("earlier_rates_bps") is not None
+    }
+    if stepped and kind != "group-query":
+        raise Invalid(
+            ("network", "interferers", "earlier_rates_bps"),
+            "a stepped sweep's steps are the group-query workload's queries: only it steps",
+        )
+    if len(stepped) > 1 or (
+        stepped
+        and any(s.get("earlier_rates_bps") is None for s in document["network"]["interferers"])
+    ):
+        raise Invalid(
+            ("network", "interferers", "earlier_rates_bps"),
+            "every interferer of a stepped sweep has as many earlier rates as the others",
+        )
     if document["workload"]["kind"] == "publish" and name not in PUBLISH_PROTOCOLS:
         raise Invalid(
             ("workload", "kind"),
@@ -554,6 +580,18 @@ def _check_layer(document: dict) -> None:
         )
 
 
+def _check_ndn_profiles(document: dict) -> None:
+    """An NDN gateway forwards Interests: its profile must price NDN's operations."""
+    device = document["network"].get("device") or {}
+    profile = device.get("gateway_profile")
+    if document["protocol"]["name"] == "ndn" and profile not in (None, *NDN_DEVICE_PROFILES):
+        raise Invalid(
+            ("network", "device", "gateway_profile"),
+            f"{profile!r} prices no NDN operation; an NDN gateway takes one of "
+            f"{', '.join(NDN_DEVICE_PROFILES)}",
+        )
+
+
 DOCUMENT = Section(
     doc="A scenario file.",
     fields={
@@ -578,7 +616,7 @@ DOCUMENT = Section(
         "quick": QUICK,
         "axes": Field("table", "Sweep axes (see 'Sweep axes').", OPTIONAL),
     },
-    checks=(_check_layer, _check_publish),
+    checks=(_check_layer, _check_publish, _check_ndn_profiles),
 )
 
 RUN_CONFIG = Section(

@@ -110,7 +110,7 @@ def _run(
     # same metrics, its sampling events not counted.
     sampling = (series.events if series else 0) + workload.sampling_events()
     metrics["sim_events"] = sim.events_processed - sampling
-    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0)
+    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0 or workload.unfinished())
     return RunMetrics(metrics, table) if table is not None else metrics
 
 

@@ -1,5 +1,7 @@
 """The S5 application API over forwarders, and the device profiles."""
 
+import dataclasses
+
 import pytest
 from ndn_harness import Net
 
@@ -10,6 +12,7 @@ from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import OPERATIONS, PROFILES, get_profile
 from iotbench.proto.ndn.signing import HmacSha256Signer, HmacSha256Verifier, verify
 from iotbench.proto.ndn.types import NackReason
+from iotbench.scenarios.fields import DEVICE_PROFILES, NDN_DEVICE_PROFILES
 
 
 def _pair(**config):
@@ -212,6 +215,8 @@ def test_m3_profile_has_the_s5_figures():
 
 def test_profiles_price_every_operation_and_bound_tables():
     for profile in PROFILES.values():
+        if profile.partial:
+            continue
         assert all(profile.cost_s(op) > 0 for op in OPERATIONS)
         config = profile.forwarder_config()
         assert config.pit_max_entries == profile.pit_max_entries >= 1
@@ -228,3 +233,18 @@ def test_profiles_price_every_operation_and_bound_tables():
         get_profile("m3").cost_s("teleport")
     with pytest.raises(ValueError, match="unknown device profile"):
         get_profile("pdp11")
+
+
+def test_a_partial_profile_names_what_it_was_measured_for():
+    rm090 = get_profile("rm090")
+    assert rm090.cost_s("ip_forward") == pytest.approx(1.81e-3)
+    assert rm090.cost_s("coap_message") == pytest.approx(1.14e-3)
+    with pytest.raises(ValueError, match="measured for coap_message, ip_forward only"):
+        rm090.cost_s("forward_packet")
+    with pytest.raises(ValueError, match="no cost for"):
+        dataclasses.replace(rm090, partial=False)
+
+
+def test_scenarios_offer_every_profile_and_ndn_only_the_whole_ones():
+    assert set(DEVICE_PROFILES) == set(PROFILES)
+    assert all(not PROFILES[name].partial for name in NDN_DEVICE_PROFILES)

@@ -34,6 +34,16 @@ Sources and estimates:
   not charged). Its other operations are `m3`'s divided by the clock ratio
   (600/72) and by 2 for the work per clock (dual issue, caches; the M3 runs
   from flash with wait states). Tables bounded by generous defaults.
+- `rm090` (Rmoni RM090: TI MSP430F5437 at 16 MHz, 16 KB RAM, CC2520;
+  S6's nodes running Contiki): measured, the real software (Contiki at the
+  2014 snapshot S6 ran, built for the `wismote` platform, the same MCU and
+  radio) run in MSPSim, the MSP430 emulator Cooja uses: forwarding a frame
+  (`ip_forward`) 1.81 ms, a CoAP message in or out at an Erbium member
+  (`coap_message`) 1.14 ms (docs/studies/s6.md, "Time on the nodes"). It
+  prices those two only (`partial`): no NDN runs on it.
+- `em-host` (S6's Entity Manager host): `host`, with the time per CoAP
+  message of iotbench's own EM (apps/em) measured on this project's machine
+  by bench/em_costs.py, 21.5 us.
 - `host` (a current x86-64 machine running a C forwarder such as NFD):
   ECDSA P-256 sign about 30 us and verify about 90 us (OpenSSL), HMAC and
   SHA-256 of a small packet about 1 us, a forwarding decision about 5 us.
@@ -117,10 +127,17 @@ class DeviceProfile:
     fib_budget_bytes: int
     pktbuf_bytes: int  # packet memory of the network stack (net/pktbuf.py)
 
+    #: Operations a profile may leave out: a device measured for its IP stack only
+    #: (rm090) has no NDN or cryptography costs, and asking for one is an error.
+    partial: bool = False
+
     def __post_init__(self) -> None:
+        unknown = set(self.costs_s) - set(OPERATIONS)
         missing = set(OPERATIONS) - set(self.costs_s)
-        if missing:
-            raise ValueError(f"profile {self.name!r} has no cost for {sorted(missing)}")
+        if unknown or (missing and not self.partial):
+            raise ValueError(
+                f"profile {self.name!r}: unknown {sorted(unknown)}, no cost for {sorted(missing)}"
+            )
         object.__setattr__(self, "costs_s", MappingProxyType(dict(self.costs_s)))
 
     def cost_s(self, operation: str) -> float:
@@ -128,6 +145,11 @@ class DeviceProfile:
         try:
             return self.costs_s[operation]
         except KeyError:
+            if operation in OPERATIONS:
+                raise ValueError(
+                    f"device profile {self.name!r} has no cost for {operation!r}: it was "
+                    f"measured for {', '.join(sorted(self.costs_s))} only"
+                ) from None
             raise ValueError(
                 f"unknown operation {operation!r}; known: {', '.join(OPERATIONS)}"
             ) from None
@@ -240,6 +262,19 @@ _A8_COSTS = {
     "mqttsn_message": 0.093 * _MS,
 }
 
+# Contiki (the 2014 snapshot S6 ran) on an RM090's MSP430F5437, measured: the real
+# software built for Contiki's `wismote` platform (the same MCU at the 16 MHz its
+# port sets, and the RM090's CC2520 radio) and run in MSPSim, the MSP430 emulator
+# Cooja uses, counting every instruction's cycles from the CC2520's receive
+# interrupt to the transmit strobe of what goes out (docs/studies/s6.md,
+# "Time on the nodes"): forwarding a unicast frame, 1.79 to 1.82 ms; a member
+# taking a CON GET for /s/t and handing its piggybacked response to the radio,
+# 2.28 ms, which the model charges as two messages of 1.14 ms (one in, one out).
+_RM090_COSTS = {
+    "ip_forward": 1.81 * _MS,
+    "coap_message": 1.14 * _MS,
+}
+
 PROFILES: dict[str, DeviceProfile] = {
     "m3": DeviceProfile(
         name="m3",
@@ -277,6 +312,23 @@ PROFILES: dict[str, DeviceProfile] = {
         fib_budget_bytes=4096 * FIB_ENTRY_BYTES,
         pktbuf_bytes=212_992,
     ),
+    "rm090": DeviceProfile(
+        name="rm090",
+        description="TI MSP430F5437 16 MHz, 16 KB RAM, CC2520 (Rmoni RM090) running Contiki",
+        cpu_hz=16_000_000,
+        ram_bytes=16 * 1024,
+        flash_bytes=256 * 1024,
+        costs_s=_RM090_COSTS,
+        # No NDN on these nodes: no Content Store, PIT or FIB.
+        cs_max_bytes=0,
+        pit_budget_bytes=0,
+        fib_budget_bytes=0,
+        # Contiki keeps packets in its MAC's queue buffers (QUEUEBUF_CONF_NUM 8,
+        # network.mac.queue_frames) and one uIP buffer; their counts bound them, and
+        # their bytes, 8 frames and one 1,280-byte datagram, bound nothing more.
+        pktbuf_bytes=8 * 127 + 1280,
+        partial=True,
+    ),
     "host": DeviceProfile(
         name="host",
         description="x86-64 host running a C forwarder",
@@ -290,6 +342,21 @@ PROFILES: dict[str, DeviceProfile] = {
         pktbuf_bytes=212_992,
     ),
 }
+
+# S6's Entity Manager host: a Linux machine the study does not name. The EM is
+# iotbench's own (apps/em; the study's code is not public), measured on this
+# project's benchmark machine by bench/em_costs.py: 21.5 us of CPU per CoAP message
+# it takes or sends (a 10-member unicast query: 24 messages). CPU ratio 1, our
+# choice, as the study names no host: the EM's time is about 1 % of one member's
+# exchange over the radio, so a host two or three times slower would change no
+# figure measurably (docs/studies/s6.md, "Time on the nodes"). Its other
+# operations are `host`'s.
+PROFILES["em-host"] = dataclasses.replace(
+    PROFILES["host"],
+    name="em-host",
+    description="Linux host running S6's Entity Manager (apps/em, Python), measured",
+    costs_s={**_HOST_COSTS, "coap_message": 21.5 * _US},
+)
 
 
 def get_profile(name: str) -> DeviceProfile:

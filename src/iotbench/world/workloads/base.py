@@ -59,6 +59,11 @@ class Workload:
         """The run's time series for the results store, if the workload keeps one."""
         return None
 
+    def unfinished(self) -> bool:
+        """Whether work it had planned was left undone when the run ended (beyond
+        the items left open, which the item log counts): the run hit its time limit."""
+        return False
+
     def sampling_events(self) -> int:
         """Kernel events that only sampled a time series (not counted as the run's)."""
         return 0

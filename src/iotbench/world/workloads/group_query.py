@@ -36,6 +36,16 @@ subgroup's entity the same delay between its members: the two radio
 networks gather their members in parallel, which is what nesting buys. Each network has
 `producer_count` members, picked alike (the second network is a twin).
 
+A stepped sweep (S6's: "we gradually increased the Wi-Fi interference in
+steps of 5 Mb/s", 50 queries at each step): when the interferers have
+`earlier_rates_bps`, the run makes `workload.queries` queries at each
+earlier rate first, one network living through them all (its RPL state,
+link statistics and neighbour tables carry on), each interferer taking the
+next step's rate when the step's last query is answered; only the last
+step's queries are items and measured. The network's own counters
+(mac_*, phy_*, energy, packets) count the whole run; the per-query ones
+below, the measured step's.
+
 Per-query measurements (metrics below): the members whose value the answer
 holds, whether all did, and the response time of every query, answered or
 not: from the client's request to the EM's answer at the client (a failed
@@ -43,7 +53,8 @@ query's error answer, or the client's CoAP give-up); for a multicast entity
 the study's, to the arrival of the last member's reply at the EM (the EM's
 answer when no member replied). Min, mean, max and the five-number summary. Messages and bytes in the radio network count every
 802.15.4 frame sent (data, MAC ACKs, routing; on both radio networks, not
-the Ethernet links) from the first query to the last answer, per query.
+the Ethernet links) from the first query to the last answer, per query, and
+so do the MACs' retries (`mac_retries_per_query`).
 """
 
 from __future__ import annotations
@@ -72,6 +83,7 @@ from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import COAP_PORT, coap_params
 from iotbench.world.workloads.base import Workload
+from iotbench.world.workloads.publish.coap import COAP_MESSAGE
 
 ENTITY = "group"
 #: A nested query's entities: each network's members, on its own gateway.
@@ -106,8 +118,10 @@ class Member:
         params = replace(coap_params(cfg), default_leisure_s=leisure_s)
         self.endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), params)
         self.endpoint.add_resource(path, self._reading, methods={codec.Code.GET})
+        # A node with a device (network.device.profile) spends its CPU time on each
+        # message in and out: Erbium on the MSP430 (docs/studies/s6.md).
         self.driver = DatagramDriver(
-            sim, node, self.endpoint, _ignore, codec.header_length, COAP_PORT
+            sim, node, self.endpoint, _ignore, codec.header_length, COAP_PORT, COAP_MESSAGE
         )
         serve_membership(self.endpoint, self._join, self._leave, lambda: sorted(node.groups))
 
@@ -162,6 +176,13 @@ class GroupQueryWorkload(Workload):
         self.sim = sim
         self.items = items
         self.queries = workload.queries
+        # A stepped sweep (network.interferers' earlier_rates_bps): the run lives
+        # through every step, `queries` queries each, and measures the last.
+        self.interferers = [*net.parts.get("interferers", ())]
+        if net.parts.get("second") is not None:
+            self.interferers += net.parts["second"].parts.get("interferers", ())
+        self.steps = len(self.interferers[0].steps) if self.interferers else 1
+        self.warmup_queries = (self.steps - 1) * self.queries
         self.gap_s = workload.interval_s if workload.interval_s is not None else 1.0
         self.start_s = workload.start_s
         self.query_start_s = workload.query_start_s
@@ -178,6 +199,7 @@ class GroupQueryWorkload(Workload):
         if nested:
             networks.append(second)
         target = workload.member_hops_mean
+        target_max = workload.member_hops_max
         chosen_per_network = []
         for network in networks:
             chosen = network.nodes("producer")
@@ -185,7 +207,7 @@ class GroupQueryWorkload(Workload):
                 # The network's stream: every run of a scenario (whatever its
                 # axes) has the same members, as it has the same nodes and tree.
                 members_rng = network.parts["streams"]("workload/members")
-                chosen = pick_members(network, len(chosen), target, members_rng)
+                chosen = pick_members(network, len(chosen), target, members_rng, target_max)
             chosen_per_network.append(chosen)
         leisure = em.leisure_s
         if em.leisure_rate_bps is not None:
@@ -240,17 +262,26 @@ class GroupQueryWorkload(Workload):
             ]
         self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
         self.client_driver = DatagramDriver(
-            sim, net.node("client"), self.client, self._on_event, codec.header_length
+            sim,
+            net.node("client"),
+            self.client,
+            self._on_event,
+            codec.header_length,
+            operation=COAP_MESSAGE,
         )
-        self._pending: dict[int, Item] = {}
+        self._pending: dict[int, tuple[int, Item | None]] = {}  # request: (query, item)
         self._create_request: int | None = None
         self._created_count = 0  # of to_create
         self.created = False
         self.create_attempts = 0
         self.values: list[int] = []  # member values per answered query
         self.response_times: list[float] = []
-        self._start_counts = (0, 0)
-        self._end_counts: tuple[int, int] | None = None
+        self.macs = [*net.parts["macs"].values()]
+        if second is not None:
+            self.macs += second.parts["macs"].values()
+        self.done = False  # every query made, or the entity refused for good
+        self._start_counts = (0, 0, 0)
+        self._end_counts: tuple[int, int, int] | None = None
 
     def _entity_manager(self, net: Network, stream: str) -> tuple[EntityManager, DatagramDriver]:
         """An EM on `net`'s gateway (or its host), on the CoAP port."""
@@ -264,7 +295,13 @@ class GroupQueryWorkload(Workload):
             ),
         )
         driver = DatagramDriver(
-            self.sim, gateway, em, self._answered.append, codec.header_length, COAP_PORT
+            self.sim,
+            gateway,
+            em,
+            self._answered.append,
+            codec.header_length,
+            COAP_PORT,
+            COAP_MESSAGE,
         )
         return em, driver
 
@@ -293,46 +330,64 @@ class GroupQueryWorkload(Workload):
         self.client_driver.pump()
 
     def _query(self, index: int) -> None:
-        if index == 0:
-            self._start_counts = self._radio_counts()
-        item = self.items.start(self.sim.now)
+        """Query `index` of the run: the earlier steps' first (no items, not
+        measured), then the measured step's."""
+        item = None
+        if index >= self.warmup_queries:
+            if index == self.warmup_queries:
+                self._start_counts = self._radio_counts()
+            item = self.items.start(self.sim.now)
         rid = self.client.request(self.sim.now, self.em_addr, codec.Code.GET, f"/e/{ENTITY}")
-        self._pending[rid] = item
+        self._pending[rid] = (index, item)
         self.client_driver.pump()
+
+    def _next_query(self, index: int) -> None:
+        """After query `index - 1`'s answer: the next query, a gap later; at a step's
+        end the interferers take the next step's rate first (the study raised the
+        Wi-Fi rate between steps of 50 queries)."""
+        if index == self.warmup_queries + self.queries:
+            self._end_counts = self._radio_counts()
+            self.done = True
+            self.sim.stop()
+            return
+        if index % self.queries == 0:
+            for interferer in self.interferers:
+                interferer.enter_step(self.sim.now, index // self.queries)
+        self.sim.schedule(self.gap_s, self._query, index)
 
     def _on_event(self, event: object) -> None:
         rid = getattr(event, "request_id", None)
         if rid == self._create_request:
             self._created(event)
             return
-        item = self._pending.pop(rid, None)
-        if item is None:
+        pending = self._pending.pop(rid, None)
+        if pending is None:
             return
+        index, item = pending
         now = self.sim.now
-        self.response_times.append(self._response_time(item, now))
-        if isinstance(event, ResponseReceived) and event.response.code == codec.Code.CONTENT:
-            text = event.response.payload.decode("utf-8", "replace")
-            values = sum(1 for line in text.splitlines() if line and " error: " not in line)
-            self.values.append(values)
-            self.items.finish(item, now, DELIVERED, len(event.response.payload))
+        if item is None:  # an earlier step's query: measured by no one
+            self._answered.clear()
         else:
-            self.values.append(0)
-            self.items.finish(item, now, GIVEN_UP)
-        if item.index + 1 < self.queries:
-            self.sim.schedule(self.gap_s, self._query, item.index + 1)
-        else:
-            self._end_counts = self._radio_counts()
-            self.sim.stop()
+            self.response_times.append(self._response_time(item.t_start, now))
+            if isinstance(event, ResponseReceived) and event.response.code == codec.Code.CONTENT:
+                text = event.response.payload.decode("utf-8", "replace")
+                values = sum(1 for line in text.splitlines() if line and " error: " not in line)
+                self.values.append(values)
+                self.items.finish(item, now, DELIVERED, len(event.response.payload))
+            else:
+                self.values.append(0)
+                self.items.finish(item, now, GIVEN_UP)
+        self._next_query(index + 1)
 
-    def _response_time(self, item: Item, now: float) -> float:
+    def _response_time(self, started: float, now: float) -> float:
         """A query's time, answered or failed: from the client's request to the EM's
         answer at the client; for a multicast entity, to the arrival of the last
         member's reply at the EM (the study's), or the answer when none replied."""
         mine = [e for e in self._answered if e.name == ENTITY]
         self._answered.clear()
         if self.em_settings.mode == "multicast" and mine and mine[-1].last_reply is not None:
-            return mine[-1].last_reply - item.t_start
-        return now - item.t_start
+            return mine[-1].last_reply - started
+        return now - started
 
     def _created(self, event: object) -> None:
         ok = isinstance(event, ResponseReceived) and event.response.code == codec.Code.CREATED
@@ -349,12 +404,19 @@ class GroupQueryWorkload(Workload):
         elif self.create_attempts < CREATE_ATTEMPTS:
             self.sim.schedule(CREATE_RETRY_S, self._create)
         else:
+            self.done = True
             self.sim.stop()  # no entity, no queries: the metrics say so
 
     # ---- measurements ---------------------------------------------------------------------
 
-    def _radio_counts(self) -> tuple[int, int]:
-        return self.radio.frames, self.radio.bytes
+    def unfinished(self) -> bool:
+        """The time limit came first: queries (a stepped sweep's measured step, all of
+        them) were never made."""
+        return not self.done
+
+    def _radio_counts(self) -> tuple[int, int, int]:
+        """Frames and bytes on the radio, and MAC retries, so far."""
+        return self.radio.frames, self.radio.bytes, sum(m.counters.retries for m in self.macs)
 
     def metrics(self, run: dict[str, float | int] | None = None) -> dict[str, float | int]:
         g = len(self.members)
@@ -366,13 +428,16 @@ class GroupQueryWorkload(Workload):
             "entity_created": int(self.created),
             "entity_create_attempts": self.create_attempts,
             "member_hops_mean": sum(hops) / len(hops) if hops else math.nan,
+            "member_hops_max": max(hops) if hops else math.nan,
             "queries": n,
+            "sweep_steps": self.steps,
             "member_reliability": sum(answered) / (n * g) if n and g else 0.0,
             "group_reliability": sum(1 for v in answered if v == g) / n if n else 0.0,
         }
         if self._end_counts is not None and n:
             out["radio_messages_per_query"] = (self._end_counts[0] - self._start_counts[0]) / n
             out["radio_bytes_per_query"] = (self._end_counts[1] - self._start_counts[1]) / n
+            out["mac_retries_per_query"] = (self._end_counts[2] - self._start_counts[2]) / n
         # Every query's time, the failed ones' included (at the EM's answer, or the
         # client's give-up): dropping them would average the rare survivors.
         times = sorted(self.response_times)
@@ -383,13 +448,22 @@ class GroupQueryWorkload(Workload):
         return out
 
 
-def pick_members(net: Network, count: int, hops_mean: float, rng) -> list:
+def pick_members(
+    net: Network, count: int, hops_mean: float, rng, hops_max: int | None = None
+) -> list:
     """`count` members whose hop counts (in the least-ETX tree from the link model,
-    which RPL's routes follow on stable links) average `hops_mean` as closely as
-    the network allows: the fewest hops first, then members moved one level out
-    at a time, as far as keeps the sum at or below the target's; within a level
-    the nodes are drawn by `rng`. S6 gives the study's averages per group size
-    (EXPERIMENTS.md); the gateway and the uplink host are never members."""
+    which RPL's routes follow on stable links) average `hops_mean` and reach
+    `hops_max` at most and at least once, as closely as the network allows: S6's
+    Table 7 gives both per group size (EXPERIMENTS.md).
+
+    One member is placed `hops_max` out, the others at the fewest hops; then, while
+    the sum of hops is short of the mean's, the member on the lowest level that can
+    move goes one level out (never past `hops_max`). So the hop counts stay as close
+    together as the mean and the maximum allow, rather than the mean being met with
+    members on the nearest and the farthest levels. Within a level the nodes are
+    drawn by `rng`; the gateway and the uplink host are never members. Without
+    `hops_max` the farthest level the network has is the bound, and nobody is
+    placed there first."""
     tree = net.parts["tree"]
     ids = list(net.hosts)
     gateway = net.ids("gateway")[0]
@@ -398,28 +472,43 @@ def pick_members(net: Network, count: int, hops_mean: float, rng) -> list:
         if name in (gateway, "uplink") or i >= len(tree.hops) or tree.hops[i] < 1:
             continue
         levels.setdefault(tree.hops[i], []).append(name)
-    if sum(len(v) for v in levels.values()) < count:
-        raise ValueError(f"group-query: {count} members wanted, the network has fewer nodes")
-    order = sorted(levels)
-    taken = dict.fromkeys(order, 0)
-    left = count
-    for h in order:  # the fewest hops first
-        taken[h] = min(left, len(levels[h]))
-        left -= taken[h]
+    bound = max(levels) if hops_max is None else hops_max
+    usable = sorted(h for h in levels if h <= bound)
+    if sum(len(levels[h]) for h in usable) < count:
+        raise ValueError(
+            f"group-query: {count} members wanted within {bound} hops, the network has fewer"
+        )
+    if hops_max is not None and hops_max not in levels:
+        raise ValueError(
+            f"group-query: no node is {hops_max} hops from the gateway (the network's levels: "
+            f"{', '.join(map(str, sorted(levels)))})"
+        )
+    taken = dict.fromkeys(usable, 0)
+    if hops_max is not None:
+        taken[hops_max] = 1
+    left = count - sum(taken.values())
+    for h in usable:  # the fewest hops first
+        n = min(left, len(levels[h]) - taken[h])
+        taken[h] += n
+        left -= n
     goal = round(hops_mean * count)
     total = sum(h * n for h, n in taken.items())
     while total < goal:
-        low = next(h for h in order if taken[h] > 0)
-        step = goal - total
-        higher = [h for h in order if h > low and taken[h] < len(levels[h]) and h - low <= step]
-        if not higher:
+        movable = [
+            h
+            for h in usable
+            if taken[h] > (1 if h == hops_max else 0)
+            and h + 1 in taken
+            and taken[h + 1] < len(levels[h + 1])
+        ]
+        if not movable:
             break
-        up = max(higher)
+        low = min(movable)
         taken[low] -= 1
-        taken[up] += 1
-        total += up - low
+        taken[low + 1] += 1
+        total += 1
     chosen = []
-    for h in order:
+    for h in usable:
         names = sorted(levels[h])
         rng.shuffle(names)
         chosen.extend(sorted(names[: taken[h]]))
