@@ -187,6 +187,9 @@ def publish_metrics(
         "tta_p50_s": base["latency_p50_s"],
         "tta_p99_s": base["latency_p99_s"],
         "requests_per_item": math.nan if requests is None else per_item(requests),
+        "requests_per_fresh_reading": (
+            math.nan if requests is None or not delivered else requests / delivered
+        ),
         "app_retransmissions_per_item": per_item(app_retransmissions),
         "mac_retransmissions_per_item": per_item(base.get("mac_retries", 0)),
         "control_bytes": (

@@ -246,7 +246,7 @@ class CoapPut(_CoapSender):
             self.work.handed_over(rid)
 
     def _arrived(self, request, addr) -> ResourceResponse:
-        if not self.work.arrived(request.payload):
+        if self.work.arrived(request.payload) is None:
             return ResourceResponse(codec.Code.BAD_REQUEST)
         return ResourceResponse(codec.Code.CHANGED)
 
@@ -323,8 +323,11 @@ class CoapGet(_CoapSender):
         self._by_token: dict[bytes, _Request] = {}
         self._next_token = 0
         # Polled: each producer's latest reading; which reading each open request was
-        # answered with (by token), and how many open requests carry each reading.
+        # answered with (by token), and how many open requests carry each reading;
+        # when the first GET since the producer's last fresh reading went out (its
+        # next fresh reading's transaction began then: EXPERIMENTS.md, S4).
         self.latest: list[tuple[int, bytes] | None] = []
+        self.asking_since: list[float | None] = []
         self._served: dict[bytes, int] = {}
         self._carrying: dict[int, int] = {}
         self._replaced: set[int] = set()
@@ -339,6 +342,7 @@ class CoapGet(_CoapSender):
             )
             self.producers.append(_producer_server(self, sim, node, endpoint, cfg, index, port))
             self.latest.append(None)
+            self.asking_since.append(None)
 
     def _endpoints(self) -> list[CoapEndpoint]:
         return [self.gateway.endpoint, *super()._endpoints()]
@@ -349,6 +353,8 @@ class CoapGet(_CoapSender):
         self._get(producer, rid)
 
     def poll(self, producer: int) -> None:
+        if self.asking_since[producer] is None:
+            self.asking_since[producer] = self.sim.now
         self._get(producer, None)
 
     def _get(self, producer: int, rid: int | None) -> None:
@@ -395,7 +401,9 @@ class CoapGet(_CoapSender):
                 self.work.failed(request.rid)
             return
         if ok:
-            self.work.arrived(answer.payload, since=request.sent_s)
+            producer = request.producer
+            if self.work.arrived(answer.payload, since=self.asking_since[producer]):
+                self.asking_since[producer] = None  # the next GET asks for the next one
         self._release(request.token)
 
     # ---- the producers ----------------------------------------------------------------

@@ -223,10 +223,13 @@ class NdnPull(NdnSender):
         self.producers = tree.producers
         count = len(self.producers)
         self.polled = config.workload.poll_interval_s is not None
-        # Polled: readings each producer has published, what the gateway has had and
-        # what it has an Interest out for.
+        # Polled: what the gateway has had of each producer, what it has an Interest
+        # out for, and when it first asked for each reading it has not had (a
+        # reading's transaction begins with the first Interest for its name:
+        # EXPERIMENTS.md, S4).
         self.had: list[set[int]] = [set() for _ in range(count)]
         self.asked: list[set[int]] = [set() for _ in range(count)]
+        self.first_asked: list[dict[int, float]] = [{} for _ in range(count)]
         for index, (app, prefix) in enumerate(zip(tree.apps, tree.prefixes, strict=True)):
             app.register_prefix(prefix, lambda interest, i=index: self._on_interest(i, interest))
         tree.pump_all()
@@ -280,13 +283,15 @@ class NdnPull(NdnSender):
             counter += 1
         asked.add(counter)
         self.requests += 1
-        sent = self.sim.now
+        first = self.first_asked[producer]
+        since = first.setdefault(counter, self.sim.now)
         tree = self.tree
 
         def on_data(interest: Interest, data: Data) -> None:
             asked.discard(counter)
             had.add(counter)
-            self.work.arrived(data.content, since=sent)
+            del first[counter]
+            self.work.arrived(data.content, since=since)
 
         def on_timeout(interest: Interest) -> None:
             asked.discard(counter)

@@ -62,11 +62,13 @@ class Publisher(Protocol):
     def handed_over(self, rid: int) -> None:
         """The reading left its producer with no end-to-end acknowledgement to come."""
 
-    def arrived(self, payload: bytes, since: float | None = None) -> bool:
-        """A reading reached the gateway's application; False if it is not one."""
+    def arrived(self, payload: bytes, since: float | None = None) -> bool | None:
+        """A reading reached the gateway's application: True if new, False if it came
+        before, None if it is not a reading."""
 
-    def delivered(self, rid: int, size: int, since: float | None = None) -> None:
-        """Item `rid` is at the gateway (`since`: when a polled reading's request left)."""
+    def delivered(self, rid: int, size: int, since: float | None = None) -> bool:
+        """Item `rid` is at the gateway: True on its first arrival. `since`: when a
+        polled reading's transaction began (the first request for it)."""
 
     def failed(self, rid: int, when: float | None = None) -> None:
         """Item `rid` can no longer arrive (given up, replaced, expired)."""

@@ -20,7 +20,10 @@
   reading (the same one again when nothing newer came; before the first a
   5.03), NDN asks for readings by name, and an Interest for one not taken
   yet waits in the PITs on the way until it exists or expires. A reading's
-  time to content arrival runs from the request that brought it.
+  time to content arrival runs from the first request for it, as S4 defines
+  a pull's transaction in its unscheduled runs: for CoAP the first GET after
+  the producer's previous fresh reading arrived (the duplicates in between
+  included), for NDN the first Interest for its name.
 
 A reading is S4's 32-byte JSON object, {"id":"0x..........","val":NNNN},
 whose id names the producer and the item (apps/readings.py).
@@ -274,24 +277,24 @@ class PublishWorkload(Workload):
         self._handed.append((now, rid))
         self._expire(now)
 
-    def arrived(self, payload: bytes, since: float | None = None) -> bool:
-        """A reading reached the gateway's application; False if it is not one."""
+    def arrived(self, payload: bytes, since: float | None = None) -> bool | None:
+        """A reading reached the gateway's application: True if it is new (its first
+        arrival), False if it came before; None if it is not a reading."""
         rid = read_id(payload)
         if rid is None:
-            return False
-        self.delivered(rid, len(payload), since)
-        return True
+            return None
+        return self.delivered(rid, len(payload), since)
 
     def _at_gateway(self, rid: int) -> None:
         if rid in self._open:
             self.delivered(rid, READING_BYTES)
 
-    def delivered(self, rid: int, size: int, since: float | None = None) -> None:
-        """Item `rid` is at the gateway (its first arrival counts). `since`: when the
-        request that brought a polled reading went out, where its time starts."""
+    def delivered(self, rid: int, size: int, since: float | None = None) -> bool:
+        """Item `rid` is at the gateway (its first arrival counts: True). `since`: a
+        polled reading's transaction began then, with the first request for it."""
         item = self._open.pop(rid, None)
         if item is None:
-            return
+            return False
         now = self.sim.now
         if since is not None:
             item.t_start = since
@@ -301,6 +304,7 @@ class PublishWorkload(Workload):
         if self.series is not None:
             self.series.delivered += 1
         self._check_all_done()
+        return True
 
     def failed(self, rid: int, when: float | None = None) -> None:
         """Item `rid` can no longer arrive (given up, replaced, expired)."""
