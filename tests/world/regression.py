@@ -44,10 +44,16 @@ CASES: list[tuple[str, dict, dict]] = [
     ("s6-ack-timeout", {"workload.queries": 3}, {"wifi_mbps": ["0", "10"]}),
     ("s6-office", {"workload.queries": 5}, {}),
     ("s6-nested", {"workload.queries": 5}, {"wifi_mbps": ["0", "10"]}),
+    ("s6-wifi-place", {"workload.queries": 3}, {"wifi_place": ["centre", "gateway"]}),
     ("s4-single-hop-scheduled", {"workload.items": 100}, {}),
     ("s4-single-hop-unscheduled", {"workload.items": 100}, {}),
     ("s4-security", {"workload.items": 50}, {}),
     ("s4-multi-hop", {"workload.duration_s": 300.0}, {"interval": ["30s"], "network_seed": [8]}),
+    (
+        "s4-wifi",
+        {"workload.duration_s": 300.0},
+        {"variant": ["coap-put-con", "coap-get-non", "ndn"], "wifi": ["office"]},
+    ),
 ]
 FULL_CASES: list[tuple[str, dict, dict]] = [(name, {}, {}) for name, _, _ in CASES]
 
