@@ -33,6 +33,8 @@ from iotbench.scenarios import (
     parse_filter,
     parse_override,
 )
+from iotbench.scenarios.radio_schema import is_radio
+from iotbench.scenarios.sweep import one_network
 from iotbench.terminal import console, print_table
 
 if TYPE_CHECKING:
@@ -562,15 +564,9 @@ def cmd_topology(args: argparse.Namespace) -> int:
     from iotbench.world import check_networks
 
     scenario, runs = _select(args)
-    networks = {json.dumps(run.config["network"], sort_keys=True): run for run in runs}
-    if not runs or runs[0].config["network"].get("topology", "pair") == "pair":
+    if runs and not is_radio(runs[0].config["network"]):
         raise UserError(f"{scenario.label}: not a radio network (network.topology is pair)")
-    if len(networks) > 1:
-        raise UserError(
-            f"{scenario.label}: its runs have {len(networks)} different networks; pick one "
-            "with --filter AXIS=VALUE"
-        )
-    run = runs[0]
+    run = one_network(runs, scenario.label)
     check_networks([run.config], scenario.label)
     summary = draw_network(run.config, args.out, scenario.name, args.rpl_time)
     print(

@@ -21,7 +21,7 @@ from iotbench.scenarios.fields import Invalid, dotted, validate
 from iotbench.scenarios.merge import set_path
 from iotbench.scenarios.schema import NETWORK
 from iotbench.scenarios.settings import network_settings
-from iotbench.scenarios.sweep import parse_filter, parse_override
+from iotbench.scenarios.sweep import one_network, parse_filter, parse_override
 from iotbench.world.networks import is_radio_network
 
 DEFAULT_SEED = 1
@@ -87,24 +87,7 @@ def _scenario_network(args: argparse.Namespace, overrides: dict) -> tuple[dict, 
     for text in args.filter:
         axis, values = parse_filter(text)
         filters.setdefault(axis, []).extend(values)
-    runs = expand(scenario, filters, overrides, reps=1)
-    if not runs:
-        raise UserError(f"{scenario.name}: --filter selects no run")
-    networks = {json.dumps(run.config["network"], sort_keys=True): run for run in runs}
-    if len(networks) > 1:
-        differ = sorted(
-            {a for run in networks.values() for a, v in run.params.items()
-             if v != runs[0].params.get(a)}
-        )  # fmt: skip
-        choices = "; ".join(
-            f"{a}: {', '.join(sorted({str(r.params[a]) for r in networks.values()}))}"
-            for a in differ
-        )
-        raise UserError(
-            f"{scenario.name}: the selected runs have {len(networks)} different networks; "
-            f"pick one with --filter ({choices})"
-        )
-    run = runs[0]
+    run = one_network(expand(scenario, filters, overrides, reps=1), scenario.name)
     picked = ", ".join(f"{k}={v}" for k, v in run.params.items())
     return run.config["network"], run.config["workload"]["items"], f"{scenario.name} ({picked})"
 

@@ -4,7 +4,6 @@ DIR/report/index.html, all from DIR/results.duckdb."""
 from __future__ import annotations
 
 import csv
-import json
 import platform
 import re
 import tomllib
@@ -21,6 +20,8 @@ from iotbench.report.tables import html_rows, html_table, rich_table, runs_rows,
 from iotbench.report.topology import draw_network
 from iotbench.runner.campaign import ERRORS_LOG
 from iotbench.runner.store import DB_NAME, ResultStore, StoredScenario, StoreError
+from iotbench.scenarios.radio_schema import is_radio
+from iotbench.scenarios.sweep import network_key
 
 REPORT_DIR = "report"
 
@@ -162,12 +163,12 @@ def _topology(
     """The network of the first run (in axis order) and its routing tree."""
     first = _in_axis_order(runs, scenario.axes)[0]
     config = configs[scenario.name][first.key]
-    if config["network"].get("topology", "pair") == "pair":
+    if not is_radio(config["network"]):
         return
     name = f"{scenario.name}-topology.png"
     summary = draw_network(config, report_dir / name, scenario.name)
     section.images.append((name, f"The network and its routing tree ({summary['routing']})"))
-    networks = {json.dumps(c["network"], sort_keys=True) for c in configs[scenario.name].values()}
+    networks = {network_key(c) for c in configs[scenario.name].values()}
     if len(networks) > 1:
         section.notes.append(
             f"The runs have {len(networks)} different networks; the picture shows the one "

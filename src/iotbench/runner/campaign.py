@@ -33,6 +33,7 @@ from iotbench.runner import execute
 from iotbench.runner.execute import Outcome, Pool, RunFn, Task, run_serial
 from iotbench.runner.store import ResultStore, StoreError
 from iotbench.scenarios import Run, Scenario
+from iotbench.scenarios.radio_schema import is_radio
 
 EXECUTORS = ("local", "ray")
 PCAP_DIR = "pcap"
@@ -178,7 +179,9 @@ def _report_stored(
     done = {key for key, path in pcaps.items() if not pcap or (path and (out / path).is_file())}
     if series:
         missing = {
-            run.key for run in runs if _is_radio(run) and not _series_path(out, run).is_file()
+            run.key
+            for run in runs
+            if is_radio(run.config["network"]) and not _series_path(out, run).is_file()
         }
         done -= missing
     stored = {s.key: s for s in store.runs(keys=done)} if done else {}
@@ -194,10 +197,6 @@ def _report_stored(
     return pending
 
 
-def _is_radio(run: Run) -> bool:
-    return run.config["network"].get("topology", "pair") != "pair"
-
-
 def _series_path(out: Path, run: Run) -> Path:
     return out / SERIES_DIR / f"{run.file_stem()}.csv"
 
@@ -208,7 +207,7 @@ def _task(run: Run, out: Path, pcap: bool, series: bool) -> Task:
     if temp:
         (out / PCAP_DIR).mkdir(exist_ok=True)
     series_temp = None
-    if series and _is_radio(run):
+    if series and is_radio(run.config["network"]):
         (out / SERIES_DIR).mkdir(exist_ok=True)
         series_temp = str(out / SERIES_DIR / f".{run.key}.csv.tmp")
     return Task(run.key, run.config, run.seed, temp, series_temp)

@@ -9,6 +9,9 @@ docs/radio.md and docs/sixlowpan-rpl.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS
 from iotbench.scenarios.fields import DEVICE_PROFILES, OPTIONAL, Field, Invalid, Section, Tagged
@@ -659,15 +662,23 @@ SECOND = Section(
 )
 
 
-def is_radio(network: dict) -> bool:
-    return network.get("topology", "pair") != "pair"
+def is_radio_topology(topology: str | None) -> bool:
+    """The one rule for what a network is: any topology but pair is a radio network,
+    and an absent topology is a pair."""
+    return topology not in (None, "pair")
+
+
+def is_radio(network: Mapping[str, Any]) -> bool:
+    """Whether a network config (a scenario's or a run's [network] table) is a radio
+    network."""
+    return is_radio_topology(network.get("topology"))
 
 
 def fill_radio_sections(network: dict) -> dict:
     """A radio network's sections get their defaults even when the file omits them
     (a pair network keeps none of them, so its config, and its seed, are as before).
     A radio network has no point-to-point link of its own to configure."""
-    if network.get("topology", "pair") == "pair":
+    if not is_radio(network):
         return network
     for key in ("link", "impair"):
         if key in network:
@@ -684,11 +695,11 @@ def fill_radio_sections(network: dict) -> dict:
 
 
 def check_radio_network(network: dict) -> None:
-    topology = network.get("topology", "pair")
+    topology = network.get("topology")
     radio_keys = [
         k for k in (*RADIO_SECTIONS, "interferers", "uplink", "second", "device") if k in network
     ]
-    if topology == "pair":
+    if not is_radio(network):
         if radio_keys:
             raise Invalid(
                 (radio_keys[0],),

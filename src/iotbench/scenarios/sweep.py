@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from iotbench.scenarios.errors import ScenarioError
+from iotbench.scenarios.errors import ScenarioError, UserError
 from iotbench.scenarios.fields import (
     Invalid,
     did_you_mean,
@@ -84,6 +84,36 @@ def network_seed(base_seed: int, scenario: str, network: Mapping[str, Any], repe
     """The seed of a run's network: the same for runs that differ only outside `network`."""
     digest = _digest([base_seed, scenario, network, repetition, "network"])
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def network_key(config: Mapping[str, Any]) -> str:
+    """A run config's network as text: runs with equal keys simulate the same network."""
+    return json.dumps(config["network"], sort_keys=True)
+
+
+def one_network(runs: Sequence[Run], label: str) -> Run:
+    """The first of `runs` when they all simulate one network (what `iotbench topology`
+    draws and the impairment shim relays); otherwise a UserError naming the axes that
+    tell the networks apart and their values, to pick one with --filter."""
+    if not runs:
+        raise UserError(f"{label}: --filter selects no run")
+    networks: dict[str, Run] = {}
+    for run in runs:  # each network's first run stands for it
+        networks.setdefault(network_key(run.config), run)
+    if len(networks) > 1:
+        first = runs[0].params
+        differ = sorted(
+            {a for run in networks.values() for a, v in run.params.items() if v != first.get(a)}
+        )
+        choices = "; ".join(
+            f"{a}: {', '.join(sorted({str(r.params[a]) for r in networks.values()}))}"
+            for a in differ
+        )
+        raise UserError(
+            f"{label}: the selected runs have {len(networks)} different networks; pick one "
+            f"with --filter ({choices})"
+        )
+    return runs[0]
 
 
 def _with_network_seed(config: dict, base_seed: int, scenario: str, rep: int) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
+from iotbench.scenarios.radio_schema import is_radio_topology
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
 from iotbench.world.networks.base import Network, Streams
@@ -18,7 +19,7 @@ __all__ = ["Network", "Streams", "build_network", "build_two_node_network", "is_
 
 def is_radio_network(network: Settings) -> bool:
     """A radio network (any topology but pair, which is also what an absent one means)."""
-    return network.topology not in (None, "pair")
+    return is_radio_topology(network.topology)
 
 
 def build_network(
