@@ -290,7 +290,7 @@ class NdnPull(NdnSender):
         def on_data(interest: Interest, data: Data) -> None:
             asked.discard(counter)
             had.add(counter)
-            del first[counter]
+            first.pop(counter, None)
             self.work.arrived(data.content, since=since)
 
         def on_timeout(interest: Interest) -> None:
