@@ -1,0 +1,12 @@
+"""The targets of bench/fuzz.py: codecs.py (one per codec), stacks.py and the
+modules beside it (one per sans-I/O stack); common.py holds what they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fuzz_targets import codecs, stacks
+from fuzz_targets.common import Codec, StackCase
+
+CODECS: list[Codec] = [*codecs.CODECS]
+STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {**stacks.STACKS}
