@@ -12,6 +12,10 @@ bad version, TKL 9-15, truncation, reserved nibble 15, a payload marker
 followed by nothing, option numbers beyond 16 bits, and an Empty message
 (0.00) that carries anything after the Message ID. It raises CoapDecodeError
 for all of those and never anything else, so a stack can count and drop.
+A receiver may also bound the options per message (`max_options`, the
+endpoint's CoapParams.max_options): decode() then stops at the first option
+past the bound and raises CoapTooManyOptions, without walking the rest, so
+that a datagram's cost to its receiver does not grow with its option count.
 
 decode() is on the simulator's hot path: it walks the options once with
 integer indexing and slices values out of the input; no per-byte loops and
@@ -52,6 +56,7 @@ __all__ = [
     "OPTIONS",
     "BlockOption",
     "CoapDecodeError",
+    "CoapTooManyOptions",
     "Code",
     "Message",
     "Opt",
@@ -89,6 +94,17 @@ MAX_EXTENDED = 65535 + 269
 
 class CoapDecodeError(DecodeError):
     """The bytes are not a well-formed CoAP message (RFC 7252 "message format error")."""
+
+
+class CoapTooManyOptions(CoapDecodeError):
+    """More options than the receiver takes: decode() read `limit` and stopped at the next.
+
+    `offset` is where that option starts: what was walked of the datagram."""
+
+    def __init__(self, limit: int, offset: int) -> None:
+        super().__init__(f"more than {limit} options (stopped at byte {offset})")
+        self.limit = limit
+        self.offset = offset
 
 
 class Type(IntEnum):
@@ -520,8 +536,12 @@ def encode(msg: Message) -> bytes:
 # ---- decoding -------------------------------------------------------------------
 
 
-def decode(data: bytes | bytearray | memoryview) -> Message:
-    """Parse one datagram. Raises CoapDecodeError (and nothing else) for bad input."""
+def decode(data: bytes | bytearray | memoryview, max_options: int | None = None) -> Message:
+    """Parse one datagram. Raises CoapDecodeError (and nothing else) for bad input.
+
+    max_options: the most options taken; the next one raises CoapTooManyOptions
+    before its header is read. None: no bound (tools that read captured traffic).
+    """
     if type(data) is not bytes:
         data = bytes(data)
     n = len(data)
@@ -546,14 +566,20 @@ def decode(data: bytes | bytearray | memoryview) -> Message:
     options: list[tuple[int, bytes]] = []
     payload = b""
     number = 0
+    # Options still allowed; counting down costs one subtraction per option.
+    left = n if max_options is None else max_options
     while pos < n:
         byte = data[pos]
-        pos += 1
         if byte == PAYLOAD_MARKER:
+            pos += 1
             if pos == n:
                 raise CoapDecodeError("payload marker followed by an empty payload")
             payload = data[pos:]
             break
+        if not left:
+            raise CoapTooManyOptions(max_options, pos)
+        left -= 1
+        pos += 1
         delta = byte >> 4
         length = byte & 0x0F
         if delta >= 13:

@@ -71,6 +71,12 @@ Choices the RFCs leave open, and what this endpoint does:
   are answered with RST. ACKs and RSTs are never answered. Unrecognized
   critical options in a CON request get 4.02 Bad Option (5.4.1); in a
   response they make it be rejected.
+- Options per message (CoapParams.max_options, 64): a message with more is
+  one this endpoint cannot parse, so a CON gets RST (4.2) and a NON nothing
+  (4.3), as for any format error. Not 4.02 (5.4.1): the decoder stops at the
+  bound, so nothing after it is known, not even whether an option there is
+  critical; and an RST keeps no state, where a 4.02 would be remembered for
+  deduplication for EXCHANGE_LIFETIME.
 - Observe (RFC 7641): observers are keyed by (peer, token) per resource (4.1).
   Each registration response and each notify() takes a new sequence number
   per resource (24 bits, 4.4). A failed CON notification (MAX_RETRANSMIT
@@ -141,6 +147,7 @@ from .codec import (
     MAX_TOKEN_LENGTH,
     BlockOption,
     CoapDecodeError,
+    CoapTooManyOptions,
     Code,
     Message,
     Type,
@@ -252,6 +259,7 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
             backoff_factor=params.backoff_factor,
         )
         self._exchange_lifetime = params.exchange_lifetime_s
+        self._max_options = params.max_options
         self._non_lifetime = params.non_lifetime_s
         self._separate_wait = (
             params.exchange_lifetime_s
@@ -350,9 +358,11 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         """
         self.stats.messages_received += 1
         try:
-            msg = decode(data)
-        except CoapDecodeError:
+            msg = decode(data, self._max_options)
+        except CoapDecodeError as exc:
             self.stats.decode_errors += 1
+            if isinstance(exc, CoapTooManyOptions):
+                self.stats.too_many_options += 1
             if not multicast:
                 self._reject_undecodable(data, addr)
             return

@@ -110,6 +110,7 @@ class CoapStats:
     messages_sent: int = 0
     messages_received: int = 0
     decode_errors: int = 0
+    too_many_options: int = 0  # of decode_errors: past CoapParams.max_options
     format_errors: int = 0
     duplicates: int = 0
     retransmissions: int = 0

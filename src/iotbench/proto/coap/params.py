@@ -89,6 +89,15 @@ class CoapParams:
       Block2 at the size asked, a client fetches every block it is offered).
     - max_body_bytes: the largest body assembled from blocks, as a server
       (larger uploads get 4.13 with Size1) and as a client.
+    - max_options: the most options a received message may carry, repeated
+      ones included. The decoder stops at the next one, so a datagram costs
+      at most this many options' work; the message is then one the endpoint
+      cannot parse: a CON is rejected with RST (RFC 7252 4.2), a NON is
+      silently ignored (4.3). Default 64, four times RIOT nanocoap's
+      NANOCOAP_NOPTS_MAX of 16 (which counts only distinct option numbers);
+      libcoap and aiocoap count none but bound the datagram (1,152 and 4,096
+      bytes), which bounds the options too. docs/coap.md, "Options per
+      message", says why RST and what a legitimate request needs.
     """
 
     ack_timeout_s: float = 2.0
@@ -113,6 +122,7 @@ class CoapParams:
     max_observations_per_peer: int = 16
     block_size_bytes: int | None = None
     max_body_bytes: int = 65536
+    max_options: int = 64
 
     def __post_init__(self) -> None:
         _finite("ack_timeout_s", self.ack_timeout_s, low=0.0, low_open=True, what="> 0 seconds")
@@ -169,6 +179,10 @@ class CoapParams:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:
             raise ValueError(
                 f"CoapParams.max_body_bytes must be an integer >= 1, got {self.max_body_bytes!r}"
+            )
+        if not isinstance(self.max_options, int) or self.max_options < 1:
+            raise ValueError(
+                f"CoapParams.max_options must be an integer >= 1, got {self.max_options!r}"
             )
         if not isinstance(self.token_length, int) or not 0 <= self.token_length <= 8:
             raise ValueError(
