@@ -40,4 +40,5 @@ def test_layers_take_any_datagrams(inputs):
             layer.plaintexts()
             layer.events()
     assert len(server._sessions) <= server.params.max_sessions
+    assert len(server._handshakes) <= server.params.max_handshakes
     assert len(server._hello_parts) <= 16

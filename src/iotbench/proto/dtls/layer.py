@@ -16,10 +16,29 @@ keeping any state, by a HelloVerifyRequest carrying a cookie (RFC 6347
 and only a ClientHello that returns that cookie, proving the peer receives
 at its address, creates an association. So a spoofed flood gets one small
 HelloVerifyRequest per ClientHello (shorter than the ClientHello: no
-amplification) and costs no memory. A verified ClientHello from an address
-that has an association, with a new random, replaces it (a client that
-rebooted, RFC 6347 4.2.8). At most `max_sessions` associations are kept;
-the least recently active one makes room.
+amplification) and costs no memory.
+
+The cookie proves an address, not the key: anyone with addresses to receive
+at (an IPv6 /64 has plenty) can open half-open handshakes. So handshakes in
+progress and established sessions are kept apart, each with its own limit
+(params.py), and nothing unauthenticated ever ends a session:
+
+- at most `max_handshakes` handshakes in progress; a new one when they are
+  all taken ends the oldest *started* (not the least recently active: a
+  flood could keep its own fresh by sending, while an honest client waiting
+  for flight 4 sends nothing). To push out an honest handshake, a flood must
+  start `max_handshakes` new ones within the client's round trip;
+- at most `max_sessions` established sessions, ordered by activity (a
+  datagram received or sent: a session carrying an observer's
+  notifications is in use); only a handshake that completes, its peer
+  having proved the key, makes room, by closing the least recently active
+  one with close_notify.
+
+A verified ClientHello with a new random from an address that has a session
+(a client that rebooted, RFC 6347 4.2.8) starts a handshake beside it; the
+session is replaced when that handshake completes and stays if it fails.
+While it runs, the address's datagrams go to the handshake (a rebooted
+client has no keys for the old session) and the endpoint's wait for it.
 
 Datagrams from a peer without an association, other than a ClientHello, are
 dropped; so is the endpoint's datagram to a peer a server-only layer has no
@@ -65,7 +84,8 @@ class DtlsStats:
     handshakes_started: int = 0
     handshakes_done: int = 0
     handshakes_failed: int = 0
-    sessions_evicted: int = 0
+    handshakes_evicted: int = 0  # the oldest, for a new one (max_handshakes)
+    sessions_evicted: int = 0  # the least recently active, for a completed handshake
     datagrams_dropped: int = 0  # from or to a peer without a usable association
 
 
@@ -98,7 +118,11 @@ class DtlsLayer(DrainedQueues):
         #: observer's way to recognise a protected datagram (the simulator's metrics).
         self.on_sealed: Callable[[bytes, bytes], None] | None = None
         self._cookie_secret = rng.getrandbits(256).to_bytes(32, "big")
+        # Established sessions, least recently active first, and handshakes in
+        # progress, oldest started first: an address may be in both while it
+        # renews its session.
         self._sessions: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
+        self._handshakes: OrderedDict[Hashable, DtlsConnection] = OrderedDict()
         self._queued: dict[Hashable, deque[bytes]] = {}
         self._hello_parts: OrderedDict[Hashable, Reassembler] = OrderedDict()
         self._out: list[tuple[bytes, Hashable]] = []
@@ -113,10 +137,12 @@ class DtlsLayer(DrainedQueues):
         return self.meter.total
 
     def outgoing(self, now: float, data: bytes, addr: Hashable) -> None:
-        conn = self._sessions.get(addr)
-        if conn is not None and conn.established:
-            self._seal(conn, data)
-            self._collect(conn)
+        conn = self._handshakes.get(addr)
+        session = self._sessions.get(addr)
+        if conn is None and session is not None:
+            self._sessions.move_to_end(addr)
+            self._seal(session, data)
+            self._collect(session)
             return
         if conn is None:
             if self.clear_to is not None and self.clear_to(addr):
@@ -132,17 +158,18 @@ class DtlsLayer(DrainedQueues):
             conn = DtlsConnection.client(
                 now, addr, self.rng, self.params, self.client_credentials, self.meter
             )
-            self.stats.handshakes_started += 1
-            self._keep(addr, conn)
+            self._start(addr, conn)
         queue = self._queued.setdefault(addr, deque(maxlen=self.params.max_queued))
         queue.append(data)
         self._collect(conn)
 
     def incoming(self, now: float, data: bytes, addr: Hashable) -> None:
-        conn = self._sessions.get(addr)
         if self.server_credentials is not None and _starts_with_client_hello(data):
-            if self._on_client_hello(now, data, addr, conn):
+            if self._on_client_hello(now, data, addr):
                 return
+        conn = self._handshakes.get(addr)
+        if conn is None and (conn := self._sessions.get(addr)) is not None:
+            self._sessions.move_to_end(addr)
         if conn is None:
             if addr in self._clear_peers and data and data[0] >> 6 == 1:
                 # CoAP (version 1 in the first two bits) from a peer asked in
@@ -151,16 +178,15 @@ class DtlsLayer(DrainedQueues):
             else:
                 self.stats.datagrams_dropped += 1
             return
-        self._sessions.move_to_end(addr)
         conn.receive(now, data)
         self._collect(conn)
 
     def next_timer(self) -> float | None:
-        deadlines = [t for c in self._sessions.values() if (t := c.next_timer()) is not None]
+        deadlines = [t for c in self._connections() if (t := c.next_timer()) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now: float) -> None:
-        for conn in list(self._sessions.values()):
+        for conn in self._connections():
             deadline = conn.next_timer()
             if deadline is not None and deadline <= now:
                 conn.handle_timer(now)
@@ -169,7 +195,9 @@ class DtlsLayer(DrainedQueues):
     # -- sessions
 
     def session(self, addr: Hashable) -> DtlsConnection | None:
-        return self._sessions.get(addr)
+        """The established session with `addr`, else its handshake in progress, or None."""
+        conn = self._sessions.get(addr)
+        return conn if conn is not None else self._handshakes.get(addr)
 
     def peer_identity(self, addr: Hashable) -> str | None:
         """The PSK identity `addr` proved in an established session, or None."""
@@ -179,22 +207,22 @@ class DtlsLayer(DrainedQueues):
         return conn.psk_identity.decode("utf-8", errors="replace")
 
     def close(self, addr: Hashable) -> None:
-        """End the session with `addr` (close_notify when established)."""
-        conn = self._sessions.get(addr)
-        if conn is not None:
-            conn.close()
-            self._collect(conn)
+        """End the session and the handshake with `addr` (close_notify when established)."""
+        for table in (self._handshakes, self._sessions):
+            conn = table.get(addr)
+            if conn is not None:
+                conn.close()
+                self._collect(conn)
 
     def close_all(self) -> None:
-        for addr in list(self._sessions):
+        for addr in {**self._handshakes, **self._sessions}:
             self.close(addr)
 
     # -- internals
 
-    def _on_client_hello(
-        self, now: float, data: bytes, addr: Hashable, conn: DtlsConnection | None
-    ) -> bool:
-        """Answer or accept a ClientHello; False when it belongs to `conn`'s handshake."""
+    def _on_client_hello(self, now: float, data: bytes, addr: Hashable) -> bool:
+        """Answer or accept a ClientHello; False when it belongs to the address's
+        handshake or to the handshake of its session (a retransmission)."""
         try:
             found = self._whole_client_hello(data, addr)
             if found is None:
@@ -204,8 +232,9 @@ class DtlsLayer(DrainedQueues):
         except DtlsDecodeError:
             self.stats.datagrams_dropped += 1
             return True
-        if conn is not None and not conn.finished and hello.random == conn.client_random:
-            return False  # the same handshake's hello again: the association answers
+        for conn in (self._handshakes.get(addr), self._sessions.get(addr)):
+            if conn is not None and not conn.finished and hello.random == conn.client_random:
+                return False  # the same handshake's hello again: the association answers
         expected = self._cookie(addr, hello)
         if not std_hmac.compare_digest(hello.cookie, expected):
             verify = messages.whole_message(
@@ -217,8 +246,6 @@ class DtlsLayer(DrainedQueues):
             self._out.append((plain_record(HANDSHAKE, 0, header.sequence, verify.encode()), addr))
             self.stats.hello_verify_requests += 1
             return True
-        if conn is not None:
-            self._drop(addr)
         conn = DtlsConnection.server(
             now,
             addr,
@@ -230,8 +257,7 @@ class DtlsLayer(DrainedQueues):
             len(data),
             self.meter,
         )
-        self.stats.handshakes_started += 1
-        self._keep(addr, conn)
+        self._start(addr, conn)
         self._collect(conn)
         return True
 
@@ -284,23 +310,44 @@ class DtlsLayer(DrainedQueues):
         if self.on_sealed is not None:
             self.on_sealed(data, record)
 
-    def _keep(self, addr: Hashable, conn: DtlsConnection) -> None:
-        while len(self._sessions) >= self.params.max_sessions:
-            oldest = next(iter(self._sessions))
-            self.stats.sessions_evicted += 1
-            self.close(oldest)
-            self._drop(oldest)
-        self._sessions[addr] = conn
+    def _connections(self) -> list[DtlsConnection]:
+        return [*self._handshakes.values(), *self._sessions.values()]
 
-    def _drop(self, addr: Hashable) -> None:
-        self._sessions.pop(addr, None)
-        self._queued.pop(addr, None)
+    def _start(self, addr: Hashable, conn: DtlsConnection) -> None:
+        """Keep a new handshake, in place of the address's earlier one; when
+        max_handshakes are in progress, the oldest started gives way (never a
+        session: see the module's docstring)."""
+        self.stats.handshakes_started += 1
+        if self._handshakes.pop(addr, None) is not None:
+            self._queued.pop(addr, None)  # the same address again: its last hello wins
+        while len(self._handshakes) >= self.params.max_handshakes:
+            oldest_addr, oldest = self._handshakes.popitem(last=False)
+            self.stats.handshakes_evicted += 1
+            self._queued.pop(oldest_addr, None)
+            oldest.close()  # no alert: there is nothing to protect it with
+            self._collect(oldest)
+        self._handshakes[addr] = conn
+
+    def _established(self, addr: Hashable, conn: DtlsConnection) -> None:
+        """Move a completed handshake to the sessions: it replaces the address's
+        old session, if any, or takes the least recently active one's place
+        when max_sessions are up (that one gets close_notify)."""
+        if self._handshakes.get(addr) is conn:
+            del self._handshakes[addr]
+        self._sessions.pop(addr, None)  # a rebooted client's: it has no keys for it
+        while len(self._sessions) >= self.params.max_sessions:
+            _, oldest = self._sessions.popitem(last=False)
+            self.stats.sessions_evicted += 1
+            oldest.close()  # its address's handshake, if one runs, goes on
+            self._collect(oldest)
+        self._sessions[addr] = conn
 
     def _collect(self, conn: DtlsConnection) -> None:
         addr = conn.peer
         for event in conn.events():
             if isinstance(event, HandshakeDone):
                 self.stats.handshakes_done += 1
+                self._established(addr, conn)
                 for data in self._queued.pop(addr, ()):
                     self._seal(conn, data)
             elif isinstance(event, HandshakeFailed):
@@ -308,8 +355,12 @@ class DtlsLayer(DrainedQueues):
             self._events.append(event)
         self._out.extend((d, addr) for d in conn.datagrams_to_send())
         self._plain.extend((p, addr) for p in conn.plaintexts())
-        if conn.finished and self._sessions.get(addr) is conn:
-            self._drop(addr)
+        if conn.finished:
+            if self._handshakes.get(addr) is conn:
+                del self._handshakes[addr]
+                self._queued.pop(addr, None)
+            if self._sessions.get(addr) is conn:
+                del self._sessions[addr]
 
 
 def _starts_with_client_hello(data: bytes) -> bool:

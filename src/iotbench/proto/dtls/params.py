@@ -32,9 +32,16 @@ class DtlsParams:
     extended_master_secret: bool = True
     #: RFC 6347 4.1.2.6: the receive window, 64 as the RFC's example.
     replay_window: int = 64
-    #: A server keeps at most this many sessions (handshakes in progress and
-    #: established); the least recently active one makes room for a new one.
+    #: Established sessions kept at most. A handshake that completes when
+    #: they are all taken closes the least recently active one (close_notify):
+    #: only a peer that proved the key can push a session out (layer.py).
     max_sessions: int = 256
+    #: Handshakes in progress kept at most, apart from the sessions: a new
+    #: one when they are all taken ends the oldest started. The cookie
+    #: (RFC 6347 4.2.1) proves an address, not a key, so these are
+    #: unauthenticated and never push out an established session. 100 is
+    #: libcoap's COAP_DEFAULT_MAX_HANDSHAKE_SESSIONS.
+    max_handshakes: int = 100
     #: A client holds at most this many datagrams per peer while the
     #: handshake runs (the oldest goes first; CoAP retransmits anyway).
     max_queued: int = 16
@@ -47,8 +54,9 @@ class DtlsParams:
         # A record header, a handshake header and an encrypted Finished fit.
         if self.max_datagram_bytes < 64:
             raise ValueError(f"max_datagram_bytes must be >= 64, got {self.max_datagram_bytes}")
-        if self.max_sessions < 1 or self.max_queued < 1 or self.replay_window < 1:
-            raise ValueError("max_sessions, max_queued and replay_window must be >= 1")
+        for name in ("max_sessions", "max_handshakes", "max_queued", "replay_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
     @property
     def schedule(self) -> BackoffSchedule:
