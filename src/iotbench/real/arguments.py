@@ -79,7 +79,21 @@ def add_real_commands(
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
     )
-    add_psk_arguments(p, "serve coaps:// (default port 5684) and accept this identity only")
+    dtls = add_psk_arguments(p, "serve coaps:// (default port 5684) and accept this identity only")
+    dtls.add_argument(
+        "--dtls-max-sessions",
+        type=positive_int,
+        metavar="N",
+        help="established sessions kept (default: 256); a handshake that completes when all"
+        " are taken closes the least recently active one. Handshakes in progress never do",
+    )
+    dtls.add_argument(
+        "--dtls-max-handshakes",
+        type=positive_int,
+        metavar="N",
+        help="handshakes in progress kept, apart from the sessions (default: 100, libcoap's);"
+        " a new one when all are taken ends the oldest started",
+    )
     add_oscore_argument(p, "answer only requests protected with these (others: 4.01)", many=True)
     em = p.add_argument_group("coap-em")
     em.add_argument(
@@ -370,8 +384,9 @@ def add_real_commands(
     p.set_defaults(handler=shim)
 
 
-def add_psk_arguments(p: argparse.ArgumentParser, what: str) -> None:
-    """CoAP over DTLS 1.2 with a pre-shared key (TLS_PSK_WITH_AES_128_CCM_8)."""
+def add_psk_arguments(p: argparse.ArgumentParser, what: str):
+    """CoAP over DTLS 1.2 with a pre-shared key (TLS_PSK_WITH_AES_128_CCM_8); returns
+    the option group, for a server's further DTLS options."""
     dtls = p.add_argument_group(
         "coap over DTLS",
         f"DTLS 1.2 with a pre-shared key, TLS_PSK_WITH_AES_128_CCM_8 (RFC 7252 9.1.3.1): {what}."
@@ -379,6 +394,7 @@ def add_psk_arguments(p: argparse.ArgumentParser, what: str) -> None:
     )
     dtls.add_argument("--psk-identity", metavar="ID", help="the PSK identity (RFC 4279)")
     dtls.add_argument("--psk-key", metavar="KEY", help="the pre-shared key")
+    return dtls
 
 
 def add_oscore_argument(p: argparse.ArgumentParser, what: str, many: bool = False) -> None:

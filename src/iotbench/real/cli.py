@@ -24,6 +24,7 @@ from iotbench.real.coap_security import (
     dtls_em_server,
     dtls_server,
     psk_pair,
+    server_params,
 )
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
@@ -48,6 +49,8 @@ SERVE_ONLY = {
     "predefined_topic": "mqttsn-gateway",
     "psk_identity": ("coap", "coap-em"),
     "psk_key": ("coap", "coap-em"),
+    "dtls_max_sessions": ("coap", "coap-em"),
+    "dtls_max_handshakes": ("coap", "coap-em"),
     "oscore": ("coap", "coap-em"),
     "allow_creators": "coap-em",
 }
@@ -63,6 +66,11 @@ def serve(args: argparse.Namespace) -> int:
         if args.protocol not in protocols and getattr(args, option, None) is not None:
             names = " and ".join(f"serve {p}" for p in protocols)
             raise UserError(f"--{option.replace('_', '-')} is an option of {names}")
+    for option in ("dtls_max_sessions", "dtls_max_handshakes"):
+        if getattr(args, option, None) is not None and not psk:
+            raise UserError(
+                f"--{option.replace('_', '-')} bounds DTLS: add --psk-identity/--psk-key"
+            )
     label, run = SERVERS[args.protocol]
     _run_until_stopped(lambda: run(args), args, label)
     print(f"iotbench: {label} server stopped", file=sys.stderr)
@@ -116,7 +124,7 @@ async def _coap_server(args: argparse.Namespace) -> None:
             args.port,
             object_size_bytes=args.object_size,
             observe_interval_s=args.observe_interval,
-            security=_security(psk, oscore, client=False),
+            security=_security(psk, oscore, client=False, params=_dtls_params(args)),
             on_ready=ready,
         )
 
@@ -128,13 +136,19 @@ def _oscore_contexts(psk: object, paths: list) -> contextlib.AbstractContextMana
     return open_contexts(paths)
 
 
-def _security(psk, oscore, *, client: bool):
-    """The layer factory of --psk-identity/--psk-key (DTLS) or --oscore, or None."""
+def _security(psk, oscore, *, client: bool, params=None):
+    """The layer factory of --psk-identity/--psk-key (DTLS) or --oscore, or None;
+    `params`: a DTLS server's."""
     if oscore:
         return oscore_client(oscore[0]) if client else oscore_server(*oscore)
     if psk:
-        return dtls_client(*psk) if client else dtls_server(*psk)
+        return dtls_client(*psk) if client else dtls_server(*psk, params)
     return None
+
+
+def _dtls_params(args: argparse.Namespace):
+    """--dtls-max-sessions and --dtls-max-handshakes as a DTLS server's parameters."""
+    return server_params(args.dtls_max_sessions, args.dtls_max_handshakes)
 
 
 def _describe_context(path, ctx) -> str:
@@ -177,7 +191,7 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
             server = oscore_server(*oscore)
             security = lambda rng, is_member: server(rng)  # noqa: E731
         elif psk:
-            security = dtls_em_server(*psk)
+            security = dtls_em_server(*psk, _dtls_params(args))
         await serve_coap_em(args.host, args.port, params=params, security=security, on_ready=ready)
 
 

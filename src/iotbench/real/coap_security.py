@@ -4,8 +4,11 @@
     iotbench client coap GET coaps://HOST/voltage --psk-identity ID --psk-key KEY
 
 The identity and key are text (UTF-8), as libcoap's coap-client -u/-k and
-coap-server -k take them, so the same words work with both. Each call below
-returns the factory real/coap.py hands the endpoint's random source to.
+coap-server -k take them, so the same words work with both. A server's
+--dtls-max-sessions and --dtls-max-handshakes bound its established sessions
+and its handshakes in progress apart (proto/dtls/layer.py says why). Each
+call below returns the factory real/coap.py hands the endpoint's random
+source to.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import random
 from collections.abc import Callable
 
 from iotbench.proto.dtls.layer import DtlsLayer
-from iotbench.proto.dtls.params import PskClientCredentials, PskServerCredentials
+from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
 from iotbench.scenarios import UserError
 
 COAPS_PORT = 5684  # RFC 7252 12.7
@@ -39,14 +42,22 @@ def dtls_client(identity: bytes, key: bytes) -> Callable[[random.Random], DtlsLa
     return lambda rng: DtlsLayer(rng, client=credentials)
 
 
-def dtls_server(identity: bytes, key: bytes) -> Callable[[random.Random], DtlsLayer]:
+def server_params(max_sessions: int | None, max_handshakes: int | None) -> DtlsParams:
+    """DtlsParams with a server's two limits, each left at its default when None."""
+    limits = {"max_sessions": max_sessions, "max_handshakes": max_handshakes}
+    return DtlsParams(**{name: n for name, n in limits.items() if n is not None})
+
+
+def dtls_server(
+    identity: bytes, key: bytes, params: DtlsParams | None = None
+) -> Callable[[random.Random], DtlsLayer]:
     credentials = PskServerCredentials({identity: key})
-    return lambda rng: DtlsLayer(rng, server=credentials)
+    return lambda rng: DtlsLayer(rng, params, server=credentials)
 
 
 def dtls_em_server(
-    identity: bytes, key: bytes
+    identity: bytes, key: bytes, params: DtlsParams | None = None
 ) -> Callable[[random.Random, Callable[[object], bool]], DtlsLayer]:
     """The Entity Manager's layer: DTLS for its clients, its members asked in the clear."""
     credentials = PskServerCredentials({identity: key})
-    return lambda rng, is_member: DtlsLayer(rng, server=credentials, clear_to=is_member)
+    return lambda rng, is_member: DtlsLayer(rng, params, server=credentials, clear_to=is_member)
