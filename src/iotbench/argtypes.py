@@ -24,6 +24,13 @@ def non_negative_int(text: str) -> int:
     return int_at_least(0, text)
 
 
+def ipv6_prefix_length(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 128:
+        raise argparse.ArgumentTypeError(f"{value} is not an IPv6 prefix length (0..128)")
+    return value
+
+
 def port(text: str) -> int:
     value = non_negative_int(text)
     if value > 65535:

@@ -136,10 +136,14 @@ def test_aiocoap_drives_a_unicast_entity(em_setup):
 # ---- libcoap's coap-client ----------------------------------------------------------------
 
 
-def coap_client(require_peer, *args: str) -> str:
+def coap_client(require_peer, *args: str, local_port: int | None = None) -> str:
+    """One coap-client run; `local_port`: the port it sends from, so that runs one
+    after another are one client (an entity belongs to its creator's address and
+    port: docs/coap-em.md, "Safeguards")."""
     exe = require_peer("coap-client-notls")
+    bind = ["-p", str(local_port)] if local_port is not None else []
     done = subprocess.run(
-        [exe, "-B", "30", *args], capture_output=True, text=True, timeout=60, check=False
+        [exe, "-B", "30", *bind, *args], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr
@@ -149,7 +153,10 @@ def test_libcoap_drives_a_unicast_entity(em_setup, require_peer):
     base = f"coap://127.0.0.1:{em_setup.port}"
     m = em_setup.members
     body = profile("v", m).decode()
-    out = coap_client(require_peer, "-m", "post", "-t", "50", "-e", body, f"{base}/e")
+    me = free_udp_port()
+    out = coap_client(
+        require_peer, "-m", "post", "-t", "50", "-e", body, f"{base}/e", local_port=me
+    )
     assert json.loads(out.strip().splitlines()[-1])["name"] == "v"
     out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
     assert len([line for line in out.splitlines() if " V" in line]) == 3
@@ -157,11 +164,14 @@ def test_libcoap_drives_a_unicast_entity(em_setup, require_peer):
     assert re.search(r"^\d{1,3}(\.\d+)? V$", out, re.M), out
     out = coap_client(require_peer, "-m", "get", f"{base}/e/v?enr=1")
     assert len([line for line in out.splitlines() if " V" in line]) == 1
-    out = coap_client(require_peer, "-m", "put", "-t", "50", "-e", '{"eo": "min"}', f"{base}/e/v")
+    change = ("-m", "put", "-t", "50", "-e", '{"eo": "min"}', f"{base}/e/v")
+    out = coap_client(require_peer, *change)  # another client: not the entity's owner
+    assert "4.03" in out and "belongs to the client that created it" in out
+    out = coap_client(require_peer, *change, local_port=me)
     assert '"eo":["min"]' in out
     out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
     assert re.search(r"^\d{1,3}(\.\d+)? V$", out, re.M), out
-    coap_client(require_peer, "-m", "delete", f"{base}/e/v")
+    coap_client(require_peer, "-m", "delete", f"{base}/e/v", local_port=me)
     out = coap_client(require_peer, "-m", "get", f"{base}/e/v")
     assert "4.04" in out
     out = coap_client(

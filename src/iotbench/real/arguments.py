@@ -7,7 +7,13 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from iotbench.argtypes import non_negative_int, port, positive_float, positive_int
+from iotbench.argtypes import (
+    ipv6_prefix_length,
+    non_negative_int,
+    port,
+    positive_float,
+    positive_int,
+)
 
 SERVE_PROTOCOLS = ("coap", "coap-em", "http", "mqtt", "mqttsn-gateway", "ndn")
 CLIENT_PROTOCOLS = ("coap", "mqtt", "mqttsn")  # clients `client` runs on real sockets
@@ -101,7 +107,7 @@ def add_real_commands(
         type=positive_float,
         metavar="S",
         help="the longest a query waits for members before it answers with those that"
-        " did (the rest: 'no response'); default: CoAP's give-up, 93 s for CON",
+        " did (the rest: 'no response'); default: 93 s, CoAP's give-up for CON",
     )
     em.add_argument(
         "--allow-members",
@@ -116,7 +122,8 @@ def add_real_commands(
         "--max-entities-per-client",
         type=positive_int,
         metavar="N",
-        help="entities one client address may create (default: 8; beyond: 5.03, Max-Age)",
+        help="entities one client (an IPv4 address, an IPv6 /64) may create (default: 8;"
+        " beyond: 5.03, Max-Age)",
     )
     em.add_argument(
         "--allow-creators",
@@ -130,7 +137,54 @@ def add_real_commands(
         "--max-queries-per-client",
         type=positive_int,
         metavar="N",
-        help="queries one client address may have in progress (default: 4; beyond: 5.03)",
+        help="queries one client may have in progress (default: 4; beyond: 5.03)",
+    )
+    em.add_argument(
+        "--max-entities",
+        type=positive_int,
+        metavar="N",
+        help="entities this EM holds, from every client (default: 256; beyond: 5.03)",
+    )
+    em.add_argument(
+        "--max-queries",
+        type=positive_int,
+        metavar="N",
+        help="queries in progress from every client together (default: 64; beyond: 5.03)",
+    )
+    em.add_argument(
+        "--max-requests-per-query",
+        type=positive_int,
+        metavar="N",
+        help="requests to members one query may cause, nested entities included"
+        " (default: 256); a query or profile over it is refused with 4.03",
+    )
+    em.add_argument(
+        "--max-bytes-per-query",
+        type=positive_int,
+        metavar="B",
+        help="bytes of requests to members one query may cause, every retransmission of a"
+        " CON request counted (default: 65536; beyond: 4.03)",
+    )
+    em.add_argument(
+        "--max-nesting-depth",
+        type=positive_int,
+        metavar="N",
+        help="levels of this EM's entities one query may pass through, 1 meaning members"
+        " only (default: 4; beyond: 4.03)",
+    )
+    em.add_argument(
+        "--client-prefix-v6",
+        type=ipv6_prefix_length,
+        metavar="BITS",
+        help="the per-client limits count IPv6 clients by this network prefix (default: 64,"
+        " as one host usually holds a /64; 128: by address)",
+    )
+    em.add_argument(
+        "--shared-entities",
+        action="store_true",
+        default=None,
+        help="let any client change or delete any entity (default: only the client that"
+        " created it, by its DTLS/OSCORE identity, else its address and port)",
     )
     mqtt = p.add_argument_group(
         "mqtt",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,13 @@ SERVE_ONLY = {
     "allow_members": "coap-em",
     "max_entities_per_client": "coap-em",
     "max_queries_per_client": "coap-em",
+    "max_entities": "coap-em",
+    "max_queries": "coap-em",
+    "max_requests_per_query": "coap-em",
+    "max_bytes_per_query": "coap-em",
+    "max_nesting_depth": "coap-em",
+    "client_prefix_v6": "coap-em",
+    "shared_entities": "coap-em",
     "prefix": "ndn",
     "signer": "ndn",
     "hmac_key": "ndn",
@@ -160,8 +168,7 @@ def _describe_context(path, ctx) -> str:
 
 
 async def _coap_em_server(args: argparse.Namespace) -> None:
-    from iotbench.apps.em.manager import EmParams
-    from iotbench.real.coap_em import serve_coap_em
+    from iotbench.real.coap_em import REAL_MODE_PARAMS, serve_coap_em
 
     psk = psk_pair(args.psk_identity, args.psk_key)
 
@@ -178,12 +185,17 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
 
     if args.allow_creators and not (psk or args.oscore):
         raise UserError("--allow-creators names authenticated clients: add DTLS or --oscore")
-    params = EmParams(
-        member_timeout_s=args.member_timeout,
-        allowed_members=_allowed_members(args.allow_members),
-        max_entities_per_client=args.max_entities_per_client or EM_ENTITIES_PER_CLIENT,
-        max_queries_per_client=args.max_queries_per_client or EM_QUERIES_PER_CLIENT,
+    given = {
+        key: value
+        for key in EM_LIMIT_OPTIONS
+        if (value := getattr(args, key.removesuffix("_s"))) is not None
+    }
+    params = dataclasses.replace(
+        REAL_MODE_PARAMS,
+        **given,
+        allowed_members=_allowed_members(args.allow_members, REAL_MODE_PARAMS.allowed_members),
         allowed_creators=tuple(args.allow_creators) if args.allow_creators else None,
+        shared_entities=bool(args.shared_entities),
     )
     with _oscore_contexts(psk, args.oscore or []) as oscore:
         security = None
@@ -195,18 +207,28 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
         await serve_coap_em(args.host, args.port, params=params, security=security, on_ready=ready)
 
 
-#: What `serve coap-em` allows by default: members on this host only, and per client
-#: address 8 entities and 4 queries in progress (docs/coap-em.md, "Safeguards").
-EM_LOOPBACK = ("127.0.0.0/8", "::1/128")
-EM_ENTITIES_PER_CLIENT = 8
-EM_QUERIES_PER_CLIENT = 4
+#: `serve coap-em`'s options that set an EmParams field of the same name (member_timeout
+#: sets member_timeout_s); their defaults are real.coap_em.REAL_MODE_PARAMS.
+EM_LIMIT_OPTIONS = (
+    "member_timeout_s",
+    "max_entities",
+    "max_entities_per_client",
+    "max_queries",
+    "max_queries_per_client",
+    "max_requests_per_query",
+    "max_bytes_per_query",
+    "max_nesting_depth",
+    "client_prefix_v6",
+)
 
 
-def _allowed_members(prefixes: list[str] | None) -> tuple[str, ...] | None:
-    """--allow-members: networks members may be in (besides this host); `any` lifts
-    the restriction."""
+def _allowed_members(
+    prefixes: list[str] | None, loopback: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """--allow-members: networks members may be in (besides this host's `loopback`);
+    `any` lifts the restriction."""
     if not prefixes:
-        return EM_LOOPBACK
+        return loopback
     if "any" in prefixes:
         return None
     import ipaddress
@@ -219,7 +241,7 @@ def _allowed_members(prefixes: list[str] | None) -> tuple[str, ...] | None:
                 f"--allow-members {prefix!r}: expected a network such as fd00::/64 or "
                 "192.168.1.0/24, or any"
             ) from None
-    return EM_LOOPBACK + tuple(prefixes)
+    return loopback + tuple(prefixes)
 
 
 async def _http_server(args: argparse.Namespace) -> None:

@@ -25,7 +25,32 @@ from iotbench.real.coap_group import interface_index
 from iotbench.real.driver import AsyncDatagramDriver, open_server_driver, serve_until_cancelled
 
 SEPARATE_AFTER_S = 1.0
-_LOOPBACK_NAMES = {"127.0.0.1": ("localhost",), "::1": ("localhost", "ip6-localhost")}
+
+#: What a reachable EM bounds unless told otherwise (docs/coap-em.md, "Safeguards";
+#: apps/em/safeguards.py says why each bound exists). Members on this host only;
+#: per client (an IPv4 address, an IPv6 /64) 8 entities and 4 queries in progress;
+#: for everyone 256 entities and 64 queries; one query at most 256 requests to
+#: members, 64 KiB of them with retransmissions, through 4 levels of entities, and
+#: over after 93 s (RFC 7252's MAX_TRANSMIT_WAIT, when a CON member is given up).
+REAL_MODE_PARAMS = EmParams(
+    max_entities=256,
+    allowed_members=("127.0.0.0/8", "::1/128"),
+    max_entities_per_client=8,
+    max_queries_per_client=4,
+    max_queries=64,
+    max_requests_per_query=256,
+    max_bytes_per_query=65_536,
+    max_nesting_depth=4,
+    client_prefix_v6=64,
+    member_timeout_s=93.0,
+)
+_LOOPBACK_NAMES = {
+    "127.0.0.1": ("localhost",),
+    "::1": ("localhost", "ip6-localhost"),
+    # A socket on every address also gets what is sent to the loopback ones.
+    "0.0.0.0": ("127.0.0.1", "localhost"),
+    "::": ("::1", "localhost", "ip6-localhost", "127.0.0.1"),
+}
 
 
 async def serve_coap_em(
@@ -41,7 +66,8 @@ async def serve_coap_em(
     `security(rng, is_member)` makes the layer clients talk to the EM
     through (DTLS or OSCORE); members stay plain CoAP servers, and
     `is_member` tells the layer which peers those are. The layer's
-    peer_identity names the clients for EmParams.allowed_creators."""
+    peer_identity names the clients for EmParams.allowed_creators and owns
+    what they create. `params`: REAL_MODE_PARAMS when None."""
     coap = dataclasses.replace(SERVER_PARAMS, separate_response_after_s=SEPARATE_AFTER_S)
     rng = random.SystemRandom()
     endpoint = CoapEndpoint(
@@ -52,7 +78,7 @@ async def serve_coap_em(
         layer = security(rng, lambda addr: em.is_member_address(addr))
         endpoint = SecuredEndpoint(endpoint, layer)
         identity_of = layer.peer_identity
-    em = EntityManager(endpoint, params or EmParams(), identity_of)
+    em = EntityManager(endpoint, params or REAL_MODE_PARAMS, identity_of)
     driver: AsyncDatagramDriver | None = None
 
     def unreachable_peer(addr, exc: OSError | None = None) -> None:
@@ -78,6 +104,7 @@ async def serve_coap_em(
     em.params = dataclasses.replace(
         em.params,
         local_hosts=tuple(sorted(names | set(em.params.local_hosts))),
+        port=driver.transport.get_extra_info("sockname")[1],
         multicast_unavailable=reason,
     )
     await serve_until_cancelled(driver, on_ready)

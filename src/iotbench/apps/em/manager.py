@@ -54,6 +54,7 @@ from iotbench.apps.em.profile import (
     parse_profile,
     update_profile,
 )
+from iotbench.apps.em.safeguards import Cost, client_of, owner_of, query_cost
 from iotbench.proto.coap.codec import Code, Message
 from iotbench.proto.coap.endpoint import (
     CoapEndpoint,
@@ -87,14 +88,26 @@ class EmParams:
     after which those still silent are "no response"; None: CoAP's own
     give-up (MAX_TRANSMIT_WAIT, 93 s, for CON; the NON timeout for NON).
 
+    port: the EM's own CoAP port: a member at one of local_hosts on this
+    port is one of this EM's entities.
+
     What keeps a reachable EM from being a reflector (`iotbench serve
-    coap-em` sets them; None: no limit, as in the simulator):
+    coap-em` sets them, real.coap_em.REAL_MODE_LIMITS; None: no limit, as
+    in the simulator, whose clients are the scenario's; safeguards.py says
+    why each exists):
     allowed_members: the networks (CIDR, e.g. "fd00::/64") member addresses
     must lie in; a profile naming another is refused with 4.03 (this EM's
     own entities are always allowed). max_entities_per_client,
-    max_queries_per_client: entities one client address may have created,
-    and queries it may have in progress at once; beyond them 5.03 with
-    Max-Age (retry_after_s, or for entities a minute).
+    max_queries_per_client: entities one client may have created, and
+    queries it may have in progress at once; beyond them 5.03 with Max-Age
+    (retry_after_s, or for entities a minute). A client is an IPv4 address
+    or the IPv6 network of client_prefix_v6 bits. max_queries: queries in
+    progress from all clients together (5.03 beyond). max_requests_per_query,
+    max_bytes_per_query, max_nesting_depth: what one client query may make
+    the EM send, across every level of nested entities (safeguards.Cost); a
+    query, or a profile, over one of them is refused with 4.03.
+    shared_entities: any client may change or delete any entity; False: only
+    the client that created it (its identity, else its address and port).
     """
 
     max_entities: int = 64
@@ -112,6 +125,13 @@ class EmParams:
     #: create entities; None: any client. A client the security layer has not
     #: authenticated gets 4.01, one not named 4.03.
     allowed_creators: tuple[str, ...] | None = None
+    port: int = 5683
+    max_queries: int | None = None
+    max_requests_per_query: int | None = None
+    max_bytes_per_query: int | None = None
+    max_nesting_depth: int | None = None
+    client_prefix_v6: int = 128
+    shared_entities: bool = False
 
     def __post_init__(self) -> None:
         if self.allowed_members is not None:
@@ -129,6 +149,21 @@ class EmParams:
             raise ValueError("EmParams.multicast_margin_s must be >= 0")
         if self.member_timeout_s is not None and not self.member_timeout_s > 0:
             raise ValueError("EmParams.member_timeout_s must be > 0")
+        for key in (
+            "max_entities_per_client",
+            "max_queries_per_client",
+            "max_queries",
+            "max_requests_per_query",
+            "max_bytes_per_query",
+            "max_nesting_depth",
+        ):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"EmParams.{key} must be None (no limit) or >= 1, not {value!r}")
+        if not 0 <= self.client_prefix_v6 <= 128:
+            raise ValueError("EmParams.client_prefix_v6 must be 0 to 128 bits")
+        if not 0 < self.port < 65536:
+            raise ValueError("EmParams.port must be 1 to 65535")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +222,7 @@ class EntityManager:
         self._seq = 0
         self._by_request: dict[int, _Work] = {}
         self._creators: dict[str, str] = {}  # entity name -> the client that created it
+        self._owners: dict[str, str] = {}  # entity name -> who may change it (owner_of)
         self._queries_of: dict[str, int] = {}  # client -> its queries in progress
         self._next_name = 1
         self._now = 0.0  # the time of the call being handled (handlers get no clock)
@@ -284,7 +320,11 @@ class EntityManager:
         loop = self._nesting_loop(name, profile)
         if loop:
             return _error(Code.BAD_REQUEST, loop)
-        self._creators[name] = _client(addr)
+        costly = self._too_costly(profile, "an entity with this profile")
+        if costly is not None:
+            return costly
+        self._creators[name] = self._client(addr)
+        self._owners[name] = self._owner(addr)
         if profile.ect == "unicast":
             self._store(Entity(name, profile))
             return _created(name, profile)
@@ -297,6 +337,9 @@ class EntityManager:
             return _error(Code.NOT_FOUND, f"no entity named {name!r}")
         if request.code == Code.GET:
             return self._query(self._now, request, addr, entity)
+        not_owner = self._not_owner(addr, name)
+        if not_owner is not None:
+            return not_owner
         if request.code == Code.PUT:
             try:
                 profile = update_profile(
@@ -310,6 +353,9 @@ class EntityManager:
             loop = self._nesting_loop(name, profile)
             if loop:
                 return _error(Code.BAD_REQUEST, loop)
+            costly = self._too_costly(profile, f"entity {name!r} with this profile")
+            if costly is not None:
+                return costly
             entity.profile = profile
             return ResourceResponse(Code.CHANGED, profile.to_json(name), CT_JSON)
         return self._delete(self._now, request, addr, entity)
@@ -332,6 +378,7 @@ class EntityManager:
     def _forget(self, entity: Entity) -> None:
         self.entities.pop(entity.name, None)
         self._creators.pop(entity.name, None)
+        self._owners.pop(entity.name, None)
         base = f"{COLLECTION}/{entity.name}"
         self.endpoint.remove_resource(base)
         self.endpoint.remove_resource(f"{base}/profile")
@@ -359,11 +406,20 @@ class EntityManager:
                 Code.NOT_ACCEPTABLE,
                 f"answers are text/plain ({CT_TEXT}) or SenML+JSON ({CT_SENML_JSON})",
             )
-        client = _client(addr)
+        costly = self._too_costly(profile, f"a query of {entity.name!r}")
+        if costly is not None:
+            return costly
+        client = self._client(addr)
         limit = self.params.max_queries_per_client
         if limit is not None and self._queries_of.get(client, 0) >= limit:
             return _busy(
                 f"{client} has {limit} queries in progress, the most one client may",
+                self.params.retry_after_s,
+            )
+        limit = self.params.max_queries
+        if limit is not None and sum(self._queries_of.values()) >= limit:
+            return _busy(
+                f"this EM has {limit} queries in progress, the most it takes",
                 self.params.retry_after_s,
             )
         self._queries_of[client] = self._queries_of.get(client, 0) + 1
@@ -393,13 +449,67 @@ class EntityManager:
         if outside is not None:
             return outside
         limit = self.params.max_entities_per_client
-        client = _client(addr)
+        client = self._client(addr)
         if limit is not None and sum(1 for c in self._creators.values() if c == client) >= limit:
             return _busy(
                 f"{client} has created {limit} entities, the most one client may; delete one",
                 60,
             )
         return None
+
+    def _client(self, addr: Hashable) -> str:
+        return client_of(addr, self.params.client_prefix_v6)
+
+    def _owner(self, addr: Hashable) -> str:
+        return owner_of(addr, self.identity_of(addr) if self.identity_of is not None else None)
+
+    def _not_owner(self, addr: Hashable, name: str) -> ResourceResponse | None:
+        """Why this client may not change or delete entity `name`, or None."""
+        if self.params.shared_entities:
+            return None
+        owner = self._owners.get(name)
+        if owner is None or owner == self._owner(addr):
+            return None
+        return _error(
+            Code.FORBIDDEN,
+            f"entity {name!r} belongs to the client that created it ({owner}); "
+            "others may query it, not change or delete it",
+        )
+
+    def _too_costly(self, profile: Profile, what: str) -> ResourceResponse | None:
+        """Why querying `profile` (what: how the message names it) would cost more
+        than one client query may (EmParams.max_*_per_query, max_nesting_depth),
+        or None."""
+        p = self.params
+        bounds = (p.max_requests_per_query, p.max_bytes_per_query, p.max_nesting_depth)
+        if bounds == (None, None, None):
+            return None
+        unbounded = 1 << 62
+        limit = Cost(
+            p.max_requests_per_query or unbounded,
+            p.max_bytes_per_query or unbounded,
+            p.max_nesting_depth or unbounded,
+        )
+
+        def nested(member: Member) -> Profile | None:
+            entity = self._local_entity(member)
+            return None if entity is None else entity.profile
+
+        cost = query_cost(profile, nested, self.endpoint.params, stop_at=limit)
+        if cost.requests > limit.requests:
+            excess = f"more than {limit.requests:,} requests to members"
+        elif cost.bytes > limit.bytes:
+            excess = f"more than {limit.bytes:,} bytes of requests (with retransmissions)"
+        elif cost.depth > limit.depth:
+            excess = f"more than {limit.depth} levels of nested entities"
+        else:
+            return None
+        return _error(
+            Code.FORBIDDEN,
+            f"{what} would take {excess}; one query may take at most "
+            f"{_limit(p.max_requests_per_query)} requests, {_limit(p.max_bytes_per_query)} "
+            f"bytes and {_limit(p.max_nesting_depth)} levels",
+        )
 
     def is_member_address(self, addr: Hashable) -> bool:
         """Whether `addr` (host, port) is a member of an entity: a DTLS layer
@@ -630,11 +740,17 @@ class EntityManager:
         return None
 
     def _local_entity(self, member: Member) -> Entity | None:
-        if member.host not in self.params.local_hosts or len(member.path) != 2:
+        name = self._names_own_entity(member)
+        return None if name is None else self.entities.get(name)
+
+    def _names_own_entity(self, member: Member) -> str | None:
+        """The name of the entity of this EM that `member` is, or None (a resource
+        elsewhere, another server on this host included)."""
+        if member.host not in self.params.local_hosts or member.port != self.params.port:
             return None
-        if member.path[0] != COLLECTION.strip("/"):
+        if len(member.path) != 2 or member.path[0] != COLLECTION.strip("/"):
             return None
-        return self.entities.get(member.path[1])
+        return member.path[1]
 
     def _nesting_loop(self, name: str, profile: Profile) -> str | None:
         """Why `profile` would make entity `name` contain itself, or None."""
@@ -642,10 +758,8 @@ class EntityManager:
         stack = [(m, [name]) for m in profile.members]
         while stack:
             member, trail = stack.pop()
-            if member.host not in self.params.local_hosts or len(member.path) != 2:
-                continue
-            inner = member.path[1]
-            if member.path[0] != COLLECTION.strip("/"):
+            inner = self._names_own_entity(member)
+            if inner is None:
                 continue
             if inner == name:
                 return f"entity {name!r} would contain itself: {' -> '.join([*trail, inner])}"
@@ -764,9 +878,8 @@ _FAILURES = {
 }
 
 
-def _client(addr: Hashable) -> str:
-    """A client's address (a datagram's source host), which the limits count by."""
-    return str(addr[0]) if isinstance(addr, tuple) else str(addr)
+def _limit(value: int | None) -> str:
+    return "any number of" if value is None else f"{value:,}"
 
 
 def _busy(message: str, retry_after_s: int) -> ResourceResponse:
