@@ -65,6 +65,7 @@ class Net:
         self._flight: list = []
         self._seq = 0
         self._open_streams: set[int] = set()
+        self._closed_opening: set[int] = set()  # closed by the gateway while opening
         self._open_mqtt: set[str] = set()
 
     # ---- set-up -----------------------------------------------------------------------
@@ -155,6 +156,8 @@ class Net:
                         self.broker_delay_s,
                         lambda s=stream: broker.connection_lost(self.now, ("gw", s)),
                     )
+                else:
+                    self._closed_opening.add(stream)
             self.gw_events.extend(gw.events())
             for name, c in self.mqtt.items():
                 data = c.data_to_send()
@@ -183,6 +186,9 @@ class Net:
         raise AssertionError("stacks keep producing output without time passing")
 
     def _opened(self, stream: int) -> None:
+        if stream in self._closed_opening:
+            self._closed_opening.discard(stream)
+            return  # a driver closes it as soon as it is open: the broker never sees it
         if not self.broker_reachable:
             self.gateway.stream_lost(self.now, stream)
             return

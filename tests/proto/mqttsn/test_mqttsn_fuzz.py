@@ -5,6 +5,7 @@ gateway beyond its limits."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mqttsn_harness import GW, Net, client_addr
@@ -51,6 +52,12 @@ LIMITS = dict(
     max_stored_wills=2,
     predefined_topics={1: "p/1"},
     keep_alive_factor=1.5,
+)
+#: The bounds `serve mqttsn-gateway` adds against abuse (issue 39), small enough to be hit.
+ABUSE_LIMITS = dict(
+    LIMITS,
+    max_new_clients=2,
+    idle_timeout_s=30.0,
 )
 
 MESSAGES = [
@@ -131,10 +138,11 @@ STEPS = st.lists(
 )
 
 
+@pytest.mark.parametrize("limits", [LIMITS, ABUSE_LIMITS], ids=["limits", "abuse-limits"])
 @FUZZ
-@given(STEPS)
-def test_gateway_survives_anything_and_stays_bounded(steps):
-    net = Net(**LIMITS)
+@given(steps=STEPS)
+def test_gateway_survives_anything_and_stays_bounded(limits, steps):
+    net = Net(**limits)
     pub = net.add_mqtt("pub")
     for name in ("x", "y", "z", "w"):
         net.add(name)
@@ -149,17 +157,24 @@ def test_gateway_survives_anything_and_stays_bounded(steps):
             pub.publish(net.now, ("t/a", "t/b", "p/1", "ab")[i % 4], b"m", i % 3)
         net.run(net.now + dt)
         assert gw.stats.internal_errors == 0
-        assert gw.clients <= LIMITS["max_clients"]
+        assert gw.clients <= limits["max_clients"]
+        assert len(gw._new) <= limits.get("max_new_clients", limits["max_clients"])
         for c in gw._clients.values():
-            assert len(c.queue) <= LIMITS["max_buffered_messages"]
-            assert len(c.topics) <= LIMITS["max_topics_per_client"]
-        assert len(gw._stored_wills) <= LIMITS["max_stored_wills"]
+            assert len(c.queue) <= limits["max_buffered_messages"]
+            assert len(c.topics) <= limits["max_topics_per_client"]
+        assert len(gw._stored_wills) <= limits["max_stored_wills"]
     net.run(net.now + 1000)
-    # Whoever is left is within its keep-alive or sleep duration (or has none).
+    # Whoever is left is within its keep-alive or sleep duration (or has none, and
+    # then within the idle timeout, if there is one).
+    idle = limits.get("idle_timeout_s")
     for c in gw._clients.values():
         silence = net.now - c.last_heard_s
         limit = {"active": c.keep_alive_s, "asleep": c.sleep_s, "awake": c.sleep_s}.get(c.state)
-        assert limit is not None and (limit == 0 or silence < limit * 1.5), (c.state, limit)
+        assert limit is not None, c.state
+        if limit:
+            assert silence < limit * 1.5, (c.state, limit)
+        else:
+            assert idle is None or silence < idle, (c.state, silence)
 
 
 @FUZZ

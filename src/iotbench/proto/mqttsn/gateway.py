@@ -48,6 +48,12 @@ What it does, with the choices the specification leaves open:
   "accepted", or "rejected: congestion" for 0x03 (server unavailable) and
   "rejected: not supported" for the other refusals. With CleanSession=0 and
   Will=0 the will stored from the client's last connection is used (6.3).
+- New clients (still connecting, or silent since their CONNACK) may hold
+  at most max_new_clients slots, if set: one more CONNECT, or one that
+  finds the table full, ends the oldest of them instead of being refused.
+  A CONNECT costs nothing to send from a spoofed address; this keeps a
+  flood of them from taking the slots and broker connections of clients
+  that talk.
 - A CONNECT from an asleep or awake client returns it to the active state
   and is answered at once; its flags open no new connection. A CONNECT from
   an active client is a new connection: the old MQTT connection ends with
@@ -83,8 +89,9 @@ What it does, with the choices the specification leaves open:
   A sleeping client may publish without waking up.
 - Supervision (6.11, 6.14): an active client silent for keep-alive x
   keep_alive_factor, or an asleep one for its sleep duration x the same
-  factor, is lost; keep-alive 0 is never supervised. A lost client's MQTT
-  connection is cut without DISCONNECT, so the broker publishes its will.
+  factor, is lost; keep-alive 0 is supervised only with idle_timeout_s
+  (never by default). A lost client's MQTT connection is cut without
+  DISCONNECT, so the broker publishes its will.
 - Will updates (6.4): MQTT 3.1.1 cannot change a will on an open connection,
   so the gateway keeps the updated will; if the client is then lost, the
   gateway publishes the updated will itself and ends the MQTT connection
@@ -153,6 +160,9 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
         self._predefined_ids = {name: tid for tid, name in params.predefined_topics.items()}
         self._clients: dict[Hashable, ClientSession] = {}
         self._by_id: dict[str, ClientSession] = {}
+        # Clients still connecting or silent since their CONNACK, oldest first (as a
+        # dict, for order and removal by key): whom max_new_clients ends first.
+        self._new: dict[ClientSession, None] = {}
         self._stored_wills: OrderedDict[str, tuple[str | None, bytes, int, bool]] = OrderedDict()
         self._links: dict[int, BrokerLink] = {}
         self._next_stream = 1

@@ -109,6 +109,8 @@ class GatewayClients:
             self._unknown_client(m, addr)
             return
         c.last_heard_s = now
+        if c.state in CONNECTED:
+            self._new.pop(c, None)  # it speaks after its CONNACK: no longer new
         handler = _HANDLERS.get(t)
         if handler is None:
             self.stats.unexpected += 1  # a message only a gateway sends
@@ -155,13 +157,14 @@ class GatewayClients:
             self.stats.refused += 1
             self._send(ConnAck(ReturnCode.NOT_SUPPORTED), addr)
             return
-        if len(self._clients) >= self.params.max_clients:
+        if not self._make_room(now):
             self.stats.refused += 1
             self._send(ConnAck(ReturnCode.CONGESTION), addr)
             return
         c = ClientSession(addr, m, now, self.params.max_topics_per_client)
         self._clients[addr] = c
         self._by_id[c.client_id] = c
+        self._new[c] = None
         stored = self._stored_wills.pop(c.client_id, None)
         if stored is not None and not m.clean_session and not m.will:
             c.will_topic, c.will_msg, c.will_qos, c.will_retain = stored  # 6.3
@@ -170,6 +173,26 @@ class GatewayClients:
         else:
             self._connect_broker(c)
         self._rearm(c)
+
+    def _make_room(self, now: float) -> bool:
+        """Whether a new client may have a slot. With max_new_clients, the oldest new
+        client gives up its slot once there are that many or the table is full: a
+        CONNECT costs nothing to send from any address, so clients that have sent
+        nothing since their CONNACK may crowd out each other, never the others."""
+        share = self.params.max_new_clients
+        full = len(self._clients) >= self.params.max_clients
+        if share is not None and self._new and (full or len(self._new) >= share):
+            self._evict(now, next(iter(self._new)))
+            full = len(self._clients) >= self.params.max_clients
+        return not full
+
+    def _evict(self, now: float, c: ClientSession) -> None:
+        """End a new client to make room; told so, in case it is a real one."""
+        self.stats.evicted += 1
+        self._send(
+            ConnAck(ReturnCode.CONGESTION) if c.state in SETTING_UP else Disconnect(), c.addr
+        )
+        self._drop(now, c, "evicted", graceful=True)
 
     def _wake_to_active(self, now: float, c: ClientSession, m: Connect) -> None:
         c.state = ACTIVE
@@ -279,6 +302,7 @@ class GatewayClients:
             del self._clients[c.addr]
         if self._by_id.get(c.client_id) is c:
             del self._by_id[c.client_id]
+        self._new.pop(c, None)
         c.scheduled = None
         if c.link is not None:
             c.link.owner = None
@@ -321,7 +345,7 @@ class GatewayClients:
         if c.state in SETTING_UP:
             deadlines.append(c.since_s + self.params.connect_timeout_s)
         elif c.state == ACTIVE:
-            alive = given_up_s(c.last_heard_s, c.keep_alive_s, factor)
+            alive = self._alive_until(c)
             if alive is not None:
                 deadlines.append(alive)
         else:
@@ -333,6 +357,14 @@ class GatewayClients:
             if t is not None:
                 deadlines.append(t)
         return min(deadlines) if deadlines else None
+
+    def _alive_until(self, c: ClientSession) -> float | None:
+        """When an active client is lost: after keep-alive x factor of silence (6.11);
+        with keep-alive 0, after idle_timeout_s of silence, if set."""
+        if c.keep_alive_s:
+            return given_up_s(c.last_heard_s, c.keep_alive_s, self.params.keep_alive_factor)
+        idle = self.params.idle_timeout_s
+        return None if idle is None else c.last_heard_s + idle
 
     def _rearm(self, c: ClientSession) -> None:
         if self._clients.get(c.addr) is not c:
@@ -362,9 +394,10 @@ class GatewayClients:
                 self._drop(now, c, "connect-timeout", graceful=True)
                 return
         elif c.state == ACTIVE:
-            alive = given_up_s(c.last_heard_s, c.keep_alive_s, factor)
+            alive = self._alive_until(c)
             if alive is not None and now >= alive:
-                self._drop(now, c, "keep-alive-timeout", graceful=False)
+                reason = "keep-alive-timeout" if c.keep_alive_s else "idle-timeout"
+                self._drop(now, c, reason, graceful=False)
                 return
         elif now >= c.last_heard_s + c.sleep_s * factor:
             self._drop(now, c, "sleep-timeout", graceful=False)

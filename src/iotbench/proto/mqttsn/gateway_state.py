@@ -49,6 +49,7 @@ class MqttSnGatewayStats:
     unexpected: int = 0
     internal_errors: int = 0
     refused: int = 0
+    evicted: int = 0  # new clients ended to make room (max_new_clients)
     unknown_clients: int = 0
     invalid_topic_ids: int = 0
     retransmissions: int = 0

@@ -173,10 +173,23 @@ class MqttSnGatewayParams(_RetryParams):
       out of band; also the topics of QoS -1 publishes (6.8).
     - keep_alive_factor: a client is lost after keep-alive (or sleep
       duration) x this factor of silence (6.11, 6.14).
+    - idle_timeout_s: an active client whose keep-alive is 0, which 6.11
+      leaves unsupervised, is lost after this long without a message from
+      it, as after a keep-alive timeout; None (default): never, as the
+      specification has it. Without it a CONNECT with Duration 0 from a
+      spoofed address holds a slot and a broker connection for ever.
     - connect_timeout_s: a client that started CONNECT and neither finished
       the will exchange nor got a CONNACK within this time is dropped.
     - max_clients: clients with state at the gateway (connecting, active,
       asleep, awake); one more is refused with "rejected: congestion".
+    - max_new_clients: the share of the table for new clients, those still
+      connecting or not heard from since their CONNACK (a CONNECT may come
+      from a spoofed address, whose owner never sees the CONNACK and sends
+      nothing more). A CONNECT that finds this many, or a full table, ends
+      the oldest new client (CONNACK "rejected: congestion" if it is still
+      connecting, DISCONNECT if not) and takes its place; with no new client
+      to end it is refused with "rejected: congestion". None (default): no
+      share, a full table refuses.
     - max_buffered_messages: messages queued for one client (while it
       sleeps, or waiting for the one outstanding QoS 1/2 PUBLISH); further
       messages for it are dropped and counted.
@@ -196,8 +209,10 @@ class MqttSnGatewayParams(_RetryParams):
     advertise_interval_s: int | None = None
     predefined_topics: Mapping[int, str] = field(default_factory=dict)
     keep_alive_factor: float = 1.5
+    idle_timeout_s: float | None = None
     connect_timeout_s: float = 60.0
     max_clients: int = 1000
+    max_new_clients: int | None = None
     max_buffered_messages: int = 100
     max_topics_per_client: int = 1000
     max_stored_wills: int = 1000
@@ -231,6 +246,8 @@ class MqttSnGatewayParams(_RetryParams):
             ">= 1.0",
             self.keep_alive_factor,
         )
+        idle = self.idle_timeout_s
+        check(cls, "idle_timeout_s", idle is None or is_seconds(idle), "None or > 0 s", idle)
         check(
             cls,
             "connect_timeout_s",
@@ -246,6 +263,14 @@ class MqttSnGatewayParams(_RetryParams):
         ):
             value = getattr(self, name)
             check(cls, name, is_int(value) and value >= 0, "an integer >= 0", value)
+        new = self.max_new_clients
+        check(
+            cls,
+            "max_new_clients",
+            new is None or (is_int(new) and new >= 1),
+            "None or an integer >= 1",
+            new,
+        )
         check(
             cls,
             "broker_keep_alive_s",
