@@ -127,7 +127,7 @@ def run(
         "readings": items.stats.started,
         "delivered": items.stats.delivered,
         "frames": traffic.wire.packets,
-        "tree_depth": net.parts["tree"].depth(),
+        "tree_depth": net.tree.depth(),
     }
 
 

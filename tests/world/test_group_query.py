@@ -285,7 +285,7 @@ class _Net:
         for h, n in sorted(levels.items()):
             hops += [h] * n
         self.hosts = {f"n{i}": f"n{i}" for i in range(len(hops))}
-        self.parts = {"tree": _Tree(hops)}
+        self.tree = _Tree(hops)
 
     def ids(self, role):
         return ["n0"]
@@ -308,7 +308,7 @@ ROOM = {1: 11, 2: 19, 3: 14, 4: 13, 5: 2}
 def test_groups_meet_table_7s_mean_and_maximum(size, mean, most, histogram):
     net = _Net(ROOM)
     chosen = pick_members(net, size, mean, random.Random(1), most)
-    hops = [net.parts["tree"].hops[int(name[1:])] for name in chosen]
+    hops = [net.tree.hops[int(name[1:])] for name in chosen]
     assert len(set(chosen)) == size and "n0" not in chosen
     assert max(hops) == most
     assert sum(hops) / size == pytest.approx(mean, abs=0.5 / size)

@@ -66,7 +66,7 @@ def test_every_reading_climbs_the_tree_once(monkeypatch):
     assert m["tta_p50_s"] < 0.1 and m["tta_p99_s"] < 3.0
     assert math_isnan(m["requests_per_item"])
     # The tree is the shared one: rank = hops + 1, and every parent is alive.
-    tree = run.tree.net.parts["tree"]
+    tree = run.tree.net.tree
     ids = list(run.tree.net.hosts)
     for name, agent in run.agents.items():
         assert agent.rank == tree.hops[ids.index(name)] + 1
@@ -189,7 +189,7 @@ def test_a_relays_pull_against_a_full_pit_is_dropped_and_counted_where_it_happen
     small, (run,) = hopp_run(monkeypatch, **busy, **{"protocol.ndn.pit_max_entries": 1})
     dropped = {n: node.forwarder.counters.pit_full_drops for n, node in run.tree.nodes.items()}
     assert small["pit_full_drops"] == sum(dropped.values()) > 0
-    relays = {run.tree.net.parts["tree"].parent[i] for i in range(1, len(dropped))}
+    relays = {run.tree.net.tree.parent[i] for i in range(1, len(dropped))}
     ids = list(run.tree.net.hosts)
     assert any(dropped[ids[r]] for r in relays if r not in (None, 0))  # at a relay
     assert small["delivery_ratio"] < 0.9 and small["tta_p50_s"] > 2.0
@@ -214,7 +214,7 @@ def test_a_repeated_nam_after_the_data_passed_goes_no_further(monkeypatch):
     monkeypatch.setattr(world_run, "Observers", WithFrames)
     m, (run,) = hopp_run(monkeypatch)
     assert m["delivery_ratio"] == 1.0 and len(delivered) == m["items"]
-    tree, net = run.tree.net.parts["tree"], run.tree.net
+    tree, net = run.tree.net.tree, run.tree.net
     ids = list(net.hosts)
     # A relay and a child of it, and a reading of that child which passed the relay.
     child = next(i for i in range(len(ids)) if tree.parent[i] not in (None, 0))

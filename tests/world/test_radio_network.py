@@ -58,7 +58,7 @@ def network(cfg: dict, seed: int = 1, recorder: PacketRecorder | None = None):
 def test_static_routes_follow_the_tree():
     cfg, _ = config()
     sim, net = network(cfg)
-    tree, ids = net.parts["tree"], list(net.hosts)
+    tree, ids = net.tree, list(net.hosts)
     gateway = net.hosts["n0"]
     for name in ids[1:]:
         route = gateway.route(net.address(net.hosts[name]))
@@ -128,7 +128,7 @@ def test_smrf_carries_a_group_down_to_its_members_only():
     sim.run(until=10.0)
     assert got == {"n4": [b"to the group"]}
     smrf = {name: host.multicast_forwarder for name, host in net.hosts.items()}
-    path = net.parts["tree_path"]("n0", "n4")
+    path = net.tree_path("n0", "n4")
     # Exactly the nodes between the gateway and the member passed it on.
     assert [n for n in path[1:-1] if smrf[n].forwarded] == path[1:-1]
     assert all(smrf[n].forwarded == 0 for n in net.hosts if n not in path[1:-1])
@@ -323,14 +323,14 @@ def test_rpl_builds_the_routes_the_traffic_takes():
     assert m["packets_control"] >= m["rpl_dio_sent"] + m["rpl_dao_sent"]
     sim, net = network(cfg, seed)
     sim.run(until=60.0)
-    rpl = {r.link_local: r for r in net.parts["rpl"]}
-    root = net.parts["rpl"][0]
+    rpl = {r.link_local: r for r in net.rpl}
+    root = net.rpl[0]
     assert all(r.joined for r in rpl.values()) and root.root
     # Storing mode: the root has a route to every node; each node's default route
     # is its preferred parent.
     assert set(root.routes) == {net.address(h) for n, h in net.hosts.items() if n != "n0"}
     for name, host in net.hosts.items():
-        r = next(x for x in net.parts["rpl"] if x.global_address == net.address(host))
+        r = next(x for x in net.rpl if x.global_address == net.address(host))
         if name != "n0":
             assert host.default_route[1] == r.preferred_parent
 
@@ -354,7 +354,7 @@ def test_smrf_over_rpl_learns_the_group_from_daos():
     sim.at(90.0, net.hosts["n0"].udp_send, 5683, group, 5683, b"hello group")
     sim.run(until=100.0)
     assert got == [b"hello group"]
-    root = net.parts["rpl"][0]
+    root = net.rpl[0]
     assert root.next_hop(group) is not None  # learned from a DAO with the group as target
 
 
@@ -420,7 +420,7 @@ def test_per_node_radio_settings():
     cfg, seed = config()
     cfg["network"]["radio"]["nodes"] = {"n4": {"tx_power_dbm": -10.0, "sensitivity_dbm": -90.0}}
     sim, net = network(cfg, seed)
-    radios = net.parts["radios"]
+    radios = net.radios
     assert radios["n4"].tx_power_dbm == -10.0 and radios["n3"].tx_power_dbm == 3.0
     # Its own sensitivity; the chip's CCA threshold (AT86RF231: -77 dBm) as for all.
     assert radios["n4"].sensitivity_mw == pytest.approx(1e-9)
@@ -445,8 +445,8 @@ def test_fewest_hops_are_breadth_first_over_the_trees_links():
     the tree may use; never more than the tree's own hops, and 1 for a neighbour."""
     cfg, _ = config()
     sim, net = network(cfg)
-    tree = net.parts["tree"]
-    hops = net.parts["fewest_hops"]()
+    tree = net.tree
+    hops = net.fewest_hops()
     assert hops[tree.root] == 0
     assert all(0 < h <= t for i, (h, t) in enumerate(zip(hops, tree.hops)) if i != tree.root)
     for i, parent in enumerate(tree.parent):
@@ -640,8 +640,8 @@ def test_a_second_network_leaks_into_the_first_through_the_receivers_rejection()
     )
     cfg["network"]["radio"]["channel"] = 26
     _, net = network(cfg, seed)
-    first = net.parts["radios"]
-    second = net.parts["second"].parts["radios"]
+    first = net.radios
+    second = net.second.radios
     # n2 and its twin b.n2 share a place: 1 m's free-space loss (the reference).
     reference = free_space_loss_db(1.0, 2480.0)
     heard = {itf.name: mw for itf, mw in first["n2"].interferers}

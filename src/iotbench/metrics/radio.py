@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iotbench.net.routing.tree import Tree
 
 
-def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
-    macs = list(parts["macs"].values())
-    radios = list(parts["radios"].values())
+def radio_metrics(
+    macs: list, radios: list, tree: Tree, rpl: list, now: float
+) -> dict[str, float | int]:
+    """At `now`: the MACs' and radios' counters summed, their energy, the routing
+    `tree`'s shape and what the `rpl` nodes sent."""
     out: dict[str, float | int] = {}
     for name in (
         "frames",
@@ -42,14 +48,12 @@ def radio_metrics(parts: dict, now: float) -> dict[str, float | int]:
     if pktbufs:  # network.device gives nodes packet memory (net/pktbuf.py)
         out["pktbuf_peak_bytes"] = max(b.peak for b in pktbufs)
         out["pktbuf_drops"] = sum(b.refused for b in pktbufs)
-    tree = parts.get("tree")
     if tree is not None:
         hops = [h for h in tree.hops if h >= 0]
         out["tree_depth"] = max(hops, default=0)
         others = [h for i, h in enumerate(tree.hops) if i != tree.root and h >= 0]
         out["tree_hops_mean"] = sum(others) / len(others) if others else math.nan
         out["tree_hops_median"] = statistics.median(others) if others else math.nan
-    rpl = parts.get("rpl")
     if rpl:
         for name in ("dio", "dis", "dao", "dao_ack"):
             out[f"rpl_{name}_sent"] = sum(node.counters.get(f"{name}_sent", 0) for node in rpl)

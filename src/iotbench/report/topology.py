@@ -18,6 +18,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from iotbench.net.routing.tree import Tree, reception_ratio
+from iotbench.world.networks.base import RadioNetwork
 from iotbench.world.networks.topology import Topology
 
 FLOOR_GAP_M = 10.0
@@ -103,10 +104,9 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     cfg = settings.network
     sim = Simulator(0)
     net = build_network(sim, cfg, ItemLog(), 0, Observers(), settings.protocol)
-    topology, radios = net.parts["topology"], list(net.parts["radios"].values())
-    tree = net.parts["tree"]
+    topology, radios, tree = net.topology, list(net.radios.values()), net.tree
     routing = "static tree of least ETX"
-    if net.parts["rpl"]:
+    if net.rpl:
         sim.run(until=rpl_s)
         tree = rpl_tree(net, tree)
         routing = f"RPL after {rpl_s:g} s"
@@ -116,9 +116,9 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     return {**network_summary(topology, tree), "routing": routing}
 
 
-def rpl_tree(net, static: Tree) -> Tree:
+def rpl_tree(net: RadioNetwork, static: Tree) -> Tree:
     """The tree of RPL's preferred parents (nodes not joined have none)."""
-    nodes = net.parts["rpl"]
+    nodes = net.rpl
     index = {r.link_local: i for i, r in enumerate(nodes)}
     parent = tuple(index.get(r.preferred_parent) for r in nodes)
     hops = []

@@ -10,6 +10,6 @@
 
 from __future__ import annotations
 
-from iotbench.world.run import check_networks, radio_parts, run_one
+from iotbench.world.run import check_networks, run_one
 
-__all__ = ["check_networks", "radio_parts", "run_one"]
+__all__ = ["check_networks", "run_one"]

@@ -26,7 +26,7 @@ from iotbench.metrics.traffic import TrafficMeter
 from iotbench.scenarios.settings import Settings, run_settings
 from iotbench.sim import Simulator
 from iotbench.sim.garbage import paced_collections
-from iotbench.world.networks import Network, build_network, is_radio_network
+from iotbench.world.networks import Network, RadioNetwork, build_network, is_radio_network
 from iotbench.world.networks.radio import check_network
 from iotbench.world.networks.topology import TopologyError
 from iotbench.world.workloads import WORKLOADS
@@ -68,14 +68,14 @@ def _run(
     if pcap is not None:
         observers.add(pcap)
     series = None
-    if series_path and "radios" in net.parts:
+    if series_path and isinstance(net, RadioNetwork):
         tally = FrameTally(ndn=protocol == "ndn")
         observers.add(tally)
         series = NodeSeries(
             sim,
             series_path,
-            list(radio_parts(net)["radios"].values()),
-            list(radio_parts(net)["macs"].values()),
+            net.all_radios(),
+            net.all_macs(),
             settings.network.radio.series_interval_s,
             tally,
         )
@@ -100,9 +100,11 @@ def _run(
     if frames is not None:
         metrics.update(rtt_ms_metrics(items.stats))
         metrics.update(frames.metrics())
-    if "radios" in net.parts:
+    if isinstance(net, RadioNetwork):
         metrics.update(traffic.kind_metrics())
-        metrics.update(radio_metrics(radio_parts(net), sim.now))
+        metrics.update(
+            radio_metrics(net.all_macs(), net.all_radios(), net.tree, net.all_rpl(), sim.now)
+        )
     metrics.update(workload.metrics(metrics))
     table = workload.series_table()
     metrics["sim_time_s"] = sim.now
@@ -112,19 +114,6 @@ def _run(
     metrics["sim_events"] = sim.events_processed - sampling
     metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0 or workload.unfinished())
     return RunMetrics(metrics, table) if table is not None else metrics
-
-
-def radio_parts(net: Network) -> dict:
-    """The radio network's parts, with a second network's radios, MACs and RPL
-    nodes added (its metrics count with the first's; the tree is the first's)."""
-    second = net.parts.get("second")
-    if second is None:
-        return net.parts
-    merged = dict(net.parts)
-    for key in ("radios", "macs"):
-        merged[key] = {**net.parts[key], **second.parts[key]}
-    merged["rpl"] = [*net.parts["rpl"], *second.parts["rpl"]]
-    return merged
 
 
 def check_networks(configs, label: str = "") -> None:
@@ -147,20 +136,15 @@ def check_networks(configs, label: str = "") -> None:
 def _pcap_writer(sim: Simulator, net: Network, network: Settings, path: str | None):
     if not path:
         return None
-    medium = net.parts.get("medium")
-    if medium is None:
+    if not isinstance(net, RadioNetwork):
         return PcapWriter(sim, path, LINKTYPES[network.link.layer])
-    media = [((medium,), LINKTYPE_IEEE802_15_4_WITHFCS, medium.name)]
-    second = net.parts.get("second")
-    if second is not None:
-        other = second.parts["medium"]
-        media.append(((other,), LINKTYPE_IEEE802_15_4_WITHFCS, other.name))
-    links = [(name, net.parts.get(name)) for name in ("uplink", "gateways_link")]
-    if second is not None:
-        links.append(("second uplink", second.parts.get("uplink")))
+    media = [((r.medium,), LINKTYPE_IEEE802_15_4_WITHFCS, r.medium.name) for r in net.networks()]
+    links = [("uplink", net.uplink), ("gateways link", net.gateways_link)]
+    if net.second is not None:
+        links.append(("second uplink", net.second.uplink))
     for name, link in links:
         if link is not None:
-            media.append(((link.a_to_b, link.b_to_a), LINKTYPE_RAW, name.replace("_", " ")))
+            media.append(((link.a_to_b, link.b_to_a), LINKTYPE_RAW, name))
     if len(media) == 1:
         return PcapWriter(sim, path, LINKTYPE_IEEE802_15_4_WITHFCS)
     return PcapNgWriter(sim, path, media)

@@ -55,6 +55,13 @@ class Tree:
             path.append(self.parent[path[-1]])
         return path
 
+    def path_between(self, a: int, b: int) -> list[int]:
+        """The tree path from a to b (up to their common ancestor, then down)."""
+        up_a, up_b = self.path_to_root(a), self.path_to_root(b)
+        common = next(x for x in up_a if x in set(up_b))
+        down = up_b[: up_b.index(common)]
+        return up_a[: up_a.index(common) + 1] + list(reversed(down))
+
     def depth(self) -> int:
         return max(self.hops)
 

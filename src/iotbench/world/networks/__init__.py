@@ -10,11 +10,19 @@ from iotbench.metrics.observers import Observers
 from iotbench.scenarios.radio_schema import is_radio_topology
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
-from iotbench.world.networks.base import Network, Streams
+from iotbench.world.networks.base import Network, PairNetwork, RadioNetwork, Streams
 from iotbench.world.networks.pair import build_two_node_network
 from iotbench.world.networks.radio import build_radio_network
 
-__all__ = ["Network", "Streams", "build_network", "build_two_node_network", "is_radio_network"]
+__all__ = [
+    "Network",
+    "PairNetwork",
+    "RadioNetwork",
+    "Streams",
+    "build_network",
+    "build_two_node_network",
+    "is_radio_network",
+]
 
 
 def is_radio_network(network: Settings) -> bool:

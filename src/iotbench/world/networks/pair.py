@@ -28,7 +28,7 @@ from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import RngStreams, Simulator
-from iotbench.world.networks.base import Network, Streams
+from iotbench.world.networks.base import PairNetwork, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
@@ -36,7 +36,7 @@ DIRECTIONS = ("to_server", "to_client")
 
 def build_two_node_network(
     sim: Simulator, network: Settings, items: ItemLog, total_items: int, observers: Observers
-) -> Network:
+) -> PairNetwork:
     link_cfg = network.link
     if link_cfg.layer == "ieee802154":
         # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
@@ -103,7 +103,7 @@ def build_two_node_network(
         observers=observers,
         overhead_bytes=overhead,
     )
-    return Network(
+    return PairNetwork(
         hosts={"client": client, "server": server},
         roles={"client": ("client",), "producer": ("server",)},
         interfaces={"client": client_if, "server": server_if},

@@ -67,14 +67,14 @@ from iotbench.net.radio.propagation import (
 )
 from iotbench.net.radio.wifi import ACCESS_POINT, STATION, WifiTraffic, in_band_fraction
 from iotbench.net.routing.smrf import Smrf
-from iotbench.net.routing.tree import Tree, fewest_hops, least_etx_tree
+from iotbench.net.routing.tree import Tree, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
-from iotbench.world.networks.base import Network
+from iotbench.world.networks.base import RadioNetwork
 from iotbench.world.networks.topology import Topology, TopologyError, build_topology
 
 PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
@@ -104,7 +104,7 @@ def build_radio_network(
     protocol: str,
     observers: Observers,
     l2_mtu: int | None = None,
-) -> Network:
+) -> RadioNetwork:
     net, cfg = _one_network(sim, network, protocol, observers, l2_mtu, FIRST)
     hosts, interfaces = net.hosts, net.interfaces
     if protocol == "ndn" and (cfg.second is not None or cfg.uplink is not None):
@@ -114,21 +114,17 @@ def build_radio_network(
         second, _ = _one_network(
             sim, second_network(network), protocol, observers, l2_mtu, SECOND, cfg.second.offset_m
         )
-        net.parts["second"] = second
-        _leak_between(cfg, net.parts["streams"], net, second)
+        net.second = second
+        _leak_between(cfg, net.streams, net, second)
     if cfg.uplink is not None:
-        net.parts["uplink"] = _uplink(sim, cfg.uplink, net, FIRST_HOST, observers)
+        net.uplink = _uplink(sim, cfg.uplink, net, FIRST_HOST, observers)
     if second is not None:
         if cfg.uplink is not None:
             # Each gateway has its host, and the hosts are joined by Ethernet (S6's).
-            second.parts["uplink"] = _uplink(sim, cfg.uplink, second, SECOND_HOST, observers)
-            net.parts["gateways_link"] = _join(
-                sim, cfg.second, net, "uplink", second, "uplink", observers
-            )
+            second.uplink = _uplink(sim, cfg.uplink, second, SECOND_HOST, observers)
+            net.gateways_link = _join(sim, cfg.second, net, "uplink", second, "uplink", observers)
         else:
-            net.parts["gateways_link"] = _join(
-                sim, cfg.second, net, "gateway", second, "gateway", observers
-            )
+            net.gateways_link = _join(sim, cfg.second, net, "gateway", second, "gateway", observers)
         # One table of how datagrams split into layers for both networks: the second
         # network's forwarders carry datagrams to the first one's hosts too.
         layers = next(iter(hosts.values())).app_layers
@@ -165,7 +161,7 @@ def _one_network(
     l2_mtu: int | None,
     subnet: Subnet,
     offset_m: tuple[float, ...] | None = None,
-) -> tuple[Network, Settings]:
+) -> tuple[RadioNetwork, Settings]:
     cfg, streams, topology, medium, radios, tree = radio_layout(
         sim, network, protocol, observers, subnet, offset_m
     )
@@ -230,35 +226,20 @@ def _one_network(
                     buffers=cfg.routing.smrf_buffers,
                 )
     interferers = build_interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
-    ids = [n.id for n in topology.nodes]
-
-    def tree_path(a: str, b: str) -> list[str]:
-        return [ids[i] for i in path_between(tree, ids.index(a), ids.index(b))]
-
-    net = Network(
+    net = RadioNetwork(
         hosts=hosts,
         roles=dict(topology.roles),
         interfaces=interfaces,
-        parts={
-            "topology": topology,
-            "medium": medium,
-            "radios": {r.name: r for r in radios},
-            "macs": {m.name: m for m in macs},
-            "tree": tree,
-            "tree_path": tree_path,
-            # Shortest paths to the gateway, computed when asked (S4's link stress).
-            "fewest_hops": lambda: fewest_hops(
-                radios,
-                tree.root,
-                cfg.radio.prr_frame_bytes,
-                cfg.routing.min_link_prr,
-                medium.variation.spread(),
-            ),
-            "interferers": interferers,
-            "streams": streams,  # the network's own random streams (network.seed)
-            "uplink": None,
-            "rpl": [d.rpl for d in rpl_drivers],
-        },
+        topology=topology,
+        medium=medium,
+        radios={r.name: r for r in radios},
+        macs={m.name: m for m in macs},
+        tree=tree,
+        interferers=interferers,
+        streams=streams,
+        rpl=[d.rpl for d in rpl_drivers],
+        prr_frame_bytes=cfg.radio.prr_frame_bytes,
+        min_link_prr=cfg.routing.min_link_prr,
     )
     return net, cfg
 
@@ -475,14 +456,6 @@ def check_connected(topology: Topology, radios: list[Radio], root: int) -> None:
         )
 
 
-def path_between(tree: Tree, a: int, b: int) -> list[int]:
-    """The tree path from a to b (up to their common ancestor, then down)."""
-    up_a, up_b = tree.path_to_root(a), tree.path_to_root(b)
-    common = next(x for x in up_a if x in set(up_b))
-    down = up_b[: up_b.index(common)]
-    return up_a[: up_a.index(common) + 1] + list(reversed(down))
-
-
 # --------------------------------------------------------------------- hosts
 
 
@@ -670,7 +643,9 @@ FIRST_HOST = UplinkHost("uplink", "fd01::1", "fd01::2")
 SECOND_HOST = UplinkHost("b.uplink", "fd04::1", "fd04::2")
 
 
-def _uplink(sim, cfg: Settings, net: Network, where: UplinkHost, observers) -> PointToPointLink:
+def _uplink(
+    sim, cfg: Settings, net: RadioNetwork, where: UplinkHost, observers
+) -> PointToPointLink:
     """The gateway's host behind a serial line or Ethernet; in `net` its role is
     `uplink` (the client role `uplink` of the first network names it)."""
     hosts, interfaces = net.hosts, net.interfaces
@@ -753,9 +728,9 @@ def _serial(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str
 def _join(
     sim: Simulator,
     cfg: Settings,
-    first: Network,
+    first: RadioNetwork,
     a_role: str,
-    second: Network,
+    second: RadioNetwork,
     b_role: str,
     observers: Observers,
 ) -> PointToPointLink:
@@ -775,7 +750,7 @@ def _join(
         # (the second network's nodes it reaches through its gateway).
         b.set_default_route(b_if, None)
         b.forwarding = True
-        host_link = second.parts["uplink"]
+        host_link = second.uplink
         to_gateway = host_link.b if host_link.a.node is gateway else host_link.a
         for node in second.hosts.values():
             if node is not b:
@@ -846,7 +821,7 @@ def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[
     return out
 
 
-def _leak_between(cfg: Settings, streams, first: Network, second: Network) -> None:
+def _leak_between(cfg: Settings, streams, first: RadioNetwork, second: RadioNetwork) -> None:
     """Each network's frames reach the other's radios through the receivers'
     rejection of another channel (chips.py): as noise, and sensed by CCA. The
     same path loss as every link (one shadowing draw per pair of radios, for
@@ -856,8 +831,8 @@ def _leak_between(cfg: Settings, streams, first: Network, second: Network) -> No
     sigma = cfg.radio.path_loss.shadowing_db
     below_noise = 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
     shadow = streams("radio/adjacent-channel-shadowing")
-    a_medium, b_medium = first.parts["medium"], second.parts["medium"]
-    a_nodes, b_nodes = first.parts["topology"].nodes, second.parts["topology"].nodes
+    a_medium, b_medium = first.medium, second.medium
+    a_nodes, b_nodes = first.topology.nodes, second.topology.nodes
     a_to_b = leak_db(chip.rejection_db(b_medium.channel, a_medium.channel))
     b_to_a = leak_db(chip.rejection_db(a_medium.channel, b_medium.channel))
     for a, a_node in zip(a_medium.radios, a_nodes, strict=True):

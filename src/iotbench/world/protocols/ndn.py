@@ -41,7 +41,7 @@ from iotbench.proto.ndn.signing import (
 )
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network
+from iotbench.world.networks import Network, PairNetwork, RadioNetwork
 
 # The profile operation that creating a Data with each signature costs.
 CREATE_OPERATION = {
@@ -132,7 +132,7 @@ def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
     forwarder_config = scenario_forwarder_config(cfg)
     prefix = Name(cfg.prefix)
     consumer_host, producer_host = net.node("client"), net.node("producer")
-    if net.link is not None:  # a pair: one link, one face each way
+    if isinstance(net, PairNetwork):  # one link, one face each way
         consumer = NdnNode(sim, "client", profile, forwarder_config, sim.rng("ndn/client"))
         producer = NdnNode(sim, "server", profile, forwarder_config, sim.rng("ndn/server"))
         to_producer = consumer.add_l2_face(net.interface(consumer_host), producer_host.address)
@@ -203,10 +203,12 @@ def scenario_forwarder_config(cfg: Settings, **overrides) -> ForwarderConfig:
     )
 
 
-def tree_forwarders(sim: Simulator, net: Network, profile, forwarder_config) -> dict[str, NdnNode]:
+def tree_forwarders(
+    sim: Simulator, net: RadioNetwork, profile, forwarder_config
+) -> dict[str, NdnNode]:
     """An NDN forwarder on every node of a radio network, with a unicast face to each
     neighbour in the routing tree (faces[node][neighbour] = face id)."""
-    tree = net.parts["tree"]
+    tree = net.tree
     ids = list(net.hosts)
     nodes = {
         name: NdnNode(sim, name, profile, forwarder_config, sim.rng(f"ndn/{name}")) for name in ids
@@ -227,9 +229,9 @@ def tree_forwarders(sim: Simulator, net: Network, profile, forwarder_config) -> 
 
 
 def route_prefix(
-    net: Network, nodes: dict[str, NdnNode], prefix: Name, consumer: str, producer: str
+    net: RadioNetwork, nodes: dict[str, NdnNode], prefix: Name, consumer: str, producer: str
 ) -> None:
     """FIB entries for `prefix` along the tree path from the consumer to the producer."""
-    path = net.parts["tree_path"](consumer, producer)
+    path = net.tree_path(consumer, producer)
     for here, there in zip(path, path[1:]):
         nodes[here].forwarder.add_route(prefix, nodes[here].faces[there])

@@ -80,7 +80,7 @@ from iotbench.proto.coap.endpoint import (
 from iotbench.proto.coap.group import leisure_lower_bound_s, serve_membership
 from iotbench.scenarios.settings import Settings, em_settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network
+from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.protocols.coap import COAP_PORT, coap_params
 from iotbench.world.workloads.base import Workload
 from iotbench.world.workloads.publish.coap import COAP_MESSAGE
@@ -162,7 +162,7 @@ class GroupQueryWorkload(Workload):
     def __init__(
         self,
         sim: Simulator,
-        net: Network,
+        net: RadioNetwork,
         config: Settings,
         items: ItemLog,
         observers: Observers,
@@ -178,9 +178,7 @@ class GroupQueryWorkload(Workload):
         self.queries = workload.queries
         # A stepped sweep (network.interferers' earlier_rates_bps): the run lives
         # through every step, `queries` queries each, and measures the last.
-        self.interferers = [*net.parts.get("interferers", ())]
-        if net.parts.get("second") is not None:
-            self.interferers += net.parts["second"].parts.get("interferers", ())
+        self.interferers = net.all_interferers()
         self.steps = len(self.interferers[0].steps) if self.interferers else 1
         self.warmup_queries = (self.steps - 1) * self.queries
         self.gap_s = workload.interval_s if workload.interval_s is not None else 1.0
@@ -194,7 +192,7 @@ class GroupQueryWorkload(Workload):
         em_node = net.node(self.em_role)
         self.gateway_host = address_text(net.address(em_node))
         networks = [net]
-        second = net.parts.get("second")
+        second = net.second
         nested = workload.entity == "nested"
         if nested:
             networks.append(second)
@@ -206,7 +204,7 @@ class GroupQueryWorkload(Workload):
             if target is not None:
                 # The network's stream: every run of a scenario (whatever its
                 # axes) has the same members, as it has the same nodes and tree.
-                members_rng = network.parts["streams"]("workload/members")
+                members_rng = network.streams("workload/members")
                 chosen = pick_members(network, len(chosen), target, members_rng, target_max)
             chosen_per_network.append(chosen)
         leisure = em.leisure_s
@@ -227,7 +225,7 @@ class GroupQueryWorkload(Workload):
         self.member_hops: list[int] = []
         member_uris: list[list[str]] = []
         for network, chosen in zip(networks, chosen_per_network, strict=True):
-            tree = network.parts["tree"]
+            tree = network.tree
             ids = list(network.hosts)
             self.member_hops += [tree.hops[ids.index(node.name)] for node in chosen]
             self.members += [Member(sim, node, cfg, path, leisure) for node in chosen]
@@ -276,9 +274,7 @@ class GroupQueryWorkload(Workload):
         self.create_attempts = 0
         self.values: list[int] = []  # member values per answered query
         self.response_times: list[float] = []
-        self.macs = [*net.parts["macs"].values()]
-        if second is not None:
-            self.macs += second.parts["macs"].values()
+        self.macs = net.all_macs()
         self.done = False  # every query made, or the entity refused for good
         self._start_counts = (0, 0, 0)
         self._end_counts: tuple[int, int, int] | None = None
@@ -449,7 +445,7 @@ class GroupQueryWorkload(Workload):
 
 
 def pick_members(
-    net: Network, count: int, hops_mean: float, rng, hops_max: int | None = None
+    net: RadioNetwork, count: int, hops_mean: float, rng, hops_max: int | None = None
 ) -> list:
     """`count` members whose hop counts (in the least-ETX tree from the link model,
     which RPL's routes follow on stable links) average `hops_mean` and reach
@@ -464,7 +460,7 @@ def pick_members(
     drawn by `rng`; the gateway and the uplink host are never members. Without
     `hops_max` the farthest level the network has is the bound, and nobody is
     placed there first."""
-    tree = net.parts["tree"]
+    tree = net.tree
     ids = list(net.hosts)
     gateway = net.ids("gateway")[0]
     levels: dict[int, list[str]] = {}

@@ -53,7 +53,7 @@ from iotbench.apps.readings import reading_counter
 from iotbench.proto.ndn.data import Data
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network
+from iotbench.world.networks import RadioNetwork
 from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams
 from iotbench.world.workloads.publish.ndn import NdnSender, NdnTree
 
@@ -78,7 +78,9 @@ class NdnHopp(NdnSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+    def __init__(
+        self, work: Publisher, sim: Simulator, net: RadioNetwork, config: Settings
+    ) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
@@ -90,7 +92,7 @@ class NdnHopp(NdnSender):
         self.pulls = 0
         self.nam_drops = 0
         self.decode_errors = 0
-        shared = net.parts["tree"]
+        shared = net.tree
         ids = list(net.hosts)
         index = {name: i for i, name in enumerate(ids)}
         self.agents: dict[str, HoppAgent] = {}

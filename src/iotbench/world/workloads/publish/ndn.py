@@ -64,7 +64,7 @@ from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.types import TT
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network
+from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.protocols.ndn import (
     CREATE_OPERATION,
     make_signer,
@@ -88,7 +88,7 @@ class NdnTree:
     """What the NDN exchanges share: a forwarder on every node, the producers' names,
     the routes HoPP's set-up leaves, and the CPU cost of creating packets."""
 
-    def __init__(self, sim: Simulator, net: Network, config: Settings, **overrides) -> None:
+    def __init__(self, sim: Simulator, net: RadioNetwork, config: Settings, **overrides) -> None:
         cfg = config.protocol.ndn
         self.sim = sim
         self.net = net
@@ -119,7 +119,7 @@ class NdnTree:
         the root; with `down`, each producer's prefix towards the child on the way, on
         its path (what the pulls follow)."""
         net, nodes = self.net, self.nodes
-        tree = net.parts["tree"]
+        tree = net.tree
         ids = list(net.hosts)
         for i, name in enumerate(ids):
             parent = tree.parent[i]
@@ -128,7 +128,7 @@ class NdnTree:
         if not down:
             return
         for producer, prefix in zip(self.producer_names, self.prefixes, strict=True):
-            path = net.parts["tree_path"](self.gateway_name, producer)
+            path = net.tree_path(self.gateway_name, producer)
             for here, there in zip(path, path[1:], strict=False):
                 nodes[here].forwarder.add_route(prefix, nodes[here].faces[there])
 

@@ -79,7 +79,7 @@ from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import Simulator
-from iotbench.world.networks import Network
+from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.workloads.base import Workload
 from iotbench.world.workloads.publish.schedules import SCHEDULES, PerSource, Waits
 from iotbench.world.workloads.publish.senders import SENDERS
@@ -136,30 +136,31 @@ class PublishWorkload(Workload):
         self._stopping = False  # the run's end is set for the end of the period
         self._schedules = self._build_schedules(len(producers))
         self.stress: LinkStress | None = None
-        if observers is not None and "fewest_hops" in net.parts:
-            hops = net.parts["fewest_hops"]()
+        radio = net if isinstance(net, RadioNetwork) else None
+        if observers is not None and radio is not None:
+            hops = radio.fewest_hops()
             index = {name: i for i, name in enumerate(net.hosts)}
             hops_of = {p: hops[index[host.name]] for p, host in enumerate(producers)}
             # What identifies an item's content in a frame (a sender may know better).
             content_id = getattr(self.sender, "content_id", find_reading_id)
-            self.stress = LinkStress(hops_of, self.drain_s, content_id, (net.parts["medium"],))
+            self.stress = LinkStress(hops_of, self.drain_s, content_id, (radio.medium,))
             observers.add(self.stress)
         # S4's time to content arrival ends when the content reaches the gateway's
         # radio (a pull polled for what exists ends at its answer's application, which
         # knows which request brought it).
-        if observers is not None and "medium" in net.parts and not self.polling:
+        if observers is not None and radio is not None and not self.polling:
             gateway = net.node("gateway").name
             observers.add(
                 GatewayArrivals(
                     gateway,
-                    (net.parts["medium"],),
+                    (radio.medium,),
                     getattr(self.sender, "content_id", find_reading_id),
                     self._at_gateway,
                 )
             )
         self.period: PeriodTraffic | None = None
         if observers is not None:
-            media = (net.parts["medium"],) if "medium" in net.parts else ()
+            media = (radio.medium,) if radio is not None else ()
             self.period = PeriodTraffic(sim, self.start_s, self.period_end, media)
             observers.add(self.period)
         # Energy is compared over the publishing period in every variant, from its
@@ -168,7 +169,7 @@ class PublishWorkload(Workload):
         self._energy_start: list[tuple[float, float]] | None = None
         self._energy_end: list[tuple[float, float]] | None = None
         self.series: PublishSeries | None = None
-        if observers is not None and "radios" in net.parts:
+        if observers is not None and radio is not None:
             sim.at(self.start_s, self._energy_snapshot, "start")
             sim.at(self.period_end, self._energy_snapshot, "end")
             points = workload.series_points or SERIES_POINTS
@@ -178,7 +179,7 @@ class PublishWorkload(Workload):
                 sim,
                 self.start_s,
                 (self.period_end - self.start_s) / points,
-                list(net.parts["radios"].values()),
+                list(radio.radios.values()),
                 sorted(forwarders, key=lambda pair: pair[0]),
             )
 
@@ -355,7 +356,7 @@ class PublishWorkload(Workload):
         now = self.sim.now
         energy = [
             (radio.power.air_joules(now), radio.power.joules(now))
-            for radio in self.net.parts["radios"].values()
+            for radio in self.net.radios.values()
         ]
         if which == "start":
             self._energy_start = energy
@@ -365,7 +366,7 @@ class PublishWorkload(Workload):
     def _energies(self) -> tuple[list[float], list[float]] | None:
         """Each node's energy over the publishing period: (S4's accounting, always
         listening); None without a radio network."""
-        if "radios" not in self.net.parts:
+        if not isinstance(self.net, RadioNetwork):
             return None
         if self._energy_start is None:
             self._energy_snapshot("start")
@@ -380,7 +381,7 @@ class PublishWorkload(Workload):
         sender = self.sender
         stress = self.stress or LinkStress({}, 0.0, find_reading_id)
         stress.settle(float("inf"))
-        tree = self.net.parts.get("tree")
+        tree = self.net.tree if isinstance(self.net, RadioNetwork) else None
         energies = self._energies() if tree is not None else None
         out = publish_metrics(
             base,
@@ -408,7 +409,8 @@ class PublishWorkload(Workload):
     def series_table(self) -> SeriesTable | None:
         """The run's time series and distributions (metrics/publish.py), once it
         has ended and its metrics() are taken; None without a radio network."""
-        series, tree = self.series, self.net.parts.get("tree")
+        series = self.series
+        tree = self.net.tree if isinstance(self.net, RadioNetwork) else None
         if series is None:
             return None
         series.close_bin(self.sim.now)
