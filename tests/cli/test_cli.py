@@ -263,3 +263,22 @@ def test_serve_and_client_call_real_mode(capsys, monkeypatch) -> None:
         ("serve", "coap", "127.0.0.1", 5700),
         ("client", "GET", "coap://127.0.0.1/o", None, 2.0),
     ]
+
+
+def test_run_does_not_import_the_plotting_libraries(tmp_path: Path) -> None:
+    """`iotbench run` prints a table at its end and never draws: matplotlib (about a
+    second to import) stays out of its process; `report` and `topology` load it."""
+    import subprocess
+
+    probe = (
+        "import sys\n"
+        "from iotbench.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('matplotlib' in sys.modules, code)\n"
+    )
+    argv = ["s1-object-download", "--filter", "variant=coap", "--filter", "object_size_bytes=10"]
+    argv += ["--reps", "1", "--jobs", "1", "--out", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "run", *argv], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "False 0", done.stdout + done.stderr
