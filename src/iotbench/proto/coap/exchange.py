@@ -79,8 +79,10 @@ def empty_message(type_bits: int, mid: int) -> bytes:
 
 
 def asks_later_block_of_an_update(msg: Message) -> bool:
+    if msg.code != Code.POST and msg.code != Code.PUT:
+        return False  # the method first: it needs no look through the options
     block = msg.block2
-    return block is not None and block.num > 0 and msg.code in (Code.POST, Code.PUT)
+    return block is not None and block.num > 0
 
 
 def is_success(code: int) -> bool:

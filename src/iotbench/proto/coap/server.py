@@ -65,13 +65,17 @@ class ServerSide:
     # =====================================================================
 
     def _has_bad_critical(self, options: list[tuple[int, bytes]], known: frozenset[int]) -> bool:
-        """Unrecognized critical options, or invalid ones (RFC 7252 5.4.1, 5.4.3, 5.4.5)."""
-        if not options:
+        """Unrecognized critical options, or invalid ones (RFC 7252 5.4.1, 5.4.3, 5.4.5).
+
+        One pass over the critical options only: an invalid elective option is
+        ignored (5.4.3), so `invalid_options` is asked about critical ones alone."""
+        critical = [option for option in options if option[0] & 1]
+        if not critical:
             return False
-        for number, _ in options:
-            if number & 1 and number not in known:
+        for number, _ in critical:
+            if number not in known:
                 return True
-        return any(number & 1 for number, _ in invalid_options(options))
+        return bool(invalid_options(critical))
 
     def _on_multicast(self, now: float, msg: Message, addr: Hashable) -> None:
         """A message sent to a group: only NON requests are served (RFC 7252 8.1)."""
@@ -101,7 +105,7 @@ class ServerSide:
             else:
                 self._reset(addr, msg.message_id, seen)  # 5.4.1: reject the NON
             return
-        if msg.has_option(Opt.PROXY_URI) or msg.has_option(Opt.PROXY_SCHEME):
+        if any(number == Opt.PROXY_URI or number == Opt.PROXY_SCHEME for number, _ in msg.options):
             resp = self._response_to(msg, Code.PROXYING_NOT_SUPPORTED)
             self._respond(now, msg, addr, seen, resp, multicast=multicast)
             return
