@@ -58,6 +58,8 @@ ABUSE_LIMITS = dict(
     LIMITS,
     max_new_clients=2,
     idle_timeout_s=30.0,
+    max_topic_name_bytes=3,
+    max_topic_bytes_per_client=5,
 )
 
 MESSAGES = [
@@ -162,6 +164,7 @@ def test_gateway_survives_anything_and_stays_bounded(limits, steps):
         for c in gw._clients.values():
             assert len(c.queue) <= limits["max_buffered_messages"]
             assert len(c.topics) <= limits["max_topics_per_client"]
+            assert c.topics.size_bytes <= limits.get("max_topic_bytes_per_client", 0x10000)
         assert len(gw._stored_wills) <= limits["max_stored_wills"]
     net.run(net.now + 1000)
     # Whoever is left is within its keep-alive or sleep duration (or has none, and

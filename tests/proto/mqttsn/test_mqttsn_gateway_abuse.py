@@ -1,26 +1,42 @@
-"""The gateway under abuse (issue 39, item 3), sans-I/O against the gateway with our
-broker behind it: a flood of CONNECTs with Duration 0 from addresses that never
-answer (spoofed). The attack is run first with the sans-I/O defaults, which follow
-the specification and the simulator's runs, then with the bounds set as `iotbench
-serve mqttsn-gateway` sets them; legitimate clients must still be served."""
+"""The gateway under abuse (issue 39, items 3 and 4), sans-I/O against the gateway
+with our broker behind it: a flood of CONNECTs with Duration 0 from addresses that
+never answer (spoofed), and topic names of 60 kB. Each attack is run first with the
+sans-I/O defaults, which follow the specification and the simulator's runs, then
+with the bounds set as `iotbench serve mqttsn-gateway` sets them; legitimate
+clients must still be served."""
 
 from __future__ import annotations
 
-from mqttsn_harness import GW, Net, client_addr
+from mqttsn_harness import GATEWAY, GW, Net, client_addr
 
 from iotbench.proto.mqtt.events import MessageReceived as MqttMessage
 from iotbench.proto.mqttsn.codec import (
+    ConnAck,
     Connect,
     PingReq,
+    RegAck,
+    Register,
     ReturnCode,
+    SubAck,
+    Subscribe,
+    UnsubAck,
+    Unsubscribe,
+    WillTopic,
+    WillTopicResp,
+    WillTopicUpd,
     encode,
 )
 from iotbench.proto.mqttsn.events import (
     ClientDisconnected,
     ConnectionRefused,
     Disconnected,
+    MessageReceived,
     Published,
+    Registered,
+    RequestFailed,
+    Subscribed,
 )
+from iotbench.proto.mqttsn.registry import TopicRegistry
 
 FLOOD = 1000  # the issue's count
 SPOOFED = "198.51.100.7"  # TEST-NET-2: nothing there answers
@@ -178,3 +194,140 @@ def test_keep_alive_clients_are_supervised_as_before():
     net.run(net.now + 2)
     assert net.gateway.client_state("dev") is None
     assert net.gw_events[-1] == ClientDisconnected(client_addr("dev"), "dev", "keep-alive-timeout")
+
+
+# ---- item 4: topic names -----------------------------------------------------------------------
+
+
+def raw_connected(net: Net, name: str):
+    """A client driven by hand (its REGISTERs are not what MqttSnClient would send)."""
+    c = net.add(name)
+    c._send(encode(Connect(name, 60)), GW)
+    net.step(0.1)
+    assert net.gateway.client_state(name) == "active"
+    return c
+
+
+def replies(net: Net, start: int, to: str) -> list:
+    return [m for _, s, d, m in net.log[start:] if s == GATEWAY and d == to]
+
+
+def test_without_a_byte_bound_60kB_names_grow_the_gateway_without_end():
+    """What the report measured, with the gateway's topic tables of old (a count
+    of 1,000 per client, no bound on octets), at a tenth of its size to keep the
+    test small: 5 clients x 100 names of 60 kB, all accepted, 30 MB held (the
+    report's 1,000 each: 300 MB)."""
+    net = Net(max_topic_bytes_per_client=2**40)
+    name = "a/" + "x" * 60_000
+    for k in range(5):
+        c = raw_connected(net, f"c{k}")
+        for i in range(100):
+            c._send(encode(Register(0, i + 1, f"{name}/{i}")), GW)
+        net.step(0.1)
+    assert all(len(net.gateway._by_id[f"c{k}"].topics) == 100 for k in range(5))
+    held = sum(net.gateway._by_id[f"c{k}"].topics.size_bytes for k in range(5))
+    assert held > 5 * 100 * 60_000
+
+
+def test_a_client_topic_table_holds_at_most_its_bytes():
+    """The same attack with the default bound (64 KiB per client): one 60 kB name each,
+    "congestion" for the rest, and the attackers' tables do not touch anyone else's."""
+    net = Net()
+    name = "a/" + "x" * 60_000
+    start = len(net.log)
+    for k in range(5):
+        c = raw_connected(net, f"c{k}")
+        for i in range(1000):
+            c._send(encode(Register(0, i + 1, f"{name}/{i}")), GW)
+        net.step(0.1)
+    for k in range(5):
+        acks = [m for m in replies(net, start, f"c{k}") if type(m) is RegAck]
+        assert [m.return_code for m in acks] == [0] + [ReturnCode.CONGESTION] * 999
+        assert net.gateway._by_id[f"c{k}"].topics.size_bytes <= 0x10000
+    dev = connected(net, "dev")
+    ids = [dev.register(net.now, f"sensors/t{i}") for i in range(100)]
+    net.step(5.0)  # one at a time
+    assert [e.msg_id for e in net.take("dev", Registered)] == ids
+
+
+def test_topic_table_bytes_refuse_with_congestion_and_count_every_name():
+    """A name that does not fit is "congestion", as a table full by count is; the names
+    of SUBSCRIBEs and of the gateway's own REGISTERs share the same octets."""
+    net = Net(max_topic_bytes_per_client=10)
+    pub = net.add_mqtt("pub")
+    dev = connected(net, "dev")
+    a = dev.register(net.now, "t/12345")  # 7 octets
+    b = dev.register(net.now, "t/1234")  # 6 more: 13 > 10
+    net.step(0.5)
+    assert [e.msg_id for e in net.take("dev", Registered)] == [a]
+    assert net.take("dev", RequestFailed) == [
+        RequestFailed("register", b, "rejected", ReturnCode.CONGESTION)
+    ]
+    assert dev.register(net.now, "t/12345") is not None  # the same name again is free
+    net.step(0.5)
+    assert [e.topic_id for e in net.take("dev", Registered)] == [1]
+    # Subscribed, but its name does not fit: no topic id in the SUBACK, and what is
+    # published to it cannot be registered with the client (dropped and counted).
+    dev.subscribe(net.now, "s/ab", 1)
+    net.step(0.5)
+    assert [e.topic_id for e in net.take("dev", Subscribed)] == [0]
+    pub.publish(net.now, "s/ab", b"no room", 1)
+    net.step(0.5)
+    assert net.take("dev", MessageReceived) == []
+    assert net.gateway.stats.dropped_buffer_full == 1
+
+
+def test_long_topic_names_are_not_supported():
+    """max_topic_name_bytes: REGISTER, SUBSCRIBE, UNSUBSCRIBE, WILLTOPIC and
+    WILLTOPICUPD with a longer name or filter; a name of exactly that length is fine."""
+    net = Net(max_topic_name_bytes=256)
+    ok, long = "a/" + "x" * 254, "a/" + "x" * 255
+    c = raw_connected(net, "raw")
+    start = len(net.log)
+    c._send(encode(Register(0, 1, long)), GW)
+    c._send(encode(Register(0, 2, ok)), GW)
+    c._send(encode(Register(0, 3, "é" * 129)), GW)  # 258 octets in 129 characters
+    c._send(encode(Subscribe(4, 0, topic_name=long[:-1] + "#")), GW)
+    c._send(encode(Unsubscribe(5, topic_name=long)), GW)
+    c._send(encode(WillTopicUpd(long)), GW)
+    net.step(0.5)
+    assert replies(net, start, "raw") == [
+        RegAck(0, 1, ReturnCode.NOT_SUPPORTED),
+        RegAck(1, 2, ReturnCode.ACCEPTED),
+        RegAck(0, 3, ReturnCode.NOT_SUPPORTED),
+        SubAck(0, 4, ReturnCode.NOT_SUPPORTED),
+        UnsubAck(5),
+        WillTopicResp(ReturnCode.NOT_SUPPORTED),
+    ]
+    assert net.gateway.stats.long_topics == 5
+
+    w = net.add("w")
+    w._send(encode(Connect("w", 60, will=True)), GW)
+    net.step(0.1)
+    start = len(net.log)
+    w._send(encode(WillTopic(long)), GW)
+    net.step(0.1)
+    assert replies(net, start, "w") == [ConnAck(ReturnCode.NOT_SUPPORTED)]
+    assert net.gateway.client_state("w") is None
+
+
+def test_the_defaults_take_every_name_MQTT_can_carry():
+    """The sans-I/O default is MQTT's own limit, so no simulated run changes."""
+    net = Net()
+    c = raw_connected(net, "raw")
+    start = len(net.log)
+    c._send(encode(Register(0, 1, "a/" + "x" * 60_000)), GW)
+    net.step(0.1)
+    assert replies(net, start, "raw") == [RegAck(1, 1, ReturnCode.ACCEPTED)]
+
+
+def test_registry_counts_octets_through_forget_learn_and_clear():
+    r = TopicRegistry(10, max_bytes=8)
+    assert r.assign("ab") == 1 and r.assign("cdé") == 2 and r.size_bytes == 6
+    assert r.assign("xyz") is None  # 9 > 8
+    r.forget(1)
+    assert r.size_bytes == 4 and r.assign("xyz") == 3 and r.size_bytes == 7
+    assert r.learn(7, "cdé") and r.size_bytes == 7  # moved to a new id, counted once
+    assert not r.learn(8, "ab")  # 9 > 8
+    r.clear()
+    assert r.size_bytes == 0 and r.learn(1, "12345678")

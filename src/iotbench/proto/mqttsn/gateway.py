@@ -61,11 +61,12 @@ What it does, with the choices the specification leaves open:
   of a client at another address takes over (a sleeping client that moved
   keeps its state).
 - Topic ids (6.5): one registry per client, ids 1, 2, 3... per connection.
-  REGISTER of a name with wildcards gets "rejected: not supported", beyond
-  max_topics_per_client "rejected: congestion". Before the first PUBLISH of
-  a topic the client does not know, the gateway sends REGISTER and waits for
-  REGACK. Predefined ids come from configuration; two-octet topic names go
-  out as short topic names.
+  REGISTER of a name with wildcards or longer than max_topic_name_bytes
+  gets "rejected: not supported", beyond max_topics_per_client or
+  max_topic_bytes_per_client "rejected: congestion". Before the first
+  PUBLISH of a topic the client does not know, the gateway sends REGISTER
+  and waits for REGACK. Predefined ids come from configuration; two-octet
+  topic names go out as short topic names.
 - PUBLISH from a client is passed on at the same QoS. QoS 1: PUBACK once the
   broker's PUBACK came (end to end); QoS 2: PUBREC once the broker's PUBCOMP
   came, PUBCOMP on PUBREL. A repeat of a message still on its way to the

@@ -161,7 +161,8 @@ class GatewayClients:
             self.stats.refused += 1
             self._send(ConnAck(ReturnCode.CONGESTION), addr)
             return
-        c = ClientSession(addr, m, now, self.params.max_topics_per_client)
+        p = self.params
+        c = ClientSession(addr, m, now, p.max_topics_per_client, p.max_topic_bytes_per_client)
         self._clients[addr] = c
         self._by_id[c.client_id] = c
         self._new[c] = None
@@ -218,7 +219,7 @@ class GatewayClients:
             c.will_topic = None  # 6.3: the empty WILLTOPIC deletes the will
             self._connect_broker(c)
             return
-        if not is_valid_topic(m.topic) or not mqtt_text_ok(m.topic):
+        if not is_valid_topic(m.topic) or not mqtt_text_ok(m.topic) or self._too_long(m.topic):
             self.stats.refused += 1
             self._send(ConnAck(ReturnCode.NOT_SUPPORTED), c.addr)
             self._forget(c, "refused")
@@ -276,7 +277,10 @@ class GatewayClients:
         if c.state not in CONNECTED:
             self.stats.unexpected += 1
             return
-        if m.topic is not None and (not is_valid_topic(m.topic) or not mqtt_text_ok(m.topic)):
+        topic = m.topic
+        if topic is not None and (
+            not is_valid_topic(topic) or not mqtt_text_ok(topic) or self._too_long(topic)
+        ):
             self._send(WillTopicResp(ReturnCode.NOT_SUPPORTED), c.addr)
             return
         if m.topic is None:

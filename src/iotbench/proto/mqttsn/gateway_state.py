@@ -51,6 +51,7 @@ class MqttSnGatewayStats:
     refused: int = 0
     evicted: int = 0  # new clients ended to make room (max_new_clients)
     unknown_clients: int = 0
+    long_topics: int = 0  # topic names beyond max_topic_name_bytes, refused
     invalid_topic_ids: int = 0
     retransmissions: int = 0
     dropped_buffer_full: int = 0
@@ -125,7 +126,9 @@ class ClientSession:
         "will_topic",
     )
 
-    def __init__(self, addr: Hashable, m: Connect, now: float, max_topics: int) -> None:
+    def __init__(
+        self, addr: Hashable, m: Connect, now: float, max_topics: int, max_topic_bytes: int
+    ) -> None:
         self.addr = addr
         self.client_id = m.client_id
         self.clean_session = m.clean_session
@@ -135,7 +138,7 @@ class ClientSession:
         self.last_heard_s = now
         self.sleep_s = 0
         self.link: BrokerLink | None = None
-        self.topics = TopicRegistry(max_topics)
+        self.topics = TopicRegistry(max_topics, max_topic_bytes)
         self.known_ids: set[int] = set()  # normal ids the client has acknowledged or chosen
         self.will_topic: str | None = None
         self.will_msg = b""

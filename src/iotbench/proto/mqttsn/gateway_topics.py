@@ -45,6 +45,15 @@ class GatewayTopics:
     # clients: messages to the broker
     # =====================================================================
 
+    def _too_long(self, name: str) -> bool:
+        """A topic name or filter from a client beyond max_topic_name_bytes (counted).
+        Its memory is the gateway's from then on (a registration, a will, a
+        subscription), and a UDP datagram carries up to 64 kB of it."""
+        if len(name.encode("utf-8")) <= self.params.max_topic_name_bytes:
+            return False
+        self.stats.long_topics += 1
+        return True
+
     def _publish_topic(
         self, c: ClientSession | None, kind: TopicIdType, topic_id: int
     ) -> str | None:
@@ -85,7 +94,9 @@ class GatewayTopics:
             self.stats.unexpected += 1
             return
         name = m.topic_name
-        if not is_valid_topic(name) or not mqtt_text_ok(name):
+        # Too long is "not supported": as with a wildcard, asking again will not help.
+        # A full table (count or octets) is "congestion", as for max_topics_per_client.
+        if not is_valid_topic(name) or not mqtt_text_ok(name) or self._too_long(name):
             self._send(RegAck(0, m.msg_id, ReturnCode.NOT_SUPPORTED), c.addr)
             return
         topic_id = c.topics.assign(name)
@@ -139,6 +150,8 @@ class GatewayTopics:
     def _subscription_filter(self, m: Subscribe | Unsubscribe) -> str | None:
         if m.topic_id_type == TopicIdType.NORMAL:
             name = m.topic_name
+            if self._too_long(name):
+                return None  # SUBSCRIBE: "not supported"; UNSUBSCRIBE: nothing to remove
         elif m.topic_id_type == TopicIdType.PREDEFINED:
             name = self.params.predefined_topics.get(m.topic_id)
         else:

@@ -18,10 +18,17 @@ from typing import Literal
 from iotbench.proto.paramcheck import check, is_int, is_seconds
 from iotbench.proto.retransmit import BackoffSchedule
 
-__all__ = ["MAX_CLIENT_ID_CHARS", "MqttSnClientParams", "MqttSnGatewayParams"]
+__all__ = [
+    "MAX_CLIENT_ID_CHARS",
+    "MAX_TOPIC_BYTES",
+    "MqttSnClientParams",
+    "MqttSnGatewayParams",
+]
 
 #: 5.3.1: a ClientId is 1 to 23 characters long.
 MAX_CLIENT_ID_CHARS = 23
+#: The longest topic name MQTT 3.1.1 can carry (1.5.3), in UTF-8 octets.
+MAX_TOPIC_BYTES = 0xFFFF
 GIVE_UP = ("disconnect", "request")
 
 
@@ -195,6 +202,14 @@ class MqttSnGatewayParams(_RetryParams):
       messages for it are dropped and counted.
     - max_topics_per_client: topic ids registered per client; REGISTER
       beyond it is refused with "rejected: congestion".
+    - max_topic_name_bytes: the longest topic name (UTF-8 octets) a client
+      may REGISTER, SUBSCRIBE to (a filter too) or give as its will topic;
+      a longer one is refused with "rejected: not supported". Default:
+      65535, all MQTT can carry (1.5.3).
+    - max_topic_bytes_per_client: octets of topic names one client's topic
+      table may hold (its REGISTERs, SUBSCRIBEs and the gateway's own
+      REGISTERs together); REGISTER beyond it is refused with "rejected:
+      congestion", like beyond max_topics_per_client.
     - max_stored_wills: wills kept for disconnected CleanSession=0 clients
       (6.3); the oldest is forgotten beyond it.
     - broker_keep_alive_s: keep-alive of each MQTT connection to the broker
@@ -215,6 +230,8 @@ class MqttSnGatewayParams(_RetryParams):
     max_new_clients: int | None = None
     max_buffered_messages: int = 100
     max_topics_per_client: int = 1000
+    max_topic_name_bytes: int = MAX_TOPIC_BYTES
+    max_topic_bytes_per_client: int = 0x10000
     max_stored_wills: int = 1000
     broker_keep_alive_s: int = 60
     qos_minus_one_client_id: str = ""
@@ -259,6 +276,7 @@ class MqttSnGatewayParams(_RetryParams):
             "max_clients",
             "max_buffered_messages",
             "max_topics_per_client",
+            "max_topic_bytes_per_client",
             "max_stored_wills",
         ):
             value = getattr(self, name)
@@ -270,6 +288,13 @@ class MqttSnGatewayParams(_RetryParams):
             new is None or (is_int(new) and new >= 1),
             "None or an integer >= 1",
             new,
+        )
+        check(
+            cls,
+            "max_topic_name_bytes",
+            is_int(self.max_topic_name_bytes) and 1 <= self.max_topic_name_bytes <= MAX_TOPIC_BYTES,
+            f"an integer in 1..{MAX_TOPIC_BYTES}",
+            self.max_topic_name_bytes,
         )
         check(
             cls,
