@@ -5,7 +5,9 @@ decides what a GET returns); the operating system does TCP. Requests on one
 connection are answered in order (keep-alive and pipelining as h11 allows),
 GET and HEAD only. A malformed request gets 400 and the connection closes;
 an idle connection closes after `IDLE_TIMEOUT_S`; at most `MAX_CONNECTIONS`
-are served at once, so a flood cannot exhaust the server.
+are served at once, so a flood cannot exhaust the server. Connections come
+through real/stream.py's Listener, which backs off quietly when the process
+is out of file descriptors.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import h11
 
 from iotbench.apps.http.content import answer
 from iotbench.apps.sensors import sensor_set
+from iotbench.real.driver import serve_until_cancelled
+from iotbench.real.stream import Listener
 
 IDLE_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 512
@@ -99,12 +103,13 @@ async def serve_http(
     port: int = 8080,
     *,
     object_size_bytes: int = 100,
-    on_ready: Callable[[asyncio.AbstractServer], None] | None = None,
+    on_ready: Callable[[Listener], None] | None = None,
 ) -> None:
     """Serve the sensor readings over HTTP/1.1 until cancelled."""
     server = HttpServer(object_size_bytes)
-    listener = await asyncio.start_server(server.handle, host, port)
-    async with listener:
-        if on_ready is not None:
-            on_ready(listener)
-        await listener.serve_forever()
+
+    def streams() -> asyncio.StreamReaderProtocol:  # what asyncio.start_server makes
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(), server.handle)
+
+    listener = await Listener.open(host, port, streams, open_connections=lambda: server.connections)
+    await serve_until_cancelled(listener, on_ready)

@@ -24,13 +24,20 @@ A peer can never stop the server: the stack never raises for any bytes, an
 event handler that raises is logged, and a peer that does not read what it
 is sent is cut off once `max_write_buffer_bytes` are waiting for it, so a
 slow or hostile reader cannot make the server's memory grow without bound.
+
+Nor can too many peers: a server out of file descriptors (or kernel memory)
+stops accepting for `ACCEPT_BACKOFF_S` at a time, logs one line per
+`ACCEPT_LOG_INTERVAL_S`, and serves the connections it has (`Listener`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from iotbench.proto.sansio import drain_with
 from iotbench.real.timer import LoopTimer
@@ -39,6 +46,34 @@ log = logging.getLogger("iotbench.real")
 
 #: Unread bytes one server connection may have waiting before it is aborted.
 DEFAULT_MAX_WRITE_BUFFER_BYTES = 16 << 20
+#: How long a listener stops accepting after accept() failed for want of a
+#: resource. Connections that arrive meanwhile wait in the kernel's listen
+#: queue; short, so that they are taken soon after descriptors are free again,
+#: and each retry costs one failing system call.
+ACCEPT_BACKOFF_S = 0.5
+#: While accept() keeps failing, at most one log line per this many seconds.
+ACCEPT_LOG_INTERVAL_S = 10.0
+#: Connections taken per wake-up of a listener, and its listen queue (asyncio's 100).
+ACCEPT_BATCH = BACKLOG = 100
+#: accept() errors that belong to one connection, not to the listener: accept(2) on
+#: Linux passes a pending network error of the new connection on, to be treated
+#: as "try again". Any other error means no connection can be taken just now
+#: (EMFILE, ENFILE, ENOBUFS, ENOMEM above all) and the listener backs off.
+_PER_CONNECTION_ERRORS = {
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "ENETDOWN",
+        "EPROTO",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+}
 
 EventHandler = Callable[[object], None]
 
@@ -126,6 +161,176 @@ async def open_stream_client(
     return driver
 
 
+class Listener:
+    """Listening TCP sockets whose connections become `protocol_factory()`'s protocols.
+
+    In place of asyncio's loop.create_server, whose accept loop, out of file
+    descriptors, logs a traceback for each of up to 100 failing accept()
+    calls per wake-up and arms a retry timer for each, and those timers wake
+    it again: a broker at `ulimit -n 1024` given 1,100 connections spent 12 s
+    of CPU in 25 s writing 55,000 tracebacks, and its clients timed out
+    (issue 39). Here a failed accept() stops accepting on that socket for
+    `backoff_s`; the log gets one line when that starts, at most one per
+    `log_interval_s` while it lasts (with the count of failed accept()
+    calls) and one when accepting works again; open connections are served
+    throughout.
+
+    `sockets` are the listening sockets (getsockname() gives the port
+    chosen for port 0), as asyncio.Server's; `close()` stops listening.
+    """
+
+    def __init__(
+        self,
+        sockets: list[socket.socket],
+        protocol_factory: Callable[[], asyncio.Protocol],
+        *,
+        backoff_s: float = ACCEPT_BACKOFF_S,
+        log_interval_s: float = ACCEPT_LOG_INTERVAL_S,
+        open_connections: Callable[[], int] | None = None,
+    ) -> None:
+        self.sockets = tuple(sockets)
+        self.protocol_factory = protocol_factory
+        self.backoff_s = backoff_s
+        self.log_interval_s = log_interval_s
+        self.open_connections = open_connections
+        self.loop = asyncio.get_running_loop()
+        self.failed_accepts = 0  # in all, for tests and curious callers
+        self._failing: dict[socket.socket, _Failing] = {}
+        self._resumes: dict[socket.socket, asyncio.TimerHandle] = {}
+        self._attaching: set[asyncio.Task] = set()
+        self._closed = False
+        for sock in self.sockets:
+            self.loop.add_reader(sock.fileno(), self._accept, sock)
+
+    @classmethod
+    async def open(
+        cls, host: str, port: int, protocol_factory: Callable[[], asyncio.Protocol], **options
+    ) -> Listener:
+        """Listen on every address `host` resolves to (as loop.create_server does)."""
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        sockets: list[socket.socket] = []
+        try:
+            for family, address in dict.fromkeys((info[0], info[4]) for info in infos):
+                sock = socket.create_server(address, family=family, backlog=BACKLOG)
+                sock.setblocking(False)
+                sockets.append(sock)
+        except BaseException:
+            for sock in sockets:
+                sock.close()
+            raise
+        return cls(sockets, protocol_factory, **options)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for sock in self.sockets:
+            self.loop.remove_reader(sock.fileno())
+            sock.close()
+        for handle in self._resumes.values():
+            handle.cancel()
+        self._resumes.clear()
+
+    # ---- accepting -------------------------------------------------------------------------
+
+    def _accept(self, sock: socket.socket) -> None:
+        for _ in range(ACCEPT_BATCH):  # then let the loop serve the open connections
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return  # none waiting
+            except OSError as exc:
+                if exc.errno in _PER_CONNECTION_ERRORS:
+                    continue
+                self._back_off(sock, exc)
+                return
+            if sock in self._failing:
+                self._recovered(sock)
+            task = self.loop.create_task(self._attach(conn))
+            self._attaching.add(task)
+            task.add_done_callback(self._attaching.discard)
+
+    async def _attach(self, conn: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(self.protocol_factory, conn)
+        except OSError as exc:  # the peer went away meanwhile
+            log.debug("an accepted connection failed: %s", exc)
+            conn.close()
+
+    def _back_off(self, sock: socket.socket, exc: OSError) -> None:
+        self.failed_accepts += 1
+        self.loop.remove_reader(sock.fileno())
+        if not self._closed:
+            self._resumes[sock] = self.loop.call_later(self.backoff_s, self._resume, sock)
+        now = self.loop.time()
+        failing = self._failing.get(sock)
+        if failing is None:
+            self._failing[sock] = _Failing(since_s=now, logged_s=now)
+            log.warning(
+                "cannot accept connections on %s: %s; trying again every %g s, serving the %s",
+                _address(sock),
+                _reason(exc),
+                self.backoff_s,
+                self._open_ones(),
+            )
+            return
+        failing.failures += 1
+        failing.total += 1
+        if now - failing.logged_s >= self.log_interval_s:
+            log.warning(
+                "still cannot accept connections on %s: %s; %d accept() calls failed"
+                " in the last %.0f s, serving the %s",
+                _address(sock),
+                _reason(exc),
+                failing.failures,
+                now - failing.logged_s,
+                self._open_ones(),
+            )
+            failing.failures, failing.logged_s = 0, now
+
+    def _resume(self, sock: socket.socket) -> None:
+        del self._resumes[sock]
+        self.loop.add_reader(sock.fileno(), self._accept, sock)
+
+    def _recovered(self, sock: socket.socket) -> None:
+        failing = self._failing.pop(sock)
+        log.warning(
+            "accepting connections on %s again, after %.1f s and %d failed accept() calls",
+            _address(sock),
+            self.loop.time() - failing.since_s,
+            failing.total,
+        )
+
+    def _open_ones(self) -> str:
+        if self.open_connections is None:
+            return "open connections"
+        # Those accepted but not yet handed to their protocol hold descriptors too.
+        return f"{self.open_connections() + len(self._attaching)} open connections"
+
+
+@dataclass(slots=True)
+class _Failing:
+    """A listening socket's run of failed accept() calls."""
+
+    since_s: float
+    logged_s: float  # when the last line about it was logged
+    failures: int = 0  # since then
+    total: int = 1
+
+
+def _address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _reason(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+    return f"{exc.strerror or exc} ({name})" if name else str(exc)
+
+
 class _ServerConnection(asyncio.Protocol):
     """One accepted TCP connection of a StreamServerDriver."""
 
@@ -159,11 +364,12 @@ class StreamServerDriver:
         self.stack = stack
         self.on_event = on_event or (lambda event: None)
         self.max_write_buffer_bytes = max_write_buffer_bytes
-        self.server: asyncio.Server | None = None
+        self.server: Listener | None = None
         self.loop = asyncio.get_running_loop()
         self._timer = LoopTimer(self.loop, self._on_timer)
         self._transports: dict[int, asyncio.Transport] = {}
         self._next_conn = 1
+        self._closed = False
         self.aborted_slow_readers = 0
 
     def now(self) -> float:
@@ -176,6 +382,9 @@ class StreamServerDriver:
     # ---- from the connections ------------------------------------------------------------
 
     def _connection_made(self, transport: asyncio.Transport) -> int:
+        if self._closed:  # accepted just before close(): not served
+            transport.close()
+            return 0
         conn = self._next_conn
         self._next_conn += 1
         self._transports[conn] = transport
@@ -223,6 +432,7 @@ class StreamServerDriver:
 
     def close(self) -> None:
         """Stop listening and close every connection."""
+        self._closed = True
         if self.server is not None:
             self.server.close()
         for transport in list(self._transports.values()):
@@ -240,6 +450,10 @@ async def start_stream_server(
 ) -> StreamServerDriver:
     """Listen on host:port (port 0: any free port); every connection feeds `stack`."""
     driver = StreamServerDriver(stack, on_event, max_write_buffer_bytes=max_write_buffer_bytes)
-    loop = asyncio.get_running_loop()
-    driver.server = await loop.create_server(lambda: _ServerConnection(driver), host, port)
+    driver.server = await Listener.open(
+        host,
+        port,
+        lambda: _ServerConnection(driver),
+        open_connections=lambda: driver.connections,
+    )
     return driver
