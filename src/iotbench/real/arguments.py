@@ -228,6 +228,45 @@ def add_real_commands(
         help="a predefined topic id (1-65534) and its topic name, known to the clients"
         " in advance; they may publish to it with QoS -1; repeat for more",
     )
+    gateway.add_argument(
+        "--max-clients",
+        type=positive_int,
+        metavar="N",
+        help="clients kept at once, each with its own broker connection (default: 1000);"
+        " one more gets CONNACK 'rejected: congestion'",
+    )
+    gateway.add_argument(
+        "--max-new-clients",
+        type=non_negative_int,
+        metavar="N",
+        help="of these, clients still connecting or silent since their CONNACK (a CONNECT"
+        " is easily sent from a spoofed address): one more, or a CONNECT that finds the"
+        " table full, ends the oldest of them instead of being refused (default: a quarter"
+        " of --max-clients; 0: no share, a full table refuses)",
+    )
+    gateway.add_argument(
+        "--idle-timeout",
+        type=_seconds_or_never,
+        metavar="S",
+        help="a client with keep-alive 0 (CONNECT Duration 0, which MQTT-SN 1.2 leaves"
+        " unsupervised) is given up after this long without a message from it (default:"
+        " 600; 0: never)",
+    )
+    gateway.add_argument(
+        "--max-topic-name-bytes",
+        type=_topic_bytes,
+        metavar="BYTES",
+        help="the longest topic name or filter, in UTF-8 octets, a client may REGISTER,"
+        " SUBSCRIBE to or give as its will topic; longer gets 'rejected: not supported'"
+        " (default: 256; at most 65535, MQTT's limit)",
+    )
+    gateway.add_argument(
+        "--max-topic-bytes-per-client",
+        type=positive_int,
+        metavar="BYTES",
+        help="octets of topic names one client's topic table may hold; a REGISTER beyond"
+        " gets 'rejected: congestion' (default: 65536)",
+    )
     ndn = p.add_argument_group("ndn")
     ndn.add_argument("--prefix", help="name the producer serves (default: /iotbench/sensor)")
     ndn.add_argument(
@@ -467,3 +506,21 @@ def add_oscore_argument(p: argparse.ArgumentParser, what: str, many: bool = Fals
         metavar="CONTEXT.json",
         help="a context file; repeat it for each client" if many else "the context file",
     )
+
+
+def _seconds_or_never(text: str) -> float:
+    """Seconds > 0, or 0 for never."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return positive_float(text)
+
+
+def _topic_bytes(text: str) -> int:
+    """A topic name's length: 1 up to MQTT's 65535 octets."""
+    value = positive_int(text)
+    if value > 0xFFFF:
+        raise argparse.ArgumentTypeError(f"{value} is more than MQTT's 65535 octets")
+    return value

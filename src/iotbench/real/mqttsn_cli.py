@@ -27,6 +27,12 @@ from iotbench.scenarios import UserError
 
 ACTIONS = ("pub", "sub")
 DEFAULT_BROKER = "127.0.0.1:1883"
+#: What `serve mqttsn-gateway` bounds by default against clients that anyone on the
+#: network can be (docs/mqttsn.md, "The gateway under abuse"). The sans-I/O defaults
+#: leave these to the specification, so that no simulated run changes.
+IDLE_TIMEOUT_S = 600.0  # a client with keep-alive 0 silent this long is given up
+NEW_CLIENTS_SHARE = 4  # new clients may hold a quarter of --max-clients
+MAX_TOPIC_NAME_BYTES = 256
 
 
 def broker_address(text: str) -> tuple[str, int]:
@@ -55,13 +61,49 @@ def predefined_topics(pairs: list[str] | None) -> dict[int, str]:
     return topics
 
 
+def gateway_params(args: argparse.Namespace) -> MqttSnGatewayParams:
+    """The gateway's parameters from `serve mqttsn-gateway`'s options, with the real
+    server's defaults for the bounds the options leave open."""
+    sans_io = MqttSnGatewayParams  # its class defaults
+    max_clients = args.max_clients or sans_io.max_clients
+    new = args.max_new_clients
+    if new is None:
+        new = max(1, max_clients // NEW_CLIENTS_SHARE)
+    idle = IDLE_TIMEOUT_S if args.idle_timeout is None else args.idle_timeout
+    try:
+        return MqttSnGatewayParams(
+            predefined_topics=predefined_topics(args.predefined_topic),
+            max_clients=max_clients,
+            max_new_clients=new or None,  # 0: no share of their own
+            idle_timeout_s=idle or None,  # 0: never
+            max_topic_name_bytes=args.max_topic_name_bytes or MAX_TOPIC_NAME_BYTES,
+            max_topic_bytes_per_client=(
+                args.max_topic_bytes_per_client or sans_io.max_topic_bytes_per_client
+            ),
+        )
+    except ValueError as exc:
+        # The parameters' own check; the options' types have checked every number, so
+        # what is left is a predefined topic: id range, wildcards, duplicates.
+        raise UserError(f"--predefined-topic: {exc}") from None
+
+
+def describe_bounds(params: MqttSnGatewayParams) -> str:
+    """One line on what the gateway bounds, for its start-up message."""
+    new = params.max_new_clients
+    idle = params.idle_timeout_s
+    return (
+        f"  at most {params.max_clients} clients"
+        + (f", up to {new} of them new (silent since CONNACK)" if new else "")
+        + (f"; keep-alive 0 given up after {idle:g} s of silence" if idle else "")
+        + f"; topic names up to {params.max_topic_name_bytes} octets,"
+        f" {params.max_topic_bytes_per_client} per client"
+    )
+
+
 async def server(args: argparse.Namespace) -> None:
     """The gateway on UDP args.host:args.port, for the broker at args.broker."""
     broker_host, broker_port = broker_address(args.broker or DEFAULT_BROKER)
-    try:
-        params = MqttSnGatewayParams(predefined_topics=predefined_topics(args.predefined_topic))
-    except ValueError as exc:  # the parameters' own check: id range, wildcards, duplicates
-        raise UserError(f"--predefined-topic: {exc}") from None
+    params = gateway_params(args)
 
     def ready(driver: GatewayDriver) -> None:
         host, port = gateway_address(driver)
@@ -73,6 +115,7 @@ async def server(args: argparse.Namespace) -> None:
         lines += [
             f"  predefined topic {i:>5}  {name}" for i, name in params.predefined_topics.items()
         ]
+        lines.append(describe_bounds(params))
         print("\n".join(lines), file=sys.stderr, flush=True)
 
     try:
