@@ -248,9 +248,9 @@ def add_real_commands(
         "--idle-timeout",
         type=_seconds_or_never,
         metavar="S",
-        help="a client with keep-alive 0 (CONNECT Duration 0, which MQTT-SN 1.2 leaves"
-        " unsupervised) is given up after this long without a message from it (default:"
-        " 600; 0: never)",
+        help="a client with keep-alive 0 (CONNECT Duration 0: never supervised, as in"
+        " MQTT) is given up after this long without a message from it (default: 600;"
+        " 0: never)",
     )
     gateway.add_argument(
         "--max-topic-name-bytes",

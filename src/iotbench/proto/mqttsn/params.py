@@ -180,11 +180,11 @@ class MqttSnGatewayParams(_RetryParams):
       out of band; also the topics of QoS -1 publishes (6.8).
     - keep_alive_factor: a client is lost after keep-alive (or sleep
       duration) x this factor of silence (6.11, 6.14).
-    - idle_timeout_s: an active client whose keep-alive is 0, which 6.11
-      leaves unsupervised, is lost after this long without a message from
-      it, as after a keep-alive timeout; None (default): never, as the
-      specification has it. Without it a CONNECT with Duration 0 from a
-      spoofed address holds a slot and a broker connection for ever.
+    - idle_timeout_s: an active client whose keep-alive is 0 (no keep-alive,
+      as MQTT 3.1.1 reads it, 3.1.2.10) is lost after this long without a
+      message from it, as after a keep-alive timeout; None (default): never.
+      Without it a CONNECT with Duration 0 from a spoofed address holds a
+      slot and a broker connection for ever.
     - connect_timeout_s: a client that started CONNECT and neither finished
       the will exchange nor got a CONNACK within this time is dropped.
     - max_clients: clients with state at the gateway (connecting, active,
