@@ -69,9 +69,14 @@ TIME_WAIT = "TIME-WAIT"
 # States in which data may be sent / received.
 _CAN_SEND = frozenset({ESTABLISHED, CLOSE_WAIT, FIN_WAIT_1, CLOSING, LAST_ACK})
 _CAN_RECEIVE = frozenset({ESTABLISHED, FIN_WAIT_1, FIN_WAIT_2})
+# States after the peer's FIN: a FIN further on is not a second end of its stream.
+_PEER_FINISHED = frozenset({CLOSE_WAIT, CLOSING, LAST_ACK, TIME_WAIT})
 
 MOD = 1 << 32
 DEFAULT_PEER_MSS = 536  # RFC 9293 3.7.1: assumed when the SYN carries no MSS option
+# The smallest MSS taken from a peer (Linux's tcp_min_snd_mss): a smaller one, down
+# to 0, would leave no room for data beside the timestamp option.
+MIN_PEER_MSS = 48
 TIMESTAMP_OPTION_LEN = 12  # NOP NOP TS, in every segment once negotiated
 MAX_SYN_OPTION_SPACE = 40
 
@@ -132,7 +137,8 @@ class TcpConnection:
 
         # ---- receive side (offsets from the peer's ISN; 0 is its SYN)
         self.rcv_nxt = 0
-        self._ooo: dict[int, bytes] = {}
+        # Out-of-order segments: start -> (first byte kept, the bytes kept); see _hold.
+        self._ooo: dict[int, tuple[int, bytes]] = {}
         self._sack_report: list[list[int]] = []  # most recent first (RFC 2018 4)
         self._peer_fin: int | None = None  # offset of a FIN seen beyond a gap
         self._ack_now = False
@@ -411,7 +417,7 @@ class TcpConnection:
             self._ts_recent = seg.timestamps[0]
         if payload and self.state in _CAN_RECEIVE:
             self._accept_data(now, start, payload, bool(flags & PSH))
-        if flags & FIN:
+        if flags & FIN and self.state not in _PEER_FINISHED:
             self._peer_fin = start + len(payload)
         if self._peer_fin is not None and self._peer_fin == self.rcv_nxt:
             self._on_peer_fin(now)
@@ -548,8 +554,7 @@ class TcpConnection:
             return
         if start > nxt:
             # Out of order: keep it, tell the sender at once (a duplicate ACK).
-            if start not in self._ooo or len(self._ooo[start]) < len(payload):
-                self._ooo[start] = payload
+            self._hold(start, payload)
             if self.sack_ok:
                 self._report_sack(start, start + len(payload))
             self._ack_now = True
@@ -562,10 +567,11 @@ class TcpConnection:
             if not ready:
                 break
             for s in sorted(ready):
-                chunk = self._ooo.pop(s)
-                if s + len(chunk) > nxt:
-                    self._deliver(chunk[nxt - s :])
-                    nxt = s + len(chunk)
+                kept_from, chunk = self._ooo.pop(s)
+                end = kept_from + len(chunk)
+                if end > nxt:
+                    self._deliver(chunk[nxt - kept_from :])
+                    nxt = end
                     filled = True
             self.rcv_nxt = nxt
         if self._sack_report:
@@ -581,6 +587,39 @@ class TcpConnection:
             self._ack_now = True
         else:
             self._delay_ack(now)
+
+    def _hold(self, start: int, payload: bytes) -> None:
+        """Keep an out-of-order segment for delivery, without holding any byte twice.
+
+        Delivery (in _accept_data) goes through the segments in sequence order and
+        gives of each the bytes past those already delivered: a segment within an
+        earlier one gives nothing, and of one that overlaps an earlier one only its
+        bytes past the earlier one's end. So only those are kept, the same bytes in
+        the same pieces as if every segment were kept whole, and what is held stays
+        within the receive window however a peer's segments overlap.
+        """
+        end = start + len(payload)
+        ooo = self._ooo
+        held = ooo.get(start)
+        if held is not None and held[0] + len(held[1]) >= end:
+            return
+        keep_from = start
+        after = None  # the next segment, whose start may now overlap this one
+        for s, (kept_from, chunk) in list(ooo.items()):
+            e = kept_from + len(chunk)
+            if s < start:
+                if e >= end:
+                    return  # within an earlier segment
+                keep_from = max(keep_from, e)
+            elif e <= end:
+                del ooo[s]  # within this one
+            elif after is None or s < after:
+                after = s
+        if after is not None:
+            kept_from, chunk = ooo[after]
+            if kept_from < end:
+                ooo[after] = (end, chunk[end - kept_from :])
+        ooo[start] = (keep_from, payload[keep_from - start :])
 
     def _delay_ack(self, now: float) -> None:
         """Arm the delayed-ACK timer; an earlier deadline stands."""
@@ -795,7 +834,7 @@ class TcpConnection:
             self._rcv_wscale = p.wscale
         if self.ts_ok:
             self._ts_recent = syn.timestamps[0]
-        peer_mss = syn.mss if syn.mss is not None else DEFAULT_PEER_MSS
+        peer_mss = max(syn.mss, MIN_PEER_MSS) if syn.mss is not None else DEFAULT_PEER_MSS
         # Payload per segment: the smaller MSS, less the timestamp option that
         # every segment then carries (as Linux sizes its segments).
         self.smss = min(peer_mss, self.mss) - (TIMESTAMP_OPTION_LEN if self.ts_ok else 0)
