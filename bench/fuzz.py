@@ -50,8 +50,10 @@ target). Results are in docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
+import signal
 import sys
 import time
 import traceback
@@ -67,6 +69,7 @@ from iotbench.proto.errors import DecodeError  # noqa: E402
 
 CODEC_CASE = 1000  # inputs per codec case
 STACK_CASE = 32  # inputs per stack case (one fresh stack)
+CASE_SECONDS = 60.0  # a case running longer fails (CaseTimeout)
 
 
 class Failure(Exception):
@@ -123,19 +126,43 @@ def case_rng(seed: int, target: str, case: int) -> random.Random:
     return random.Random(f"{seed}:{target}:{case}")
 
 
+class CaseTimeout(Exception):
+    """A case ran longer than CASE_SECONDS: most likely a loop that does not end."""
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float):
+    """Raise CaseTimeout in the running code after `seconds` (where there is SIGALRM)."""
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise CaseTimeout(f"the case ran longer than {seconds:g} s: a loop that does not end?")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_case(target: str, seed: int, case: int, count: int, stats: dict) -> None:
     rng = case_rng(seed, target, case)
     codec = _CODEC_BY_NAME.get(target)
-    if codec is not None:
-        run_codec_case(codec, rng, count, stats)
-        return
-    record = StackCase(rng)
-    try:
-        STACKS[target](record, count, stats)
-    except Failure:
-        raise
-    except Exception as exc:
-        raise Failure(_describe(exc), record.inputs) from exc
+    with _watchdog(CASE_SECONDS):
+        if codec is not None:
+            run_codec_case(codec, rng, count, stats)
+            return
+        record = StackCase(rng)
+        try:
+            STACKS[target](record, count, stats)
+        except Failure:
+            raise
+        except Exception as exc:
+            raise Failure(_describe(exc), record.inputs) from exc
 
 
 def fuzz_target(
