@@ -110,7 +110,7 @@ def run(
     items = ItemLog()
     traffic = TrafficMeter(sim)
     settings = run_settings(config)
-    net = build_network(sim, settings.network, items, 0, Observers(traffic), settings.protocol)
+    net = build_network(sim, settings.network, Observers(traffic), settings.protocol)
     workload = PublishWorkload(sim, net, settings, items)
     workload.start()
     t1 = time.perf_counter()

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers, PacketRecorder  # noqa: F401
 from iotbench.net import ip
 from iotbench.scenarios import expand, parse_scenario
@@ -51,7 +50,7 @@ def network(cfg: dict, seed: int = 1, recorder: PacketRecorder | None = None):
     sim = Simulator(seed)
     observers = Observers(*([recorder] if recorder else []))
     settings = run_settings(cfg)
-    net = build_network(sim, settings.network, ItemLog(), 0, observers, settings.protocol)
+    net = build_network(sim, settings.network, observers, settings.protocol)
     return sim, net
 
 

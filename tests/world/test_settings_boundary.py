@@ -12,9 +12,9 @@ def test_the_network_and_the_workload_get_settings(monkeypatch):
     seen = []
     build_network = world_run.build_network
 
-    def spy_network(sim, network, items, count, observers, protocol):
+    def spy_network(sim, network, observers, protocol):
         seen.append(("network", network, protocol))
-        return build_network(sim, network, items, count, observers, protocol)
+        return build_network(sim, network, observers, protocol)
 
     workload_class = WORKLOADS["sequential"]
 

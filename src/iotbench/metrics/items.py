@@ -74,7 +74,11 @@ class ItemLog:
     def __init__(self) -> None:
         self.open: dict[int, Item] = {}
         self.stats = ItemStats()
-        # Called with the index of every item that starts (e.g. redraw schedules).
+        # Called first with the index of every item that starts: what the network
+        # does then (Network.follow_items: an outage, a redraw), before the item's
+        # first packet and before anything of the workload's.
+        self.network_on_start: list[Callable[[int], None]] = []
+        # Called next with the index of every item that starts.
         self.on_start: list[Callable[[int], None]] = []
         # Called with every item when it finishes (delivered or given up).
         self.on_end: list[Callable[[Item], None]] = []
@@ -90,6 +94,8 @@ class ItemLog:
             stats.first_start = now
         stats.started += 1
         self.open[item.index] = item
+        for listener in self.network_on_start:
+            listener(item.index)
         for listener in self.on_start:
             listener(item.index)
         return item

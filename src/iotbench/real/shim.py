@@ -69,17 +69,17 @@ class ShimStats:
 
 
 class DatagramItems:
-    """What `build_two_node_network` needs of an item log: `on_start` callbacks.
-    The shim starts an item per datagram from a client (see the module doc)."""
+    """What Network.follow_items needs of an item log: its callbacks when an item
+    starts. The shim starts an item per datagram from a client (see the module doc)."""
 
     def __init__(self) -> None:
-        self.on_start: list[Callable[[int], None]] = []
+        self.network_on_start: list[Callable[[int], None]] = []
         self.started = 0
 
     def start(self) -> None:
         index = self.started
         self.started += 1
-        for callback in self.on_start:
+        for callback in self.network_on_start:
             callback(index)
 
 
@@ -176,9 +176,8 @@ class ImpairmentShim:
         if pcap is not None:
             pcap.write(pcap_header())
         self.items = DatagramItems()
-        self.net: Network = build_two_node_network(
-            self.clock, settings, self.items, total_items, Observers(self.log)
-        )
+        self.net: Network = build_two_node_network(self.clock, settings, Observers(self.log))
+        self.net.follow_items(self.items, total_items)
         self.ip_version = settings.ip_version
         self.client_node = self.net.node("client")
         self.server_node = self.net.node("producer")

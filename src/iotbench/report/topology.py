@@ -94,7 +94,6 @@ def draw(topology: Topology, radios, tree: Tree, path: Path, title: str, frame_b
 def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> dict:
     """Build the network of a run config and draw it into `path`; its summary, with
     `routing`: which tree was drawn."""
-    from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
     from iotbench.scenarios.settings import run_settings
     from iotbench.sim import Simulator
@@ -103,7 +102,7 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     settings = run_settings(config)
     cfg = settings.network
     sim = Simulator(0)
-    net = build_network(sim, cfg, ItemLog(), 0, Observers(), settings.protocol)
+    net = build_network(sim, cfg, Observers(), settings.protocol)
     topology, radios, tree = net.topology, list(net.radios.values()), net.tree
     routing = "static tree of least ETX"
     if net.rpl:

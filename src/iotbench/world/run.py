@@ -56,8 +56,7 @@ def _run(
     traffic = TrafficMeter(sim, windowed=kind.windowed_traffic)
     observers = Observers(traffic)
     protocol = settings.protocol.name
-    count = kind.item_count(settings.workload)
-    net = build_network(sim, settings.network, items, count, observers, settings.protocol)
+    net = build_network(sim, settings.network, observers, settings.protocol)
     # The node whose packets S3's `packets_total` counts: the sensor, which is the
     # producer (the server in request-response scenarios).
     sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
@@ -82,6 +81,7 @@ def _run(
     outputs = [o for o in (pcap, series) if o is not None]
     try:
         workload = kind(sim, net, settings, items, observers, traffic)
+        net.follow_items(items, workload.planned_items)
         workload.start()
         sim.run(until=settings.max_sim_time_s)
         items.close_undelivered()

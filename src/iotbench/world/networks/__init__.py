@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.scenarios.radio_schema import is_radio_topology
 from iotbench.scenarios.settings import Settings
@@ -31,17 +30,14 @@ def is_radio_network(network: Settings) -> bool:
 
 
 def build_network(
-    sim: Simulator,
-    network: Settings,
-    items: ItemLog,
-    total_items: int,
-    observers: Observers,
-    protocol: Settings | None = None,
+    sim: Simulator, network: Settings, observers: Observers, protocol: Settings | None = None
 ) -> Network:
-    """The network of a run: a pair, or a radio network (for the protocol's kind of node)."""
+    """The network of a run: a pair, or a radio network (for the protocol's kind of
+    node). It needs nothing of the workload; what it does per item waits in its
+    item_followers for Network.follow_items."""
     if is_radio_network(network):
         name = protocol.name if protocol else ""
         ndn = protocol.ndn if protocol else None
         l2_mtu = ndn.mtu_bytes if ndn is not None else None
         return build_radio_network(sim, network, name, observers, l2_mtu)
-    return build_two_node_network(sim, network, items, total_items, observers)
+    return build_two_node_network(sim, network, observers)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from iotbench.net.impairments import Redraw
 from iotbench.net.l2 import L2Interface, L2Node
@@ -35,6 +35,26 @@ if TYPE_CHECKING:
 Streams = Callable[[str], random.Random]
 
 
+class ItemFollower(Protocol):
+    """A part of the network that acts when the workload's items start: an outage
+    that begins with a chosen item, a parameter redrawn every n items
+    (network.impair). The network is built before the workload and knows nothing
+    of it; `Network.follow_items` connects the two."""
+
+    def plan(self, total_items: int) -> None:
+        """The run will start `total_items` items (indices 0 .. total_items - 1)."""
+
+    def item_started(self, index: int) -> None:
+        """Item `index` starts now."""
+
+
+class ItemStarts(Protocol):
+    """What follow_items needs of an item log (metrics/items.ItemLog, or the shim's
+    datagrams): the callbacks it makes when an item starts, the network's first."""
+
+    network_on_start: list[Callable[[int], None]]
+
+
 @dataclass
 class Network:
     hosts: dict[str, Node | L2Node]
@@ -42,6 +62,14 @@ class Network:
     # The interface each host uses towards the others (its radio, or its link end).
     interfaces: dict[str, Interface | L2Interface]
     redraws: list[Redraw] = field(default_factory=list)
+    item_followers: list[ItemFollower] = field(default_factory=list)
+
+    def follow_items(self, items: ItemStarts, total_items: int) -> None:
+        """Let what follows items (item_followers) see `items` start, once the
+        workload knows it will start `total_items` of them."""
+        for follower in self.item_followers:
+            follower.plan(total_items)
+            items.network_on_start.append(follower.item_started)
 
     def ids(self, role: str) -> tuple[str, ...]:
         return self.roles.get(role, ())

@@ -9,7 +9,8 @@ network (radio.py).
 
 from __future__ import annotations
 
-from iotbench.metrics.items import ItemLog
+import random
+
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154
 from iotbench.net.impairments import (
@@ -28,15 +29,16 @@ from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
 from iotbench.scenarios.settings import Settings
 from iotbench.sim import RngStreams, Simulator
-from iotbench.world.networks.base import PairNetwork, Streams
+from iotbench.world.networks.base import ItemFollower, PairNetwork, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
 
 
-def build_two_node_network(
-    sim: Simulator, network: Settings, items: ItemLog, total_items: int, observers: Observers
-) -> PairNetwork:
+def build_two_node_network(sim: Simulator, network: Settings, observers: Observers) -> PairNetwork:
+    """The pair network of `network` (a scenario's section, as settings). Its
+    per-item impairments (random-items outages, parameters redrawn every n items)
+    are its item_followers: Network.follow_items connects them to a run's items."""
     link_cfg = network.link
     if link_cfg.layer == "ieee802154":
         # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
@@ -56,7 +58,8 @@ def build_two_node_network(
     impair = network.impair
     both = impair.both if impair is not None else None
     # An outage takes the whole link down: under `both`, the two directions share one.
-    shared_outages = _outages(sim, streams, "link/both", _part(both, "outages"), items, total_items)
+    followers: list[ItemFollower] = []
+    shared_outages = _outages(sim, streams, "link/both", _part(both, "outages"), followers)
     redraw_targets: dict[tuple[str, str, str], list] = {}
     impairments = {}
     for direction in DIRECTIONS:
@@ -68,7 +71,7 @@ def build_two_node_network(
         delay = _delay(streams, name, delay_spec)
         own_outages = _part(own, "outages")
         outages = (
-            _outages(sim, streams, name, own_outages, items, total_items)
+            _outages(sim, streams, name, own_outages, followers)
             if own_outages is not None
             else shared_outages
         )
@@ -89,7 +92,7 @@ def build_two_node_network(
             key,
             *value.uniform,
         )
-        _schedule_redraw(sim, redraw, value, items)
+        _schedule_redraw(sim, redraw, value, followers)
         redraws.append(redraw)
     link = PointToPointLink(
         sim,
@@ -108,6 +111,7 @@ def build_two_node_network(
         roles={"client": ("client",), "producer": ("server",)},
         interfaces={"client": client_if, "server": server_if},
         redraws=redraws,
+        item_followers=followers,
         link=link,
     )
 
@@ -155,8 +159,7 @@ def _outages(
     streams: Streams,
     name: str,
     spec: Settings | None,
-    items: ItemLog,
-    total_items: int,
+    followers: list[ItemFollower],
 ) -> Outages:
     if not spec or spec.model == "none":
         return Outages()
@@ -172,21 +175,48 @@ def _outages(
     # random-items: each outage begins when a randomly chosen item starts, so every
     # protocol meets the same number of outages however fast it works.
     outages = Outages()
-    total = total_items
-    chosen = set(rng.sample(range(total), min(spec.count, total)))
-
-    def on_item(index: int) -> None:
-        if index in chosen:
-            outages.add(sim.now, spec.duration_s)
-
-    items.on_start.append(on_item)
+    followers.append(OutagesAtItems(sim, rng, outages, spec.count, spec.duration_s))
     return outages
 
 
-def _schedule_redraw(sim: Simulator, redraw: Redraw, value: Settings, items: ItemLog) -> None:
+class OutagesAtItems:
+    """random-items outages: `count` of the run's items, drawn once the workload has
+    said how many it starts, each begin an outage of `duration_s` as they start."""
+
+    def __init__(
+        self, sim: Simulator, rng: random.Random, outages: Outages, count: int, duration_s: float
+    ) -> None:
+        self.sim, self.rng, self.outages = sim, rng, outages
+        self.count, self.duration_s = count, duration_s
+        self.chosen: set[int] = set()
+
+    def plan(self, total_items: int) -> None:
+        self.chosen = set(self.rng.sample(range(total_items), min(self.count, total_items)))
+
+    def item_started(self, index: int) -> None:
+        if index in self.chosen:
+            self.outages.add(self.sim.now, self.duration_s)
+
+
+class RedrawEveryItems:
+    """A parameter redrawn when every `every`-th item (0, every, 2 every, ...) starts."""
+
+    def __init__(self, redraw: Redraw, every: int) -> None:
+        self.redraw, self.every = redraw, every
+
+    def plan(self, total_items: int) -> None:
+        pass
+
+    def item_started(self, index: int) -> None:
+        if index % self.every == 0:
+            self.redraw.fire()
+
+
+def _schedule_redraw(
+    sim: Simulator, redraw: Redraw, value: Settings, followers: list[ItemFollower]
+) -> None:
     if value.every_items is not None:
-        every = value.every_items
-        items.on_start.append(lambda index: redraw.fire() if index % every == 0 else None)
+        followers.append(RedrawEveryItems(redraw, value.every_items))
     else:
         every_s = value.every_s
 

@@ -27,10 +27,9 @@ class Workload:
     #: one's end (an object download), not the whole run.
     windowed_traffic: ClassVar[bool] = False
 
-    @staticmethod
-    def item_count(workload: Settings) -> int:
-        """The items the run will have (the network's per-item outages use it)."""
-        return workload.items
+    #: The items the run will start, which the network's per-item impairments
+    #: are planned for (Network.follow_items); __init__ sets it.
+    planned_items: int
 
     def __init__(
         self,

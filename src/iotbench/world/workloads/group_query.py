@@ -155,10 +155,6 @@ class RadioFrames(Observer):
 class GroupQueryWorkload(Workload):
     """`workload.kind = "group-query"` (see the module doc)."""
 
-    @staticmethod
-    def item_count(workload: Settings) -> int:
-        return workload.queries
-
     def __init__(
         self,
         sim: Simulator,
@@ -176,6 +172,7 @@ class GroupQueryWorkload(Workload):
         self.sim = sim
         self.items = items
         self.queries = workload.queries
+        self.planned_items = workload.queries
         # A stepped sweep (network.interferers' earlier_rates_bps): the run lives
         # through every step, `queries` queries each, and measures the last.
         self.interferers = net.all_interferers()

@@ -32,10 +32,13 @@ class SequentialRequests(Workload):
     ) -> None:
         workload = config.workload
         self.start_s = workload.start_s
+        self.planned_items = self._item_count(workload)
         self.client = build_client(sim, net, config)
-        self.requester = self._requester(
-            sim, self.client, items, self.item_count(workload), workload
-        )
+        self.requester = self._requester(sim, self.client, items, self.planned_items, workload)
+
+    @staticmethod
+    def _item_count(workload: Settings) -> int:
+        return workload.items
 
     def _requester(
         self, sim: Simulator, client: ItemClient, items: ItemLog, count: int, workload: Settings
@@ -68,7 +71,7 @@ class ObjectDownload(SequentialRequests):
     windowed_traffic = True
 
     @staticmethod
-    def item_count(workload: Settings) -> int:
+    def _item_count(workload: Settings) -> int:
         return 1
 
     def __init__(

@@ -107,6 +107,7 @@ class PublishWorkload(Workload):
         self.sim = sim
         self.net = net
         self.items = items
+        self.planned_items = workload.items
         self.interval_s = workload.interval_s
         self.jitter = workload.jitter
         self.poll_s = workload.poll_interval_s
