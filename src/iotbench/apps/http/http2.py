@@ -103,9 +103,10 @@ class Http2Server:
     def _accept(self, sock: TcpSocket) -> None:
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         conn = h2.connection.H2Connection(config)
-        sock.on_event = lambda event: self._on_event(sock, conn, event)
+        bodies: dict[int, bytes] = {}  # stream -> what its flow control holds back
+        sock.on_event = lambda event: self._on_event(sock, conn, event, bodies)
 
-    def _on_event(self, sock: TcpSocket, conn, event: TcpEvent) -> None:
+    def _on_event(self, sock: TcpSocket, conn, event: TcpEvent, bodies: dict[int, bytes]) -> None:
         if isinstance(event, Connected):
             # A server sends its SETTINGS as soon as it has the connection.
             _send(sock, conn, _start(conn, self.minimal_settings, client=False))
@@ -125,12 +126,38 @@ class Http2Server:
             if isinstance(ev, h2.events.RequestReceived):
                 path = dict(ev.headers).get(":path", "/")
                 status, headers, body = answer(self.resources, path, self.response_headers)
-                conn.send_headers(ev.stream_id, [(":status", str(status)), *_lower(headers)])
-                size = conn.max_outbound_frame_size
-                for i in range(0, max(len(body), 1), size):
-                    last = i + size >= len(body)
-                    conn.send_data(ev.stream_id, body[i : i + size], end_stream=last)
+                try:
+                    conn.send_headers(ev.stream_id, [(":status", str(status)), *_lower(headers)])
+                except h2.exceptions.ProtocolError:
+                    continue  # the client reset the stream, or ended the connection
+                bodies[ev.stream_id] = body
+                _send_body(conn, ev.stream_id, bodies)
+            elif isinstance(ev, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
+                for stream_id in list(bodies):  # flow control may let more go now
+                    _send_body(conn, stream_id, bodies)
+            elif isinstance(ev, h2.events.StreamReset):
+                bodies.pop(ev.stream_id, None)
         _send(sock, conn)
+
+
+def _send_body(conn, stream_id: int, bodies: dict[int, bytes]) -> None:
+    """Send what flow control allows of a response body, in frames of the largest size,
+    the last one ending the stream (an empty body: one empty DATA frame); keep the rest
+    in `bodies` until the client opens its window."""
+    body = bodies.pop(stream_id)
+    try:
+        while True:
+            window = max(conn.local_flow_control_window(stream_id), 0)
+            size = min(conn.max_outbound_frame_size, len(body), window)
+            if body and not size:
+                bodies[stream_id] = body
+                return
+            conn.send_data(stream_id, body[:size], end_stream=size == len(body))
+            body = body[size:]
+            if not body:
+                return
+    except h2.exceptions.ProtocolError:
+        return  # the stream or the connection is closed: nothing more to send on it
 
 
 class _ClientConnection:
