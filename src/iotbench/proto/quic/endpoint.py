@@ -236,6 +236,10 @@ class QuicServer(_Endpoint):
     def _accept(self, header, data: bytes) -> QuicConnection | None:
         if header.packet_type != QuicPacketType.INITIAL or len(data) < SMALLEST_INITIAL:
             return None
+        if header.version not in self.configuration.supported_versions:
+            # aioquic drops the packet, and a connection without a network path
+            # cannot even be asked for datagrams (it raises).
+            return None
         conn = QuicConnection(
             configuration=self.configuration,
             original_destination_connection_id=header.destination_cid,
