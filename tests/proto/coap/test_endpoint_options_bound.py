@@ -170,3 +170,30 @@ def test_max_options_is_validated():
     for bad in (0, -1, 1.5, None):
         with pytest.raises(ValueError, match="max_options"):
             CoapParams(max_options=bad)
+
+
+def test_an_oscore_server_reads_no_more_of_the_datagram_than_its_endpoint(monkeypatch):
+    """Behind OSCORE the layer decodes first: it stops at the same bound and hands the
+    datagram on, which the endpoint rejects with an RST (issue 39, item 7)."""
+    import random
+
+    import iotbench.proto.oscore.layer as layer_module
+    from iotbench.proto.coap.endpoint import CoapEndpoint
+    from iotbench.proto.coap.secured import SecuredEndpoint
+    from iotbench.proto.oscore.layer import OscoreLayer
+
+    walked: list[int] = []
+
+    def spy(data, max_options=None):
+        try:
+            return decode(data, max_options)
+        except CoapTooManyOptions as exc:
+            walked.append(exc.offset)
+            raise
+
+    monkeypatch.setattr(layer_module, "decode", spy)
+    server = SecuredEndpoint(CoapEndpoint(random.Random(4)), OscoreLayer(random.Random(2)))
+    server.receive(0.0, HUGE, CLIENT)
+    ((reply, addr),) = server.datagrams_to_send()
+    assert addr == CLIENT and decode(reply).type == Type.RST
+    assert walked == [HEADER + 2 * 64]  # 64 options of 2 bytes, then it stopped

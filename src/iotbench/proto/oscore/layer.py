@@ -32,6 +32,12 @@ What the layer keeps, each table bounded so that no flood grows memory:
   Partial IV was seen: it would be taken for a replay) and reaches the
   endpoint, whose RFC 7252 deduplication answers it as the first time.
 
+A received datagram is read only up to `max_options` options (CoapParams'
+default, 64): one with more goes to the endpoint as it came, which stops at
+its own bound and rejects it (RST for a CON), so a datagram of 32,700 options
+costs the layer no more than the endpoint (docs/coap.md, "Options per
+message").
+
 A server (`require_oscore`, the default) refuses requests without OSCORE
 with an unprotected 4.01 and Max-Age 0. OSCORE's own errors are unprotected
 too, as 8.2 says, each with Max-Age 0 and the RFC's diagnostic: 4.02 "Failed
@@ -105,8 +111,10 @@ class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
         cache_entries: int = 256,
         cache_bytes: int = 512 * 1024,
         lifetime_s: float = LIFETIME_S,
+        max_options: int = CoapParams.max_options,
     ) -> None:
         self.rng = rng  # Echo values only
+        self.max_options = max_options
         self.require_oscore = require_oscore
         self._peers: dict[Hashable, SecurityContext] = {}
         self._any_peer = any_peer
@@ -210,9 +218,10 @@ class OscoreLayer(DrainedQueues, ServerSide, ClientSide):
                 self._send(out, addr)
             return
         try:
-            msg = decode(data)
+            msg = decode(data, self.max_options)
         except CoapDecodeError:
-            # A message format error is the endpoint's to reject (RST for a CON).
+            # A message format error (too many options included) is the endpoint's to
+            # reject (RST for a CON).
             self._plain.append((data, addr))
             return
         if msg.code == 0:
