@@ -232,7 +232,10 @@ class ClientDisconnected:
     silent), "retries-exhausted" (no answer to Nretry re-sends), "connect-timeout",
     "refused" (CONNACK with a rejection), "broker-closed" (the MQTT connection
     ended), "broker-unreachable" (it could not be opened), "replaced" (a new
-    CONNECT from the client, or one with its client id from elsewhere)."""
+    CONNECT from the client, or one with its client id from elsewhere),
+    "idle-timeout" (Duration 0 and silent for MqttSnGatewayParams.idle_timeout_s),
+    "evicted" (a new client that had sent nothing since its CONNACK, ended for
+    a newer one beyond MqttSnGatewayParams.max_new_clients)."""
 
     addr: Hashable
     client_id: str
