@@ -557,7 +557,10 @@ class RplNode:
             for target in self.targets:
                 self.targets[target] = sequence_increment(self.targets[target])
             self._send_dao(self.preferred_parent, list(self.targets), self.config.default_lifetime)
-        self._refresh_at = now + self._lifetime_s(self.config.default_lifetime) / 2
+        lifetime = self._lifetime_s(self.config.default_lifetime)
+        # (a DODAG configured with lifetimes of 0 s has nothing to refresh: its
+        # routes end at once, and a refresh due now would come round forever)
+        self._refresh_at = now + lifetime / 2 if lifetime > 0 else None
 
     def _advertise_all(self, now: float) -> None:
         """Own targets, and everything below (after joining or a parent change)."""
