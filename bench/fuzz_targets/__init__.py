@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fuzz_targets import codecs, stacks, tcp
+from fuzz_targets import codecs, http, stacks, tcp
 from fuzz_targets.common import Codec, StackCase
 
 CODECS: list[Codec] = [*codecs.CODECS, *tcp.CODECS]
 STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     **stacks.STACKS,
     **tcp.STACKS,
+    **http.STACKS,
 }

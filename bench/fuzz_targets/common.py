@@ -45,6 +45,17 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(b)
 
 
+def pieces(rng: random.Random, data: bytes) -> list[bytes]:
+    """`data` cut at random places (each piece at least one byte)."""
+    out = []
+    i = 0
+    while i < len(data):
+        n = rng.choice((1, 2, 5, 17, 100, 1000, len(data)))
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
 def text(rng: random.Random, max_len: int = 8) -> str:
     alphabet = "abcxyz/+#$-_.é€😀 %=\u0000"
     return "".join(rng.choice(alphabet) for _ in range(rng.randrange(max_len + 1)))
