@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fuzz_targets import codecs, http, quic, stacks, tcp
+from fuzz_targets import codecs, em, http, quic, stacks, tcp
 from fuzz_targets.common import Codec, StackCase
 
 CODECS: list[Codec] = [*codecs.CODECS, *tcp.CODECS]
@@ -14,4 +14,5 @@ STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     **tcp.STACKS,
     **http.STACKS,
     **quic.STACKS,
+    **em.STACKS,
 }
