@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fuzz_targets import codecs, em, http, quic, stacks, tcp
+from fuzz_targets import codecs, em, http, quic, rpl, stacks, tcp
 from fuzz_targets.common import Codec, StackCase
 
 CODECS: list[Codec] = [*codecs.CODECS, *tcp.CODECS]
@@ -15,4 +15,5 @@ STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     **http.STACKS,
     **quic.STACKS,
     **em.STACKS,
+    **rpl.STACKS,
 }
