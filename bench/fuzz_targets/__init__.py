@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fuzz_targets import codecs, em, http, ndn, quic, rpl, stacks, tcp
+from fuzz_targets import codecs, drivers, em, http, ndn, quic, rpl, stacks, tcp
 from fuzz_targets.common import Codec, StackCase
 
 CODECS: list[Codec] = [*codecs.CODECS, *tcp.CODECS]
@@ -17,4 +17,5 @@ STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     **em.STACKS,
     **rpl.STACKS,
     **ndn.STACKS,
+    **drivers.STACKS,
 }
