@@ -14,7 +14,7 @@ import logging
 import random
 
 from fuzz_targets.codecs import valid_coap
-from fuzz_targets.common import StackCase, canonical, datagram, randbytes
+from fuzz_targets.common import StackCase, canonical, datagram, mutate, randbytes
 from fuzz_targets.stacks import _COAP_CORPUS, _check_mqtt_output, _mqtt_chunk
 from iotbench.proto.coap import codec as coap
 from iotbench.proto.mqtt import codec as mqtt
@@ -189,14 +189,34 @@ def run_real_datagram_driver_case(case: StackCase, count: int, stats: dict) -> N
             stack.request(loop.time(), peer[:2], coap.Code.GET, "/t", observe=True)
             driver.pump()
         lost = False
+        asked: list[tuple[coap.Message, tuple]] = []  # the stack's requests, to answer
         for _ in range(count):
             r = rng.random()
             if lost:
                 case.note("after-close", b"")
-            elif r < 0.8:
+            elif r < 0.5 or (r < 0.75 and not asked):
                 addr = rng.choice(CLIENTS)
                 data = datagram(rng, valid_coap, _COAP_CORPUS)
                 driver.datagram_received(case.note(f"{addr[0]}:{addr[1]}", data), addr)
+            elif r < 0.75:  # an answer to one of its requests (events for the handler)
+                request, addr = asked.pop(rng.randrange(len(asked)))
+                mtype = coap.Type.ACK if request.type == coap.Type.CON else coap.Type.NON
+                answer = coap.Message(
+                    mtype, coap.Code.CONTENT, request.message_id, request.token, payload=b"1"
+                )
+                if request.observe is not None and rng.random() < 0.5:
+                    answer.observe = rng.randrange(100)
+                data = coap.encode(answer)
+                if rng.random() < 0.2:
+                    data = mutate(data, rng)
+                driver.datagram_received(case.note(f"{addr[0]}:{addr[1]}", data), addr)
+            elif r < 0.82:  # the application asks
+                addr = peer if connected else rng.choice(CLIENTS)
+                case.note(f"request-{addr[0]}", b"")
+                stack.request(
+                    loop.time(), addr[:2], coap.Code.GET, "/r", confirmable=rng.random() < 0.5
+                )
+                driver.pump()
             elif r < 0.88:
                 case.note("icmp-error", b"")
                 driver.error_received(ConnectionRefusedError(111, "Connection refused"))
@@ -210,6 +230,10 @@ def run_real_datagram_driver_case(case: StackCase, count: int, stats: dict) -> N
             for data, addr in transport.sent:
                 canonical(coap.decode, coap.encode, data)
                 assert addr is None or addr in [c[:2] for c in CLIENTS], f"sent to {addr}"
+                message = coap.decode(data)
+                if 0 < message.code < 32:  # a request of its own
+                    asked.append((message, peer if addr is None else addr))
+                    del asked[:-6]
             transport.sent.clear()
             timers = loop.pending
             assert len(timers) <= 1, f"{len(timers)} loop timers for one stack"
