@@ -4,13 +4,16 @@ them Initial packets with valid packet protection around random and mutated
 frames, so that aioquic's frame parser and TLS are reached (`quic-server`).
 
 aioquic draws connection IDs, TLS randoms and key shares from the operating
-system; during a case they come from the case's generator instead (`_seeded`),
+system, dates session tickets by the wall clock, and orders a connection's streams
+through a set of objects (so by their memory addresses); during a case they come
+from the case's generator, a clock standing still and the stream IDs (`_seeded`),
 so that a case replays exactly.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import random
 import types
@@ -21,6 +24,7 @@ import aioquic.tls
 from aioquic.buffer import Buffer, encode_uint_var
 from aioquic.quic.crypto import CryptoPair
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
+from aioquic.quic.stream import QuicStream
 from cryptography.hazmat.primitives.asymmetric import ec, x448, x25519
 
 from fuzz_targets.common import StackCase, mutate, randbytes
@@ -51,9 +55,13 @@ class _Shim(types.ModuleType):
         return getattr(self._real, name)
 
 
+_NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+
 @contextlib.contextmanager
 def _seeded(rng: random.Random):
-    """aioquic's os.urandom and key generation drawing from `rng`, for the duration."""
+    """aioquic's os.urandom and key generation drawing from `rng`, and its wall clock
+    standing still, for the duration."""
 
     def urandom(n: int) -> bytes:
         return randbytes(rng, n)
@@ -78,6 +86,11 @@ def _seeded(rng: random.Random):
         ),
     )
     patches = [
+        (aioquic.tls, "utcnow", lambda: _NOW),  # (ticket ages, certificate validity)
+        # A connection puts the streams it sent on back in its queue from a set, in an
+        # order that follows the objects' addresses; by stream ID it is the same order
+        # in every run.
+        (QuicStream, "__hash__", lambda stream: hash(stream.stream_id)),
         (aioquic.tls, "os", os_shim),
         (aioquic.tls, "x25519", x25519_shim),
         (aioquic.tls, "x448", x448_shim),
