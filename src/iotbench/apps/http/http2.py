@@ -17,6 +17,7 @@ the peer may send and are never reached here.
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 import h2.config
@@ -167,7 +168,10 @@ class _ClientConnection:
         self.client = client
         self.close_when_idle = close_when_idle
         self.streams: dict[int, Exchange] = {}
+        # Requests beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS, until one ends.
+        self.waiting: deque[Exchange] = deque()
         self.sock: TcpSocket | None = None
+        self.closed = False  # this end has closed: what the server sends is not answered
 
     def on_event(self, event: TcpEvent) -> None:
         if isinstance(event, DataReceived):
@@ -179,12 +183,15 @@ class _ClientConnection:
                 return
             for ev in events:
                 self._on_h2_event(ev)
-            _send(self.sock, self.conn)
-            if self.close_when_idle and not self.streams:
+            if not self.closed:  # (a socket takes no data after close)
+                _send(self.sock, self.conn)
+            if self.close_when_idle and not self.streams and not self.waiting:
+                self.closed = True
                 self.sock.close()
         elif isinstance(event, (PeerClosed, Closed)):
             self._fail_all()
             if isinstance(event, PeerClosed):
+                self.closed = True
                 self.sock.close()
             self.client.lost(self)
 
@@ -199,15 +206,40 @@ class _ClientConnection:
         elif isinstance(ev, h2.events.StreamEnded) and stream:
             del self.streams[ev.stream_id]
             stream.finish(True)
+            self.open_waiting()
         elif isinstance(ev, h2.events.StreamReset) and stream:
             del self.streams[ev.stream_id]
             stream.finish(False)
+            self.open_waiting()
+        elif isinstance(ev, h2.events.RemoteSettingsChanged):
+            self.open_waiting()
         elif isinstance(ev, h2.events.ConnectionTerminated):
             self._fail_all()
+            # No new stream may go on it (RFC 9113 6.8): the next item opens another.
+            self.client.lost(self)
+
+    def open(self, exchange: Exchange) -> None:
+        """The request on a stream of its own, or waiting while the server's limit of
+        concurrent streams is reached (send_headers would raise)."""
+        if not self._room():
+            self.waiting.append(exchange)
+            return
+        stream_id = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(stream_id, self.client.headers, end_stream=True)
+        self.streams[stream_id] = exchange
+
+    def open_waiting(self) -> None:
+        while self.waiting and not self.closed and self._room():
+            self.open(self.waiting.popleft())
+
+    def _room(self) -> bool:
+        conn = self.conn
+        return conn.open_outbound_streams < conn.remote_settings.max_concurrent_streams
 
     def _fail_all(self) -> None:
         streams, self.streams = self.streams, {}
-        for stream in streams.values():
+        waiting, self.waiting = self.waiting, deque()
+        for stream in [*streams.values(), *waiting]:
             stream.finish(False)
 
 
@@ -250,9 +282,7 @@ class Http2Client:
                 self._shared = target
         conn = target.conn
         first = _start(conn, self.minimal_settings, client=True) if fresh else b""
-        stream_id = conn.get_next_available_stream_id()
-        conn.send_headers(stream_id, self.headers, end_stream=True)
-        target.streams[stream_id] = Exchange(item, done)
+        target.open(Exchange(item, done))
         if fresh:
             blob = first + conn.data_to_send()
             target.sock = self._connect(target.on_event, blob, header_bytes(blob))
