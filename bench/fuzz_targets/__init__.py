@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fuzz_targets import codecs, drivers, em, http, ndn, quic, rpl, stacks, tcp
+from fuzz_targets import codecs, drivers, em, http, http_clients, ndn, quic, rpl, stacks, tcp
 from fuzz_targets.common import Codec, StackCase
 
 CODECS: list[Codec] = [*codecs.CODECS, *tcp.CODECS]
@@ -13,6 +13,7 @@ STACKS: dict[str, Callable[[StackCase, int, dict], None]] = {
     **stacks.STACKS,
     **tcp.STACKS,
     **http.STACKS,
+    **http_clients.STACKS,
     **quic.STACKS,
     **em.STACKS,
     **rpl.STACKS,
