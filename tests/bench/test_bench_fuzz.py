@@ -81,6 +81,8 @@ NEW_TARGETS = [
     "http1-server",
     "http2-server",
     "http-real",
+    "http1-client",
+    "http2-client",
     "quic-server",
     "em-profile",
     "em-manager",
@@ -321,3 +323,26 @@ def test_a_quic_case_replays(monkeypatch):
     seen.clear()
     fuzz.run_case("quic-server", 4, 2, 32, {"inputs": 0})
     assert seen == first and len(first) == 32
+
+
+def test_http1_client_detects_an_item_left_on_an_ended_connection(capsys, monkeypatch):
+    from iotbench.apps.http import http1
+
+    fuzz = load()
+    monkeypatch.setattr(http1._ClientConnection, "_fail_all", lambda self: None)
+    _fails(fuzz, capsys, "http1-client", 640, "waits on an ended connection")
+
+
+def test_http2_client_detects_a_request_beyond_the_server_stream_limit(capsys, monkeypatch):
+    """The client as it was before the fuzz found it: a request beyond the server's
+    SETTINGS_MAX_CONCURRENT_STREAMS raised TooManyStreamsError out of start()."""
+    from iotbench.apps.http import http2
+
+    def open_anyway(self, exchange):
+        stream_id = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(stream_id, self.client.headers, end_stream=True)
+        self.streams[stream_id] = exchange
+
+    fuzz = load()
+    monkeypatch.setattr(http2._ClientConnection, "open", open_anyway)
+    _fails(fuzz, capsys, "http2-client", 64_000, "TooManyStreamsError")
