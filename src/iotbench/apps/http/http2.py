@@ -37,6 +37,9 @@ FRAME_HEADER_LEN = 9
 DATA_FRAME, SETTINGS_FRAME = 0x0, 0x4
 PADDED = 0x8
 MAX_CONCURRENT_STREAMS = 100
+# What h2 raises for a peer's bad bytes: its ProtocolError, and UnicodeDecodeError
+# for a header value that is not UTF-8 (header_encoding below).
+_MALFORMED = (h2.exceptions.ProtocolError, UnicodeDecodeError)
 
 
 def header_bytes(blob: bytes) -> int:
@@ -119,7 +122,7 @@ class Http2Server:
             return
         try:
             events = conn.receive_data(event.data)
-        except h2.exceptions.ProtocolError:
+        except _MALFORMED:
             self.protocol_errors += 1
             sock.abort()
             return
@@ -177,7 +180,7 @@ class _ClientConnection:
         if isinstance(event, DataReceived):
             try:
                 events = self.conn.receive_data(event.data)
-            except h2.exceptions.ProtocolError:
+            except _MALFORMED:
                 self._fail_all()
                 self.sock.abort()
                 return
@@ -198,7 +201,8 @@ class _ClientConnection:
     def _on_h2_event(self, ev: object) -> None:
         stream = self.streams.get(getattr(ev, "stream_id", -1))
         if isinstance(ev, h2.events.ResponseReceived) and stream:
-            stream.status = int(dict(ev.headers).get(":status", "0"))
+            status = dict(ev.headers).get(":status", "0")
+            stream.status = int(status) if status.isdigit() else 0  # (h2 does not check it)
         elif isinstance(ev, h2.events.DataReceived):
             self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             if stream:
