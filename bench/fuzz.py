@@ -6,15 +6,21 @@
 Targets (`--list` prints them): one per codec (CoAP, OSCORE option values, DTLS records and
 handshake messages, MQTT, MQTT-SN, the NDN TLV primitives, names and their
 URIs, Interest, Data, LpPacket and S5 fragment headers, 802.15.4 frames,
-6LoWPAN IPHC and fragment headers, RPL, ICMPv6, IPv4, IPv6, UDP) and one per
-stack (CoAP endpoints, OSCORE and DTLS client and server layers, MQTT broker (half
-of its cases with a password table and an ACL) and client, MQTT-SN gateway
-and client, NDN forwarder, 6LoWPAN reassembler).
+6LoWPAN IPHC and fragment headers, RPL, ICMPv6, IPv4, IPv6, UDP, TCP segments)
+and one per stack (CoAP endpoints, OSCORE and DTLS client and server layers,
+MQTT broker (half of its cases with a password table and an ACL) and client,
+MQTT-SN gateway and client, NDN forwarder, 6LoWPAN reassembler, a TCP client
+and server connection, the simulator's HTTP/1.1 and HTTP/2 servers and
+clients, the real-socket HTTP/1.1 server, a QUIC server, the Entity Manager's profile
+parser and the manager, an RPL node, NDN's stream framing, and the real-socket
+datagram and stream drivers over fake transports and a fake event loop). The
+targets live in bench/fuzz_targets/ (codecs.py, stacks.py, and a module per
+protocol for the later ones); this file runs them.
 
 Inputs come from a seeded `random.Random`: random bytes, valid encodings
 (from random messages) and valid encodings mutated 1-4 times (bits flipped,
 bytes set, inserted, deleted, duplicated, the end cut off). Where a format
-carries a checksum (802.15.4 FCS, ICMPv6, IPv4, UDP), most mutated inputs
+carries a checksum (802.15.4 FCS, ICMPv6, IPv4, UDP, TCP), most mutated inputs
 get it recomputed, so that the parser behind the check is reached.
 
 What is checked, for every input:
@@ -30,7 +36,11 @@ What is checked, for every input:
 - a stack never raises out of its receive call, never counts an internal
   error, stays within its limits, and only ever emits bytes its own codec
   decodes (the NDN forwarder decodes lazily and passes on what it does not
-  read: for it, the packet structure, the name and a Data's SignatureInfo).
+  read: for it, the packet structure, the name and a Data's SignatureInfo);
+  each stack target's docstring says what else it checks (a legal state,
+  bounded buffers, no timer due forever, what a clean exchange delivers);
+- no case runs longer than CASE_SECONDS (60 s): one that does is reported
+  as failing (CaseTimeout), with its inputs, as a loop that does not end.
 
 Inputs are generated in cases: case K of target T uses its own generator,
 `random.Random(f"{seed}:{T}:{K}")`, so a failure is reproduced by running that
