@@ -49,6 +49,7 @@ MODULES = (
     "iotbench.sim.deadline",
     "iotbench.sim.cpu",
     "iotbench.proto.retransmit",
+    "iotbench.proto.timers",
     "iotbench.proto.ndn.tlv",
     "iotbench.proto.ndn.name",
     "iotbench.proto.ndn.interest",

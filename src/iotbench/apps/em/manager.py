@@ -29,7 +29,6 @@ network, and entities may not contain themselves.
 
 from __future__ import annotations
 
-import heapq
 import ipaddress
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
@@ -68,8 +67,11 @@ from iotbench.proto.coap.endpoint import (
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.resources import CT_LINK_FORMAT
 from iotbench.proto.coap.uri import compose_coap_uri
+from iotbench.proto.timers import OBJ, TimerQueue
+from iotbench.proto.timers import cancel as cancel_timer
 
 COLLECTION = "/e"
+_CALL = 0  # the EM's one kind of timer: call (callback, args)
 MC_PATH = "mc"
 
 
@@ -218,8 +220,7 @@ class EntityManager:
         self.entities: dict[str, Entity] = {}
         self.pool = GroupPool(params.pool_size)
         self._events: list[QueryAnswered] = []
-        self._timers: list[list] = []  # heap of [time, seq, callback, args] (None: cancelled)
-        self._seq = 0
+        self._timers = TimerQueue()  # entries' objects: (callback, args)
         self._by_request: dict[int, _Work] = {}
         self._creators: dict[str, str] = {}  # entity name -> the client that created it
         self._owners: dict[str, str] = {}  # entity name -> who may change it (owner_of)
@@ -243,9 +244,7 @@ class EntityManager:
         return events
 
     def next_timer(self) -> float | None:
-        while self._timers and self._timers[0][2] is None:
-            heapq.heappop(self._timers)
-        own = self._timers[0][0] if self._timers else None
+        own = self._timers.next_deadline()
         inner = self.endpoint.next_timer()
         if own is None or inner is None:
             return own if inner is None else inner
@@ -256,10 +255,9 @@ class EntityManager:
         inner = self.endpoint.next_timer()
         if inner is not None and inner <= now:
             self.endpoint.handle_timer(now)
-        while self._timers and self._timers[0][0] <= now:
-            _, _, callback, args = heapq.heappop(self._timers)
-            if callback is not None:
-                callback(now, *args)
+        while (entry := self._timers.pop_due(now)) is not None:
+            callback, args = entry[OBJ]
+            callback(now, *args)
         self._drain(now)
 
     def peer_unreachable(self, now: float, addr: Hashable) -> None:
@@ -270,10 +268,7 @@ class EntityManager:
         self._drain(now)
 
     def _at(self, when: float, callback: Callable, *args: object) -> list:
-        self._seq += 1
-        entry = [when, self._seq, callback, args]
-        heapq.heappush(self._timers, entry)
-        return entry
+        return self._timers.arm(when, _CALL, (callback, args))
 
     def _drain(self, now: float) -> None:
         """Hand the endpoint's client events to the work they belong to."""
@@ -715,7 +710,7 @@ class EntityManager:
         are still going (their answer could no longer be used), without answering."""
         work.finished = True
         for entry in work.timers:
-            entry[2] = None
+            cancel_timer(entry)
         for rid in list(work.pending):
             self.endpoint.cancel(now, rid)
             self._by_request.pop(rid, None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 
+from iotbench.proto.timers import cancel as cancel_timer
+
 from .codec import (
     BlockOption,
     Code,
@@ -172,7 +174,7 @@ class ClientSide:
             self._group_tokens[token] = req
             req.group_responses = {}
             self._send(out.data, addr)
-            req.timer = self._arm(now + req.group_wait, T_GROUP_DONE, req)
+            req.timer = self._timers.arm(now + req.group_wait, T_GROUP_DONE, req)
             return
         if msg.type == Type.CON:
             self._send_con(now, out, parallel)
@@ -184,7 +186,7 @@ class ClientSide:
         else:
             self._send_non(now, out)
             timeout = self._non_timeout(now, addr, parallel)
-            req.timer = self._arm(now + timeout, T_NON_TIMEOUT, req)
+            req.timer = self._timers.arm(now + timeout, T_NON_TIMEOUT, req)
 
     def _release(self, now: float, req: ClientRequest) -> None:
         """The request no longer counts against NSTART; let the queue move."""
@@ -211,7 +213,7 @@ class ClientSide:
             req.child = None
             child.parent = None
             self._finish(now, child)
-        self._disarm(req.timer)
+        cancel_timer(req.timer)
         req.timer = None
         self._forget_out(req.out)
         key = (req.addr, req.token)
@@ -253,7 +255,7 @@ class ClientSide:
         if req.state != SENT:
             return
         req.state = WAITING
-        req.timer = self._arm(now + self._separate_wait, T_SEPARATE_WAIT, req)
+        req.timer = self._timers.arm(now + self._separate_wait, T_SEPARATE_WAIT, req)
         self._release(now, req)
 
     def _on_separate_or_non_response(
@@ -357,7 +359,7 @@ class ClientSide:
         if req.observe and seq is not None and is_success(msg.code):
             req.state = OBSERVING
             req.observation = ClientObservation(seq, now)
-            self._disarm(req.timer)
+            cancel_timer(req.timer)
             req.timer = None
             self._forget_out(out)
             self._release(now, req)
@@ -393,7 +395,7 @@ class ClientSide:
             req.transmissions += out.retx.transmissions
         else:
             req.transmissions += 1
-        self._disarm(req.timer)
+        cancel_timer(req.timer)
         req.timer = None
         self._forget_out(out)
         req.out = None

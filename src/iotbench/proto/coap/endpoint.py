@@ -133,13 +133,13 @@ Choices the RFCs leave open, and what this endpoint does:
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import random
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import BackoffSchedule, CocoaEstimator
+from iotbench.proto.timers import KIND, OBJ, TimerQueue
 
 from .blockwise import Representations, Uploads, szx_of
 from .client import ClientSide
@@ -165,7 +165,6 @@ from .events import (
 )
 from .exchange import (
     BLOCK2_METHODS,
-    CANCELLED,
     QUEUED,
     SERVER_CRITICAL_OPTIONS,
     T_EMPTY_ACK,
@@ -269,8 +268,7 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
 
         self._out: list[tuple[bytes, Hashable]] = []
         self._events: list[CoapEvent] = []
-        self._timers: list[list] = []
-        self._timer_seq = 0
+        self._timers = TimerQueue()
 
         # client side
         self._requests: dict[int, ClientRequest] = {}
@@ -323,10 +321,7 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest pending deadline, or None."""
-        heap = self._timers
-        while heap and heap[0][2] == CANCELLED:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        return self._timers.next_deadline()
 
     # =====================================================================
     # inputs
@@ -334,9 +329,9 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
 
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
-        heap = self._timers
-        while heap and heap[0][0] <= now:
-            _, _, kind, obj = heapq.heappop(heap)
+        timers = self._timers
+        while (entry := timers.pop_due(now)) is not None:
+            kind, obj = entry[KIND], entry[OBJ]
             if kind == T_RETRANSMIT:
                 self._on_retransmit_timer(now, obj)
             elif kind == T_NON_TIMEOUT or kind == T_SEPARATE_WAIT:

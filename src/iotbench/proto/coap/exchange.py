@@ -48,8 +48,7 @@ REQUEST = 0
 SEPARATE = 1
 NOTIFY = 2
 
-# Timer kinds; a cancelled timer entry gets kind CANCELLED.
-CANCELLED = -1
+# Timer kinds (proto/timers.py's entries).
 T_RETRANSMIT = 0
 T_NON_TIMEOUT = 1
 T_SEPARATE_WAIT = 2

@@ -7,10 +7,10 @@ state it uses; client.py and server.py are the request/response layer above."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Hashable
 
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
+from iotbench.proto.timers import cancel as cancel_timer
 
 from .codec import (
     Message,
@@ -19,7 +19,6 @@ from .codec import (
     is_response,
 )
 from .exchange import (
-    CANCELLED,
     CLIENT_CRITICAL_OPTIONS,
     NOTIFY,
     REQUEST,
@@ -49,17 +48,6 @@ class Messaging:
         self._next_mid = (mid + 1) & 0xFFFF
         return mid
 
-    def _arm(self, deadline: float, kind: int, obj: object) -> list:
-        self._timer_seq += 1
-        entry = [deadline, self._timer_seq, kind, obj]
-        heapq.heappush(self._timers, entry)
-        return entry
-
-    @staticmethod
-    def _disarm(entry: list | None) -> None:
-        if entry is not None:
-            entry[2] = CANCELLED
-
     def _schedule(self, now: float, addr: Hashable, parallel: int = 0) -> BackoffSchedule:
         """Retransmission schedule of a new CON towards `addr`."""
         if not self._cocoa:
@@ -82,7 +70,7 @@ class Messaging:
         retx = Retransmission(self._schedule(now, out.addr, parallel), self.rng)
         out.retx = retx
         self._send(out.data, out.addr)
-        out.timer = self._arm(retx.start(now), T_RETRANSMIT, out)
+        out.timer = self._timers.arm(retx.start(now), T_RETRANSMIT, out)
 
     def _send_non(self, now: float, out: Outgoing) -> None:
         """A NON that an RST may refer to within NON_LIFETIME."""
@@ -95,7 +83,7 @@ class Messaging:
         """Stop retransmitting `out` and stop matching ACK/RST to it."""
         if out is None:
             return
-        self._disarm(out.timer)
+        cancel_timer(out.timer)
         out.timer = None
         key = (out.addr, out.mid)
         if self._by_mid.get(key) is out:
@@ -113,7 +101,7 @@ class Messaging:
         if out.kind == NOTIFY:
             self._swap_in_pending(out)
         self._send(out.data, out.addr)
-        out.timer = self._arm(retx.deadline_s, T_RETRANSMIT, out)
+        out.timer = self._timers.arm(retx.deadline_s, T_RETRANSMIT, out)
 
     def _give_up(self, now: float, out: Outgoing) -> None:
         if out.kind == REQUEST:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from iotbench.proto.errors import own_error
+from iotbench.proto.timers import cancel as cancel_timer
 
 from .blockwise import MAX_SZX, block_of, szx_of, uri_key
 from .codec import (
@@ -185,7 +186,7 @@ class ServerSide:
             if after is None:
                 self._send_separate_ack(reply)
             else:
-                reply.ack_timer = self._arm(now + after, T_EMPTY_ACK, reply)
+                reply.ack_timer = self._timers.arm(now + after, T_EMPTY_ACK, reply)
 
     # ---- RFC 7959 block-wise transfers, server side ---------------------------------
 
@@ -376,8 +377,8 @@ class ServerSide:
             and not reply.acked
             and reply.ack_timer is None
         ):
-            reply.ack_timer = self._arm(now + after, T_EMPTY_ACK, reply)
-        self._arm(now + delay, T_REPLY, reply)
+            reply.ack_timer = self._timers.arm(now + after, T_EMPTY_ACK, reply)
+        self._timers.arm(now + delay, T_REPLY, reply)
 
     def _send_separate_ack(self, reply: ServerReply) -> None:
         """RFC 7252 5.2.2: acknowledge now, respond later."""
@@ -388,7 +389,7 @@ class ServerSide:
     def _send_reply(self, now: float, reply: ServerReply) -> None:
         resp = reply.response
         addr = reply.addr
-        self._disarm(reply.ack_timer)  # the response goes first: it is the ACK
+        cancel_timer(reply.ack_timer)  # the response goes first: it is the ACK
         reply.ack_timer = None
         if suppressed(reply.request, resp.code):
             # RFC 7967: the client is not interested in this class of response. A CON

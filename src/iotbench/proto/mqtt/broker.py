@@ -65,13 +65,13 @@ Choices the specification leaves open, and what this broker does:
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ..errors import own_error
 from ..keepalive import given_up_s
+from ..timers import DEADLINE, OBJ, TimerQueue
 from .acl import ClientAcl
 from .auth import refusal
 from .codec import (
@@ -105,6 +105,15 @@ from .params import MqttBrokerParams
 from .topics import is_valid_filter, is_valid_topic, matches
 
 __all__ = ["MqttBroker", "MqttBrokerStats"]
+
+_CHECK = 0  # the broker's one kind of timer: check a connection (_check)
+
+
+def _stale(entry: list) -> bool:
+    """A timer entry whose connection has closed, or wants checking at another time."""
+    c = entry[OBJ]
+    return not c.open or c.wake_at != entry[DEADLINE]
+
 
 #: 3.1.2.10: the server closes after one and a half keep-alive periods of silence.
 KEEP_ALIVE_GRACE = 1.5
@@ -204,8 +213,9 @@ class MqttBroker:
         self._to_close: list[Hashable] = []
         self._events: list[BrokerEvent] = []
         # [deadline, sequence, connection]; an entry is live while conn.wake_at == deadline.
-        self._timers: list[tuple[float, int, _Conn]] = []
-        self._timer_seq = 0
+        # Entries' objects: connections to check; an entry is stale when its
+        # connection has closed or wants checking at another time (wake_at).
+        self._timers = TimerQueue()
         # Connections whose deadlines may have moved, in the order they were touched
         # (a dict, not a set: a set of objects iterates in memory-address order,
         # which differs from process to process).
@@ -235,10 +245,10 @@ class MqttBroker:
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest deadline, or None."""
-        heap = self._timers
-        while heap and (not heap[0][2].open or heap[0][2].wake_at != heap[0][0]):
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        timers = self._timers
+        while (entry := timers.peek()) is not None and _stale(entry):
+            timers.pop()
+        return entry[DEADLINE] if entry is not None else None
 
     # ---- inspection ------------------------------------------------------------------
 
@@ -299,11 +309,12 @@ class MqttBroker:
 
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
-        heap = self._timers
-        while heap and heap[0][0] <= now:
-            t, _, c = heapq.heappop(heap)
-            if not c.open or c.wake_at != t:
-                continue  # stale entry
+        timers = self._timers
+        while (entry := timers.peek()) is not None and entry[DEADLINE] <= now:
+            timers.pop()
+            if _stale(entry):
+                continue
+            c = entry[OBJ]
             c.wake_at = None
             try:
                 self._check(now, c)
@@ -395,8 +406,7 @@ class MqttBroker:
         """Make sure `c` is checked at `deadline` or earlier."""
         if c.wake_at is None or deadline < c.wake_at:
             c.wake_at = deadline
-            self._timer_seq += 1
-            heapq.heappush(self._timers, (deadline, self._timer_seq, c))
+            self._timers.arm(deadline, _CHECK, c)
 
     def _deadline(self, c: _Conn) -> float | None:
         if c.session is None:

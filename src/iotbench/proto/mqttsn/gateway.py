@@ -109,13 +109,13 @@ What it does, with the choices the specification leaves open:
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections import OrderedDict
 from collections.abc import Hashable
 
 from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import Retransmission
+from iotbench.proto.timers import DEADLINE, OBJ, TimerQueue
 
 from .codec import (
     Advertise,
@@ -137,6 +137,7 @@ from .gateway_state import (
     Forwarded,
     MqttSnGatewayStats,
     Outgoing,
+    stale_timer,
 )
 from .gateway_topics import GatewayTopics
 from .params import MqttSnGatewayParams
@@ -174,8 +175,9 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
         self._to_close: list[int] = []
         self._events: list[GatewayEvent] = []
         self._touched: dict[int, BrokerLink] = {}  # links whose MqttClient may have output
-        self._timers: list[tuple[float, int, ClientSession]] = []
-        self._timer_seq = 0
+        # Entries' objects: client sessions to check; an entry is stale when its
+        # session wants checking at another time (scheduled) or none.
+        self._timers = TimerQueue()
         self._next_advertise_s: float | None = None
 
     # =====================================================================
@@ -214,10 +216,10 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest deadline, or None (sometimes early, never late)."""
-        heap = self._timers
-        while heap and heap[0][2].scheduled != heap[0][0]:
-            heapq.heappop(heap)  # stale entry
-        deadlines = [heap[0][0]] if heap else []
+        timers = self._timers
+        while (entry := timers.peek()) is not None and stale_timer(entry):
+            timers.pop()
+        deadlines = [entry[DEADLINE]] if entry is not None else []
         if self._next_advertise_s is not None:
             deadlines.append(self._next_advertise_s)
         if self._qos_m1 is not None:
@@ -318,11 +320,12 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
             if t is not None and t <= now:
                 self._qos_m1.mqtt.handle_timer(now)
                 self._touch(self._qos_m1)
-        heap = self._timers
-        while heap and heap[0][0] <= now:
-            t, _, c = heapq.heappop(heap)
-            if c.scheduled != t:
+        timers = self._timers
+        while (entry := timers.peek()) is not None and entry[DEADLINE] <= now:
+            timers.pop()
+            if stale_timer(entry):
                 continue
+            c = entry[OBJ]
             c.scheduled = None
             try:
                 self._check(now, c)

@@ -7,7 +7,6 @@ the state it uses."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Hashable
 from dataclasses import replace
 
@@ -54,6 +53,7 @@ from .gateway_state import (
     ACTIVE,
     ASLEEP,
     AWAKE,
+    CHECK,
     CONNECTED,
     CONNECTING,
     SETTING_UP,
@@ -377,8 +377,7 @@ class GatewayClients:
         if deadline is None:
             c.scheduled = None
         elif c.scheduled is None or deadline < c.scheduled:
-            self._timer_seq += 1
-            heapq.heappush(self._timers, (deadline, self._timer_seq, c))
+            self._timers.arm(deadline, CHECK, c)
             c.scheduled = deadline
 
     def _check(self, now: float, c: ClientSession) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.retransmit import Retransmission
+from iotbench.proto.timers import DEADLINE, OBJ
 
 from .codec import (
     Connect,
@@ -29,6 +30,13 @@ ASLEEP = "asleep"
 AWAKE = "awake"
 SETTING_UP = (WILL_TOPIC, WILL_MSG, CONNECTING)
 CONNECTED = (ACTIVE, ASLEEP, AWAKE)
+
+CHECK = 0  # the gateway's one kind of timer (proto/timers.py): check a client session
+
+
+def stale_timer(entry: list) -> bool:
+    """A timer entry whose session wants checking at another time, or not at all."""
+    return entry[OBJ].scheduled != entry[DEADLINE]
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,6 @@ schedule of proto/retransmit.py (fixed interval: backoff factor 1).
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections import deque
@@ -73,6 +72,8 @@ from typing import Final, Literal
 
 from iotbench.proto.errors import own_error
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
+from iotbench.proto.timers import CANCELLED, DEADLINE, KIND, OBJ, TimerQueue
+from iotbench.proto.timers import cancel as cancel_timer
 
 from .cs import CS_POLICIES, DEFAULT_CS_BYTES, ContentStore
 from .data import Data
@@ -111,7 +112,6 @@ __all__ = [
 
 UNSOLICITED_DATA_POLICIES: Final = ("drop-all", "admit-local", "admit-network", "admit-all")
 
-_CANCELLED: Final = -1
 _T_EXPIRE: Final = 0
 _T_RETX: Final = 1
 _T_CALL: Final = 2
@@ -367,10 +367,10 @@ class Timer:
 
     @property
     def active(self) -> bool:
-        return self._entry[2] != _CANCELLED
+        return self._entry[KIND] != CANCELLED
 
     def cancel(self) -> None:
-        self._entry[2] = _CANCELLED
+        self._entry[KIND] = CANCELLED
 
 
 class Forwarder:
@@ -405,8 +405,7 @@ class Forwarder:
         self._next_face_id = 1
         self._reassemblers: dict[int, Reassembler] = {}
         self._ident = rng.randrange(0x10000)
-        self._timers: list[list] = []
-        self._timer_seq = 0
+        self._timers = TimerQueue()
         self._inbox: deque[tuple[float, int, bytes, int]] = deque()
         self._busy = False
         #: Time of the event being processed (the last `now` passed in).
@@ -540,11 +539,9 @@ class Forwarder:
         self._busy = True
         try:
             self.now = now
-            heap = self._timers
-            while heap and heap[0][0] <= now:
-                _, _, kind, obj = heapq.heappop(heap)
-                if kind == _CANCELLED:
-                    continue
+            timers = self._timers
+            while (due := timers.pop_due(now)) is not None:
+                kind, obj = due[KIND], due[OBJ]
                 try:
                     if kind == _T_EXPIRE:
                         self._on_expire(now, obj)
@@ -563,10 +560,7 @@ class Forwarder:
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest pending deadline, or None."""
-        heap = self._timers
-        while heap and heap[0][2] == _CANCELLED:
-            heapq.heappop(heap)
-        t = heap[0][0] if heap else None
+        t = self._timers.next_deadline()
         for reassembler in self._reassemblers.values():
             r = reassembler.next_timer()
             if r is not None and (t is None or r < t):
@@ -575,7 +569,7 @@ class Forwarder:
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
         """Run `callback()` from handle_timer at `deadline` (applications' timers)."""
-        return Timer(self._arm(deadline, _T_CALL, callback))
+        return Timer(self._timers.arm(deadline, _T_CALL, callback))
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> Timer:
         return self.call_at(self.now + delay_s, callback)
@@ -637,7 +631,7 @@ class Forwarder:
         self._send(face, interest.wire)
         if self.config.retx_max > 0 and entry.retx is None:
             entry.retx = Retransmission(self._retx_schedule, self.rng)
-            entry.retx_timer = self._arm(entry.retx.start(now), _T_RETX, entry)
+            entry.retx_timer = self._timers.arm(entry.retx.start(now), _T_RETX, entry)
         return True
 
     def reject_pending_interest(self, now: float, entry: PitEntry, reason: int) -> None:
@@ -863,20 +857,16 @@ class Forwarder:
     # =====================================================================
 
     def _arm(self, deadline: float, kind: int, obj: object) -> list:
-        self._timer_seq += 1
-        entry = [deadline, self._timer_seq, kind, obj]
-        heapq.heappush(self._timers, entry)
-        return entry
+        return self._timers.arm(deadline, kind, obj)
 
     def _arm_expiry(self, entry: PitEntry) -> None:
         expiry = max(rec.expiry_s for rec in entry.in_records.values())
         timer = entry.expiry_timer
-        if timer is not None and timer[0] == expiry and timer[2] != _CANCELLED:
+        if timer is not None and timer[DEADLINE] == expiry and timer[KIND] != CANCELLED:
             return
-        if timer is not None:
-            timer[2] = _CANCELLED
+        cancel_timer(timer)
         entry.expiry_s = expiry
-        entry.expiry_timer = self._arm(expiry, _T_EXPIRE, entry)
+        entry.expiry_timer = self._timers.arm(expiry, _T_EXPIRE, entry)
 
     def _on_expire(self, now: float, entry: PitEntry) -> None:
         entry.expiry_timer = None
@@ -908,7 +898,7 @@ class Forwarder:
             self.counters.retransmissions += 1
             self.counters.interests_out += 1
             self._send(face, interest.wire)
-        entry.retx_timer = self._arm(retx.deadline_s, _T_RETX, entry)
+        entry.retx_timer = self._timers.arm(retx.deadline_s, _T_RETX, entry)
 
     # =====================================================================
     # helpers
@@ -918,9 +908,8 @@ class Forwarder:
         """Remove a PIT entry and stop its timers."""
         self.pit.erase(entry)
         self._give(entry, entry.heap_bytes)
-        for timer in (entry.expiry_timer, entry.retx_timer):
-            if timer is not None:
-                timer[2] = _CANCELLED
+        cancel_timer(entry.expiry_timer)
+        cancel_timer(entry.retx_timer)
         entry.expiry_timer = None
         entry.retx_timer = None
 

@@ -1,0 +1,91 @@
+"""One timer queue for the sans-I/O stacks: deadlines in order of time, then of arming.
+
+Every stack is driven the same way (h11's and aioquic's pattern): the driver
+asks `next_timer()` for the earliest deadline and calls `handle_timer(now)`
+when it comes. Behind those two calls each stack keeps its deadlines here:
+
+    timers = TimerQueue()
+    entry = timers.arm(now + 2.0, RETRANSMIT, exchange)   # what, for whom
+    cancel(entry)                                         # no longer wanted
+    timers.next_deadline()                                # the earliest one armed
+    while (entry := timers.pop_due(now)) is not None:     # in handle_timer
+        kind, obj = entry[KIND], entry[OBJ]
+
+An entry is a list [deadline, seq, kind, obj]: `kind` is the stack's own int
+tag (what to do), `obj` what to do it to. Entries due at the same time come
+out in the order they were armed (`seq`), which is what keeps a simulation
+deterministic. A heap cannot take an entry out of its middle cheaply, so
+cancel() marks it (kind = CANCELLED) and the queue drops it when it reaches
+the top. A stack whose entries go stale by its own rule (a connection closed,
+a later deadline set for the same client) uses peek() and pop() and applies
+its rule itself.
+
+Compiled with mypyc (compiled.py): the NDN forwarder arms and pops a timer
+per Interest.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Final
+
+CANCELLED: Final = -1
+# What an entry holds, by index.
+DEADLINE: Final = 0
+KIND: Final = 2
+OBJ: Final = 3
+
+
+def cancel(entry: list | None) -> None:
+    """The entry will not come out of its queue (None: nothing to cancel)."""
+    if entry is not None:
+        entry[2] = CANCELLED
+
+
+def armed(entry: list | None) -> bool:
+    """Whether `entry` is still to come (not cancelled, not None)."""
+    return entry is not None and entry[2] != CANCELLED
+
+
+class TimerQueue:
+    __slots__ = ("_heap", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[list] = []
+        self._seq = 0
+
+    def __len__(self) -> int:
+        """Entries held, cancelled ones not yet dropped included."""
+        return len(self._heap)
+
+    def arm(self, deadline: float, kind: int, obj: object) -> list:
+        """A timer for `obj` at `deadline`; the entry is what cancel() takes."""
+        self._seq += 1
+        entry = [deadline, self._seq, kind, obj]
+        heapq.heappush(self._heap, entry)
+        return entry
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline not cancelled, or None."""
+        heap = self._heap
+        while heap and heap[0][2] == CANCELLED:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def pop_due(self, now: float) -> list | None:
+        """The earliest entry due at or before `now` that is not cancelled (taken out
+        of the queue), or None."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if entry[2] != CANCELLED:
+                return entry
+        return None
+
+    def peek(self) -> list | None:
+        """The earliest entry, cancelled or not, left in the queue; or None."""
+        return self._heap[0] if self._heap else None
+
+    def pop(self) -> list:
+        """Take out the earliest entry, cancelled or not."""
+        return heapq.heappop(self._heap)
