@@ -1,5 +1,7 @@
 """Argument types of the command line: numbers with their bounds, ports, each
-refusing bad text with a message argparse shows as a usage error."""
+refusing bad text with a message argparse shows as a usage error; and the
+options that pick runs and change settings (--filter, --set), which several
+commands take with the same meaning."""
 
 from __future__ import annotations
 
@@ -29,6 +31,18 @@ def ipv6_prefix_length(text: str) -> int:
     if value > 128:
         raise argparse.ArgumentTypeError(f"{value} is not an IPv6 prefix length (0..128)")
     return value
+
+
+def add_filter_option(parser: argparse.ArgumentParser, help: str, metavar: str) -> None:
+    """--filter AXIS=V (repeatable), into args.filter."""
+    parser.add_argument("--filter", action="append", default=[], metavar=metavar, help=help)
+
+
+def add_set_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--set KEY=VALUE (repeatable), into args.overrides."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides", help=help
+    )
 
 
 def port(text: str) -> int:

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from iotbench import __version__
-from iotbench.argtypes import non_negative_int, positive_float, positive_int
+from iotbench.argtypes import (
+    add_filter_option,
+    add_set_option,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from iotbench.real.arguments import add_real_commands
 from iotbench.scenarios import (
     Run,
@@ -138,10 +144,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"iotbench {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_list_command(commands, formatter)
+    _add_show_command(commands, formatter)
+    _add_run_command(commands, formatter)
+    _add_topology_command(commands, formatter)
+    _add_report_command(commands, formatter)
+    _add_compare_command(commands, formatter)
+    _add_reproduce_command(commands, formatter)
+    add_real_commands(commands, formatter, serve=cmd_serve, client=cmd_client, shim=cmd_shim)
+    _add_bench_command(commands, formatter)
+    return parser
 
+
+def _add_list_command(commands, formatter: type) -> None:
     p = commands.add_parser("list", help="list the built-in scenarios", formatter_class=formatter)
     p.set_defaults(handler=cmd_list)
 
+
+def _add_show_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "show",
         help="print a scenario and the runs it expands to",
@@ -153,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(p)
     p.set_defaults(handler=cmd_show)
 
+
+def _add_run_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "run",
         help="run a scenario's sweep and store the results",
@@ -190,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_run)
 
+
+def _add_topology_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "topology",
         help="draw a radio network: its nodes, links and routing tree",
@@ -214,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_topology)
 
+
+def _add_report_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "report",
         help="tables, plots and an HTML page from stored results",
@@ -225,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--open", action="store_true", help="open index.html in a web browser")
     p.set_defaults(handler=cmd_report)
 
+
+def _add_compare_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "compare",
         help="the studies' published figures against ours, from stored results",
@@ -255,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per figure")
     p.set_defaults(handler=cmd_compare)
 
+
+def _add_reproduce_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "reproduce",
         help="run every built-in scenario of the studies and write one report",
@@ -289,8 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_execution(p)
     p.set_defaults(handler=cmd_reproduce)
 
-    add_real_commands(commands, formatter, serve=cmd_serve, client=cmd_client, shim=cmd_shim)
 
+def _add_bench_command(commands, formatter: type) -> None:
     p = commands.add_parser(
         "bench",
         help="micro-benchmarks of the protocol stacks",
@@ -317,7 +347,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one JSON object per operation (JSON Lines) instead of a table",
     )
     p.set_defaults(handler=cmd_bench)
-    return parser
 
 
 def _add_selection(p: argparse.ArgumentParser) -> None:
@@ -326,21 +355,8 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="a built-in scenario name (see `iotbench list`) or a .toml file",
     )
-    p.add_argument(
-        "--filter",
-        action="append",
-        default=[],
-        metavar="AXIS=V[,V2]",
-        help="keep only these values of a sweep axis (repeatable)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        dest="overrides",
-        help="override a base config key, e.g. workload.items=50 (repeatable)",
-    )
+    add_filter_option(p, "keep only these values of a sweep axis (repeatable)", "AXIS=V[,V2]")
+    add_set_option(p, "override a base config key, e.g. workload.items=50 (repeatable)")
     p.add_argument(
         "--reps",
         type=positive_int,

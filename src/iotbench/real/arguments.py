@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from iotbench.argtypes import (
+    add_filter_option,
+    add_set_option,
     ipv6_prefix_length,
     non_negative_int,
     port,
@@ -25,6 +27,14 @@ def add_real_commands(
     commands, formatter: type, *, serve: Handler, client: Handler, shim: Handler
 ) -> None:
     """Add serve, client and shim to `commands` (argparse's subparsers)."""
+    add_serve_command(commands, formatter, serve)
+    add_client_command(commands, formatter, client)
+    add_shim_command(commands, formatter, shim)
+
+
+def add_serve_command(commands, formatter: type, handler: Handler) -> None:
+    """`iotbench serve PROTOCOL`: the options every server takes, then each
+    server's own group."""
     p = commands.add_parser(
         "serve",
         help="run a protocol server on a real socket",
@@ -85,6 +95,15 @@ def add_real_commands(
         metavar="S",
         help="seconds between notifications to observers of /voltage, coap (default: %(default)s)",
     )
+    _add_coap_server_options(p)
+    _add_em_options(p)
+    _add_mqtt_options(p)
+    _add_gateway_options(p)
+    _add_ndn_options(p)
+    p.set_defaults(handler=handler)
+
+
+def _add_coap_server_options(p: argparse.ArgumentParser) -> None:
     dtls = add_psk_arguments(p, "serve coaps:// (default port 5684) and accept this identity only")
     dtls.add_argument(
         "--dtls-max-sessions",
@@ -101,6 +120,9 @@ def add_real_commands(
         " a new one when all are taken ends the oldest started",
     )
     add_oscore_argument(p, "answer only requests protected with these (others: 4.01)", many=True)
+
+
+def _add_em_options(p: argparse.ArgumentParser) -> None:
     em = p.add_argument_group("coap-em")
     em.add_argument(
         "--member-timeout",
@@ -186,6 +208,9 @@ def add_real_commands(
         help="let any client change or delete any entity (default: only the client that"
         " created it, by its DTLS/OSCORE identity, else its address and port)",
     )
+
+
+def _add_mqtt_options(p: argparse.ArgumentParser) -> None:
     mqtt = p.add_argument_group(
         "mqtt",
         "Users and topic access in mosquitto's formats (mosquitto.conf(5)); a bad file"
@@ -215,6 +240,9 @@ def add_real_commands(
         help="let clients without a user name connect although there is a --password-file"
         " (default: only without one)",
     )
+
+
+def _add_gateway_options(p: argparse.ArgumentParser) -> None:
     gateway = p.add_argument_group("mqttsn-gateway")
     gateway.add_argument(
         "--broker",
@@ -267,6 +295,9 @@ def add_real_commands(
         help="octets of topic names one client's topic table may hold; a REGISTER beyond"
         " gets 'rejected: congestion' (default: 65536)",
     )
+
+
+def _add_ndn_options(p: argparse.ArgumentParser) -> None:
     ndn = p.add_argument_group("ndn")
     ndn.add_argument("--prefix", help="name the producer serves (default: /iotbench/sensor)")
     ndn.add_argument(
@@ -291,8 +322,10 @@ def add_real_commands(
         metavar="MS",
         help="FreshnessPeriod of the Data, in milliseconds (default: 1000)",
     )
-    p.set_defaults(handler=serve)
 
+
+def add_client_command(commands, formatter: type, handler: Handler) -> None:
+    """`iotbench client PROTOCOL ...`: one request, publication or subscription."""
     p = commands.add_parser(
         "client",
         help="send one request (or publish/subscribe) over a real socket",
@@ -392,8 +425,11 @@ def add_real_commands(
         help="give up after S seconds (default: the protocol's own give-up time, 93 s for CoAP;"
         " a subscription without --count ends here)",
     )
-    p.set_defaults(handler=client)
+    p.set_defaults(handler=handler)
 
+
+def add_shim_command(commands, formatter: type, handler: Handler) -> None:
+    """`iotbench shim`: real UDP traffic through a simulated network."""
     p = commands.add_parser(
         "shim",
         help="relay real UDP traffic through a simulated, impaired network",
@@ -431,22 +467,13 @@ def add_real_commands(
     )
     p.add_argument("--to", required=True, metavar="HOST:PORT", help="the UDP server to relay to")
     p.add_argument("--scenario", metavar="NAME|FILE", help="take the network of this scenario")
-    p.add_argument(
-        "--filter",
-        action="append",
-        default=[],
-        metavar="AXIS=V",
-        help="with --scenario: keep only runs with this axis value, until one network is left",
+    add_filter_option(
+        p,
+        "with --scenario: keep only runs with this axis value, until one network is left",
+        "AXIS=V",
     )
     p.add_argument("--network", type=Path, metavar="FILE", help="a TOML file with [network]")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        dest="overrides",
-        help="override a network.* key, e.g. network.link.delay_s=0.1 (repeatable)",
-    )
+    add_set_option(p, "override a network.* key, e.g. network.link.delay_s=0.1 (repeatable)")
     p.add_argument(
         "--seed",
         type=non_negative_int,
@@ -474,7 +501,7 @@ def add_real_commands(
         metavar="S",
         help="forget a client silent for S seconds (default: %(default)s)",
     )
-    p.set_defaults(handler=shim)
+    p.set_defaults(handler=handler)
 
 
 def add_psk_arguments(p: argparse.ArgumentParser, what: str):
