@@ -37,6 +37,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from iotbench.proto.crypto_work import WorkMeter
 from iotbench.proto.replay import ReplayWindow
@@ -72,14 +73,36 @@ CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE = 20, 21, 22
 PROTECTION_OVERHEAD = 8 + 8  # CCM-8's explicit nonce and tag (record.py)
 MAX_EARLY_MESSAGES = 8  # handshake messages kept until their turn
 
-# States.
-WAIT_HELLO = "wait-server-hello"  # client: flight 1 or 3 sent
-WAIT_HELLO_DONE = "wait-server-hello-done"  # client: ServerHello read
-WAIT_CLIENT_KEY = "wait-client-key-exchange"  # server: flight 4 sent
-WAIT_FINISHED = "wait-finished"  # either side: keys derived, peer's Finished due
-ESTABLISHED = "established"
-CLOSED = "closed"
-FAILED = "failed"
+
+class State(StrEnum):
+    """Where a connection's handshake is (the values are what messages show)."""
+
+    NEW = ""  # server: the verified ClientHello not yet read
+    WAIT_HELLO = "wait-server-hello"  # client: flight 1 or 3 sent
+    WAIT_HELLO_DONE = "wait-server-hello-done"  # client: ServerHello read
+    WAIT_CLIENT_KEY = "wait-client-key-exchange"  # server: flight 4 sent
+    WAIT_FINISHED = "wait-finished"  # either side: keys derived, peer's Finished due
+    ESTABLISHED = "established"
+    CLOSED = "closed"
+    FAILED = "failed"
+
+
+WAIT_HELLO, WAIT_HELLO_DONE = State.WAIT_HELLO, State.WAIT_HELLO_DONE
+WAIT_CLIENT_KEY, WAIT_FINISHED = State.WAIT_CLIENT_KEY, State.WAIT_FINISHED
+ESTABLISHED, CLOSED, FAILED = State.ESTABLISHED, State.CLOSED, State.FAILED
+
+#: The handshake's moves (RFC 6347 4.2.4's flights): from each state, where it
+#: may go next (_enter); closing and failing are possible from any state.
+_NEXT: dict[State, tuple[State, ...]] = {
+    State.NEW: (WAIT_HELLO, WAIT_CLIENT_KEY),
+    WAIT_HELLO: (WAIT_HELLO_DONE,),
+    WAIT_HELLO_DONE: (WAIT_FINISHED,),
+    WAIT_CLIENT_KEY: (WAIT_FINISHED,),
+    WAIT_FINISHED: (ESTABLISHED,),
+    ESTABLISHED: (),
+    CLOSED: (),
+    FAILED: (),
+}
 
 
 # --------------------------------------------------------------------------- events
@@ -117,18 +140,6 @@ class SessionClosed:
 
 
 #: Which method takes the next handshake message, by role and state.
-_HANDLERS = {
-    "client": {
-        WAIT_HELLO: "_client_on_hello",
-        WAIT_HELLO_DONE: "_client_on_server_flight",
-        WAIT_FINISHED: "_on_finished",
-    },
-    "server": {
-        "": "_server_on_client_hello",  # a new association's verified ClientHello
-        WAIT_CLIENT_KEY: "_server_on_client_key_exchange",
-        WAIT_FINISHED: "_on_finished",
-    },
-}
 
 
 class _Fatal(Exception):
@@ -157,7 +168,7 @@ class DtlsConnection(DrainedQueues):
         self.role = role
         self.rng = rng
         self.params = params
-        self.state = ""
+        self.state = State.NEW
         self.psk_identity = b""
         self.last_activity_s = 0.0
         self.meter = meter or WorkMeter()  # its cryptography (proto/crypto_work.py)
@@ -208,7 +219,7 @@ class DtlsConnection(DrainedQueues):
         conn._credentials = credentials
         conn._started_s = conn.last_activity_s = now
         conn._client_random = _random_bytes(rng, 32)
-        conn.state = WAIT_HELLO
+        conn._enter(WAIT_HELLO)
         conn._send_client_hello(now, cookie=b"")
         return conn
 
@@ -303,7 +314,7 @@ class DtlsConnection(DrainedQueues):
                 self._events.append(SessionClosed(self.peer, by_peer=False))
             else:
                 self._events.append(HandshakeFailed(self.peer, "closed"))
-        self.state = CLOSED
+        self._enter(CLOSED)
         self._retx = None
 
     # -- records in
@@ -402,7 +413,7 @@ class DtlsConnection(DrainedQueues):
                 self._events.append(SessionClosed(self.peer, by_peer=True))
             else:
                 self._events.append(HandshakeFailed(self.peer, "close_notify"))
-            self.state = CLOSED
+            self._enter(CLOSED)
             self._retx = None
         elif alert.level == messages.FATAL:
             self._fail(alert.name)
@@ -419,12 +430,11 @@ class DtlsConnection(DrainedQueues):
     def _on_handshake(self, now: float, msg: HandshakeFragment) -> None:
         self._receive_seq = msg.message_seq + 1
         self._reassembler.forget_before(self._receive_seq)
-        name = _HANDLERS[self.role].get(self.state)
-        handler = getattr(self, name) if name is not None else None
+        handler = _HANDLERS[self.role].get(self.state)
         if handler is None:
             raise _Fatal(messages.UNEXPECTED_MESSAGE, f"handshake message in state {self.state}")
         try:
-            handler(now, msg)
+            handler(self, now, msg)
         except DtlsDecodeError as exc:
             raise _Fatal(messages.DECODE_ERROR, str(exc)) from None
 
@@ -463,7 +473,7 @@ class DtlsConnection(DrainedQueues):
         self._ems = EXT_EXTENDED_MASTER_SECRET in extensions
         self._server_random = hello.random
         self._transcript.append(msg.encode())
-        self.state = WAIT_HELLO_DONE
+        self._enter(WAIT_HELLO_DONE)
 
     def _client_on_server_flight(self, now: float, msg: HandshakeFragment) -> None:
         if msg.msg_type == messages.SERVER_KEY_EXCHANGE and self._hint is None:
@@ -485,7 +495,7 @@ class DtlsConnection(DrainedQueues):
             now,
             [key_exchange, (CHANGE_CIPHER_SPEC, 0, CHANGE_CIPHER_SPEC_BODY), finished],
         )
-        self.state = WAIT_FINISHED
+        self._enter(WAIT_FINISHED)
 
     # server side
 
@@ -530,7 +540,7 @@ class DtlsConnection(DrainedQueues):
             )
         flight.append(self._handshake_message(messages.SERVER_HELLO_DONE, b""))
         self._new_flight(now, flight)
-        self.state = WAIT_CLIENT_KEY
+        self._enter(WAIT_CLIENT_KEY)
 
     def _server_on_client_key_exchange(self, now: float, msg: HandshakeFragment) -> None:
         if msg.msg_type != messages.CLIENT_KEY_EXCHANGE:
@@ -542,7 +552,7 @@ class DtlsConnection(DrainedQueues):
         self.psk_identity = identity
         self._transcript.append(msg.encode())
         self._derive_keys(key)
-        self.state = WAIT_FINISHED
+        self._enter(WAIT_FINISHED)
 
     # both sides
 
@@ -564,7 +574,7 @@ class DtlsConnection(DrainedQueues):
             # in turn would make the two sides echo each other for ever.
             self._retx = None
             self._flight = []
-        self.state = ESTABLISHED
+        self._enter(ESTABLISHED)
         self._transcript = []
         self._events.append(
             HandshakeDone(
@@ -651,12 +661,36 @@ class DtlsConnection(DrainedQueues):
         epoch = 1 if self._write_protection is not None and self.established else 0
         self._out.append(self._record(ALERT, epoch, alert))
 
+    def _enter(self, state: State) -> None:
+        """The one place the handshake moves: to `state`, if _NEXT allows it from
+        here (closing and failing always are); anything else is a bug of ours."""
+        if state not in _NEXT[self.state] and state not in (CLOSED, FAILED):
+            raise RuntimeError(
+                f"DTLS handshake cannot go from {self.state.value!r} to {state.value!r}"
+            )
+        self.state = state
+
     def _fail(self, reason: str) -> None:
         if self.finished:
             return
-        self.state = FAILED
+        self._enter(FAILED)
         self._retx = None
         self._events.append(HandshakeFailed(self.peer, reason))
+
+
+#: Which method reads a handshake message, by role and state (others: unexpected_message).
+_HANDLERS = {
+    "client": {
+        WAIT_HELLO: DtlsConnection._client_on_hello,
+        WAIT_HELLO_DONE: DtlsConnection._client_on_server_flight,
+        WAIT_FINISHED: DtlsConnection._on_finished,
+    },
+    "server": {
+        State.NEW: DtlsConnection._server_on_client_hello,  # the verified ClientHello
+        WAIT_CLIENT_KEY: DtlsConnection._server_on_client_key_exchange,
+        WAIT_FINISHED: DtlsConnection._on_finished,
+    },
+}
 
 
 def _random_bytes(rng: random.Random, n: int) -> bytes:
