@@ -57,6 +57,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from dataclasses import dataclass
+from enum import Enum
 
 from ..keepalive import ping_due_s
 from .codec import (
@@ -102,10 +103,20 @@ from .topics import is_valid_filter, is_valid_topic
 
 __all__ = ["MqttClient", "MqttClientStats", "QueueFull"]
 
-# Connection states.
-_IDLE = 0  # no connection (before connect(), after it closed)
-_CONNECTING = 1  # CONNECT sent, waiting for CONNACK
-_CONNECTED = 2
+
+class ConnectionState(Enum):
+    IDLE = "idle"  # no connection (before connect(), after it closed)
+    CONNECTING = "connecting"  # CONNECT sent, waiting for CONNACK
+    CONNECTED = "connected"
+
+
+_IDLE, _CONNECTING, _CONNECTED = (
+    ConnectionState.IDLE,
+    ConnectionState.CONNECTING,
+    ConnectionState.CONNECTED,
+)
+#: Where a connection may go from each state (_enter); it may always end (IDLE).
+_NEXT = {_IDLE: (_CONNECTING,), _CONNECTING: (_CONNECTED,), _CONNECTED: ()}
 
 
 class QueueFull(RuntimeError):
@@ -227,7 +238,7 @@ class MqttClient:
             for msg in self._outbox.discard_inflight():
                 self._events.append(PublishFailed(msg.packet_id, "session-discarded"))
             self._inbox.clear()
-        self._state = _CONNECTING
+        self._enter(_CONNECTING)
         self._connect_sent_s = now
         self._send(
             now,
@@ -382,9 +393,16 @@ class MqttClient:
     def _on_published(self, msg: OutMessage) -> None:
         self._events.append(Published(msg.packet_id, msg.transmissions))
 
+    def _enter(self, state: ConnectionState) -> None:
+        """The one place the connection's state changes: as _NEXT allows, or to IDLE
+        from anywhere; another move is a bug of ours."""
+        if state is not _IDLE and state not in _NEXT[self._state]:
+            raise RuntimeError(f"MQTT client cannot go from {self._state.value} to {state.value}")
+        self._state = state
+
     def _close(self, reason: CloseReason) -> None:
         """End the current connection: stop sending, report once, ask for the close."""
-        self._state = _IDLE
+        self._enter(_IDLE)
         self._ping_sent_s = None
         self._outbox.go_offline()
         # Sent SUBSCRIBE/UNSUBSCRIBE will never be answered (they are not re-sent).
@@ -448,7 +466,7 @@ class MqttClient:
         if packet.session_present and self.params.clean_session:
             self._protocol_error("Session Present 1 after a clean-session CONNECT (3.2.2.2)")
             return
-        self._state = _CONNECTED
+        self._enter(_CONNECTED)
         self._events.append(Connected(packet.session_present, 0))
         while self._control:
             self._send(now, self._control.popleft())

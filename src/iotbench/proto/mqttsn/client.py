@@ -76,6 +76,7 @@ import random
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from iotbench.proto.errors import own_error
 from iotbench.proto.keepalive import ping_due_s
@@ -143,13 +144,33 @@ from .registry import TopicRegistry
 
 __all__ = ["MqttSnClient", "MqttSnClientStats", "QueueFull", "Will"]
 
+
 # Connection states (6.14, figure 4, seen from the client).
-DISCONNECTED = "disconnected"
-CONNECTING = "connecting"  # CONNECT sent (and the will exchange), waiting for CONNACK
-ACTIVE = "active"
-ASLEEP = "asleep"
-AWAKE = "awake"  # wake-up PINGREQ sent, buffered messages arriving until PINGRESP
-DISCONNECTING = "disconnecting"  # DISCONNECT (with or without a duration) sent
+class ClientState(StrEnum):
+    """A client's state (6.14, figure 4); the values are what messages show."""
+
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"  # CONNECT sent (and the will exchange), waiting for CONNACK
+    ACTIVE = "active"
+    ASLEEP = "asleep"
+    AWAKE = "awake"  # wake-up PINGREQ sent, buffered messages arriving until PINGRESP
+    DISCONNECTING = "disconnecting"  # DISCONNECT (with or without a duration) sent
+
+
+DISCONNECTED, CONNECTING = ClientState.DISCONNECTED, ClientState.CONNECTING
+ACTIVE, ASLEEP, AWAKE = ClientState.ACTIVE, ClientState.ASLEEP, ClientState.AWAKE
+DISCONNECTING = ClientState.DISCONNECTING
+
+#: Where a client may go from each state (6.14; _enter); it may always end up
+#: disconnected (refused, lost, told so).
+_NEXT: dict[ClientState, tuple[ClientState, ...]] = {
+    DISCONNECTED: (CONNECTING,),
+    CONNECTING: (ACTIVE, DISCONNECTING),
+    ACTIVE: (DISCONNECTING,),
+    DISCONNECTING: (ASLEEP,),  # a DISCONNECT with a duration acknowledged
+    ASLEEP: (CONNECTING, AWAKE, DISCONNECTING),
+    AWAKE: (CONNECTING, ASLEEP, DISCONNECTING),
+}
 
 #: The largest Data field of a PUBLISH (3-octet Length, MsgType, Flags, TopicId, MsgId).
 MAX_PUBLISH_DATA = 0xFFFF - 9
@@ -298,7 +319,7 @@ class MqttSnClient:
             self._start_control(
                 now, "connect", Connect(p.client_id, p.keep_alive_s, p.clean_session)
             )
-            self.state = CONNECTING
+            self._enter(CONNECTING)
             return
         if self.state != DISCONNECTED:
             raise RuntimeError(f"connect() while {self.state}")
@@ -312,7 +333,7 @@ class MqttSnClient:
         self._will = will
         self._topics.clear()
         self._qos2_in.clear()
-        self.state = CONNECTING
+        self._enter(CONNECTING)
         message = Connect(p.client_id, p.keep_alive_s, p.clean_session, will is not None)
         self._start_control(now, "connect", message)
 
@@ -430,14 +451,14 @@ class MqttSnClient:
             raise ValueError(f"sleep duration must be 1..65535 s, got {duration_s}")
         self.sleep_duration_s = duration_s
         self._ping = None
-        self.state = DISCONNECTING
+        self._enter(DISCONNECTING)
         self._start_control(now, "sleep", Disconnect(duration_s))
 
     def wake(self, now: float) -> None:
         """PINGREQ with the client id (6.14): buffered messages arrive, then PINGRESP."""
         if self.state != ASLEEP:
             raise RuntimeError(f"wake() while {self.state}")
-        self.state = AWAKE
+        self._enter(AWAKE)
         self._start_control(now, "wake", PingReq(self.params.client_id))
 
     def disconnect(self, now: float) -> None:
@@ -446,7 +467,7 @@ class MqttSnClient:
             return
         self._fail_requests("disconnected")
         self._ping = None
-        self.state = DISCONNECTING
+        self._enter(DISCONNECTING)
         self._start_control(now, "disconnect", Disconnect())
 
     # =====================================================================
@@ -590,12 +611,19 @@ class MqttSnClient:
         self._ping = None
         self._qos2_in.clear()
         self._topics.clear()
-        self.state = DISCONNECTED
+        self._enter(DISCONNECTED)
         self._events.append(Disconnected(reason))
+
+    def _enter(self, state: ClientState) -> None:
+        """The one place the client's state changes: as _NEXT allows, or to
+        disconnected from anywhere; another move is a bug of ours."""
+        if state is not DISCONNECTED and state not in _NEXT[self.state]:
+            raise RuntimeError(f"MQTT-SN client cannot go from {self.state} to {state}")
+        self.state = state
 
     def _fall_asleep(self) -> None:
         self._control = None
-        self.state = ASLEEP
+        self._enter(ASLEEP)
         self._events.append(Asleep(self.sleep_duration_s))
 
     # =====================================================================
@@ -651,7 +679,7 @@ class MqttSnClient:
             self._events.append(ConnectionRefused(m.return_code))
             self._end("refused")
             return
-        self.state = ACTIVE
+        self._enter(ACTIVE)
         self._events.append(Connected(self.gateway))
         self._pump(now)
 

@@ -138,7 +138,7 @@ class GatewayBroker:
                 self._send(UnsubAck(msg_id), c.addr)
         elif t is Connected:
             if c.state == CONNECTING:
-                c.state = ACTIVE
+                c.enter(ACTIVE)
                 self._send(ConnAck(ReturnCode.ACCEPTED), c.addr)
                 self._events.append(ClientConnected(c.addr, c.client_id))
         elif t is ConnectionRefused:
@@ -205,7 +205,7 @@ class GatewayBroker:
             else:
                 self._send(message, c.addr)
         if c.state == AWAKE and c.out is None and not c.queue:
-            c.state = ASLEEP  # 6.14: all sent; PINGRESP sends the client back to sleep
+            c.enter(ASLEEP)  # 6.14: all sent; PINGRESP sends the client back to sleep
             c.last_heard_s = now
             self._send(PingResp(), c.addr)
             self._events.append(ClientAsleep(c.addr, c.client_id, c.sleep_s))

@@ -141,7 +141,7 @@ class GatewayClients:
             if c.state == CONNECTING:
                 return  # a repeated CONNECT; the broker's CONNACK will answer it
             if c.state in (WILL_TOPIC, WILL_MSG) and m.will:
-                c.state = WILL_TOPIC  # a repeated CONNECT: prompt again
+                c.enter(WILL_TOPIC)  # a repeated CONNECT: prompt again
                 self._send(WillTopicReq(), addr)
                 return
         other = self._by_id.get(m.client_id)
@@ -196,13 +196,13 @@ class GatewayClients:
         self._drop(now, c, "evicted", graceful=True)
 
     def _wake_to_active(self, now: float, c: ClientSession, m: Connect) -> None:
-        c.state = ACTIVE
+        c.enter(ACTIVE)
         c.keep_alive_s = m.duration_s
         self._send(ConnAck(ReturnCode.ACCEPTED), c.addr)
         self._pump(now, c)
 
     def _connect_broker(self, c: ClientSession) -> None:
-        c.state = CONNECTING
+        c.enter(CONNECTING)
         params = MqttClientParams(
             client_id=c.client_id,
             clean_session=c.clean_session,
@@ -225,7 +225,7 @@ class GatewayClients:
             self._forget(c, "refused")
             return
         c.will_topic, c.will_qos, c.will_retain = m.topic, m.qos, m.retain
-        c.state = WILL_MSG
+        c.enter(WILL_MSG)
         self._send(WillMsgReq(), c.addr)
 
     def _on_willmsg(self, now: float, c: ClientSession, m: WillMsg) -> None:
@@ -245,7 +245,7 @@ class GatewayClients:
 
     def _on_disconnect(self, now: float, c: ClientSession, m: Disconnect) -> None:
         if m.duration_s and c.state in CONNECTED:  # a sleep of 0 s is a plain DISCONNECT
-            c.state = ASLEEP
+            c.enter(ASLEEP)
             c.sleep_s = m.duration_s
             self._suspend(c)
             self._send(Disconnect(), c.addr)
@@ -263,7 +263,7 @@ class GatewayClients:
 
     def _on_pingreq(self, now: float, c: ClientSession, m: PingReq) -> None:
         if c.state == ASLEEP:
-            c.state = AWAKE
+            c.enter(AWAKE)
             self._events.append(ClientAwake(c.addr, c.client_id, len(c.queue)))
             self._pump(now, c)  # the buffered messages, then PINGRESP (6.14)
         elif c.state == AWAKE:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.codec import Will
@@ -20,14 +21,33 @@ from .codec import (
 )
 from .registry import TopicRegistry
 
-# Client states (6.14, figure 4, seen from the gateway); disconnected and lost
-# clients have no state here.
-WILL_TOPIC = "will-topic"  # WILLTOPICREQ sent
-WILL_MSG = "will-message"  # WILLMSGREQ sent
-CONNECTING = "connecting"  # waiting for the broker's CONNACK
-ACTIVE = "active"
-ASLEEP = "asleep"
-AWAKE = "awake"
+
+class SessionState(StrEnum):
+    """A client's state (6.14, figure 4, seen from the gateway); disconnected and
+    lost clients have no session. The values are what messages show."""
+
+    WILL_TOPIC = "will-topic"  # WILLTOPICREQ sent
+    WILL_MSG = "will-message"  # WILLMSGREQ sent
+    CONNECTING = "connecting"  # waiting for the broker's CONNACK
+    ACTIVE = "active"
+    ASLEEP = "asleep"
+    AWAKE = "awake"
+
+
+WILL_TOPIC, WILL_MSG = SessionState.WILL_TOPIC, SessionState.WILL_MSG
+CONNECTING, ACTIVE = SessionState.CONNECTING, SessionState.ACTIVE
+ASLEEP, AWAKE = SessionState.ASLEEP, SessionState.AWAKE
+#: Where a session may go from each state (ClientSession.enter): a repeated
+#: CONNECT prompts for the will again, a sleeping client's CONNECT makes it
+#: active, a DISCONNECT with a duration puts a connected one to sleep.
+_NEXT: dict[SessionState, tuple[SessionState, ...]] = {
+    WILL_TOPIC: (WILL_TOPIC, WILL_MSG, CONNECTING),
+    WILL_MSG: (WILL_TOPIC, WILL_MSG, CONNECTING),  # a WILLTOPIC again: WILLMSGREQ was lost
+    CONNECTING: (ACTIVE,),
+    ACTIVE: (ASLEEP,),
+    ASLEEP: (ACTIVE, AWAKE, ASLEEP),
+    AWAKE: (ACTIVE, ASLEEP),
+}
 SETTING_UP = (WILL_TOPIC, WILL_MSG, CONNECTING)
 CONNECTED = (ACTIVE, ASLEEP, AWAKE)
 
@@ -164,6 +184,13 @@ class ClientSession:
         self.out: Outgoing | None = None
         self.next_msg_id = 1
         self.scheduled: float | None = None  # deadline of this client's live timer entry
+
+    def enter(self, state: SessionState) -> None:
+        """The one place a session's state changes, as _NEXT allows; another
+        move is a bug of ours."""
+        if state not in _NEXT[self.state]:
+            raise RuntimeError(f"MQTT-SN session cannot go from {self.state} to {state}")
+        self.state = state
 
     def will(self) -> Will | None:
         if self.will_topic is None:
