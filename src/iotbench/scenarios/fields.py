@@ -426,16 +426,19 @@ def settings_type(node: Section, name: str, tag: tuple[str, str] | None = None) 
     key = (id(node), tag[1] if tag else "")
     cls = _TYPES.get(key)
     if cls is None:
+        # The checked-in class of that name (settings_gen.py writes them from the
+        # schema); a section the schema does not reach (none today) gets one made
+        # here, with the same fields.
+        from iotbench.scenarios import settings_types
+
         names = ([tag[0]] if tag else []) + list(node.fields)
-        cls = dataclasses.make_dataclass(
-            name,
-            [(n, Any) for n in names],
-            bases=(Settings,),
-            frozen=True,
-            slots=True,
-        )
-        cls.__module__ = __name__
-        cls.__doc__ = node.doc
+        cls = getattr(settings_types, name, None)
+        if cls is None or [f.name for f in dataclasses.fields(cls)] != names:
+            cls = dataclasses.make_dataclass(
+                name, [(n, Any) for n in names], bases=(Settings,), frozen=True, slots=True
+            )
+            cls.__module__ = __name__
+            cls.__doc__ = node.doc
         _TYPES[key] = cls
     return cls
 
@@ -449,13 +452,13 @@ def typed(node: Node, value: Any, name: str = "") -> Any:
             return None
         variant = value[node.tag]
         section = node.variants[variant]
-        cls = settings_type(section, _class_name(f"{name}.{variant}"), (node.tag, variant))
+        cls = settings_type(section, class_name(f"{name}.{variant}"), (node.tag, variant))
         return cls(variant, **_typed_fields(section, value, name))
     if isinstance(node, Section):
         if value is None:
             return None
         name = node.name or name
-        return settings_type(node, _class_name(name))(**_typed_fields(node, value, name))
+        return settings_type(node, class_name(name))(**_typed_fields(node, value, name))
     if isinstance(value, dict):
         if node.redraw:
             return typed(REDRAW, value, "redraw")
@@ -468,7 +471,9 @@ def typed(node: Node, value: Any, name: str = "") -> Any:
     return value
 
 
-def _class_name(dotted: str) -> str:
+def class_name(dotted: str) -> str:
+    """The settings type's name of the section at `dotted` (network.radio:
+    NetworkRadioSettings; the whole config: RunSettings)."""
     if not dotted:
         return "RunSettings"
     words = [w for part in dotted.split(".") for w in part.replace("-", "_").split("_") if w]

@@ -3,8 +3,9 @@
 The loader and the sweep keep a run's config as the JSON-like dict the results
 store keeps (runner/store.py); the world turns it into settings once, at the
 start of a run (`run_settings`), and never indexes a dict of settings after
-that. Each section of the schema has its own type (fields.py makes them from
-the schema): `settings.network.radio.tx_power_dbm`, `settings.protocol.coap`.
+that. Each section of the schema has its own type, generated from the schema
+into settings_types.py (settings_gen.py): `settings.network.radio.tx_power_dbm`
+is a float with its doc, `settings.protocol.coap` a ProtocolCoapSettings.
 """
 
 from __future__ import annotations
@@ -12,22 +13,38 @@ from __future__ import annotations
 from iotbench.scenarios.fields import Settings, typed, validate
 from iotbench.scenarios.protocol_schema import COAP_EM
 from iotbench.scenarios.schema import NETWORK, RUN_CONFIG
+from iotbench.scenarios.settings_types import (
+    NetworkSettings,
+    ProtocolCoapEmSettings,
+    ProtocolCoapSettings,
+    RunSettings,
+)
 
-__all__ = ["Settings", "em_settings", "network_settings", "run_settings"]
+__all__ = [
+    "NetworkSettings",
+    "RunSettings",
+    "Settings",
+    "em_settings",
+    "network_settings",
+    "run_settings",
+]
 
 
-def run_settings(config: dict) -> Settings:
+def run_settings(config: dict) -> RunSettings:
     """A run's validated config (max_sim_time_s, network, workload, protocol)."""
-    return typed(RUN_CONFIG, config)
+    settings: RunSettings = typed(RUN_CONFIG, config)
+    return settings
 
 
-def network_settings(network: dict) -> Settings:
+def network_settings(network: dict) -> NetworkSettings:
     """A validated `network` section on its own (the report's maps, the shim)."""
-    return typed(NETWORK, network, "network")
+    settings: NetworkSettings = typed(NETWORK, network, "network")
+    return settings
 
 
-def em_settings(coap: Settings) -> Settings:
+def em_settings(coap: ProtocolCoapSettings) -> ProtocolCoapEmSettings:
     """protocol.coap.em, with the schema's defaults when the scenario has none."""
     if coap.em is not None:
         return coap.em
-    return typed(COAP_EM, validate(COAP_EM, {}), "protocol.coap.em")
+    settings: ProtocolCoapEmSettings = typed(COAP_EM, validate(COAP_EM, {}), "protocol.coap.em")
+    return settings
