@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from iotbench.scenarios.settings_base import Settings
+
 Path = tuple[str | int, ...]
 
 
@@ -396,25 +398,10 @@ def leaf_keys(node: Node, prefix: str = "") -> list[str]:
 # --- typed settings -------------------------------------------------------------
 #
 # What the simulator's builders read instead of raw dicts: every section of the
-# schema is its own frozen dataclass, generated from the section itself, so the
-# schema stays the one description of a key (its type, range, default, doc) and
-# the types cannot drift from it.
-
-
-class Settings:
-    """The base of every section's settings type: a frozen dataclass whose fields
-    are the section's keys (an absent optional key reads as None), nested sections
-    their own types, lists tuples, free tables (per-node values) read-only
-    mappings."""
-
-    __slots__ = ()
-
-    def keys(self) -> list[str]:
-        return [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
-
-    def as_kwargs(self, *omit: str) -> dict[str, Any]:
-        """Its values by key (not nested), to build a parameter object from."""
-        return {k: getattr(self, k) for k in self.keys() if k not in omit}
+# schema is its own frozen dataclass, generated from the section into checked-in
+# source (settings_gen.py writes settings_types.py), so the schema stays the one
+# description of a key (its type, range, default, doc) and a test keeps the
+# types from drifting from it.
 
 
 _TYPES: dict[tuple[int, str], type] = {}

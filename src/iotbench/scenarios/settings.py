@@ -10,6 +10,8 @@ is a float with its doc, `settings.protocol.coap` a ProtocolCoapSettings.
 
 from __future__ import annotations
 
+from typing import Any
+
 from iotbench.scenarios.fields import Settings, typed, validate
 from iotbench.scenarios.protocol_schema import COAP_EM
 from iotbench.scenarios.schema import NETWORK, RUN_CONFIG
@@ -30,13 +32,13 @@ __all__ = [
 ]
 
 
-def run_settings(config: dict) -> RunSettings:
+def run_settings(config: dict[str, Any]) -> RunSettings:
     """A run's validated config (max_sim_time_s, network, workload, protocol)."""
     settings: RunSettings = typed(RUN_CONFIG, config)
     return settings
 
 
-def network_settings(network: dict) -> NetworkSettings:
+def network_settings(network: dict[str, Any]) -> NetworkSettings:
     """A validated `network` section on its own (the report's maps, the shim)."""
     settings: NetworkSettings = typed(NETWORK, network, "network")
     return settings

@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from iotbench.scenarios.fields import Settings
+from iotbench.scenarios.settings_base import Settings
 '''
 
 
