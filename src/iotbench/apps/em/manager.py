@@ -94,7 +94,7 @@ class EmParams:
     port is one of this EM's entities.
 
     What keeps a reachable EM from being a reflector (`iotbench serve
-    coap-em` sets them, real.coap_em.REAL_MODE_LIMITS; None: no limit, as
+    coap-em` sets them, real.coap_em.REAL_MODE_PARAMS; None: no limit, as
     in the simulator, whose clients are the scenario's; safeguards.py says
     why each exists):
     allowed_members: the networks (CIDR, e.g. "fd00::/64") member addresses
