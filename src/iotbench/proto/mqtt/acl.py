@@ -115,13 +115,18 @@ class Acl:
     def for_client(self, client_id: str, username: str | None) -> ClientAcl:
         """The entries that apply to one client, patterns filled in, in checking order."""
         entries = list(self.users.get(username, ()))
+
+        def fill(m: re.Match[str]) -> str:
+            if m.group(1) == "c":
+                return client_id
+            assert username is not None  # patterns with %u are skipped without a user name
+            return username
+
         if not _widens(client_id) and not (username is not None and _widens(username)):
             for pattern in self.patterns:
                 if username is None and "%u" in pattern.topic:
                     continue
-                topic = _PLACEHOLDER.sub(
-                    lambda m: client_id if m.group(1) == "c" else username, pattern.topic
-                )
+                topic = _PLACEHOLDER.sub(fill, pattern.topic)
                 if is_valid_filter(topic):  # an empty user name can leave nothing
                     entries.append(AclEntry(pattern.access, topic))
         return ClientAcl(tuple(entries))

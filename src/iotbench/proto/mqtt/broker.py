@@ -384,6 +384,7 @@ class MqttBroker:
             if session.clean and self._sessions.get(session.client_id) is session:
                 del self._sessions[session.client_id]  # 3.1.2.4: it lasts as long as the connection
         if c.will is not None and reason != "disconnect":
+            assert session is not None  # a will is kept only once CONNECT made a session
             will, c.will = c.will, None
             if session.acl is not None and not session.acl.may_write(will.topic):
                 self.stats.denied_wills += 1
@@ -457,31 +458,31 @@ class MqttBroker:
         t = type(packet)
         session = c.session
         if session is None:
-            if t is Connect:
+            if isinstance(packet, Connect):
                 self._on_connect(now, c, packet)
             else:
                 self._violation(now, c, f"{t.__name__} before CONNECT (3.1.0-1)")
             return
-        if t is Publish:
+        if isinstance(packet, Publish):
             self._on_publish(now, c, session, packet)
-        elif t is PubAck:
+        elif isinstance(packet, PubAck):
             self._ack(session.outbox.puback(now, packet.packet_id))
-        elif t is PubRec:
+        elif isinstance(packet, PubRec):
             self._ack(session.outbox.pubrec(now, packet.packet_id))
-        elif t is PubComp:
+        elif isinstance(packet, PubComp):
             self._ack(session.outbox.pubcomp(now, packet.packet_id))
-        elif t is PubRel:
+        elif isinstance(packet, PubRel):
             session.inbox.on_pubrel(packet.packet_id, lambda p: self._write(c, p))
-        elif t is Subscribe:
+        elif isinstance(packet, Subscribe):
             self._on_subscribe(now, c, session, packet)
-        elif t is Unsubscribe:
+        elif isinstance(packet, Unsubscribe):
             self._on_unsubscribe(now, c, session, packet)
-        elif t is PingReq:
+        elif isinstance(packet, PingReq):
             self._write(c, PingResp())
-        elif t is Disconnect:
+        elif isinstance(packet, Disconnect):
             c.will = None  # 3.14.4: discarded without publishing
             self._close(now, c, "disconnect")
-        elif t is Connect:
+        elif isinstance(packet, Connect):
             self._violation(now, c, "second CONNECT (3.1.0-2)")
         else:
             self._violation(now, c, f"a client does not send {t.__name__}")
@@ -506,7 +507,7 @@ class MqttBroker:
                 self._refuse(now, c, ConnectReturnCode.IDENTIFIER_REJECTED, "empty client id")
                 return
             client_id = self._new_client_id()
-        code = refusal(p.users, p.anonymous_allowed, packet.username, packet.password)
+        code = refusal(p.passwords, p.anonymous_allowed, packet.username, packet.password)
         if code is not None:
             anonymous = code == ConnectReturnCode.NOT_AUTHORIZED
             self._refuse(now, c, code, "no user name" if anonymous else "bad user name or password")

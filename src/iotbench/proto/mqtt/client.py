@@ -235,8 +235,8 @@ class MqttClient:
         self._framer = PacketFramer(p.max_packet_size_bytes)
         self._out.clear()
         if p.clean_session:
-            for msg in self._outbox.discard_inflight():
-                self._events.append(PublishFailed(msg.packet_id, "session-discarded"))
+            for pid in self._outbox.discard_inflight():
+                self._events.append(PublishFailed(pid, "session-discarded"))
             self._inbox.clear()
         self._enter(_CONNECTING)
         self._connect_sent_s = now
@@ -422,31 +422,31 @@ class MqttClient:
     def _on_packet(self, now: float, packet: Packet) -> None:
         t = type(packet)
         if self._state == _CONNECTING:
-            if t is ConnAck:
+            if isinstance(packet, ConnAck):
                 self._on_connack(now, packet)
             else:
                 self._protocol_error(f"{t.__name__} before CONNACK (3.2)")
             return
-        if t is Publish:
+        if isinstance(packet, Publish):
             self._on_publish(now, packet)
-        elif t is PubAck:
+        elif isinstance(packet, PubAck):
             self._ack(self._outbox.puback(now, packet.packet_id))
-        elif t is PubRec:
+        elif isinstance(packet, PubRec):
             self._ack(self._outbox.pubrec(now, packet.packet_id))
-        elif t is PubComp:
+        elif isinstance(packet, PubComp):
             self._ack(self._outbox.pubcomp(now, packet.packet_id))
-        elif t is PubRel:
+        elif isinstance(packet, PubRel):
             self._inbox.on_pubrel(packet.packet_id, lambda p: self._send(now, p))
-        elif t is SubAck:
+        elif isinstance(packet, SubAck):
             self._on_suback(packet)
-        elif t is UnsubAck:
+        elif isinstance(packet, UnsubAck):
             if packet.packet_id in self._pending_unsub:
                 self._pending_unsub.discard(packet.packet_id)
                 self._ids.release(packet.packet_id)
                 self._events.append(Unsubscribed(packet.packet_id))
             else:
                 self.stats.unknown_acks += 1
-        elif t is PingResp:
+        elif isinstance(packet, PingResp):
             if self._ping_sent_s is not None:
                 self._events.append(PingResponse(now - self._ping_sent_s))
                 self._ping_sent_s = None

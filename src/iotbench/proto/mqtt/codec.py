@@ -414,47 +414,46 @@ def _encode_publish(p: Publish) -> bytes:
 
 def encode(packet: Packet) -> bytes:
     """Wire bytes of one control packet. Raises ValueError for one that must not be sent."""
-    t = type(packet)
-    if t is Publish:
+    if isinstance(packet, Publish):
         return _encode_publish(packet)
-    if t in _ID_ONLY:
-        first = 0x62 if t is PubRel else packet.TYPE << 4
+    if isinstance(packet, _ID_ONLY):
+        first = 0x62 if isinstance(packet, PubRel) else packet.TYPE << 4
         return bytes((first, 2)) + _packet_id(packet.packet_id)
-    if t is Connect:
+    if isinstance(packet, Connect):
         return _encode_connect(packet)
-    if t is ConnAck:
+    if isinstance(packet, ConnAck):
         if not 0 <= packet.return_code <= 0xFF:
             raise ValueError(f"return code must be one byte, got {packet.return_code}")
         if packet.session_present and packet.return_code:
             raise ValueError("session present must be 0 when the connection is refused (3.2.2.2)")
         return bytes((0x20, 2, 1 if packet.session_present else 0, packet.return_code))
-    if t is Subscribe:
+    if isinstance(packet, Subscribe):
         if not packet.topics:
             raise ValueError("SUBSCRIBE needs at least one topic filter (3.8.3)")
         body = [_packet_id(packet.packet_id)]
         for topic, qos in packet.topics:
             body.append(encode_string(topic, "topic filter") + bytes((_qos(qos, "requested QoS"),)))
         return _frame(0x82, b"".join(body))
-    if t is SubAck:
+    if isinstance(packet, SubAck):
         if not packet.return_codes:
             raise ValueError("SUBACK needs at least one return code (3.9.3)")
         for code in packet.return_codes:
             if code not in _SUBACK_CODES:
                 raise ValueError(f"SUBACK return code must be 0, 1, 2 or 0x80, got {code}")
         return _frame(0x90, _packet_id(packet.packet_id) + bytes(packet.return_codes))
-    if t is Unsubscribe:
+    if isinstance(packet, Unsubscribe):
         if not packet.topics:
             raise ValueError("UNSUBSCRIBE needs at least one topic filter (3.10.3)")
         body = [_packet_id(packet.packet_id)]
         body.extend(encode_string(topic, "topic filter") for topic in packet.topics)
         return _frame(0xA2, b"".join(body))
-    if t in _EMPTY:
+    if isinstance(packet, _EMPTY):
         return bytes((packet.TYPE << 4, 0))
     raise TypeError(f"not an MQTT packet: {packet!r}")
 
 
-_ID_ONLY = frozenset({PubAck, PubRec, PubRel, PubComp, UnsubAck})
-_EMPTY = frozenset({PingReq, PingResp, Disconnect})
+_ID_ONLY = (PubAck, PubRec, PubRel, PubComp, UnsubAck)
+_EMPTY = (PingReq, PingResp, Disconnect)
 
 # ---- decoding ---------------------------------------------------------------------------
 
@@ -619,7 +618,13 @@ def _decode_body(ptype: int, flags: int, r: _Reader) -> Packet:
     raise MqttDecodeError(f"reserved packet type {ptype} (2.2.1)")
 
 
-_ID_ONLY_TYPES = {4: PubAck, 5: PubRec, 6: PubRel, 7: PubComp, 11: UnsubAck}
+_ID_ONLY_TYPES: dict[int, type[PubAck | PubRec | PubRel | PubComp | UnsubAck]] = {
+    4: PubAck,
+    5: PubRec,
+    6: PubRel,
+    7: PubComp,
+    11: UnsubAck,
+}
 
 
 def _fixed_header(data: bytes | bytearray, pos: int = 0) -> tuple[int, int] | None:

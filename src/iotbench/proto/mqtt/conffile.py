@@ -48,6 +48,9 @@ def _text(data: str | bytes, source: str) -> str:
             return data.decode("utf-8")
         data.encode("utf-8")  # a str may hold lone surrogates, which no UTF-8 text has
         return data
-    except UnicodeError as exc:
-        line = data.count(b"\n" if isinstance(data, bytes) else "\n", 0, exc.start) + 1
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
+        if isinstance(data, bytes):
+            line = data.count(b"\n", 0, exc.start) + 1
+        else:
+            line = data.count("\n", 0, exc.start) + 1
         raise ConfigFileError(source, line, "not UTF-8 text") from None

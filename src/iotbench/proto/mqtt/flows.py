@@ -142,7 +142,7 @@ class Outbox:
             return self._start(now, msg)
         if len(self.queue) >= self.max_queued:
             return False
-        if msg.qos and not self._assign_id(msg):
+        if msg.qos and self._assign_id(msg) is None:
             return False
         self.queue.append(msg)
         return True
@@ -150,10 +150,11 @@ class Outbox:
     def _has_room(self, msg: OutMessage) -> bool:
         return msg.qos == 0 or len(self.inflight) < self.max_inflight
 
-    def _assign_id(self, msg: OutMessage) -> bool:
+    def _assign_id(self, msg: OutMessage) -> int | None:
+        """The message's packet id, allocated if it has none; None when all are in use."""
         if msg.packet_id is None:
             msg.packet_id = self.ids.allocate()
-        return msg.packet_id is not None
+        return msg.packet_id
 
     def _start(self, now: float, msg: OutMessage) -> bool:
         """First transmission of a message that has room in the window."""
@@ -161,9 +162,10 @@ class Outbox:
             self._publish(now, msg)
             self.on_done(msg)
             return True
-        if not self._assign_id(msg):
+        pid = self._assign_id(msg)
+        if pid is None:
             return False
-        self.inflight[msg.packet_id] = msg
+        self.inflight[pid] = msg
         self._publish(now, msg)
         self._arm(now, msg)
         return True
@@ -175,6 +177,7 @@ class Outbox:
             self._start(now, queue.popleft())
 
     def _publish(self, now: float, msg: OutMessage) -> None:
+        assert self._send is not None  # only called while online
         self._send(
             now,
             Publish(
@@ -188,9 +191,11 @@ class Outbox:
         )
         msg.transmissions += 1
 
-    def _retransmit(self, now: float, msg: OutMessage) -> None:
+    def _retransmit(self, now: float, pid: int, msg: OutMessage) -> None:
+        """Re-send in-flight message `msg`, whose packet id is `pid`, while online."""
         if msg.released:
-            self._send(now, PubRel(msg.packet_id))
+            assert self._send is not None  # only called while online
+            self._send(now, PubRel(pid))
         else:
             self._publish(now, msg)
 
@@ -206,7 +211,7 @@ class Outbox:
         msg = self.inflight.get(pid)
         if msg is None or msg.qos != 1:
             return False
-        self._complete(now, msg)
+        self._complete(now, pid, msg)
         return True
 
     def pubrec(self, now: float, pid: int) -> bool:
@@ -225,12 +230,12 @@ class Outbox:
         msg = self.inflight.get(pid)
         if msg is None or not msg.released:
             return False
-        self._complete(now, msg)
+        self._complete(now, pid, msg)
         return True
 
-    def _complete(self, now: float, msg: OutMessage) -> None:
-        del self.inflight[msg.packet_id]
-        self.ids.release(msg.packet_id)
+    def _complete(self, now: float, pid: int, msg: OutMessage) -> None:
+        del self.inflight[pid]
+        self.ids.release(pid)
         self.on_done(msg)
         self._pump(now)
 
@@ -239,8 +244,8 @@ class Outbox:
     def go_online(self, now: float, send: TimedSend) -> None:
         """A connection is up: re-send what is in flight (4.4), then the queue."""
         self._send = send
-        for msg in list(self.inflight.values()):
-            self._retransmit(now, msg)
+        for pid, msg in list(self.inflight.items()):
+            self._retransmit(now, pid, msg)
             self._arm(now, msg)
         self._pump(now)
 
@@ -250,11 +255,12 @@ class Outbox:
         for msg in self.inflight.values():
             msg.retx = None
 
-    def discard_inflight(self) -> list[OutMessage]:
-        """Drop the in-flight messages (a clean session); queued ones stay."""
-        dropped = list(self.inflight.values())
-        for msg in dropped:
-            self.ids.release(msg.packet_id)
+    def discard_inflight(self) -> dict[int, OutMessage]:
+        """Drop the in-flight messages (a clean session), returned by packet id, in
+        the order of their first PUBLISH; queued ones stay."""
+        dropped = dict(self.inflight)
+        for pid in dropped:
+            self.ids.release(pid)
         self.inflight.clear()
         return dropped
 
@@ -285,12 +291,12 @@ class Outbox:
         if self._send is None:
             return 0
         resent = 0
-        for msg in list(self.inflight.values()):
+        for pid, msg in list(self.inflight.items()):
             retx = msg.retx
             if retx is None or retx.deadline_s > now:
                 continue
             if retx.on_timeout(now):
-                self._retransmit(now, msg)
+                self._retransmit(now, pid, msg)
                 resent += 1
             else:
                 msg.retx = None  # given up on this connection; re-sent on the next one
@@ -309,12 +315,14 @@ class Inbox:
         """Acknowledge `pkt`; True when it is to be delivered (not a QoS 2 duplicate)."""
         if pkt.qos == 0:
             return True
+        pid = pkt.packet_id
+        assert pid is not None  # decode() refuses a QoS 1 or 2 PUBLISH without one
         if pkt.qos == 1:
-            send(PubAck(pkt.packet_id))
+            send(PubAck(pid))
             return True
-        fresh = pkt.packet_id not in self.awaiting_release
-        self.awaiting_release.add(pkt.packet_id)
-        send(PubRec(pkt.packet_id))
+        fresh = pid not in self.awaiting_release
+        self.awaiting_release.add(pid)
+        send(PubRec(pid))
         return fresh
 
     def on_pubrel(self, pid: int, send: Send) -> None:

@@ -252,6 +252,13 @@ class MqttBrokerParams(_FlowParams):
             check(cls, name, is_int(value) and value >= 0, "an integer >= 0", value)
 
     @property
+    def passwords(self) -> Passwords | None:
+        """`users` as the broker checks it: __post_init__ made a mapping a Passwords."""
+        users = self.users
+        assert users is None or isinstance(users, Passwords)  # see __post_init__
+        return users
+
+    @property
     def anonymous_allowed(self) -> bool:
         """Whether a client without a user name may connect."""
         if self.allow_anonymous is None:
