@@ -146,7 +146,7 @@ class _Endpoint:
     def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
         if now is not None:
             self._now = now
-        out = []
+        out: list[tuple[bytes, Hashable]] = []
         if not self._touched:
             return out
         # in the order the connections were made, so the datagrams' order is too
@@ -175,7 +175,7 @@ class _Endpoint:
     def handle_timer(self, now: float) -> None:
         self._now = now
         timers = self._read_timers()
-        due = [c for c in self._connections if timers[c] is not None and timers[c] <= now]
+        due = [c for c in self._connections if (at := timers[c]) is not None and at <= now]
         for conn in due:
             if conn not in timers:  # forgotten while an earlier one's timer ran
                 continue
