@@ -186,6 +186,8 @@ class DtlsConnection(DrainedQueues):
         self._flight: list[tuple[int, int, bytes]] = []  # (content type, epoch, payload)
         self._retx: Retransmission | None = None
         self._hint: bytes | None = None
+        self._credentials: PskClientCredentials | None = None  # set by client()
+        self._server_credentials: PskServerCredentials | None = None  # set by server()
         # records
         self._write_epoch = 0
         self._write_seq = {0: 0, 1: 0}
@@ -357,6 +359,7 @@ class DtlsConnection(DrainedQueues):
         if not self._replay.is_fresh(header.sequence):
             return None
         try:
+            assert self._read_protection is not None  # set with _read_epoch = 1
             _, payload = self._read_protection.unprotect(record)
         except DtlsDecodeError:
             if self.state == WAIT_FINISHED:
@@ -484,7 +487,8 @@ class DtlsConnection(DrainedQueues):
             raise _Fatal(messages.UNEXPECTED_MESSAGE, f"handshake type {msg.msg_type}")
         messages.decode_empty(msg.body, "ServerHelloDone")
         self._transcript.append(msg.encode())
-        credentials: PskClientCredentials = self._credentials
+        credentials = self._credentials
+        assert credentials is not None  # a client's handshake
         self.psk_identity = credentials.identity
         key_exchange = self._handshake_message(
             messages.CLIENT_KEY_EXCHANGE, messages.encode_psk_identity(credentials.identity)
@@ -531,6 +535,7 @@ class DtlsConnection(DrainedQueues):
             extensions=tuple(extensions),
         )
         flight = [self._handshake_message(messages.SERVER_HELLO, server_hello.encode())]
+        assert self._server_credentials is not None  # a server's handshake
         hint = self._server_credentials.hint
         if hint:
             flight.append(
@@ -546,6 +551,7 @@ class DtlsConnection(DrainedQueues):
         if msg.msg_type != messages.CLIENT_KEY_EXCHANGE:
             raise _Fatal(messages.UNEXPECTED_MESSAGE, f"handshake type {msg.msg_type}")
         identity = messages.decode_psk_identity(msg.body, "psk_identity")
+        assert self._server_credentials is not None  # a server's handshake
         key = self._server_credentials.key_for(identity)
         if key is None:
             raise _Fatal(messages.UNKNOWN_PSK_IDENTITY, "unknown PSK identity")  # RFC 4279 2
@@ -654,6 +660,7 @@ class DtlsConnection(DrainedQueues):
         self._write_seq[epoch] = sequence + 1
         if epoch == 0:
             return plain_record(content_type, 0, sequence, payload)
+        assert self._write_protection is not None  # epoch 1 is written once keys exist
         return self._write_protection.protect(payload, epoch, sequence, content_type)
 
     def _send_alert(self, description: int) -> None:

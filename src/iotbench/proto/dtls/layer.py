@@ -164,8 +164,9 @@ class DtlsLayer(DrainedQueues):
         self._collect(conn)
 
     def incoming(self, now: float, data: bytes, addr: Hashable) -> None:
-        if self.server_credentials is not None and _starts_with_client_hello(data):
-            if self._on_client_hello(now, data, addr):
+        credentials = self.server_credentials
+        if credentials is not None and _starts_with_client_hello(data):
+            if self._on_client_hello(now, data, addr, credentials):
                 return
         conn = self._handshakes.get(addr)
         if conn is None and (conn := self._sessions.get(addr)) is not None:
@@ -220,7 +221,9 @@ class DtlsLayer(DrainedQueues):
 
     # -- internals
 
-    def _on_client_hello(self, now: float, data: bytes, addr: Hashable) -> bool:
+    def _on_client_hello(
+        self, now: float, data: bytes, addr: Hashable, credentials: PskServerCredentials
+    ) -> bool:
         """Answer or accept a ClientHello; False when it belongs to the address's
         handshake or to the handshake of its session (a retransmission)."""
         try:
@@ -251,7 +254,7 @@ class DtlsLayer(DrainedQueues):
             addr,
             self.rng,
             self.params,
-            self.server_credentials,
+            credentials,
             piece,
             header.sequence,
             len(data),
