@@ -124,8 +124,8 @@ def _reduce(
     for o in outcomes:
         if not o.ok:
             continue
-        readings = [reading(v) for _, v in o.values]
-        if any(r is None for r in readings):
+        readings = [r for _, v in o.values if (r := reading(v)) is not None]
+        if len(readings) != len(o.values):
             failures = [*failures, failed(o.member, f"not a number, so no {eo}")]
             continue
         numbers.extend(r[0] for r in readings)

@@ -64,6 +64,7 @@ from iotbench.proto.coap.endpoint import (
     ResourceResponse,
     ResponseReceived,
 )
+from iotbench.proto.coap.events import CoapEvent
 from iotbench.proto.coap.options import Opt
 from iotbench.proto.coap.resources import CT_LINK_FORMAT
 from iotbench.proto.coap.uri import compose_coap_uri
@@ -509,6 +510,8 @@ class EntityManager:
     def is_member_address(self, addr: Hashable) -> bool:
         """Whether `addr` (host, port) is a member of an entity: a DTLS layer
         under the EM asks members in the clear (they are plain CoAP servers)."""
+        if not isinstance(addr, tuple):
+            return False  # not a (host, port), so no member's
         host, port = addr[0], addr[1]
         return any(
             member.host == host and member.port == port
@@ -634,7 +637,7 @@ class EntityManager:
     def _leisure_s(self) -> float:
         return self.endpoint.params.default_leisure_s
 
-    def _on_member_event(self, now: float, work: _Work, event: object) -> None:
+    def _on_member_event(self, now: float, work: _Work, event: CoapEvent) -> None:
         rid = event.request_id
         if isinstance(event, GroupResponse):
             member = self._member_at(work.members, event.source)
@@ -720,8 +723,10 @@ class EntityManager:
                 self._stop(now, child)
 
     @staticmethod
-    def _member_at(members: tuple[Member, ...], source: Hashable) -> Member | None:
-        host = source[0] if isinstance(source, tuple) else source
+    def _member_at(members: tuple[Member, ...], source: object) -> Member | None:
+        host: object = source[0] if isinstance(source, tuple) else source
+        if not isinstance(host, (str, int, bytes)):
+            host = str(host)  # what ip_address() does with any other object
         try:
             wanted = ipaddress.ip_address(host)
         except ValueError:
@@ -765,7 +770,9 @@ class EntityManager:
             stack.extend((m, [*trail, inner]) for m in entity.profile.members)
         return None
 
-    def _later(self, start: Callable[[Callable[[float, ResourceResponse], None]], None]):
+    def _later(
+        self, start: Callable[[Callable[[float, ResourceResponse], None]], object]
+    ) -> ResourceResponse | Deferred:
         """A handler's result for work that answers through `reply`: the answer
         itself if `start` gave it at once, else a Deferred answered later."""
         deferred = Deferred()
