@@ -30,6 +30,8 @@ from typing import Any
 from iotbench.scenarios.settings_base import Settings
 
 Path = tuple[str | int, ...]
+#: A table of a config as TOML (or JSON) gives it: keys, and values of any kind.
+Table = dict[str, Any]
 
 
 class _Marker:
@@ -64,7 +66,7 @@ class Field:
     type: str  # "int" | "float" | "str" | "bool" | "list" | "table"
     doc: str
     default: Any = REQUIRED
-    choices: tuple = ()
+    choices: tuple[object, ...] = ()
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
@@ -80,9 +82,9 @@ class Section:
     doc: str
     fields: Mapping[str, Node]
     optional: bool = False  # absent stays absent (else it is filled with defaults)
-    checks: tuple[Callable[[dict], None], ...] = ()
+    checks: tuple[Callable[[Table], None], ...] = ()
     # Runs on the raw table before full validation (not on partial configs).
-    prepare: Callable[[dict], dict] | None = None
+    prepare: Callable[[Table], Table] | None = None
     # Where its settings type is named from (dotted) when it sits at several places;
     # otherwise the place it sits.
     name: str = ""
@@ -211,7 +213,7 @@ def validate(node: Node, value: Any, path: Path = (), partial: bool = False) -> 
 
 def _section(
     node: Section, value: Any, path: Path, partial: bool, tag: tuple[str, str] | None = None
-) -> dict:
+) -> Table:
     if not isinstance(value, dict):
         raise Invalid(path, f"expected a table, got {describe_value(value)}")
     if node.prepare is not None and not partial:
@@ -228,7 +230,7 @@ def _section(
                 f"unknown key {key!r}{did_you_mean(key, allowed)}; "
                 f"allowed keys{where}: {', '.join(allowed) or '(none)'}",
             )
-    out: dict = {}
+    out: Table = {}
     for name, child in node.fields.items():
         if name in value:
             out[name] = validate(child, value[name], path + (name,), partial)
@@ -253,7 +255,7 @@ def _section(
     return out
 
 
-def _tagged(node: Tagged, value: Any, path: Path) -> dict:
+def _tagged(node: Tagged, value: Any, path: Path) -> Table:
     if not isinstance(value, dict):
         raise Invalid(path, f"expected {describe(node)}, got {describe_value(value)}")
     choices = ", ".join(node.variants)
@@ -324,7 +326,7 @@ def _in_range(f: Field, value: float) -> bool:
     )
 
 
-def _one_schedule(table: dict) -> None:
+def _one_schedule(table: Table) -> None:
     given = [k for k in ("every_items", "every_s") if k in table]
     if len(given) != 1:
         raise Invalid((), "a redraw table needs exactly one of every_items, every_s")
@@ -349,7 +351,7 @@ REDRAW = Section(
 )
 
 
-def _redraw(f: Field, value: dict, path: Path) -> dict:
+def _redraw(f: Field, value: Table, path: Path) -> Table:
     out = _section(REDRAW, value, path, partial=False)
     plain = Field(f.type, f.doc, ge=f.ge, gt=f.gt, le=f.le)
     low, high = (_field(plain, v, path + ("uniform", i)) for i, v in enumerate(out["uniform"]))
@@ -467,14 +469,14 @@ def class_name(dotted: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words) + "Settings"
 
 
-def _typed_fields(node: Section, value: dict, name: str) -> dict[str, Any]:
+def _typed_fields(node: Section, value: Table, name: str) -> dict[str, Any]:
     return {
         key: typed(child, _stored(child, value, key), f"{name}.{key}" if name else key)
         for key, child in node.fields.items()
     }
 
 
-def _stored(child: Node, value: dict, name: str) -> Any:
+def _stored(child: Node, value: Table, name: str) -> Any:
     """A validated value's key; a key it lacks (a configuration stored by an earlier
     version, before the key existed) gets the key's default."""
     if name in value:

@@ -11,6 +11,7 @@ first, and the merged document is then loaded like any scenario file.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import tomllib
@@ -24,6 +25,7 @@ from iotbench.scenarios.fields import (
     Field,
     Invalid,
     Section,
+    Table,
     did_you_mean,
     dotted,
     fmt,
@@ -58,15 +60,17 @@ class Axis:
     name: str
     values: tuple[Scalar, ...]  # preset names, or the values of `key`, in file order
     key: str | None = None  # dotted config key of a value axis; None for a preset axis
-    presets: dict[str, dict] = field(default_factory=dict)
+    presets: dict[str, Table] = field(default_factory=dict)
 
-    def apply(self, config: dict, value: Scalar) -> dict:
+    def apply(self, config: Table, value: Scalar) -> Table:
         """`config` with this axis at `value`."""
         if self.key is None:
-            return merge(DOCUMENT, config, self.presets[value])
+            assert isinstance(value, str)  # a preset axis's values are preset names
+            merged: Table = merge(DOCUMENT, config, self.presets[value])
+            return merged
         return set_path(config, self.key, value)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> Table:
         return {"name": self.name, "key": self.key, "values": list(self.values)}
 
 
@@ -80,10 +84,10 @@ class Scenario:
     # The TOML text as written; for a file that `extends` another, the merged
     # document as TOML, so that this text alone reproduces the runs.
     text: str
-    base: dict  # the parsed document (over what it extends) without `axes`; not yet filled
+    base: Table  # the parsed document (over what it extends) without `axes`; not yet filled
     axes: tuple[Axis, ...]
-    report: dict  # the validated `report` section
-    quick: dict = field(default_factory=dict)  # the validated `quick` section
+    report: Table  # the validated `report` section
+    quick: Table = field(default_factory=dict)  # the validated `quick` section
 
     @property
     def base_dir(self) -> Path:
@@ -173,7 +177,7 @@ class _File:
     source: str  # its path, or "builtin:<name>"
 
 
-def _resolved(file: _File, extended_by: tuple[_File, ...]) -> tuple[dict, tuple[str, ...]]:
+def _resolved(file: _File, extended_by: tuple[_File, ...]) -> tuple[Table, tuple[str, ...]]:
     """`file`'s document with what it extends merged in, and the labels of the chain
     (`file` first). `extended_by` are the files that extend `file`, nearest first."""
     label = file.label
@@ -202,7 +206,7 @@ def _resolved(file: _File, extended_by: tuple[_File, ...]) -> tuple[dict, tuple[
     return _extend(base_document, document), (file.label, *base_chain)
 
 
-def _check_alone(document: dict) -> None:
+def _check_alone(document: Table) -> None:
     """What one file can get wrong by itself: its keys and their types, its axes."""
     validate(DOCUMENT, _without_axes(document), partial=True)
     _parse_axes(document.get("axes", {}))
@@ -227,7 +231,7 @@ def _base_file(name: str, child: _File, label: str) -> _File:
     return _File(text, f"{name}.toml", f"builtin:{name}")
 
 
-def _extend(base: dict, child: dict) -> dict:
+def _extend(base: Table, child: Table) -> Table:
     """`child` merged over `base`: tables as a preset merges over a config, and axes
     name by name (a child's axis replaces the base's of that name, in its place;
     new axes follow the base's)."""
@@ -236,11 +240,11 @@ def _extend(base: dict, child: dict) -> dict:
     return {**merged, "axes": axes} if axes else merged
 
 
-def _without_axes(document: dict) -> dict:
+def _without_axes(document: Table) -> Table:
     return {k: v for k, v in document.items() if k != "axes"}
 
 
-def _resolved_text(document: dict, chain: tuple[str, ...]) -> str:
+def _resolved_text(document: Table, chain: tuple[str, ...]) -> str:
     """The merged document of an `extends` chain as TOML, keys in the schema's order."""
     ordered = {key: document[key] for key in DOCUMENT.fields if key in document}
     return (
@@ -250,7 +254,7 @@ def _resolved_text(document: dict, chain: tuple[str, ...]) -> str:
     )
 
 
-def to_toml(document: dict) -> str:
+def to_toml(document: Table) -> str:
     """`document` as TOML text that `tomllib` reads back equal: tables as [headers]
     (nested ones inline when they fit on a line), lists of tables as [[headers]]."""
     lines: list[str] = []
@@ -258,7 +262,7 @@ def to_toml(document: dict) -> str:
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
-def _toml_table(lines: list[str], path: tuple[str, ...], table: dict) -> None:
+def _toml_table(lines: list[str], path: tuple[str, ...], table: Table) -> None:
     def table_list(value: Any) -> bool:
         return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
@@ -301,7 +305,9 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, dict):
         items = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
         return f"{{ {items} }}" if items else "{}"
-    return value.isoformat()  # a TOML date or time, as tomllib read it
+    if isinstance(value, (datetime.date, datetime.time)):  # as tomllib reads them
+        return value.isoformat()
+    raise TypeError(f"not a TOML value: {value!r}")
 
 
 def _checked(label: str, step: Any) -> Any:
@@ -311,10 +317,11 @@ def _checked(label: str, step: Any) -> Any:
         raise ScenarioError(f"{label}: {dotted(exc.path)}: {exc.message}") from None
 
 
-def _validate_base(base: dict) -> dict:
+def _validate_base(base: Table) -> Table:
     """Check the base's keys and types; return the validated scenario-level keys."""
     validate(DOCUMENT, base, partial=True)
-    return validate(META, {k: v for k, v in base.items() if k in META.fields})
+    meta: Table = validate(META, {k: v for k, v in base.items() if k in META.fields})
+    return meta
 
 
 def _parse_axes(raw: Any) -> tuple[Axis, ...]:
@@ -346,7 +353,7 @@ def _parse_axis(name: str, body: Any) -> Axis:
     return Axis(name=name, values=tuple(body), presets=body)
 
 
-def _value_axis(name: str, body: dict) -> Axis:
+def _value_axis(name: str, body: Table) -> Axis:
     path = ("axes", name)
     if set(body) != {"key", "values"}:
         extra = ", ".join(sorted(set(body) - {"key", "values"})) or "key or values missing"
@@ -367,7 +374,7 @@ def _value_axis(name: str, body: dict) -> Axis:
     return Axis(name=name, values=tuple(values), key=key)
 
 
-def _check_plots(report: dict, axes: tuple[Axis, ...]) -> None:
+def _check_plots(report: Table, axes: tuple[Axis, ...]) -> None:
     names = [axis.name for axis in axes]
     allowed = ", ".join(names) if names else "(the scenario has no sweep axes)"
     for i, figure in enumerate(report["series"]):
@@ -389,7 +396,9 @@ def _check_plots(report: dict, axes: tuple[Axis, ...]) -> None:
                 )
 
 
-def _check_series_plot(figure: dict, path: tuple, axes: tuple[Axis, ...], allowed: str) -> None:
+def _check_series_plot(
+    figure: Table, path: tuple[str | int, ...], axes: tuple[Axis, ...], allowed: str
+) -> None:
     by_name = {axis.name: axis for axis in axes}
     if "line" in figure and figure["line"] not in by_name:
         raise Invalid(

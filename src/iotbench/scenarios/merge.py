@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from iotbench.scenarios.fields import Node, Section
+from iotbench.scenarios.fields import Node, Section, Table
 
 
 def merge(node: Node | None, base: Any, overlay: Any) -> Any:
@@ -27,7 +27,7 @@ def merge(node: Node | None, base: Any, overlay: Any) -> Any:
     return out
 
 
-def set_path(config: dict, path: str, value: Any) -> dict:
+def set_path(config: Table, path: str, value: Any) -> Table:
     """A copy of `config` with the dotted `path` set to `value` (tables created on the way)."""
     out = copy.deepcopy(config)
     parts = path.split(".")
@@ -43,6 +43,6 @@ def set_path(config: dict, path: str, value: Any) -> dict:
     return out
 
 
-def nest(path: str, value: Any) -> dict:
+def nest(path: str, value: Any) -> Table:
     """'a.b.c', v -> {'a': {'b': {'c': v}}}"""
     return set_path({}, path, value)

@@ -12,6 +12,7 @@ from iotbench.scenarios.fields import (
     REQUIRED,
     Field,
     Section,
+    Table,
 )
 
 COAP_EM = Section(
@@ -526,7 +527,7 @@ PROTOCOLS: dict[str, Section] = {
 OVER_TCP = frozenset({"http", "mqtt"})
 
 
-def _fill_selected_protocol(protocol: dict) -> dict:
+def _fill_selected_protocol(protocol: Table) -> Table:
     # The selected protocol's section gets its defaults even when the file omits
     # it; sections of other protocols may stay (presets switch between them).
     name = protocol.get("name")

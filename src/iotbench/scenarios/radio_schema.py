@@ -14,7 +14,15 @@ from typing import Any
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS
-from iotbench.scenarios.fields import DEVICE_PROFILES, OPTIONAL, Field, Invalid, Section, Tagged
+from iotbench.scenarios.fields import (
+    DEVICE_PROFILES,
+    OPTIONAL,
+    Field,
+    Invalid,
+    Section,
+    Table,
+    Tagged,
+)
 
 TOPOLOGIES = ("pair", "line", "star", "grid", "random", "building", "file")
 RADIO_TOPOLOGIES = TOPOLOGIES[1:]
@@ -22,7 +30,7 @@ RADIO_TOPOLOGIES = TOPOLOGIES[1:]
 RADIO_SECTIONS = ("nodes", "roles", "radio", "mac", "lowpan", "routing")
 
 
-def _check_nodes(nodes: dict) -> None:
+def _check_nodes(nodes: Table) -> None:
     area = nodes.get("area_m")
     if area is not None and len(area) not in (2, 3):
         raise Invalid(("area_m",), "expected [width, depth] or [width, depth, height] in metres")
@@ -201,7 +209,7 @@ NODE_RADIO = Section(
 )
 
 
-def _check_radio(radio: dict) -> None:
+def _check_radio(radio: Table) -> None:
     if radio["channel"] not in phy.CHANNELS:
         raise Invalid(("channel",), f"{radio['channel']} is not one of 11..26 (2.4 GHz O-QPSK)")
     for node, values in radio.get("nodes", {}).items():
@@ -674,7 +682,7 @@ def is_radio(network: Mapping[str, Any]) -> bool:
     return is_radio_topology(network.get("topology"))
 
 
-def fill_radio_sections(network: dict) -> dict:
+def fill_radio_sections(network: Table) -> Table:
     """A radio network's sections get their defaults even when the file omits them
     (a pair network keeps none of them, so its config, and its seed, are as before).
     A radio network has no point-to-point link of its own to configure."""
@@ -694,7 +702,7 @@ def fill_radio_sections(network: dict) -> dict:
     return filled
 
 
-def check_radio_network(network: dict) -> None:
+def check_radio_network(network: Table) -> None:
     topology = network.get("topology")
     radio_keys = [
         k for k in (*RADIO_SECTIONS, "interferers", "uplink", "second", "device") if k in network

@@ -18,6 +18,7 @@ from iotbench.scenarios.fields import (
     Field,
     Invalid,
     Section,
+    Table,
     Tagged,
 )
 
@@ -50,7 +51,7 @@ NAME_DOC = "lowercase letters, digits and '-', starting with a letter or digit"
 MIN_MTU = {4: 68, 6: 1280}  # RFC 791 and RFC 8200 minimum link MTUs
 
 
-def _check_mtu(network: dict) -> None:
+def _check_mtu(network: Table) -> None:
     if is_radio(network):
         return
     link = network["link"]
@@ -127,7 +128,7 @@ LOSS = Tagged(
 )
 
 
-def _check_uniform_delay(delay: dict) -> None:
+def _check_uniform_delay(delay: Table) -> None:
     low, high = delay["low_s"], delay["high_s"]
     if isinstance(low, float) and isinstance(high, float) and low > high:
         raise Invalid(("high_s",), f"{high:g} is out of range: must be >= low_s ({low:g})")
@@ -156,7 +157,7 @@ DELAY = Tagged(
 )
 
 
-def _check_window(outages: dict) -> None:
+def _check_window(outages: Table) -> None:
     a, b = outages["window_s"]
     if a > b:
         raise Invalid(("window_s",), f"[{a:g}, {b:g}] is empty: need a <= b")
@@ -262,7 +263,7 @@ NETWORK = Section(
 # --- workload -----------------------------------------------------------------
 
 
-def _check_workload(workload: dict) -> None:
+def _check_workload(workload: Table) -> None:
     kind = workload["kind"]
     if kind == "group-query" and workload["path"] == "/":
         raise Invalid(("path",), "group-query: the members' resource path, e.g. '/s/t'")
@@ -510,7 +511,7 @@ QUICK = Section(
 RUN_KEYS = ("max_sim_time_s", "network", "workload", "protocol")
 
 
-def _check_publish(document: dict) -> None:
+def _check_publish(document: Table) -> None:
     name = document["protocol"]["name"]
     kind = document["workload"]["kind"]
     if kind == "group-query":
@@ -566,7 +567,7 @@ def _check_publish(document: dict) -> None:
         )
 
 
-def _check_layer(document: dict) -> None:
+def _check_layer(document: Table) -> None:
     """Protocols over IP need IP hosts; NDN runs straight on 802.15.4 frames."""
     if is_radio(document["network"]):
         return  # NDN on the frames, every other protocol over IPv6 and 6LoWPAN
@@ -580,7 +581,7 @@ def _check_layer(document: dict) -> None:
         )
 
 
-def _check_ndn_profiles(document: dict) -> None:
+def _check_ndn_profiles(document: Table) -> None:
     """An NDN gateway forwards Interests: its profile must price NDN's operations."""
     device = document["network"].get("device") or {}
     profile = device.get("gateway_profile")

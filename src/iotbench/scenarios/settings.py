@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from iotbench.scenarios.fields import Settings, typed, validate
+from iotbench.scenarios.fields import typed, validate
 from iotbench.scenarios.protocol_schema import COAP_EM
 from iotbench.scenarios.schema import NETWORK, RUN_CONFIG
+from iotbench.scenarios.settings_base import Settings
 from iotbench.scenarios.settings_types import (
     NetworkSettings,
     ProtocolCoapEmSettings,

@@ -98,7 +98,8 @@ class _Collector:
             text = _SCALARS[f.type]
         elif f.type == "list":
             item = self.node(f.item, name) if f.item is not None else "Any"
-            text = f"tuple[{item}, ...]"
+            # A list of a fixed length (validated) is a tuple of that many items.
+            text = f"tuple[{', '.join([item] * f.length)}]" if f.length else f"tuple[{item}, ...]"
         else:  # a table: per-id values of one section, or free values
             item = self.node(f.item, name) if isinstance(f.item, Section) else "Any"
             text = f"Mapping[str, {item}]"

@@ -146,7 +146,7 @@ class RedrawSettings(Settings):
     """Redraw table: the value is drawn uniformly from `uniform` = [a, b] at the start and again every `every_items` workload items or every `every_s` seconds."""
 
     #: [a, b], the range the value is drawn from (required)
-    uniform: tuple[float, ...]
+    uniform: tuple[float, float]
     #: redraw period in workload items (optional)
     every_items: int | None
     #: redraw period in virtual seconds (optional)
@@ -242,7 +242,7 @@ class NetworkImpairDirectionOutagesRandomSettings(Settings):
     #: Length of each outage, seconds. (required)
     duration_s: float
     #: [a, b]: outage starts are drawn from this interval, seconds. (required)
-    window_s: tuple[float, ...]
+    window_s: tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -776,9 +776,9 @@ class ProtocolHttpSettings(Settings):
     #: Server TCP port. (default 80)
     port: int
     #: Extra request headers as [name, value] pairs, in order (Host, or HTTP/2's pseudo-headers, are added first). (default [])
-    request_headers: tuple[tuple[str, ...], ...]
+    request_headers: tuple[tuple[str, str], ...]
     #: Response headers as [name, value] pairs, in order (Content-Type and Content-Length are added last). (default [['Server', 'iotbench']])
-    response_headers: tuple[tuple[str, ...], ...]
+    response_headers: tuple[tuple[str, str], ...]
     #: HTTP/2 only: an empty client SETTINGS frame and a server SETTINGS frame with only MAX_CONCURRENT_STREAMS (the IoT profile), instead of h2's full sets. (default false)
     minimal_settings: bool
 
@@ -872,11 +872,11 @@ class ProtocolNdnHoppSettings(Settings):
     #: PAM Trickle redundancy (HOPP_TRICKLE_REDCONST). (default 5)
     trickle_k: int
     #: SOL period [base, base + jitter] (HOPP_SOL_PERIOD). (default [4.0, 5.0])
-    sol_period_s: tuple[float, ...]
+    sol_period_s: tuple[float, float]
     #: Wait before a NAM is sent again [base, base + jitter] (HOPP_NAM_PERIOD). (default [1.0, 1.5])
-    nam_period_s: tuple[float, ...]
+    nam_period_s: tuple[float, float]
     #: A parent not heard for this long [base, base + jitter] is asked again (HOPP_PARENT_TIMEOUT_PERIOD). (default [30.0, 35.0])
-    parent_timeout_s: tuple[float, ...]
+    parent_timeout_s: tuple[float, float]
     #: NAMs sent per name (COMPAS_NAM_CACHE_RETRIES). (default 3)
     nam_retries: int
     #: A NAM-cache entry this old may be replaced (HOPP_NAM_STALE_TIME). (default 10)

@@ -20,6 +20,7 @@ from typing import Any
 from iotbench.scenarios.errors import ScenarioError, UserError
 from iotbench.scenarios.fields import (
     Invalid,
+    Table,
     did_you_mean,
     dotted,
     fmt,
@@ -40,7 +41,7 @@ class Run:
     params: dict[str, Scalar]  # axis name -> preset name or value, in axis order
     repetition: int
     seed: int
-    config: dict  # the merged, validated config `run_one` gets (the RUN_KEYS sections)
+    config: Table  # the merged, validated config `run_one` gets (the RUN_KEYS sections)
     config_hash: str
     key: str  # identifies the run in the results store; stable across invocations
 
@@ -116,7 +117,7 @@ def one_network(runs: Sequence[Run], label: str) -> Run:
     return runs[0]
 
 
-def _with_network_seed(config: dict, base_seed: int, scenario: str, rep: int) -> dict:
+def _with_network_seed(config: Table, base_seed: int, scenario: str, rep: int) -> Table:
     """`config` with network.seed filled in, unless the scenario fixes it."""
     network = config["network"]
     if "seed" in network:
@@ -125,7 +126,7 @@ def _with_network_seed(config: dict, base_seed: int, scenario: str, rep: int) ->
     return {**config, "network": {**network, "seed": seed}}
 
 
-def config_hash(config: dict) -> str:
+def config_hash(config: Table) -> str:
     return _digest(config).hex()[:16]
 
 
@@ -167,11 +168,11 @@ def expand(
     return runs
 
 
-def _meta_part(base: dict) -> dict:
+def _meta_part(base: Table) -> Table:
     return {k: v for k, v in base.items() if k in META.fields}
 
 
-def _apply_overrides(scenario: Scenario, overrides: Mapping[str, Any]) -> dict:
+def _apply_overrides(scenario: Scenario, overrides: Mapping[str, Any]) -> Table:
     base = scenario.base
     swept = {axis.key: axis.name for axis in scenario.axes if axis.key}
     for key, value in overrides.items():
@@ -208,8 +209,8 @@ def _validated(scenario: Scenario, overrides: Mapping[str, Any], step: Any, wher
 
 
 def _validated_combinations(
-    scenario: Scenario, base: dict, overrides: Mapping[str, Any]
-) -> list[tuple[dict, dict]]:
+    scenario: Scenario, base: Table, overrides: Mapping[str, Any]
+) -> list[tuple[dict[str, Scalar], Table]]:
     """(params, run config) for every combination of axis values, all validated."""
     out = []
     for values in itertools.product(*(axis.values for axis in scenario.axes)):
@@ -226,7 +227,7 @@ def _validated_combinations(
     return out
 
 
-def _with_layout(scenario: Scenario, config: dict, where: str) -> dict:
+def _with_layout(scenario: Scenario, config: Table, where: str) -> Table:
     """A file topology's nodes and links, read once and carried in the run's config,
     so a run needs no file and its config hash changes when the file does."""
     from iotbench.world.networks.topology import load_layout, load_links
@@ -273,10 +274,12 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def _parse_filters(scenario: Scenario, filters: Mapping[str, Sequence[Any]]) -> dict[str, list]:
+def _parse_filters(
+    scenario: Scenario, filters: Mapping[str, Sequence[Any]]
+) -> dict[str, list[Scalar]]:
     """Axis name -> the axis values to keep; unknown axes or values are errors."""
     axes = {axis.name: axis for axis in scenario.axes}
-    keep: dict[str, list] = {}
+    keep: dict[str, list[Scalar]] = {}
     for name, wanted in filters.items():
         if name not in axes:
             known = ", ".join(axes) or "(the scenario has no sweep axes)"
