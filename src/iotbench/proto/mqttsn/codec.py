@@ -604,66 +604,65 @@ def _topic_field(topic_id_type: int, topic_name: str, topic_id: int) -> bytes:
 
 
 def _body(m: Message) -> bytes:
-    t = type(m)
-    if t is Publish:
+    if type(m) is Publish:
         return (
             _flags(dup=m.dup, qos=m.qos, retain=m.retain, topic_id_type=m.topic_id_type)
             + _u16(m.topic_id, "topic id")
             + _u16(m.msg_id, "msg id")
             + m.data
         )
-    if t is PubAck or t is RegAck:
+    if type(m) is PubAck or type(m) is RegAck:
         return _u16(m.topic_id, "topic id") + _u16(m.msg_id, "msg id") + _u8(m.return_code, "rc")
-    if t is PubRec or t is PubRel or t is PubComp or t is UnsubAck:
+    if type(m) is PubRec or type(m) is PubRel or type(m) is PubComp or type(m) is UnsubAck:
         return _u16(m.msg_id, "msg id")
-    if t is PingReq:
+    if type(m) is PingReq:
         if m.client_id == "":
             # 5.4.19: no ClientId and an empty one are the same octets (decoded as None).
             raise ValueError("a PINGREQ client id is None or not empty")
         return b"" if m.client_id is None else _text(m.client_id)
-    if t is PingResp or t is WillTopicReq or t is WillMsgReq:
+    if type(m) is PingResp or type(m) is WillTopicReq or type(m) is WillMsgReq:
         return b""
-    if t is Connect:
+    if type(m) is Connect:
         return (
             _flags(will=m.will, clean_session=m.clean_session)
             + _u8(m.protocol_id, "protocol id")
             + _u16(m.duration_s, "duration")
             + _text(m.client_id)
         )
-    if t is ConnAck or t is WillTopicResp or t is WillMsgResp:
+    if type(m) is ConnAck or type(m) is WillTopicResp or type(m) is WillMsgResp:
         return _u8(m.return_code, "return code")
-    if t is Register:
+    if type(m) is Register:
         return _u16(m.topic_id, "topic id") + _u16(m.msg_id, "msg id") + _text(m.topic_name)
-    if t is Subscribe:
+    if type(m) is Subscribe:
         return (
             _flags(dup=m.dup, qos=m.qos, topic_id_type=m.topic_id_type)
             + _u16(m.msg_id, "msg id")
             + _topic_field(m.topic_id_type, m.topic_name, m.topic_id)
         )
-    if t is SubAck:
+    if type(m) is SubAck:
         return (
             _flags(qos=m.qos)
             + _u16(m.topic_id, "topic id")
             + _u16(m.msg_id, "msg id")
             + _u8(m.return_code, "return code")
         )
-    if t is Unsubscribe:
+    if type(m) is Unsubscribe:
         return (
             _flags(topic_id_type=m.topic_id_type)
             + _u16(m.msg_id, "msg id")
             + _topic_field(m.topic_id_type, m.topic_name, m.topic_id)
         )
-    if t is Disconnect:
+    if type(m) is Disconnect:
         return b"" if m.duration_s is None else _u16(m.duration_s, "duration")
-    if t is WillTopic or t is WillTopicUpd:
+    if type(m) is WillTopic or type(m) is WillTopicUpd:
         return _will_topic(m.topic, m.qos, m.retain)
-    if t is WillMsg or t is WillMsgUpd:
+    if type(m) is WillMsg or type(m) is WillMsgUpd:
         return m.message
-    if t is Advertise:
+    if type(m) is Advertise:
         return _u8(m.gw_id, "gw id") + _u16(m.duration_s, "duration")
-    if t is SearchGw:
+    if type(m) is SearchGw:
         return _u8(m.radius, "radius")
-    if t is GwInfo:
+    if type(m) is GwInfo:
         return _u8(m.gw_id, "gw id") + m.gw_add
     raise TypeError(f"not an MQTT-SN message: {m!r}")
 
@@ -751,7 +750,9 @@ def _u16_at(body: bytes, pos: int) -> int:
     return (body[pos] << 8) | body[pos + 1]
 
 
-def _decode_will_topic(cls, body: bytes):
+def _decode_will_topic(
+    cls: type[WillTopic | WillTopicUpd], body: bytes
+) -> WillTopic | WillTopicUpd:
     if not body:
         return cls(None)
     flags = body[0]
@@ -784,19 +785,19 @@ def _decode_body(mtype: int, body: bytes) -> Message:
             _topic_id_type(flags, "PUBLISH"),
         )
     if mtype == MsgType.PUBACK or mtype == MsgType.REGACK:
-        cls = PubAck if mtype == MsgType.PUBACK else RegAck
-        _fixed(cls.__name__.upper(), body, 5)
-        return cls(_u16_at(body, 0), _u16_at(body, 2), body[4])
+        ack = PubAck if mtype == MsgType.PUBACK else RegAck
+        _fixed(ack.__name__.upper(), body, 5)
+        return ack(_u16_at(body, 0), _u16_at(body, 2), body[4])
     if mtype in _MSG_ID_ONLY:
-        cls = _MSG_ID_ONLY[mtype]
-        _fixed(cls.__name__.upper(), body, 2)
-        return cls(_u16_at(body, 0))
+        with_msg_id = _MSG_ID_ONLY[mtype]
+        _fixed(with_msg_id.__name__.upper(), body, 2)
+        return with_msg_id(_u16_at(body, 0))
     if mtype == MsgType.PINGREQ:
         return PingReq(_str(body, "client id") if body else None)
     if mtype in _EMPTY:
-        cls = _EMPTY[mtype]
-        _fixed(cls.__name__.upper(), body, 0)
-        return cls()
+        empty = _EMPTY[mtype]
+        _fixed(empty.__name__.upper(), body, 0)
+        return empty()
     if mtype == MsgType.CONNECT:
         _at_least("CONNECT", body, 4)
         flags = body[0]
@@ -808,9 +809,9 @@ def _decode_body(mtype: int, body: bytes) -> Message:
             body[1],
         )
     if mtype in _RETURN_CODE_ONLY:
-        cls = _RETURN_CODE_ONLY[mtype]
-        _fixed(cls.__name__.upper(), body, 1)
-        return cls(body[0])
+        with_code = _RETURN_CODE_ONLY[mtype]
+        _fixed(with_code.__name__.upper(), body, 1)
+        return with_code(body[0])
     if mtype == MsgType.REGISTER:
         _at_least("REGISTER", body, 4)
         return Register(_u16_at(body, 0), _u16_at(body, 2), _str(body[4:], "topic name"))
@@ -851,18 +852,18 @@ def _decode_body(mtype: int, body: bytes) -> Message:
     raise MqttSnDecodeError(f"reserved MsgType 0x{mtype:02x}")
 
 
-_MSG_ID_ONLY = {
+_MSG_ID_ONLY: dict[int, type[PubRec | PubRel | PubComp | UnsubAck]] = {
     MsgType.PUBREC: PubRec,
     MsgType.PUBREL: PubRel,
     MsgType.PUBCOMP: PubComp,
     MsgType.UNSUBACK: UnsubAck,
 }
-_EMPTY = {
+_EMPTY: dict[int, type[PingResp | WillTopicReq | WillMsgReq]] = {
     MsgType.PINGRESP: PingResp,
     MsgType.WILLTOPICREQ: WillTopicReq,
     MsgType.WILLMSGREQ: WillMsgReq,
 }
-_RETURN_CODE_ONLY = {
+_RETURN_CODE_ONLY: dict[int, type[ConnAck | WillTopicResp | WillMsgResp]] = {
     MsgType.CONNACK: ConnAck,
     MsgType.WILLTOPICRESP: WillTopicResp,
     MsgType.WILLMSGRESP: WillMsgResp,
