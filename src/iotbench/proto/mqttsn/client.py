@@ -74,9 +74,10 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any, cast
 
 from iotbench.proto.errors import own_error
 from iotbench.proto.keepalive import ping_due_s
@@ -532,10 +533,11 @@ class MqttSnClient:
         self._transmit(now, self._ping)
 
     def _on_retry_timer(self, now: float, op: _Op) -> None:
+        assert op.retx is not None  # handle_timer calls this only for a running timer
         if op.retx.on_timeout(now):
             self.stats.retransmissions += 1
             message = op.message
-            if type(message) in (Publish, Subscribe) and not message.dup:
+            if (type(message) is Publish or type(message) is Subscribe) and not message.dup:
                 op.message = message = replace(message, dup=True)  # 5.3.4: DUP on re-sends
             if type(message) is Publish:
                 op.publishes += 1
@@ -631,20 +633,19 @@ class MqttSnClient:
     # =====================================================================
 
     def _on_message(self, now: float, m: Message, addr: Hashable) -> None:
-        t = type(m)
-        if t is Advertise:
+        if type(m) is Advertise:
             self._discovery.on_advertise(now, m, addr)
             return
-        if t is GwInfo:
+        if type(m) is GwInfo:
             self._discovery.on_gwinfo(now, m, addr)
             return
-        if t is SearchGw:
+        if type(m) is SearchGw:
             self._discovery.on_searchgw(now, m, addr)
             return
         if addr != self.gateway or self.state == DISCONNECTED:
             self.stats.unexpected += 1
             return
-        handler = _HANDLERS.get(t)
+        handler = _HANDLERS.get(type(m))
         if handler is None:
             self.stats.unexpected += 1  # a message only a client sends
             return
@@ -741,7 +742,7 @@ class MqttSnClient:
             return
         self._topics.learn(m.topic_id, op.topic)
         self._finish_request(now, op)
-        self._events.append(Registered(op.msg_id, op.topic, m.topic_id))
+        self._events.append(Registered(m.msg_id, op.topic, m.topic_id))  # op.msg_id == m.msg_id
 
     def _on_puback(self, now: float, m: PubAck) -> None:
         op = self._outstanding("publish", m.msg_id) if m.msg_id else None
@@ -757,8 +758,8 @@ class MqttSnClient:
             self._rejected_topic(m.topic_id, m.return_code)
             self._reject(now, op, m.return_code)
             return
-        if op.message.qos != 1:
-            self.stats.unexpected += 1  # QoS 2 is answered with PUBREC
+        if type(op.message) is not Publish or op.message.qos != 1:
+            self.stats.unexpected += 1  # QoS 2 is answered with PUBREC (and PUBCOMP)
             return
         self._finish_request(now, op)
         self._events.append(Published(op.msg_id, op.publishes))
@@ -769,7 +770,7 @@ class MqttSnClient:
 
     def _on_pubrec(self, now: float, m: PubRec) -> None:
         op = self._outstanding("publish", m.msg_id)
-        if op is None or op.message.qos != 2:
+        if op is None or (type(op.message) is Publish and op.message.qos != 2):
             self.stats.unexpected += 1
             return
         if type(op.message) is Publish:
@@ -794,18 +795,18 @@ class MqttSnClient:
         if m.return_code != ReturnCode.ACCEPTED:
             self._reject(now, op, m.return_code)
             return
-        sub: Subscribe = op.message
+        sub = cast(Subscribe, op.message)  # what a "subscribe" request sends
         if sub.topic_id_type == TopicIdType.NORMAL and m.topic_id and is_valid_topic(op.topic):
             self._topics.learn(m.topic_id, op.topic)  # 5.4.16: the id PUBLISHes will carry
         self._finish_request(now, op)
-        self._events.append(Subscribed(op.msg_id, m.topic_id, m.qos))
+        self._events.append(Subscribed(m.msg_id, m.topic_id, m.qos))  # op.msg_id == m.msg_id
 
     def _on_unsuback(self, now: float, m: UnsubAck) -> None:
         op = self._request_for("unsubscribe", m.msg_id)
         if op is None:
             return
         self._finish_request(now, op)
-        self._events.append(Unsubscribed(op.msg_id))
+        self._events.append(Unsubscribed(m.msg_id))  # op.msg_id == m.msg_id
 
     def _on_willresp(self, now: float, m: WillTopicResp | WillMsgResp) -> None:
         what = "topic" if type(m) is WillTopicResp else "message"
@@ -918,7 +919,8 @@ def _check_will(topic: str, qos: int) -> None:
         raise ValueError(f"will QoS must be 0, 1 or 2, got {qos!r}")
 
 
-_HANDLERS = {
+#: The method that handles each message a gateway may send, by message type.
+_HANDLERS: dict[type[Message], Callable[[MqttSnClient, float, Any], None]] = {
     WillTopicReq: MqttSnClient._on_willtopicreq,
     WillMsgReq: MqttSnClient._on_willmsgreq,
     ConnAck: MqttSnClient._on_connack,
