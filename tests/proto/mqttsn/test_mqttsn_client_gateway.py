@@ -283,7 +283,7 @@ def test_unsubscribe():
 def test_client_answers_unknown_topic_ids_with_invalid_topic_id():
     net = Net()
     c = connected(net)
-    net.gateway._send(Publish(42, 5, b"?", 1), ("sn-dev", 1000))
+    c.receive(net.now, encode(Publish(42, 5, b"?", 1)), GW)  # as if from the gateway
     net.step()
     assert net.take("dev", MessageReceived) == []
     assert net.sent("dev", PubAck)[-1][1] == PubAck(42, 5, ReturnCode.INVALID_TOPIC_ID)
@@ -414,7 +414,7 @@ def test_broker_refusal_is_passed_on():
 def test_broker_closing_the_connection_disconnects_the_client():
     net = Net()
     connected(net)
-    [stream] = list(net.gateway._links)
+    [stream] = net.gateway.broker_streams
     net.broker.connection_lost(net.now, ("gw", stream))  # e.g. a broker restart
     net._broker_closed(("gw", stream))
     net.step()

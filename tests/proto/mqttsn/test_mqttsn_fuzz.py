@@ -160,17 +160,17 @@ def test_gateway_survives_anything_and_stays_bounded(limits, steps):
         net.run(net.now + dt)
         assert gw.stats.internal_errors == 0
         assert gw.clients <= limits["max_clients"]
-        assert len(gw._new) <= limits.get("max_new_clients", limits["max_clients"])
-        for c in gw._clients.values():
-            assert len(c.queue) <= limits["max_buffered_messages"]
-            assert len(c.topics) <= limits["max_topics_per_client"]
-            assert c.topics.size_bytes <= limits.get("max_topic_bytes_per_client", 0x10000)
-        assert len(gw._stored_wills) <= limits["max_stored_wills"]
+        assert gw.new_clients <= limits.get("max_new_clients", limits["max_clients"])
+        for c in gw.sessions():
+            assert len(c.to_client.queue) <= limits["max_buffered_messages"]
+            assert len(c.topics.registry) <= limits["max_topics_per_client"]
+            assert c.topics.registry.size_bytes <= limits.get("max_topic_bytes_per_client", 0x10000)
+        assert gw.stored_wills <= limits["max_stored_wills"]
     net.run(net.now + 1000)
     # Whoever is left is within its keep-alive or sleep duration (or has none, and
     # then within the idle timeout, if there is one).
     idle = limits.get("idle_timeout_s")
-    for c in gw._clients.values():
+    for c in gw.sessions():
         silence = net.now - c.last_heard_s
         limit = {"active": c.keep_alive_s, "asleep": c.sleep_s, "awake": c.sleep_s}.get(c.state)
         assert limit is not None, c.state

@@ -224,8 +224,8 @@ def test_without_a_byte_bound_60kB_names_grow_the_gateway_without_end():
         for i in range(100):
             c._send(encode(Register(0, i + 1, f"{name}/{i}")), GW)
         net.step(0.1)
-    assert all(len(net.gateway._by_id[f"c{k}"].topics) == 100 for k in range(5))
-    held = sum(net.gateway._by_id[f"c{k}"].topics.size_bytes for k in range(5))
+    assert all(len(net.gateway.session(f"c{k}").topics.registry) == 100 for k in range(5))
+    held = sum(net.gateway.session(f"c{k}").topics.registry.size_bytes for k in range(5))
     assert held > 5 * 100 * 60_000
 
 
@@ -243,7 +243,7 @@ def test_a_client_topic_table_holds_at_most_its_bytes():
     for k in range(5):
         acks = [m for m in replies(net, start, f"c{k}") if type(m) is RegAck]
         assert [m.return_code for m in acks] == [0] + [ReturnCode.CONGESTION] * 999
-        assert net.gateway._by_id[f"c{k}"].topics.size_bytes <= 0x10000
+        assert net.gateway.session(f"c{k}").topics.registry.size_bytes <= 0x10000
     dev = connected(net, "dev")
     ids = [dev.register(net.now, f"sensors/t{i}") for i in range(100)]
     net.step(5.0)  # one at a time

@@ -227,7 +227,7 @@ def test_gateway_to_client_qos2_is_exactly_once(lost):
     pub.publish(net.now, "s/t", b"v", 2)
     net.step(60)
     assert [m.payload for m in net.take("dev", MessageReceived)] == [b"v"]
-    assert net.gateway._by_id["dev"].out is None  # the flow completed
+    assert net.gateway.session("dev").to_client.out is None  # the flow completed
     assert len(net.sent(GATEWAY, Publish)) + len(net.sent(GATEWAY, PubRel)) == 3
 
 

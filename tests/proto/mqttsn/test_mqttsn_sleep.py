@@ -129,12 +129,12 @@ def test_connect_while_asleep_returns_to_active_and_delivers():
     c, pub = sleeper(net)
     pub.publish(net.now, "s/a", b"1", 1)
     net.step()
-    streams = set(net.gateway._links)
+    streams = set(net.gateway.broker_streams)
     c.connect(net.now)
     net.step()
     assert net.take("dev", Connected) == [Connected(GW)]
     assert [m.payload for m in net.take("dev", MessageReceived)] == [b"1"]
-    assert set(net.gateway._links) == streams  # the same MQTT connection
+    assert set(net.gateway.broker_streams) == streams  # the same MQTT connection
     assert net.gateway.client_state("dev") == "active"
     c.sleep(net.now, 30)  # and to sleep again
     net.step()
@@ -247,7 +247,7 @@ def test_a_sleeping_client_may_wake_up_at_another_address():
     moved.wake(net.now)
     net.step()
     assert [m.payload for m in net.take("moved", MessageReceived)] == [b"1"]
-    assert net.gateway._by_id["dev"].addr == client_addr("moved")
+    assert net.gateway.session("dev").addr == client_addr("moved")
     to = {d for _, s, d, _ in net.log[start:] if s == GATEWAY}
     assert to == {"moved"}
     assert not any(type(m) is Disconnect for _, _, _, m in net.log[start:])

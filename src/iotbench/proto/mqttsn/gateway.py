@@ -28,14 +28,29 @@ it as soon as it is open (or drops the attempt). stream_lost() for a stream
 the gateway closed itself is ignored. The gateway never raises for any
 datagram: a malformed one or a protocol violation is counted in `stats` and
 dropped. Nothing here reads a clock, opens a socket or touches global random
-state; the rng only goes into the MqttClients (their first Packet Identifier).
+state; the rng only goes into the MqttClients (their first Packet Identifier)
+and the retransmissions to clients (their random factor).
 
-The gateway is one object assembled from its parts, one module each:
-gateway_clients.py (sessions: connect, will, sleep, keep-alive, their
-timers), gateway_topics.py (what clients send on to the broker: REGISTER,
-PUBLISH, SUBSCRIBE) and gateway_broker.py (the MQTT connections and what
-comes back on them); gateway_state.py holds what it keeps per client. This
-module sets up the state they share and offers the driver's calls.
+The gateway is a stack of layers, one object and one module each, every one
+keeping its own state and calling the others only through their methods
+(docs/mqttsn.md, "Layers"):
+
+- ClientDatagrams (gateway_datagrams.py): the codec, forwarder encapsulation
+  and the datagrams to send;
+- BrokerLinks (gateway_broker.py): the MQTT connections to the broker, as
+  streams for the driver;
+- TopicIds (gateway_topics.py): topic names and ids, REGISTER from clients;
+- BrokerForwarding (gateway_forwarding.py): clients' PUBLISH, SUBSCRIBE and
+  UNSUBSCRIBE to the broker, and its answers back;
+- ClientDelivery (gateway_delivery.py): the broker's messages to clients,
+  one outstanding at a time, retransmitted;
+- ClientSessions (gateway_clients.py): the session table: connect, will,
+  sleep, keep-alive, the sessions' timers and their ends.
+
+gateway_state.py holds what they keep per client, one part per layer. This
+module builds the layers, hands each message to its layer through one table
+(message type -> handler), each event of a broker connection through another,
+and offers the driver's calls.
 
 What it does, with the choices the specification leaves open:
 
@@ -110,42 +125,70 @@ What it does, with the choices the specification leaves open:
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from iotbench.proto.errors import own_error
-from iotbench.proto.retransmit import Retransmission
-from iotbench.proto.timers import DEADLINE, OBJ, TimerQueue
+from iotbench.proto.mqtt.events import (
+    ClientEvent,
+    Connected,
+    ConnectionClosed,
+    ConnectionRefused,
+    MessageReceived,
+    Published,
+    Subscribed,
+    Unsubscribed,
+)
 
 from .codec import (
+    QOS_MINUS_ONE,
     Advertise,
-    ConnAck,
+    Connect,
+    Disconnect,
     Encapsulated,
+    GwInfo,
     Message,
-    MqttSnDecodeError,
-    ReturnCode,
-    decode,
-    encode,
+    PingReq,
+    PubAck,
+    PubComp,
+    Publish,
+    PubRec,
+    PubRel,
+    RegAck,
+    Register,
+    SearchGw,
+    Subscribe,
+    Unsubscribe,
+    WillMsg,
+    WillMsgUpd,
+    WillTopic,
+    WillTopicUpd,
 )
 from .events import GatewayEvent
-from .gateway_broker import GatewayBroker
-from .gateway_clients import GatewayClients
-from .gateway_state import (
-    BrokerLink,
-    ClientSession,
-    Delivery,
-    Forwarded,
-    MqttSnGatewayStats,
-    Outgoing,
-    stale_timer,
-)
-from .gateway_topics import GatewayTopics
+from .gateway_broker import BrokerLinks
+from .gateway_clients import ClientSessions
+from .gateway_datagrams import ClientDatagrams
+from .gateway_forwarding import BrokerForwarding
+from .gateway_state import BrokerLink, ClientSession, Forwarded, MqttSnGatewayStats
+from .gateway_topics import TopicIds
 from .params import MqttSnGatewayParams
 
 __all__ = ["Forwarded", "MqttSnGateway", "MqttSnGatewayStats"]
 
+#: A handler of a message from a connected client, or of an event of its broker
+#: connection: (now, session, message or event).
+Handler = Callable[[float, ClientSession, Any], None]
+_M = TypeVar("_M")
 
-class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
+
+def _entry(
+    kind: type[_M], handler: Callable[[float, ClientSession, _M], None]
+) -> tuple[type, Handler]:
+    """A table entry; mypy checks that `handler` takes what `kind` is."""
+    return kind, handler
+
+
+class MqttSnGateway:
     """An MQTT-SN transparent gateway as a sans-I/O state machine."""
 
     def __init__(
@@ -158,27 +201,58 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
         self.params = params
         self.strict = strict  # an exception of our own: raised, or logged (proto/errors.py)
         self.stats = MqttSnGatewayStats()
-        self._schedule = params.retry_schedule()
-        self._predefined_ids = {name: tid for tid, name in params.predefined_topics.items()}
-        self._clients: dict[Hashable, ClientSession] = {}
-        self._by_id: dict[str, ClientSession] = {}
-        # Clients still connecting or silent since their CONNACK, oldest first (as a
-        # dict, for order and removal by key): whom max_new_clients ends first.
-        self._new: dict[ClientSession, None] = {}
-        self._stored_wills: OrderedDict[str, tuple[str | None, bytes, int, bool]] = OrderedDict()
-        self._links: dict[int, BrokerLink] = {}
-        self._next_stream = 1
-        self._qos_m1: BrokerLink | None = None
-        self._out: list[tuple[bytes, Hashable]] = []
-        self._to_open: list[int] = []
-        self._stream_out: dict[int, bytearray] = {}
-        self._to_close: list[int] = []
-        self._events: list[GatewayEvent] = []
-        self._touched: dict[int, BrokerLink] = {}  # links whose MqttClient may have output
-        # Entries' objects: client sessions to check; an entry is stale when its
-        # session wants checking at another time (scheduled) or none.
-        self._timers = TimerQueue()
+        self._datagrams = ClientDatagrams(self.stats)
+        self._links = BrokerLinks(rng, params, self.stats, self._internal_error)
+        self._topics = TopicIds(params, self.stats, self._datagrams)
+        self._forwarding = BrokerForwarding(self.stats, self._datagrams, self._links, self._topics)
+        self._sessions = ClientSessions(
+            rng,
+            params,
+            self.stats,
+            self._internal_error,
+            self._datagrams,
+            self._links,
+            self._topics,
+        )
+        self._delivery = self._sessions.delivery
         self._next_advertise_s: float | None = None
+        sessions, topics = self._sessions, self._topics
+        forwarding, delivery = self._forwarding, self._delivery
+        #: The handler of each message a connected client may send; anything else
+        #: from a client is unexpected. From an unknown address these are answered
+        #: with DISCONNECT (6.12: connect first).
+        self._handlers: dict[type, Handler] = dict(
+            [
+                _entry(WillTopic, sessions.on_willtopic),
+                _entry(WillMsg, sessions.on_willmsg),
+                _entry(Register, topics.on_register),
+                _entry(RegAck, delivery.on_regack),
+                _entry(Publish, forwarding.on_publish),
+                _entry(PubAck, delivery.on_puback),
+                _entry(PubRec, delivery.on_pubrec),
+                _entry(PubRel, forwarding.on_pubrel),
+                _entry(PubComp, delivery.on_pubcomp),
+                _entry(Subscribe, forwarding.on_subscribe),
+                _entry(Unsubscribe, forwarding.on_unsubscribe),
+                _entry(PingReq, sessions.on_pingreq),
+                _entry(Disconnect, sessions.on_disconnect),
+                _entry(WillTopicUpd, sessions.on_willtopicupd),
+                _entry(WillMsgUpd, sessions.on_willmsgupd),
+            ]
+        )
+        #: The handler of each event of a client's MQTT connection; the others
+        #: (PingResponse, ...) are the MqttClient's own business.
+        self._broker_handlers: dict[type, Handler] = dict(
+            [
+                _entry(MessageReceived, delivery.deliver),
+                _entry(Published, forwarding.published),
+                _entry(Subscribed, forwarding.subscribed),
+                _entry(Unsubscribed, forwarding.unsubscribed),
+                _entry(Connected, sessions.broker_connected),
+                _entry(ConnectionRefused, sessions.broker_refused),
+                _entry(ConnectionClosed, sessions.broker_closed),
+            ]
+        )
 
     # =====================================================================
     # outputs
@@ -186,63 +260,75 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
 
     def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
         """Datagrams to clients since the last call, in order (drains). `now` is unused."""
-        out = self._out
-        self._out = []
-        return out
+        return self._datagrams.take()
 
     def streams_to_open(self) -> list[int]:
         """New broker connections to open (drains)."""
-        out = self._to_open
-        self._to_open = []
-        return out
+        return self._links.streams_to_open()
 
     def stream_data_to_send(self) -> list[tuple[int, bytes]]:
         """(stream, bytes) to write to the broker, one entry per stream (drains)."""
-        out = [(stream, bytes(buf)) for stream, buf in self._stream_out.items() if buf]
-        self._stream_out.clear()
-        return out
+        return self._links.stream_data_to_send()
 
     def streams_to_close(self) -> list[int]:
         """Streams to close once their data is written (drains)."""
-        out = self._to_close
-        self._to_close = []
-        return out
+        return self._links.streams_to_close()
 
     def events(self) -> list[GatewayEvent]:
         """Diagnostic events since the last call (drains)."""
-        ev = self._events
-        self._events = []
-        return ev
+        return self._sessions.take_events()
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest deadline, or None (sometimes early, never late)."""
-        timers = self._timers
-        while (entry := timers.peek()) is not None and stale_timer(entry):
-            timers.pop()
-        deadlines = [entry[DEADLINE]] if entry is not None else []
-        if self._next_advertise_s is not None:
-            deadlines.append(self._next_advertise_s)
-        if self._qos_m1 is not None:
-            t = self._qos_m1.mqtt.next_timer()
-            if t is not None:
-                deadlines.append(t)
+        deadlines = [
+            t
+            for t in (
+                self._sessions.next_timer(),
+                self._next_advertise_s,
+                self._links.own_next_timer(),
+            )
+            if t is not None
+        ]
         return min(deadlines) if deadlines else None
 
     # ---- inspection ----------------------------------------------------------------------
 
     def client_state(self, client_id: str) -> str | None:
         """ "will-topic", "will-message", "connecting", "active", "asleep", "awake" or None."""
-        c = self._by_id.get(client_id)
+        c = self._sessions.by_id(client_id)
         return c.state if c is not None else None
 
     def buffered(self, client_id: str) -> int:
         """Messages waiting for a client (not counting one outstanding)."""
-        c = self._by_id.get(client_id)
-        return len(c.queue) if c is not None else 0
+        c = self._sessions.by_id(client_id)
+        return self._delivery.waiting(c) if c is not None else 0
 
     @property
     def clients(self) -> int:
-        return len(self._clients)
+        return len(self._sessions)
+
+    def session(self, client_id: str) -> ClientSession | None:
+        """The session of a client, to look at (tests, diagnosis); the gateway's to change."""
+        return self._sessions.by_id(client_id)
+
+    def sessions(self) -> list[ClientSession]:
+        """Every client's session, to look at."""
+        return self._sessions.sessions()
+
+    @property
+    def new_clients(self) -> int:
+        """Clients still connecting, or silent since their CONNACK (max_new_clients)."""
+        return self._sessions.new_clients
+
+    @property
+    def stored_wills(self) -> int:
+        """Wills kept for CleanSession=0 clients between connections (max_stored_wills)."""
+        return self._sessions.stored_wills
+
+    @property
+    def broker_streams(self) -> list[int]:
+        """The streams of the broker connections the gateway holds, in the order opened."""
+        return self._links.streams
 
     # =====================================================================
     # inputs
@@ -250,113 +336,115 @@ class MqttSnGateway(GatewayClients, GatewayTopics, GatewayBroker):
 
     def start(self, now: float) -> None:
         """Begin advertising (6.1): the first ADVERTISE now, then every interval."""
-        if self.params.advertise_interval_s is not None:
-            self._advertise(now)
+        interval = self.params.advertise_interval_s
+        if interval is not None:
+            self._advertise(now, interval)
 
     def receive(self, now: float, data: bytes, addr: Hashable) -> None:
         """One datagram from an MQTT-SN client or forwarder. Never raises."""
-        self.stats.datagrams_received += 1
-        try:
-            message = decode(data)
-        except MqttSnDecodeError:
-            self.stats.decode_errors += 1
+        message = self._datagrams.decode(data)
+        if message is None:
             return
         try:
             if type(message) is Encapsulated:
-                self._on_encapsulated(now, message, addr)
+                inner = self._datagrams.unwrap(message, addr)
+                if inner is not None:
+                    self._on_message(now, *inner)
             else:
                 self._on_message(now, message, addr)
         except Exception as exc:  # noqa: BLE001 - a client's bytes must never crash the gateway
-            self.stats.internal_errors += 1
-            own_error(self.strict, exc, "MQTT-SN gateway")
+            self._internal_error(exc)
         self._service(now)
 
     def stream_connected(self, now: float, stream: int) -> None:
         """Stream `stream` is open: the gateway sends its CONNECT."""
-        link = self._links.get(stream)
-        if link is not None and not link.mqtt.connected and not link.mqtt.close_requested:
-            try:
-                link.mqtt.connect(now)
-            except RuntimeError as exc:  # the driver reported the connection twice
-                self.stats.internal_errors += 1
-                own_error(self.strict, exc, "MQTT-SN gateway")
-            self._touch(link)
+        self._links.connected(now, stream)
         self._service(now)
 
     def stream_receive(self, now: float, stream: int, data: bytes) -> None:
         """Bytes from the broker on `stream`, in any split (the MqttClient never raises)."""
-        link = self._links.get(stream)
-        if link is not None:
-            link.mqtt.receive_data(now, data)
-            self._touch(link)
+        self._links.receive(now, stream, data)
         self._service(now)
 
     def stream_lost(self, now: float, stream: int) -> None:
         """`stream` failed to open, was closed by the broker, or broke."""
-        link = self._links.get(stream)
-        if link is not None:
-            link.mqtt.connection_lost(now)
-            if link.mqtt.close_requested:
-                self._touch(link)  # ConnectionClosed: handled in _service
-            else:
-                self._open_failed(link)  # no connection ever: the MqttClient has no news
+        never_connected = self._links.lost(now, stream)
+        if never_connected is not None:
+            self._sessions.broker_unreachable(never_connected)
         self._service(now)
-
-    def _open_failed(self, link: BrokerLink) -> None:
-        c = link.owner
-        self._detach(link)
-        if c is None:
-            self.stats.dropped_qos_minus_one += link.mqtt.queued
-        else:
-            self._send(ConnAck(ReturnCode.CONGESTION), c.addr)
-            self._forget(c, "broker-unreachable")
 
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
-        if self._next_advertise_s is not None and self._next_advertise_s <= now:
-            self._advertise(now)
-        if self._qos_m1 is not None:
-            t = self._qos_m1.mqtt.next_timer()
-            if t is not None and t <= now:
-                self._qos_m1.mqtt.handle_timer(now)
-                self._touch(self._qos_m1)
-        timers = self._timers
-        while (entry := timers.peek()) is not None and entry[DEADLINE] <= now:
-            timers.pop()
-            if stale_timer(entry):
-                continue
-            c = entry[OBJ]
-            c.scheduled = None
-            try:
-                self._check(now, c)
-            except Exception as exc:  # noqa: BLE001 - see receive()
-                self.stats.internal_errors += 1
-                own_error(self.strict, exc, "MQTT-SN gateway")
-            self._rearm(c)
+        interval = self.params.advertise_interval_s
+        due = self._next_advertise_s
+        if interval is not None and due is not None and due <= now:
+            self._advertise(now, interval)
+        self._links.run_own_timer(now)
+        self._sessions.handle_timer(now)
         self._service(now)
 
     # =====================================================================
-    # sending to clients
+    # dispatch
     # =====================================================================
 
-    def _send(self, message: Message, addr: Hashable, radius: int = 0) -> None:
-        data = encode(message)
-        if type(addr) is Forwarded:
-            data = encode(Encapsulated(radius, addr.node_id, data))
-            addr = addr.forwarder
-        self._out.append((data, addr))
-        self.stats.datagrams_sent += 1
+    def _on_message(self, now: float, m: Message, addr: Hashable) -> None:
+        if type(m) is SearchGw:
+            # 5.4.3: broadcast with the searcher's radius; through a forwarder, via it.
+            dest = addr
+            if type(addr) is not Forwarded and self.params.broadcast_addr is not None:
+                dest = self.params.broadcast_addr
+            self._datagrams.send(GwInfo(self.params.gw_id), dest, m.radius)
+            return
+        if type(m) is Advertise or type(m) is GwInfo:
+            return  # other gateways and clients talking among themselves
+        if type(m) is Publish and m.qos == QOS_MINUS_ONE:
+            self._forwarding.publish_without_connection(now, m)
+            return
+        if type(m) is Connect:
+            self._sessions.on_connect(now, m, addr)
+            return
+        if type(m) is PingReq and m.client_id is not None:
+            self._sessions.wake_elsewhere(now, m.client_id, addr)
+        c = self._sessions.at(addr)
+        if c is None:
+            self.stats.unknown_clients += 1
+            if type(m) in self._handlers:
+                self._datagrams.send(Disconnect(), addr)  # 6.12: connect first
+            return
+        self._sessions.heard(now, c)
+        handler = self._handlers.get(type(m))
+        if handler is None:
+            self.stats.unexpected += 1  # a message only a gateway sends
+        else:
+            handler(now, c, m)
+        self._sessions.rearm(c)
 
-    def _advertise(self, now: float) -> None:
-        interval = self.params.advertise_interval_s
-        self._send(Advertise(self.params.gw_id, interval), self.params.broadcast_addr)
+    def _service(self, now: float) -> None:
+        """Move the output of every touched broker connection out, and act on its events."""
+        links = self._links
+        while (link := links.next_touched()) is not None:
+            for event in links.take_events(link):
+                try:
+                    self._on_broker_event(now, link, event)
+                except Exception as exc:  # noqa: BLE001 - one client's trouble stays its own
+                    self._internal_error(exc)
+            links.settle(link)
+            if link.owner is not None:
+                self._sessions.rearm(link.owner)
+
+    def _on_broker_event(self, now: float, link: BrokerLink, event: ClientEvent) -> None:
+        c = link.owner
+        if c is None:
+            return  # the gateway's own connection, or one whose client is gone
+        handler = self._broker_handlers.get(type(event))
+        if handler is not None:
+            handler(now, c, event)
+
+    def _internal_error(self, exc: Exception) -> None:
+        """An exception of our own: counted, then raised or logged (proto/errors.py)."""
+        self.stats.internal_errors += 1
+        own_error(self.strict, exc, "MQTT-SN gateway")
+
+    def _advertise(self, now: float, interval: int) -> None:
+        self._datagrams.send(Advertise(self.params.gw_id, interval), self.params.broadcast_addr)
         self._next_advertise_s = now + interval
-
-    def _transmit(
-        self, now: float, c: ClientSession, message: Message, delivery: Delivery | None = None
-    ) -> None:
-        """Send a message that waits for the client's reply, under Tretry/Nretry."""
-        retx = Retransmission(self._schedule, self.rng)
-        retx.start(now)
-        c.out = Outgoing(message, retx, delivery)
-        self._send(message, c.addr)

@@ -1,263 +1,267 @@
-"""The MQTT-SN gateway's broker side: one MQTT connection per client, opened,
-serviced and ended with its client, and what comes back from the broker
-(deliveries to the client with their registrations and QoS flows).
+"""The MQTT-SN gateway's bottom layer on the broker's side: its MQTT connections.
 
-`GatewayBroker` is one part of `MqttSnGateway` (gateway.py), which sets up
-the state it uses."""
+`BrokerLinks` keeps every MQTT connection to the broker (a `BrokerLink`: the
+stream a driver carries and the MqttClient on it): one per client, opened for
+its session, and the gateway's own, for QoS -1 publishes (6.8), opened on
+first use. It turns the driver's stream calls into the MqttClients' inputs and
+their bytes into stream output, and it knows nothing of MQTT-SN.
+
+To the driver (through MqttSnGateway): `connected`, `receive`, `lost`, and the
+drains `streams_to_open`, `stream_data_to_send`, `streams_to_close`.
+
+To the layers above:
+
+    link = links.open(session, client_id, clean_session, will)
+    pid = links.publish(now, link, topic, payload, qos, retain)   # also subscribe, unsubscribe
+    links.end(now, link)       # DISCONNECT, then close: the broker drops the will
+    links.cut(link)            # close without DISCONNECT: the broker publishes the will
+    links.release(link)        # its session is gone; the link closes when its MqttClient says
+
+A link's owner (its ClientSession) hears `link_detached(link)` when the layer
+is done with the link. Every call that may give an MqttClient something to
+say marks its link touched; MqttSnGateway then takes each touched link's
+events (`next_touched`, `take_events`) and lets it `settle` (its bytes out,
+closed if its MqttClient asked).
+"""
 
 from __future__ import annotations
 
-from iotbench.proto.errors import own_error
+import random
+from collections.abc import Callable
+
 from iotbench.proto.mqtt.client import MqttClient
-from iotbench.proto.mqtt.codec import ConnectReturnCode
-from iotbench.proto.mqtt.events import (
-    Connected,
-    ConnectionClosed,
-    ConnectionRefused,
-    MessageReceived,
-    Published,
-    Subscribed,
-    Unsubscribed,
-)
+from iotbench.proto.mqtt.codec import Will
+from iotbench.proto.mqtt.events import ClientEvent, ConnectionClosed
 from iotbench.proto.mqtt.params import MqttClientParams
 
-from .codec import (
-    ConnAck,
-    Disconnect,
-    PingResp,
-    PubAck,
-    PubComp,
-    Publish,
-    PubRec,
-    PubRel,
-    RegAck,
-    Register,
-    ReturnCode,
-    TopicIdType,
-    UnsubAck,
-    short_topic_id,
-)
-from .events import ClientAsleep, ClientConnected
-from .gateway_state import (
-    ACTIVE,
-    ASLEEP,
-    AWAKE,
-    CONNECTING,
-    BrokerLink,
-    ClientSession,
-    Delivery,
-    Outgoing,
-)
+from .gateway_state import BrokerLink, ClientSession, MqttSnGatewayStats
+from .params import MqttSnGatewayParams
 
 
-class GatewayBroker:
-    """The broker side's methods of `MqttSnGateway`."""
+class BrokerLinks:
+    """The gateway's MQTT connections to the broker, as streams for the driver."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        params: MqttSnGatewayParams,
+        stats: MqttSnGatewayStats,
+        guard: Callable[[Exception], None],
+    ) -> None:
+        self._rng = rng  # for the MqttClients (their first Packet Identifier)
+        self._params = params
+        self._stats = stats
+        self._guard = guard  # counts, and raises or logs, an exception of our own
+        self._links: dict[int, BrokerLink] = {}
+        self._next_stream = 1
+        self._own: BrokerLink | None = None  # the gateway's own connection (QoS -1)
+        self._to_open: list[int] = []
+        self._stream_out: dict[int, bytearray] = {}
+        self._to_close: list[int] = []
+        self._touched: dict[int, BrokerLink] = {}  # links whose MqttClient may have output
 
     # =====================================================================
-    # the broker side
+    # the driver's side
     # =====================================================================
 
-    def _open_link(self, owner: ClientSession | None, params: MqttClientParams) -> BrokerLink:
+    def streams_to_open(self) -> list[int]:
+        """New broker connections to open (drains)."""
+        out = self._to_open
+        self._to_open = []
+        return out
+
+    def stream_data_to_send(self) -> list[tuple[int, bytes]]:
+        """(stream, bytes) to write to the broker, one entry per stream (drains)."""
+        out = [(stream, bytes(buf)) for stream, buf in self._stream_out.items() if buf]
+        self._stream_out.clear()
+        return out
+
+    def streams_to_close(self) -> list[int]:
+        """Streams to close once their data is written (drains)."""
+        out = self._to_close
+        self._to_close = []
+        return out
+
+    @property
+    def streams(self) -> list[int]:
+        """The streams of the connections the gateway holds, in the order opened."""
+        return list(self._links)
+
+    def connected(self, now: float, stream: int) -> None:
+        """`stream` is open: its MqttClient sends CONNECT."""
+        link = self._links.get(stream)
+        if link is not None and not link.mqtt.connected and not link.mqtt.close_requested:
+            try:
+                link.mqtt.connect(now)
+            except RuntimeError as exc:  # the driver reported the connection twice
+                self._guard(exc)
+            self.touch(link)
+
+    def receive(self, now: float, stream: int, data: bytes) -> None:
+        """Bytes from the broker on `stream` (the MqttClient never raises)."""
+        link = self._links.get(stream)
+        if link is not None:
+            link.mqtt.receive_data(now, data)
+            self.touch(link)
+
+    def lost(self, now: float, stream: int) -> ClientSession | None:
+        """`stream` failed to open, was closed by the broker, or broke. Returns the
+        session whose connection never opened (its link is gone; the MqttClient has
+        no news for it), or None."""
+        link = self._links.get(stream)
+        if link is None:
+            return None
+        link.mqtt.connection_lost(now)
+        if link.mqtt.close_requested:
+            self.touch(link)  # ConnectionClosed: among its events
+            return None
+        owner = link.owner
+        self._detach(link)
+        if owner is None:
+            self._stats.dropped_qos_minus_one += link.mqtt.queued
+        return owner
+
+    # =====================================================================
+    # the layers above
+    # =====================================================================
+
+    def open(
+        self, owner: ClientSession, client_id: str, clean_session: bool, will: Will | None
+    ) -> BrokerLink:
+        """A new MQTT connection for a client's session, carrying its will."""
+        params = MqttClientParams(
+            client_id=client_id,
+            clean_session=clean_session,
+            keep_alive_s=self._params.broker_keep_alive_s,
+            will=will,
+        )
+        return self._open(owner, params)
+
+    def own_link(self) -> BrokerLink:
+        """The gateway's own connection (QoS -1), opened on first use."""
+        link = self._own
+        if link is None:
+            params = MqttClientParams(
+                client_id=self._params.qos_minus_one_mqtt_client_id,
+                keep_alive_s=self._params.broker_keep_alive_s,
+            )
+            link = self._own = self._open(None, params)
+        return link
+
+    def publish(
+        self, now: float, link: BrokerLink, topic: str, payload: bytes, qos: int, retain: bool
+    ) -> int | None:
+        """MqttClient.publish on `link` (QueueFull, ValueError as it raises them)."""
+        pid = link.mqtt.publish(now, topic, payload, qos, retain)
+        self.touch(link)
+        return pid
+
+    def publish_will(self, now: float, link: BrokerLink, will: Will) -> None:
+        """Publish `will` on `link` if it is connected (end() it next)."""
+        if link.mqtt.connected:
+            link.mqtt.publish(now, will.topic, will.payload, will.qos, will.retain)
+
+    def subscribe(self, now: float, link: BrokerLink, topic_filter: str, qos: int) -> int:
+        """MqttClient.subscribe on `link` (QueueFull as it raises it)."""
+        pid = link.mqtt.subscribe(now, [(topic_filter, qos)])
+        self.touch(link)
+        return pid
+
+    def unsubscribe(self, now: float, link: BrokerLink, topic_filter: str) -> int:
+        """MqttClient.unsubscribe on `link` (QueueFull as it raises it)."""
+        pid = link.mqtt.unsubscribe(now, [topic_filter])
+        self.touch(link)
+        return pid
+
+    def next_timer(self, link: BrokerLink) -> float | None:
+        return link.mqtt.next_timer()
+
+    def run_timer(self, now: float, link: BrokerLink) -> None:
+        """Run `link`'s MqttClient's timers if one is due."""
+        t = link.mqtt.next_timer()
+        if t is not None and t <= now:
+            link.mqtt.handle_timer(now)
+            self.touch(link)
+
+    def own_next_timer(self) -> float | None:
+        return self._own.mqtt.next_timer() if self._own is not None else None
+
+    def run_own_timer(self, now: float) -> None:
+        if self._own is not None:
+            self.run_timer(now, self._own)
+
+    def end(self, now: float, link: BrokerLink) -> None:
+        """End the MQTT connection with DISCONNECT (the broker drops the will)."""
+        link.mqtt.disconnect(now)
+        if link.mqtt.close_requested:
+            self._flush(link)
+            self._detach(link)
+            self._to_close.append(link.stream)
+        else:
+            self.cut(link)  # never connected: nothing to say
+
+    def cut(self, link: BrokerLink) -> None:
+        """Close the MQTT connection without DISCONNECT (the broker publishes the will)."""
+        self._flush(link)
+        self._detach(link)
+        self._to_close.append(link.stream)
+
+    def release(self, link: BrokerLink) -> None:
+        """Its session is gone: `link`'s events are nobody's now. It closes when its
+        MqttClient asks to (refused, or closed by the broker)."""
+        link.owner = None
+
+    # ---- servicing touched links -------------------------------------------------------
+
+    def touch(self, link: BrokerLink) -> None:
+        self._touched[link.stream] = link
+
+    def next_touched(self) -> BrokerLink | None:
+        """The link touched first and not yet serviced, if any (taken off the list)."""
+        touched = self._touched
+        while touched:
+            link = touched.pop(next(iter(touched)))
+            if self._links.get(link.stream) is link:
+                return link
+        return None
+
+    def take_events(self, link: BrokerLink) -> list[ClientEvent]:
+        """`link`'s bytes out, then its MqttClient's events (drains)."""
+        self._flush(link)
+        events = link.mqtt.events()
+        if link is self._own and any(type(e) is ConnectionClosed for e in events):
+            self._own = None  # reopened on next use; settle() closes this one
+        return events
+
+    def settle(self, link: BrokerLink) -> None:
+        """After `link`'s events: its bytes out, and closed if its MqttClient asked."""
+        self._flush(link)
+        if link.mqtt.close_requested and self._links.get(link.stream) is link:
+            self._detach(link)
+            self._to_close.append(link.stream)
+
+    # ---- inside ----------------------------------------------------------------------------
+
+    def _open(self, owner: ClientSession | None, params: MqttClientParams) -> BrokerLink:
         stream = self._next_stream
         self._next_stream += 1
-        link = BrokerLink(stream, MqttClient(self.rng, params), owner)
+        link = BrokerLink(stream, MqttClient(self._rng, params), owner)
         self._links[stream] = link
         self._to_open.append(stream)
         return link
 
-    def _touch(self, link: BrokerLink) -> None:
-        self._touched[link.stream] = link
-
-    def _service(self, now: float) -> None:
-        """Move the output of every touched MqttClient out, and act on its events."""
-        while self._touched:
-            link = self._touched.pop(next(iter(self._touched)))
-            if self._links.get(link.stream) is not link:
-                continue  # detached meanwhile
-            self._flush_link(link)
-            for event in link.mqtt.events():
-                try:
-                    self._on_mqtt_event(now, link, event)
-                except Exception as exc:  # noqa: BLE001 - one client's trouble stays its own
-                    self.stats.internal_errors += 1
-                    own_error(self.strict, exc, "MQTT-SN gateway")
-            self._flush_link(link)
-            if link.mqtt.close_requested and self._links.get(link.stream) is link:
-                self._detach(link)
-                self._to_close.append(link.stream)
-            if link.owner is not None:
-                self._rearm(link.owner)
-
-    def _flush_link(self, link: BrokerLink) -> None:
+    def _flush(self, link: BrokerLink) -> None:
         data = link.mqtt.data_to_send()
         if data:
             self._stream_out.setdefault(link.stream, bytearray()).extend(data)
 
     def _detach(self, link: BrokerLink) -> None:
-        """The gateway is done with `link`: later bytes and losses for it are ignored."""
+        """Done with `link`: later bytes and losses for it are ignored."""
         self._links.pop(link.stream, None)
         self._touched.pop(link.stream, None)
-        if self._qos_m1 is link:
-            self._qos_m1 = None
-        if link.owner is not None and link.owner.link is link:
-            link.owner.link = None
+        if self._own is link:
+            self._own = None
+        owner = link.owner
         link.owner = None
-
-    def _cut_link(self, link: BrokerLink) -> None:
-        """Close the MQTT connection without DISCONNECT (the broker publishes the will)."""
-        self._flush_link(link)
-        self._detach(link)
-        self._to_close.append(link.stream)
-
-    def _end_link(self, now: float, link: BrokerLink) -> None:
-        """End the MQTT connection with DISCONNECT (the broker drops the will)."""
-        link.mqtt.disconnect(now)
-        if link.mqtt.close_requested:
-            self._flush_link(link)
-            self._detach(link)
-            self._to_close.append(link.stream)
-        else:
-            self._cut_link(link)  # never connected: nothing to say
-
-    def _on_mqtt_event(self, now: float, link: BrokerLink, event: object) -> None:
-        c = link.owner
-        t = type(event)
-        if c is None:
-            if t is ConnectionClosed and self._qos_m1 is link:
-                self._qos_m1 = None  # reopened on next use; _service closes this one
-            return
-        if t is MessageReceived:
-            self._deliver(now, c, event)
-        elif t is Published:
-            self._published(now, c, event.packet_id)
-        elif t is Subscribed:
-            self._subscribed(now, c, event)
-        elif t is Unsubscribed:
-            msg_id = c.unsubs.pop(event.packet_id, None)
-            if msg_id is not None:
-                self._send(UnsubAck(msg_id), c.addr)
-        elif t is Connected:
-            if c.state == CONNECTING:
-                c.enter(ACTIVE)
-                self._send(ConnAck(ReturnCode.ACCEPTED), c.addr)
-                self._events.append(ClientConnected(c.addr, c.client_id))
-        elif t is ConnectionRefused:
-            rc = event.return_code
-            code = (
-                ReturnCode.CONGESTION
-                if rc == ConnectReturnCode.SERVER_UNAVAILABLE
-                else ReturnCode.NOT_SUPPORTED
-            )
-            self.stats.refused += 1
-            self._send(ConnAck(code), c.addr)
-            self._forget(c, "refused")
-        elif t is ConnectionClosed:
-            # The broker side ended on its own: tell the client (6.12), forget it.
-            if c.state == CONNECTING:
-                self._send(ConnAck(ReturnCode.CONGESTION), c.addr)
-            else:
-                self._send(Disconnect(), c.addr)
-            self._forget(c, "broker-closed")  # _service closes the stream
-
-    # =====================================================================
-    # clients: messages from the broker
-    # =====================================================================
-
-    def _deliver(self, now: float, c: ClientSession, event: MessageReceived) -> None:
-        if len(c.queue) >= self.params.max_buffered_messages:
-            self.stats.dropped_buffer_full += 1
-            return
-        c.queue.append(Delivery(event.topic, event.payload, event.qos, event.retain))
-        self._pump(now, c)
-
-    def _client_topic(self, c: ClientSession, name: str) -> tuple[TopicIdType, int] | None:
-        """How a topic name goes to this client; None when it needs a REGISTER first."""
-        predefined = self._predefined_ids.get(name)
-        if predefined is not None:
-            return TopicIdType.PREDEFINED, predefined
-        topic_id = c.topics.id_of(name)
-        if topic_id is not None and topic_id in c.known_ids:
-            return TopicIdType.NORMAL, topic_id
-        if len(name.encode("utf-8")) == 2:
-            return TopicIdType.SHORT, short_topic_id(name)
-        return None
-
-    def _pump(self, now: float, c: ClientSession) -> None:
-        """Send waiting messages, one REGISTER or QoS 1/2 PUBLISH outstanding at a time."""
-        while c.state in (ACTIVE, AWAKE) and c.out is None and c.queue:
-            d = c.queue[0]
-            topic = self._client_topic(c, d.topic)
-            if topic is None:
-                topic_id = c.topics.assign(d.topic)
-                if topic_id is None:
-                    c.queue.popleft()
-                    self.stats.dropped_buffer_full += 1  # no topic id left for this client
-                    continue
-                self._transmit(now, c, Register(topic_id, c.new_msg_id(), d.topic))
-                break
-            c.queue.popleft()
-            kind, topic_id = topic
-            msg_id = c.new_msg_id() if d.qos else 0
-            message = Publish(topic_id, msg_id, d.payload, d.qos, d.retain, False, kind)
-            self.stats.messages_to_clients += 1
-            if d.qos:
-                self._transmit(now, c, message, d)
-            else:
-                self._send(message, c.addr)
-        if c.state == AWAKE and c.out is None and not c.queue:
-            c.enter(ASLEEP)  # 6.14: all sent; PINGRESP sends the client back to sleep
-            c.last_heard_s = now
-            self._send(PingResp(), c.addr)
-            self._events.append(ClientAsleep(c.addr, c.client_id, c.sleep_s))
-
-    def _reply_to_out(self, c: ClientSession, kind: type, msg_id: int) -> Outgoing | None:
-        out = c.out
-        if out is None or type(out.message) is not kind or out.message.msg_id != msg_id:
-            self.stats.unexpected += 1
-            return None
-        return out
-
-    def _done(self, now: float, c: ClientSession) -> None:
-        c.out = None
-        self._pump(now, c)
-
-    def _on_regack(self, now: float, c: ClientSession, m: RegAck) -> None:
-        out = self._reply_to_out(c, Register, m.msg_id)
-        if out is None:
-            return
-        topic_id = out.message.topic_id
-        if m.return_code == ReturnCode.ACCEPTED:
-            c.known_ids.add(topic_id)
-        else:
-            c.topics.forget(topic_id)
-            if c.queue:
-                c.queue.popleft()  # the message that needed the topic cannot go
-            self.stats.dropped_rejected += 1
-        self._done(now, c)
-
-    def _on_puback(self, now: float, c: ClientSession, m: PubAck) -> None:
-        out = self._reply_to_out(c, Publish, m.msg_id)
-        if out is None:
-            return
-        if m.return_code != ReturnCode.ACCEPTED:
-            self.stats.dropped_rejected += 1
-            if m.return_code == ReturnCode.INVALID_TOPIC_ID:
-                c.known_ids.discard(m.topic_id)  # register again before the next one
-        elif out.message.qos != 1:
-            self.stats.unexpected += 1
-            return
-        self._done(now, c)
-
-    def _on_pubrec(self, now: float, c: ClientSession, m: PubRec) -> None:
-        out = c.out
-        if out is not None and type(out.message) is PubRel and out.message.msg_id == m.msg_id:
-            self._send(out.message, c.addr)  # our PUBREL was lost
-            return
-        out = self._reply_to_out(c, Publish, m.msg_id)
-        if out is None or out.message.qos != 2:
-            return
-        self._transmit(now, c, PubRel(m.msg_id))
-
-    def _on_pubcomp(self, now: float, c: ClientSession, m: PubComp) -> None:
-        if self._reply_to_out(c, PubRel, m.msg_id) is not None:
-            self._done(now, c)
+        if owner is not None:
+            owner.link_detached(link)

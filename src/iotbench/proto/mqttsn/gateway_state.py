@@ -1,6 +1,13 @@
-"""What the MQTT-SN gateway keeps per client and per broker connection (gateway.py):
+"""What the MQTT-SN gateway (gateway.py) keeps per client and per broker connection:
 the client states of 6.14, a client's session, its link to the broker and its
-messages in flight."""
+messages in flight.
+
+A session is made of parts, each kept by one layer of the gateway and changed
+by no other: the session itself (state, keep-alive, will, its broker link) by
+the session table (gateway_clients.py), `ClientTopics` by the topic layer
+(gateway_topics.py), `ToBroker` by the forwarding layer (gateway_forwarding.py)
+and `ToClient` by the delivery layer (gateway_delivery.py). Every layer may
+read a session's address, client id and state."""
 
 from __future__ import annotations
 
@@ -90,14 +97,15 @@ class MqttSnGatewayStats:
 
 
 class BrokerLink:
-    """One MQTT connection to the broker: the stream a driver carries, the MqttClient on it."""
+    """One MQTT connection to the broker: the stream a driver carries, the MqttClient
+    on it. Kept by the broker layer (gateway_broker.py)."""
 
     __slots__ = ("mqtt", "owner", "stream")
 
     def __init__(self, stream: int, mqtt: MqttClient, owner: ClientSession | None) -> None:
         self.stream = stream
         self.mqtt = mqtt
-        self.owner = owner  # None: the gateway's own QoS -1 connection
+        self.owner = owner  # None: the gateway's own QoS -1 connection, or given up
 
 
 class Delivery:
@@ -123,30 +131,64 @@ class Outgoing:
         self.delivery = delivery  # what a PUBLISH carries, to send again after a sleep
 
 
+class ClientTopics:
+    """The normal topic ids of one client connection (6.5), kept by the topic layer."""
+
+    __slots__ = ("known", "registry")
+
+    def __init__(self, max_topics: int, max_bytes: int) -> None:
+        self.registry = TopicRegistry(max_topics, max_bytes)
+        self.known: set[int] = set()  # ids the client has acknowledged or chosen
+
+
+class ToBroker:
+    """A client's requests on their way to the broker, kept by the forwarding layer."""
+
+    __slots__ = ("awaiting_pubrel", "pubs", "pubs_by_msg_id", "subs", "unsubs")
+
+    def __init__(self) -> None:
+        self.pubs: dict[int, tuple[int, int, int]] = {}  # MQTT pid -> (msg id, topic id, QoS)
+        self.pubs_by_msg_id: dict[int, int] = {}  # MQTT-SN msg id -> MQTT pid, in flight
+        self.awaiting_pubrel: set[int] = set()
+        self.subs: dict[int, tuple[int, Subscribe, str]] = {}  # pid -> (msg id, SUBSCRIBE, filter)
+        self.unsubs: dict[int, int] = {}  # pid -> msg id
+
+
+class ToClient:
+    """The broker's messages on their way to a client, kept by the delivery layer:
+    those waiting, and the one sent and not yet answered."""
+
+    __slots__ = ("next_msg_id", "out", "queue")
+
+    def __init__(self) -> None:
+        self.queue: deque[Delivery] = deque()
+        self.out: Outgoing | None = None
+        self.next_msg_id = 1
+
+    def new_msg_id(self) -> int:
+        msg_id = self.next_msg_id
+        self.next_msg_id = msg_id % 0xFFFF + 1
+        return msg_id
+
+
 class ClientSession:
-    """What the gateway keeps per MQTT-SN client."""
+    """What the gateway keeps per MQTT-SN client: the session table's fields, and
+    the parts the other layers keep (see the module's docstring)."""
 
     __slots__ = (
         "addr",
-        "awaiting_pubrel",
         "client_id",
         "clean_session",
         "keep_alive_s",
-        "known_ids",
         "last_heard_s",
         "link",
-        "next_msg_id",
-        "out",
-        "pubs",
-        "pubs_by_msg_id",
-        "queue",
         "scheduled",
         "since_s",
         "sleep_s",
         "state",
-        "subs",
+        "to_broker",
+        "to_client",
         "topics",
-        "unsubs",
         "will_changed",
         "will_msg",
         "will_qos",
@@ -154,9 +196,7 @@ class ClientSession:
         "will_topic",
     )
 
-    def __init__(
-        self, addr: Hashable, m: Connect, now: float, max_topics: int, max_topic_bytes: int
-    ) -> None:
+    def __init__(self, addr: Hashable, m: Connect, now: float, topics: ClientTopics) -> None:
         self.addr = addr
         self.client_id = m.client_id
         self.clean_session = m.clean_session
@@ -166,24 +206,15 @@ class ClientSession:
         self.last_heard_s = now
         self.sleep_s = 0
         self.link: BrokerLink | None = None
-        self.topics = TopicRegistry(max_topics, max_topic_bytes)
-        self.known_ids: set[int] = set()  # normal ids the client has acknowledged or chosen
         self.will_topic: str | None = None
         self.will_msg = b""
         self.will_qos = 0
         self.will_retain = False
         self.will_changed = False
-        # client -> broker
-        self.pubs: dict[int, tuple[int, int, int]] = {}  # MQTT pid -> (msg id, topic id, QoS)
-        self.pubs_by_msg_id: dict[int, int] = {}  # MQTT-SN msg id -> MQTT pid, in flight
-        self.awaiting_pubrel: set[int] = set()
-        self.subs: dict[int, tuple[int, Subscribe, str]] = {}  # pid -> (msg id, SUBSCRIBE, filter)
-        self.unsubs: dict[int, int] = {}  # pid -> msg id
-        # broker -> client
-        self.queue: deque[Delivery] = deque()
-        self.out: Outgoing | None = None
-        self.next_msg_id = 1
         self.scheduled: float | None = None  # deadline of this client's live timer entry
+        self.topics = topics
+        self.to_broker = ToBroker()
+        self.to_client = ToClient()
 
     def enter(self, state: SessionState) -> None:
         """The one place a session's state changes, as _NEXT allows; another
@@ -197,10 +228,10 @@ class ClientSession:
             return None
         return Will(self.will_topic, self.will_msg, self.will_qos, self.will_retain)
 
-    def new_msg_id(self) -> int:
-        msg_id = self.next_msg_id
-        self.next_msg_id = msg_id % 0xFFFF + 1
-        return msg_id
+    def link_detached(self, link: BrokerLink) -> None:
+        """The broker layer is done with `link` (closed, failed, or ended by us)."""
+        if self.link is link:
+            self.link = None
 
 
 def mqtt_text_ok(s: str) -> bool:
