@@ -566,8 +566,10 @@ def decode(data: bytes | bytearray | memoryview, max_options: int | None = None)
     options: list[tuple[int, bytes]] = []
     payload = b""
     number = 0
-    # Options still allowed; counting down costs one subtraction per option.
-    left = n if max_options is None else max_options
+    # Options still allowed; counting down costs one subtraction per option. Without
+    # a bound, n: every option takes a byte at least, so it is never reached.
+    bound = n if max_options is None else max_options
+    left = bound
     while pos < n:
         byte = data[pos]
         if byte == PAYLOAD_MARKER:
@@ -577,7 +579,7 @@ def decode(data: bytes | bytearray | memoryview, max_options: int | None = None)
             payload = data[pos:]
             break
         if not left:
-            raise CoapTooManyOptions(max_options, pos)
+            raise CoapTooManyOptions(bound, pos)
         left -= 1
         pos += 1
         delta = byte >> 4

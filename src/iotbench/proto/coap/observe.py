@@ -78,7 +78,8 @@ class ObservedResource(Protocol):
     """What an observation needs of its resource (resources.py's `Resource`): the
     list of observers it is an entry of."""
 
-    observers: MutableMapping[tuple[Hashable, bytes], Observer]
+    @property
+    def observers(self) -> MutableMapping[tuple[Hashable, bytes], Observer]: ...
 
 
 class Observer:

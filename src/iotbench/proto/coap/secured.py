@@ -121,8 +121,9 @@ class SecuredEndpoint:
             self._groups.add(addr)
         return self._then_flush(now, self.endpoint.request(now, addr, *args, **kwargs))
 
-    def respond(self, now: float, *args, **kwargs):
-        return self._then_flush(now, self.endpoint.respond(now, *args, **kwargs))
+    def respond(self, now: float, *args, **kwargs) -> None:
+        self.endpoint.respond(now, *args, **kwargs)
+        self._then_flush(now, None)
 
     def cancel(self, now: float, *args, **kwargs):
         return self._then_flush(now, self.endpoint.cancel(now, *args, **kwargs))

@@ -62,7 +62,9 @@ def _pct_decode(s: str, what: str) -> str:
 def _split(uri: str) -> tuple[str, str, str, str, str | None]:
     """(scheme, host, port string, path, query or None) after the RFC 7252 6.4 checks."""
     m = _URI_RE.match(uri)
-    scheme_raw, authority, path, query, fragment = m.groups() if m else (None,) * 5
+    if m is None:  # never: every part of the pattern is optional
+        raise CoapUriError(f"not an absolute URI with an authority: {uri!r}")
+    scheme_raw, authority, path, query, fragment = m.groups()
     if not scheme_raw or authority is None:
         raise CoapUriError(f"not an absolute URI with an authority: {uri!r}")
     scheme = scheme_raw.lower()
