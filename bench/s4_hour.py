@@ -66,7 +66,7 @@ def main() -> None:
         best, metrics = float("inf"), {}
         for _ in range(args.repeat):
             start = time.perf_counter()
-            metrics = run_one(run.config, run.seed)
+            metrics = run_one(run.config, run.seed).metrics
             best = min(best, time.perf_counter() - start)
         total += best
         table.add_row(

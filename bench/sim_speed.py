@@ -76,7 +76,7 @@ def main() -> None:
         for _ in range(max(args.repeat, 1)):
             config = copy.deepcopy(run.config)  # each call gets a fresh config, as in a campaign
             t0 = time.perf_counter()
-            metrics = run_one(config, run.seed)
+            metrics = run_one(config, run.seed).metrics
             wall = min(wall, time.perf_counter() - t0)
         sim_s, events = metrics["sim_time_s"], metrics["sim_events"]
         total_sim += sim_s

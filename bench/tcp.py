@@ -103,7 +103,7 @@ def main() -> None:
         for _ in range(repeat):
             config = copy.deepcopy(run.config)
             t0 = time.perf_counter()
-            metrics = run_one(config, run.seed)
+            metrics = run_one(config, run.seed).metrics
             wall = min(wall, time.perf_counter() - t0)
         sim_s, packets = metrics["sim_time_s"], metrics["packets"]
         total_sim, total_packets, total_wall = (

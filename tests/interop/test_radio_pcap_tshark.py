@@ -46,7 +46,7 @@ def capture(tmp_path: Path, protocol: str, extra: str = "", resource: str = "vol
     text = SCENARIO.format(protocol=protocol, resource=resource) + extra
     (run,) = expand(parse_scenario(text), {}, sets)
     pcap = tmp_path / f"{protocol}.pcap"
-    metrics = run_one(run.config, run.seed, pcap_path=str(pcap))
+    metrics = run_one(run.config, run.seed, pcap_path=str(pcap)).metrics
     return pcap, metrics
 
 
@@ -186,7 +186,7 @@ def test_rpl_control_messages_decode(tmp_path, require_peer):
     )
     (run,) = expand(parse_scenario(text + extra), {}, {"workload.start_s": 60.0})
     pcap = tmp_path / "rpl.pcap"
-    m = run_one(run.config, run.seed, pcap_path=str(pcap))
+    m = run_one(run.config, run.seed, pcap_path=str(pcap)).metrics
     assert m["items_delivered"] == 6
     assert_clean(exe, pcap)
     rows = fields(exe, pcap, "icmpv6.type", "icmpv6.code", "icmpv6.checksum.status", "coap.code")
@@ -236,7 +236,7 @@ def test_two_radio_networks_and_their_gateways_link_in_one_pcapng(tmp_path, requ
     exe = require_peer("tshark")
     (run,) = expand(parse_scenario(NESTED), {}, {"network.lowpan.compression": "none"})
     pcap = tmp_path / "nested.pcap"
-    m = run_one(run.config, run.seed, pcap_path=str(pcap))
+    m = run_one(run.config, run.seed, pcap_path=str(pcap)).metrics
     assert m["member_reliability"] == 1.0 and m["group_size"] == 6
     assert_clean(exe, pcap)
     rows = fields(exe, pcap, "frame.interface_name", "ipv6.src", "ipv6.dst", "coap.code")

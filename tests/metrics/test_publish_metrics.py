@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from iotbench.apps.readings import find_reading_id, reading, reading_id
+from iotbench.metrics.derive import ItemSummary
 from iotbench.metrics.publish import (
     LinkStress,
     NdnTables,
@@ -16,7 +17,8 @@ from iotbench.metrics.publish import (
     distribution_rows,
     publish_metrics,
 )
-from iotbench.metrics.timeseries import RunMetrics, SeriesTable
+from iotbench.metrics.result import RunMeasures
+from iotbench.metrics.timeseries import SeriesTable
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
 from iotbench.net.routing.tree import Tree
 from iotbench.sim import Simulator
@@ -108,15 +110,19 @@ def test_link_stress_counts_only_the_radio_media_it_is_given():
 
 
 def test_per_item_metrics_divide_by_every_item_begun():
-    base = {
-        "items_delivered": 8,
-        "latency_mean_s": 0.5,
-        "latency_p50_s": 0.4,
-        "latency_p99_s": 2.0,
-        "mac_retries": 4,
-        "bytes_control": 100,
-        "bytes_data": 900,
-    }
+    items = ItemSummary(
+        started=10,
+        delivered=8,
+        given_up=2,
+        task_completion_time_s=60.0,
+        items_per_s=0.1,
+        payload_bps=1.0,
+        latency_mean_s=0.5,
+        latency_min_s=0.1,
+        latency_max_s=2.5,
+        latency_percentiles_s=(0.4, 1.0, 1.5, 2.0),  # PERCENTILES: 50, 90, 95, 99
+    )
+    base = RunMeasures(items, bytes_control=100, bytes_data=900, mac_retries=4)
     # A root (0) with two leaves (1, 2) and a node between (3 -> 4).
     tree = Tree(0, (None, 0, 0, 0, 3), (0.0,) * 5, (0, 1, 1, 1, 2))
     air = [1.0, 0.5, 0.7, 0.6, 0.9]
@@ -160,7 +166,7 @@ VARIANTS = {
 def test_every_publish_run_has_s4s_metrics(variant):
     protocol, sets = VARIANTS[variant]
     cfg, seed = publish_config(protocol, **sets)
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert set(S4_NAMES) <= m.keys()
     begun = m["items"]
     skipped = m["readings_skipped"]
@@ -190,9 +196,9 @@ def test_retransmissions_show_as_link_stress():
     retransmission that crosses links again counts, as does a duplicate whose
     acknowledgment was lost."""
     lossy = {"network.nodes.spacing_m": 85.0, "network.mac.max_frame_retries": 0}
-    clean = run_one(*publish_config("coap", **{"protocol.coap.type": "con"}))
+    clean = run_one(*publish_config("coap", **{"protocol.coap.type": "con"})).metrics
     cfg, seed = publish_config("coap", **{"protocol.coap.type": "con", **lossy})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert clean["link_stress_mean"] == 1.0 and clean["app_retransmissions_per_item"] == 0
     assert m["app_retransmissions_per_item"] > 0
     assert m["link_stress_mean"] > 1.0
@@ -203,7 +209,7 @@ def test_energy_is_compared_over_the_publishing_period():
     apart: 40 s), the same in every variant, while energy_j_total counts from t = 0
     to the run's end; listening all the time, a radio spends its RX current."""
     cfg, seed = publish_config("coap", **{"workload.start_s": 20.0})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     listening_w = 6 * 0.0123 * 3.0  # six always-on radios, mostly listening
     assert m["energy_listening_total_j"] / listening_w == pytest.approx(40.0, rel=0.02)
     assert m["energy_j_total"] / listening_w == pytest.approx(m["sim_time_s"], rel=0.02)
@@ -314,9 +320,9 @@ def test_distribution_rows_are_a_cdf_a_scatter_and_the_tree():
 def test_a_publish_run_returns_its_series(variant):
     protocol, sets = VARIANTS[variant]
     cfg, seed = publish_config(protocol, **{**sets, "workload.series_points": 4})
-    m = run_one(cfg, seed)
-    assert isinstance(m, RunMetrics)
-    table = m.series
+    result = run_one(cfg, seed)
+    m, table = result.metrics, result.series
+    assert isinstance(table, SeriesTable)
     # 8 readings 5 s apart per producer: a 40 s publishing period in 4 bins of 10 s.
     goodput = _rows(table, "goodput_per_s")
     assert [x for _, x, _, _ in goodput][:4] == [10.0, 20.0, 30.0, 40.0]
@@ -338,4 +344,4 @@ def test_a_publish_run_returns_its_series(variant):
         assert max(y for _, _, y, _ in pit) == m["pit_occupancy_max"]
         assert max(y for _, _, y, _ in _rows(table, "cs_bytes")) == m["cs_bytes_max"]
     # The series only read the run: without them, the same metrics and events.
-    assert same_metrics(dict(m), run_one(*publish_config(protocol, **sets)))
+    assert same_metrics(dict(m), run_one(*publish_config(protocol, **sets)).metrics)

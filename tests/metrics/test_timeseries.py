@@ -1,10 +1,11 @@
-"""A run's series rows: kept column by column, carried beside its metrics."""
+"""A run's series rows: kept column by column, carried in its result beside its metrics."""
 
 from __future__ import annotations
 
 import pickle
 
-from iotbench.metrics.timeseries import NETWORK, RunMetrics, SeriesTable, series_of
+from iotbench.metrics.result import RunCounters, RunFailures, RunResult
+from iotbench.metrics.timeseries import NETWORK, SeriesTable
 from iotbench.runner.execute import Task, execute
 
 
@@ -22,25 +23,25 @@ def test_rows_come_back_in_the_order_they_were_added():
     assert t == table() and t != SeriesTable()
 
 
-def test_run_metrics_are_a_dict_that_carries_its_series_through_pickle():
-    m = RunMetrics({"a": 1.5}, table())
-    assert m == {"a": 1.5}
-    again = pickle.loads(pickle.dumps(m))
-    assert again == m and again.series == table()
-    assert series_of(again) == table()
-    assert series_of({"a": 1}) is None
+def result(series: object) -> RunResult:
+    return RunResult({"a": 1}, RunCounters(1.0, 10), RunFailures(0), series)  # type: ignore[arg-type]
+
+
+def test_a_run_result_carries_its_series_through_pickle():
+    r = result(table())
+    again = pickle.loads(pickle.dumps(r))
+    assert again == r and again.series == table() and again.metrics == {"a": 1}
 
 
 def test_a_run_function_with_series_of_the_wrong_type_fails_its_run():
-    bad = RunMetrics({"a": 1}, table())
-    bad.series = [("energy_j", 0, 0.0, 0.0, 1)]  # type: ignore[assignment]
+    bad = result([("energy_j", 0, 0.0, 0.0, 1)])
 
     def run_fn(config, seed, pcap_path=None):
         return bad
 
     outcome = execute(run_fn, Task("k", {}, 1, None))
     assert outcome.metrics is None and "not a SeriesTable" in (outcome.error or "")
-    good = execute(
-        lambda c, s, pcap_path=None: RunMetrics({"a": 1}, table()), Task("k", {}, 1, None)
-    )
+    good = execute(lambda c, s, pcap_path=None: result(table()), Task("k", {}, 1, None))
     assert good.metrics == {"a": 1} and good.series == table()
+    plain = execute(lambda c, s, pcap_path=None: {"a": 2}, Task("k", {}, 1, None))
+    assert plain.metrics == {"a": 2} and plain.series is None

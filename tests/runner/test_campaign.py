@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iotbench.metrics.timeseries import NETWORK, RunMetrics, SeriesTable
+from iotbench.metrics.result import RunCounters, RunFailures, RunResult
+from iotbench.metrics.timeseries import NETWORK, SeriesTable
 from iotbench.runner import ResultStore, StoreError, run_campaign
 from iotbench.runner.campaign import rerun_command
 from iotbench.scenarios import expand, load_scenario
@@ -302,7 +303,7 @@ def test_failed_run_leaves_no_pcap(scenario, tmp_path: Path) -> None:
     assert len(list((tmp_path / "pcap").iterdir())) == 4
 
 
-def run_with_series(config: dict, seed: int, pcap_path: str | None = None) -> RunMetrics:
+def run_with_series(config: dict, seed: int, pcap_path: str | None = None) -> RunResult:
     """fake_run's metrics with a few series points, as a publish run returns them."""
     table = SeriesTable()
     size = config["workload"]["object_size_bytes"]
@@ -311,7 +312,8 @@ def run_with_series(config: dict, seed: int, pcap_path: str | None = None) -> Ru
         table.add("energy_j", 3, t, 0.5 * t)
     table.add("link_stress", NETWORK, 2, 3, 7)
     table.add("tta_cdf", NETWORK, math.nan, 0.5)
-    return RunMetrics(fake_run(config, seed, pcap_path), table)
+    metrics = dict(fake_run(config, seed, pcap_path))
+    return RunResult(metrics, RunCounters(2.0, 100), RunFailures(0), table)
 
 
 def test_series_are_stored_with_their_run_from_workers_too(scenario, tmp_path: Path) -> None:

@@ -22,6 +22,6 @@ def test_the_recorded_runs_are_the_campaigns_runs() -> None:
         assert len(recorded[name]) == len(runs)
         by_params = {tuple(sorted(r.params.items())): r.metrics for r in recorded[name]}
         for run in runs:
-            got = run_one(run.config, run.seed)
+            got = run_one(run.config, run.seed).metrics
             want = by_params[tuple(sorted(run.params.items()))]
             assert {k: got[k] for k in want} == want, run.params

@@ -68,7 +68,7 @@ def _run(args: tuple[str, dict, str, dict, int]) -> tuple[str, dict]:
     label, _params, _scenario, config, seed = args
     with tempfile.TemporaryDirectory() as tmp:
         pcap = Path(tmp) / "run.pcap"
-        metrics = run_one(config, seed, pcap_path=str(pcap))
+        metrics = run_one(config, seed, pcap_path=str(pcap)).metrics
         digest = hashlib.sha256(pcap.read_bytes()).hexdigest()
     out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     if not any(part in label for part in NO_PCAP_DIGEST):

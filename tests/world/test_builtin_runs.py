@@ -63,7 +63,7 @@ def test_s1_coap_download_times_and_bytes_follow_the_link_model() -> None:
     results = {}
     for run in runs("s1-object-download", {"variant": ["coap"]}):
         size = run.config["workload"]["object_size_bytes"]
-        m = run_one(run.config, run.seed)
+        m = run_one(run.config, run.seed).metrics
         results[size] = m
         # CON GET /o with a 2-byte token: header 4 + token 2 + Uri-Path option 2.
         request = IPV4 + UDP + 4 + 2 + 2
@@ -95,7 +95,7 @@ def test_s2_clean_link_latency_is_propagation_plus_added_delay(variant) -> None:
         {"workload.items": 100},
     ):
         added = {"0ms": 0.0, "10ms": 0.01, "50ms": 0.05}[run.params["latency"]]
-        m = run_one(run.config, run.seed)
+        m = run_one(run.config, run.seed).metrics
         assert m["items_delivered"] == 100 and m["delivery_ratio"] == 1.0
         assert m["latency_p50_s"] == pytest.approx(2 * 0.0001 + added)
         assert m["latency_max_s"] == pytest.approx(2 * 0.0001 + added)
@@ -109,7 +109,7 @@ def test_s2_loss_hits_non_but_not_con() -> None:
     for run in runs(
         "s2-coap-vs-http", {"loss": ["2%"], "latency": ["0ms"]}, {"workload.items": 500}
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     con, non = got["coap-con"], got["coap-non"]
     assert con["delivery_ratio"] == 1.0  # retransmissions recover every loss
     assert con["packets"] > 1000 and con["packets_lost"] > 0
@@ -129,7 +129,7 @@ S3_RUNS = runs("s3-robustness", overrides={"workload.items": 30})
 
 @pytest.mark.parametrize("run", S3_RUNS, ids=[r.label() for r in S3_RUNS])
 def test_s3_every_variant_and_condition_completes(run) -> None:
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["items"] == 30
     assert m["items_delivered"] + m["items_given_up"] == 30
     assert m["hit_time_limit"] == 0
@@ -175,7 +175,7 @@ def test_s3_non_gives_up_after_max_transmit_wait() -> None:
         {"variant": ["coap-non"], "condition": ["disrupt-60"]},
         {"workload.items": 30},
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["items_given_up"] >= 1
     # Each given-up item waited MAX_TRANSMIT_WAIT = 93 s before the next one started.
     assert m["task_completion_time_s"] >= 93.0 * m["items_given_up"]
@@ -195,8 +195,8 @@ def test_s3_non_gives_up_after_max_transmit_wait() -> None:
 def test_same_scenario_and_seed_give_identical_metrics_and_pcap(tmp_path, scenario, filters):
     (run,) = runs(scenario, filters, {"workload.items": 200})
     first, second, other = tmp_path / "a.pcap", tmp_path / "b.pcap", tmp_path / "c.pcap"
-    m1 = run_one(run.config, run.seed, pcap_path=str(first))
-    m2 = run_one(run.config, run.seed, pcap_path=str(second))
+    m1 = run_one(run.config, run.seed, pcap_path=str(first)).metrics
+    m2 = run_one(run.config, run.seed, pcap_path=str(second)).metrics
     run_one(run.config, run.seed + 1, pcap_path=str(other))
     assert m1 == m2 or all(
         (math.isnan(a) and math.isnan(m2[k])) or a == m2[k] for k, a in m1.items()
@@ -210,7 +210,7 @@ def test_pcap_holds_every_transmitted_packet(tmp_path) -> None:
         "s3-robustness", {"variant": ["coap-con"], "condition": ["loss-10"]}, {"workload.items": 50}
     )
     path = tmp_path / "run.pcap"
-    m = run_one(run.config, run.seed, pcap_path=str(path))
+    m = run_one(run.config, run.seed, pcap_path=str(path)).metrics
     data = path.read_bytes()
     records, offset = 0, 24
     while offset < len(data):
@@ -228,7 +228,7 @@ def test_s3_adaptive_non_waits_less_than_max_transmit_wait() -> None:
         {"variant": ["coap-non", "coap-non-adaptive"], "condition": ["loss-20"]},
         {"workload.items": 200},
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     fixed, adaptive = got["coap-non"], got["coap-non-adaptive"]
     assert fixed["items_given_up"] > 0 and adaptive["items_given_up"] > 0
     # The fixed client waits 93 s per lost exchange; the adaptive one learns the
@@ -271,7 +271,7 @@ S1_SIZES = [10, 100, 250, 500, 750, 1000]
 def s1_results(variant: str) -> dict[int, dict]:
     out = {}
     for run in runs("s1-object-download", {"variant": [variant]}):
-        out[run.config["workload"]["object_size_bytes"]] = run_one(run.config, run.seed)
+        out[run.config["workload"]["object_size_bytes"]] = run_one(run.config, run.seed).metrics
     return out
 
 
@@ -329,7 +329,7 @@ def test_s2_http_delivers_everything_even_under_loss(variant):
         {"variant": [variant], "latency": ["10ms"]},
         {"workload.items": 150},
     ):
-        m = run_one(run.config, run.seed)
+        m = run_one(run.config, run.seed).metrics
         assert m["delivery_ratio"] == 1.0, run.label()
         if run.params["loss"] == "0%":
             rtt = 2 * (0.0001) + 0.01
@@ -347,7 +347,7 @@ def test_s3_mqtt_base_condition_by_the_packet():
         {"variant": ["mqtt-qos0", "mqtt-qos1"], "condition": ["base"]},
         {"workload.items": 20},
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     q0, q1 = got["mqtt-qos0"], got["mqtt-qos1"]
     assert q0["items_delivered"] == q1["items_delivered"] == 20
     # QoS 1 adds a PUBACK per item, which the sensor receives.
@@ -365,7 +365,7 @@ def test_s3_mqtt_qos1_never_loses_a_message_but_qos0_can():
         {"variant": ["mqtt-qos0", "mqtt-qos1"], "condition": ["loss-20"]},
         {"workload.items": 150},
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     assert got["mqtt-qos1"]["items_delivered"] == 150
     q0 = got["mqtt-qos0"]
     assert q0["items_given_up"] > 0
@@ -379,7 +379,7 @@ def test_s3_quic_base_is_a_handshake_and_a_round_trip_per_item():
     (run,) = runs(
         "s3-robustness", {"variant": ["quic"], "condition": ["base"]}, {"workload.items": 20}
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["items_delivered"] == 20
     # Two round trips (1 ms each) plus serialising three 1200-byte datagrams
     # (plus UDP and IP headers) at 100 Mbit/s.
@@ -390,7 +390,7 @@ def test_s3_quic_metrics_are_reproducible():
     (run,) = runs(
         "s3-robustness", {"variant": ["quic"], "condition": ["loss-20"]}, {"workload.items": 40}
     )
-    first, second = run_one(run.config, run.seed), run_one(run.config, run.seed)
+    first, second = run_one(run.config, run.seed).metrics, run_one(run.config, run.seed).metrics
     assert first == second
     assert first["items_delivered"] == 40 and first["packets_lost"] > 0
 
@@ -429,7 +429,7 @@ def test_s4_single_hop_every_variant_delivers_its_readings(variant):
         {"variant": [variant], "interval": ["5s"]},
         {"workload.items": 30},
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["items"] == 30 and m["delivery_ratio"] == 1.0
     assert m["tta_p99_s"] < 0.05
     assert math.isnan(m["requests_per_item"]) == (variant not in PULLS)
@@ -440,7 +440,7 @@ def test_s4_single_hop_every_variant_delivers_its_readings(variant):
 @pytest.mark.parametrize("variant", ("coap-get-non", "coap-get-con"))
 def test_s4_unscheduled_coap_polls_every_second_and_gets_duplicates(variant):
     (run,) = runs("s4-single-hop-unscheduled", {"variant": [variant]}, {"workload.items": 60})
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     # Readings 1 to 3 s apart (2 s on average), polls 0.5 to 1.5 s apart: about two
     # polls per reading; a reading two polls fetch crosses the hop twice, and one a
     # newer replaced before any poll came is lost.
@@ -457,7 +457,7 @@ def test_s4_unscheduled_coap_polls_every_second_and_gets_duplicates(variant):
 
 def test_s4_unscheduled_ndn_interests_wait_in_the_pits():
     (run,) = runs("s4-single-hop-unscheduled", {"variant": ["ndn"]}, {"workload.items": 60})
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["delivery_ratio"] > 0.9
     # The gateway asks for readings before they are taken: its Interests wait in the
     # PITs until the Data comes or they expire (10 s, a poll a second); CCN-lite's
@@ -479,7 +479,7 @@ def test_s4_multi_hop_shares_one_tree_four_to_six_hops_deep():
             {"variant": ["coap-put-con"], "interval": ["30s"], "network_seed": [seed]},
             {"workload.duration_s": 60.0},
         )
-        m = run_one(run.config, run.seed)
+        m = run_one(run.config, run.seed).metrics
         assert 4 <= m["tree_depth"] <= 6
         assert 4 <= m["tree_hops_median"] <= 5
     shapes = set()
@@ -489,7 +489,7 @@ def test_s4_multi_hop_shares_one_tree_four_to_six_hops_deep():
             {"variant": [variant], "interval": ["30s"], "network_seed": [seeds[0]]},
             {"workload.duration_s": 120.0},
         )
-        m = run_one(run.config, run.seed)
+        m = run_one(run.config, run.seed).metrics
         assert m["delivery_ratio"] > 0.7
         assert m["link_stress_mean"] >= 1.0
         shapes.add((m["tree_depth"], m["tree_hops_median"], m["tree_hops_mean"]))
@@ -504,7 +504,7 @@ def test_s4_ip_variants_run_rpl_on_the_shared_tree():
         {"variant": ["coap-put-non"], "interval": ["30s"], "network_seed": [8]},
         {"workload.duration_s": 120.0},
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["rpl_dio_sent"] > 0 and m["rpl_dao_sent"] >= 50 and m["rpl_dao_ack_sent"] > 0
     assert m["control_bytes"] > 0
 
@@ -529,7 +529,7 @@ def test_s4_wifi_costs_channel_11_frames_and_leaves_26_alone():
                 assert not aps
             expected = 11 if channel == "study" else 26
             assert run.config["network"]["radio"]["channel"] == expected
-            m[wifi, channel] = run_one(run.config, run.seed)["mac_retransmissions_per_item"]
+            m[wifi, channel] = run_one(run.config, run.seed).metrics["mac_retransmissions_per_item"]
     assert m["office", "study"] > 1.2 * m["none", "study"]
     assert m["office", "26"] < 1.1 * m["none", "26"]
 
@@ -543,7 +543,7 @@ def s5(case: str, size: int, items: int = 10) -> dict:
         {"case": [case], "data_bytes": [size]},
         {"workload.items": items},
     )
-    return run_one(run.config, run.seed)
+    return run_one(run.config, run.seed).metrics
 
 
 def airtime(frame_bytes: int) -> float:
@@ -614,7 +614,7 @@ def test_s3_mqttsn_base_condition_by_the_message():
         {"variant": ["mqttsn-qos0", "mqttsn-qos1"], "condition": ["base"]},
         {"workload.items": 20},
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     q0, q1 = got["mqttsn-qos0"], got["mqttsn-qos1"]
     assert q0["items_delivered"] == q1["items_delivered"] == 20
     # One datagram per message at the sensor, per item: CONNECT, CONNACK,
@@ -634,7 +634,7 @@ def test_s3_mqttsn_qos1_with_retransmission_recovers_what_qos0_loses():
         {"variant": ["mqttsn-qos0-retry", "mqttsn-qos1-retry"], "condition": ["loss-20"]},
         {"workload.items": 100},
     ):
-        got[run.params["variant"]] = run_one(run.config, run.seed)
+        got[run.params["variant"]] = run_one(run.config, run.seed).metrics
     assert got["mqttsn-qos1-retry"]["items_delivered"] == 100
     q0 = got["mqttsn-qos0-retry"]
     assert q0["items_given_up"] > 0 and q0["items_delivered"] + q0["items_given_up"] == 100
@@ -648,7 +648,7 @@ def test_s3_mqttsn_as_studied_abandons_a_session_at_the_first_loss():
         {"variant": ["mqttsn-qos1"], "condition": ["loss-20"]},
         {"workload.items": 100},
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     # QoS 1 loses items: nothing is sent twice, a lost reply ends the session.
     assert m["items_given_up"] > 0 and m["items_delivered"] + m["items_given_up"] == 100
     assert m["packets_total"] <= 8 * 100  # at most the eight datagrams of a whole session
@@ -666,7 +666,7 @@ def test_s6_members_sit_at_the_studys_hop_counts_and_the_delay_spaces_the_reques
         {"group_size": ["5", "10", "40"], "delay_ms": [300]},
         {"workload.queries": 5},
     ):
-        got[run.params["group_size"]] = run_one(run.config, run.seed)
+        got[run.params["group_size"]] = run_one(run.config, run.seed).metrics
     # Table 7's means and maxima for these sizes (test_group_query.py has the
     # picker's histograms on this room's tree).
     assert [got[g]["member_hops_mean"] for g in ("5", "10", "40")] == pytest.approx([1.0, 1.4, 2.4])
@@ -686,7 +686,7 @@ def test_s6_multicast_answers_within_the_leisure_and_interference_costs_members(
         {"group_size": ["10"], "wifi_mbps": ["0", "28.5"]},
         {"workload.queries": 5},
     ):
-        got[(run.params["mode"], run.params["wifi_mbps"])] = run_one(run.config, run.seed)
+        got[(run.params["mode"], run.params["wifi_mbps"])] = run_one(run.config, run.seed).metrics
     clean_uni, clean_multi = got[("unicast", "0")], got[("multicast", "0")]
     assert clean_uni["member_reliability"] == 1.0
     assert clean_multi["member_reliability"] >= 0.8  # NON replies: a collision loses one
@@ -714,7 +714,7 @@ def test_s6_multicast_answers_within_the_leisure_and_interference_costs_members(
 def test_s6_a_shorter_ack_timeout_gives_up_on_a_member_sooner():
     got = {}
     for run in runs("s6-ack-timeout", {"wifi_mbps": ["10"]}, {"workload.queries": 3}):
-        got[run.params["ack_timeout_s"]] = run_one(run.config, run.seed)
+        got[run.params["ack_timeout_s"]] = run_one(run.config, run.seed).metrics
     # A member that never answers costs the EM MAX_TRANSMIT_WAIT, which scales
     # with ACK_TIMEOUT: ACK_TIMEOUT x (2^(MAX_RETRANSMIT + 1) - 1) x ACK_RANDOM_FACTOR.
     for ack, m in got.items():
@@ -727,7 +727,7 @@ def test_s6_a_shorter_ack_timeout_gives_up_on_a_member_sooner():
 def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies():
     got = {}
     for run in runs("s6-office"):
-        got[(run.params["mode"], run.params["usage"])] = run_one(run.config, run.seed)
+        got[(run.params["mode"], run.params["usage"])] = run_one(run.config, run.seed).metrics
         (itf,) = {i["pattern"] for i in run.config["network"]["interferers"]}
         assert itf == "trains"
     for usage in ("low", "normal"):
@@ -748,7 +748,7 @@ def test_s6_office_wifi_comes_in_trains_and_normal_usage_costs_time_and_replies(
 def test_s6_nested_entities_gather_two_networks_at_once():
     got = {}
     for run in runs("s6-nested", {"wifi_mbps": ["0"]}, {"workload.queries": 5}):
-        got[run.params["structure"]] = run_one(run.config, run.seed)
+        got[run.params["structure"]] = run_one(run.config, run.seed).metrics
     flat, nested = got["flat"], got["nested"]
     assert flat["group_size"] == nested["group_size"] == 20
     assert flat["member_reliability"] == nested["member_reliability"] == 1.0
@@ -769,7 +769,7 @@ def test_s6_wifi_place_moves_the_interferer_and_steps_up_to_its_rate():
     for run in runs("s6-wifi-place", {"mode": ["unicast"]}, {"workload.queries": 3}):
         (spec,) = run.config["network"]["interferers"]
         assert spec["rate_bps"] == 10e6 and spec["earlier_rates_bps"] == [0.0, 5e6]
-        got[run.params["wifi_place"]] = (spec["position"], run_one(run.config, run.seed))
+        got[run.params["wifi_place"]] = (spec["position"], run_one(run.config, run.seed).metrics)
     assert {p[0][0] for p in got.values()} == {33.0, 4.0, 62.0}
     for _, m in got.values():
         assert m["sweep_steps"] == 3 and m["queries"] == 3 and m["group_size"] == 20
@@ -785,7 +785,7 @@ def test_s6_twenty_requests_at_once_overflow_the_forwarders_yet_every_member_ans
     (run,) = runs(
         "s6-delay-sweep", {"group_size": ["20"], "delay_ms": [0]}, {"workload.queries": 12}
     )
-    m = run_one(run.config, run.seed)
+    m = run_one(run.config, run.seed).metrics
     assert m["member_reliability"] == 1.0
     assert m["mac_queue_drops"] > 0
     assert m["response_time_min_s"] > 2.0

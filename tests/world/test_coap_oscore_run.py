@@ -18,7 +18,7 @@ def _s3(condition: str, oscore: bool) -> dict:
         overrides,
     )
     assert (run.config["protocol"]["coap"].get("security") is not None) == oscore
-    return run_one(run.config, run.seed)
+    return run_one(run.config, run.seed).metrics
 
 
 def test_oscore_costs_bytes_not_packets():

@@ -36,7 +36,7 @@ name, filters, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 scenario = load_scenario(name)
 for run in expand(scenario, filters, scenario.quick["set"], reps=1):
     pcap = f"{out}/{run.key}.pcap"
-    metrics = run_one(run.config, run.seed, pcap_path=pcap)
+    metrics = run_one(run.config, run.seed, pcap_path=pcap).metrics
     with open(pcap, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     quic = run.config["protocol"]["name"] == "quic"

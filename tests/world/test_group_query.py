@@ -51,7 +51,7 @@ leisure_s = 2.0
 
 def run(mode: str, delay: float = 0.0, **overrides) -> dict:
     (r,) = expand(parse_scenario(SCENARIO.format(mode=mode, delay=delay), "s6.toml"), {}, overrides)
-    return run_one(r.config, r.seed)
+    return run_one(r.config, r.seed).metrics
 
 
 def test_unicast_queries_reach_every_member_delay_apart():
@@ -122,7 +122,7 @@ def test_an_entity_the_em_refuses_is_asked_for_again_then_the_run_says_it_failed
         .replace("[network.roles]", "[network.radio]\nchannel = 17\n\n[network.roles]")
     )
     (r,) = expand(parse_scenario(text, "s6.toml"), {}, {})
-    m = run_one(r.config, r.seed)
+    m = run_one(r.config, r.seed).metrics
     assert (m["entity_created"], m["entity_create_attempts"], m["queries"]) == (0, 5, 0)
     assert m["member_reliability"] == 0.0 and m["group_reliability"] == 0.0
 
@@ -195,7 +195,7 @@ def test_a_failed_query_keeps_its_time():
         .replace("queries = 6", "queries = 2\nquery_start_s = 126.0")
     )
     (r,) = expand(parse_scenario(text, "s6.toml"), {}, {"network.seed": 3})
-    m = run_one(r.config, r.seed)
+    m = run_one(r.config, r.seed).metrics
     assert m["entity_created"] == 1 and m["queries"] == 2 and m["queries_failed"] == 2
     assert m["member_reliability"] == 0.0
     # CON to each member: 2 s, doubling, four retransmissions: 93 s at most (RFC 7252).

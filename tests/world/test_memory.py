@@ -20,7 +20,7 @@ from iotbench.world import run_one
 variant, condition, items = sys.argv[1], sys.argv[2], int(sys.argv[3])
 (run,) = expand(load_scenario("s3-robustness"),
                 {"variant": [variant], "condition": [condition]}, {"workload.items": items})
-m = run_one(run.config, run.seed)
+m = run_one(run.config, run.seed).metrics
 print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "delivered": m["items_delivered"], "items": m["items"]}))
 """

@@ -55,7 +55,7 @@ def first_run(name: str, point: dict):
 def test_a_stacks_own_exception_fails_the_run(stack, monkeypatch):
     name, point, cls, method = STACKS[stack]
     run = first_run(name, point)
-    assert run_one(run.config, run.seed)["items_delivered"] == 5  # without the fault
+    assert run_one(run.config, run.seed).metrics["items_delivered"] == 5  # without the fault
     monkeypatch.setattr(cls, method, fault)
     with pytest.raises(Injected, match="a bug inside the stack"):
         run_one(run.config, run.seed)

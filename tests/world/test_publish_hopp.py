@@ -27,7 +27,7 @@ HOPP = {"workload.ndn_exchange": "hopp", "protocol.ndn.cs_max_entries": 50}
 def hopp_run(monkeypatch=None, **sets):
     built = instances(monkeypatch, NdnHopp) if monkeypatch is not None else []
     cfg, seed = publish_config("ndn", **{**HOPP, **S4_NDN, **sets})
-    return run_one(cfg, seed), built
+    return run_one(cfg, seed).metrics, built
 
 
 def test_agents_draw_as_random_uniform():

@@ -31,7 +31,7 @@ S4_NDN = {
 
 def ndn_run(exchange: str, **sets):
     cfg, seed = publish_config("ndn", **{"workload.ndn_exchange": exchange, **S4_NDN, **sets})
-    return run_one(cfg, seed)
+    return run_one(cfg, seed).metrics
 
 
 def test_names_carry_the_producers_link_layer_address_as_riot_prints_it():
@@ -148,5 +148,5 @@ def test_an_interest_lives_its_lifetime_from_when_it_is_sent():
     cfg, seed = config(
         "ndn", **{"workload.start_s": 10.0, "workload.items": 3, "protocol.ndn.signature": "hmac"}
     )
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items_delivered"] == 3

@@ -75,7 +75,7 @@ def test_static_routes_follow_the_tree():
 @pytest.mark.parametrize("protocol", ["coap", "mqttsn", "ndn"])
 def test_every_stack_crosses_the_multi_hop_line(protocol):
     cfg, seed = config(protocol)
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items_delivered"] == 10, m
     assert m["tree_depth"] >= 2
     # Every hop is a frame and its acknowledgment, and nodes in between forward.
@@ -86,16 +86,18 @@ def test_every_stack_crosses_the_multi_hop_line(protocol):
 def test_a_radio_run_is_deterministic_in_metrics_and_pcap(tmp_path):
     cfg, seed = config()
     a, b = tmp_path / "a.pcap", tmp_path / "b.pcap"
-    assert run_one(cfg, seed, pcap_path=str(a)) == run_one(cfg, seed, pcap_path=str(b))
+    assert (
+        run_one(cfg, seed, pcap_path=str(a)).metrics == run_one(cfg, seed, pcap_path=str(b)).metrics
+    )
     assert a.read_bytes() == b.read_bytes() and len(a.read_bytes()) > 1000
-    assert run_one(cfg, seed + 1) != run_one(cfg, seed)
+    assert run_one(cfg, seed + 1).metrics != run_one(cfg, seed).metrics
 
 
 def test_layers_of_forwarded_frames_add_up():
     """A CoAP request crosses hops as the same IPv6 packet: each frame carries it
     whole (uncompressed dispatch), split into link, IP, UDP, CoAP and payload."""
     cfg, seed = config(**{"workload.items": 1})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["bytes_total"] == (
         m["bytes_link_header"]
         + m["bytes_ip_header"]
@@ -142,7 +144,7 @@ def test_a_client_behind_the_uplink_reaches_a_producer_through_the_gateway(tmp_p
     extra = "\n[network.uplink]\ndelay_s = 0.01\n"
     cfg, seed = config(extra=extra, **{"network.roles.client": "uplink"})
     pcap = tmp_path / "run.pcapng"
-    m = run_one(cfg, seed, pcap_path=str(pcap))
+    m = run_one(cfg, seed, pcap_path=str(pcap)).metrics
     assert m["items_delivered"] == 10
     # Two 10 ms uplink crossings in every round trip.
     assert m["latency_min_s"] > 0.02
@@ -158,7 +160,7 @@ def test_an_interferer_beside_the_gateway_costs_deliveries():
     )
     quiet, seed = config(**{"workload.items": 30})
     noisy, _ = config(extra=extra, **{"workload.items": 30, "network.radio.channel": 11})
-    a, b = run_one(quiet, seed), run_one(noisy, seed)
+    a, b = run_one(quiet, seed).metrics, run_one(noisy, seed).metrics
     assert b["mac_cca_busy"] > 10 * max(1, a["mac_cca_busy"])
     assert b["items_delivered"] < a["items_delivered"]
 
@@ -170,7 +172,7 @@ def test_an_interferer_on_another_channel_bothers_far_less():
     extra = "\n[[network.interferers]]\nposition = [20.0, 10.0]\nrate_bps = 20e6\nchannel = 1\n"
     same, seed = config(extra=extra, **{"network.radio.channel": 11})
     other, _ = config(extra=extra, **{"network.radio.channel": 26})
-    a, b = run_one(same, seed), run_one(other, seed)
+    a, b = run_one(same, seed).metrics, run_one(other, seed).metrics
     assert a["mac_cca_busy"] > 5 * b["mac_cca_busy"]
     assert a["items_delivered"] < b["items_delivered"]
 
@@ -213,7 +215,7 @@ def test_publish_workload_counts_every_reading_once():
             "protocol.coap.type": "con",
         },
     )
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items"] == 5 * 8
     assert m["items_delivered"] + m["items_given_up"] == 40
     assert m["items_delivered"] >= 38
@@ -256,7 +258,7 @@ def test_mqttsn_publish_registers_once_then_publishes_every_reading(qos, monkeyp
             "protocol.mqttsn.max_retries": 4,
         },
     )
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     # A producer takes readings once its topic is registered (S4's publishing timer
     # starts at the REGACK): 8 per producer, the early ones not taken.
     assert m["items"] + m["readings_skipped"] == 40
@@ -271,7 +273,7 @@ def test_coap_get_asks_for_the_current_value_or_polls_the_latest_reading():
     the value it takes then. Polled (poll_interval_s): the producer keeps its latest
     reading, and one a newer replaced before any poll fetched it is lost; a poll that
     finds the same reading again fetches a duplicate."""
-    scheduled = run_one(*publish_config(**{"workload.coap_exchange": "get"}))
+    scheduled = run_one(*publish_config(**{"workload.coap_exchange": "get"})).metrics
     assert scheduled["items"] == 40 and scheduled["items_delivered"] == 40
     assert scheduled["requests_per_item"] == 1.0 and scheduled["latency_max_s"] < 0.1
     every = {}
@@ -279,7 +281,7 @@ def test_coap_get_asks_for_the_current_value_or_polls_the_latest_reading():
         cfg, seed = publish_config(
             **{"workload.coap_exchange": "get", "workload.poll_interval_s": poll}
         )
-        every[poll] = m = run_one(cfg, seed)
+        every[poll] = m = run_one(cfg, seed).metrics
         assert m["items"] == 40 and m["items_delivered"] + m["items_given_up"] == 40
         assert m["items_unfinished"] == 0 and m["hit_time_limit"] == 0
     assert every[1.0]["items_delivered"] == 40
@@ -291,7 +293,7 @@ def test_coap_get_asks_for_the_current_value_or_polls_the_latest_reading():
 
 def test_coap_observe_notifies_every_reading_at_once():
     cfg, seed = publish_config(**{"workload.coap_exchange": "observe"})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items_delivered"] == 40
     assert m["latency_max_s"] < 0.05  # a NON notification per reading, no poll to wait for
 
@@ -315,7 +317,7 @@ def rpl_config(**sets):
 
 def test_rpl_builds_the_routes_the_traffic_takes():
     cfg, seed = rpl_config()
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items_delivered"] == 10
     assert m["rpl_dio_sent"] > 0 and m["rpl_dao_sent"] >= 4 and m["rpl_dao_ack_sent"] > 0
     # RPL's messages are control traffic, counted apart from the data.
@@ -338,7 +340,7 @@ def test_before_rpl_has_built_routes_requests_find_no_route():
     """A request at t = 0 finds no route (the gateway drops it); CoAP's
     retransmissions carry it once RPL has built the routes."""
     cfg, seed = rpl_config(**{"workload.start_s": 0.0, "workload.items": 3})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items_delivered"] == 3
     assert m["latency_max_s"] >= 2.0  # at least one ACK_TIMEOUT lost to the missing route
 
@@ -360,8 +362,8 @@ def test_smrf_over_rpl_learns_the_group_from_daos():
 def test_series_of_energy_and_counters_per_node(tmp_path):
     cfg, seed = config(**{"network.radio.series_interval_s": 0.05})
     path = tmp_path / "series.csv"
-    m = run_one(cfg, seed, series_path=str(path))
-    assert m == run_one(cfg, seed)  # the series only reads the run
+    m = run_one(cfg, seed, series_path=str(path)).metrics
+    assert m == run_one(cfg, seed).metrics  # the series only reads the run
     lines = path.read_text().splitlines()
     assert lines[0].startswith("time_s,node,energy_j,tx_s")
     rows = [line.split(",") for line in lines[1:]]
@@ -470,7 +472,7 @@ def test_jittered_readings_come_at_random_intervals_within_the_bounds(monkeypatc
     cfg, seed = publish_config(
         **{"workload.interval_s": 2.0, "workload.jitter": 0.5, "workload.items": 30}
     )
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert m["items"] == 5 * 30
     by_producer = [[t for q, t in taken if q == p] for p in range(5)]
     gaps = [b - a for times in by_producer for a, b in zip(times, times[1:], strict=False)]
@@ -483,12 +485,12 @@ def test_jittered_readings_come_at_random_intervals_within_the_bounds(monkeypatc
 
 def test_a_duration_sets_how_long_producers_publish():
     cfg, seed = publish_config(**{"workload.duration_s": 60.0, "workload.interval_s": 5.0})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     assert 5 * 11 <= m["items"] <= 5 * 12  # a random phase, then every 5 s for 60 s
     cfg, seed = publish_config(
         **{"workload.duration_s": 60.0, "workload.interval_s": 2.0, "workload.jitter": 0.5}
     )
-    assert 5 * 25 <= run_one(cfg, seed)["items"] <= 5 * 35  # waits of 2 s on average
+    assert 5 * 25 <= run_one(cfg, seed).metrics["items"] <= 5 * 35  # waits of 2 s on average
 
 
 def test_jitter_and_duration_are_checked():
@@ -505,8 +507,10 @@ def test_jitter_and_duration_are_checked():
 def test_a_device_profile_makes_nodes_spend_cpu_time_per_packet():
     """network.device: each CoAP message costs its end host 300 us on an M3 and each
     forwarded packet 200 us."""
-    free = run_one(*publish_config(**{"protocol.coap.type": "con"}))
-    m3 = run_one(*publish_config(**{"protocol.coap.type": "con", "network.device.profile": "m3"}))
+    free = run_one(*publish_config(**{"protocol.coap.type": "con"})).metrics
+    m3 = run_one(
+        *publish_config(**{"protocol.coap.type": "con", "network.device.profile": "m3"})
+    ).metrics
     a8 = run_one(
         *publish_config(
             **{
@@ -515,7 +519,7 @@ def test_a_device_profile_makes_nodes_spend_cpu_time_per_packet():
                 "network.device.gateway_profile": "a8",
             }
         )
-    )
+    ).metrics
     # The reading's PUT is handled by the CPUs on its way (200 us a hop) before it
     # reaches the gateway's radio, where its time ends; the gateway's own handling
     # (300 us on an M3, less on an A8) comes after.
@@ -593,7 +597,7 @@ def test_an_unanswered_observe_registration_is_sent_again(monkeypatch):
     monkeypatch.setattr(radio_network, "Radio", deaf_at_first)
     calls = spy(monkeypatch, CoapObserve, "_register")
     cfg, seed = publish_config(**{"workload.coap_exchange": "observe", "workload.items": 20})
-    m = run_one(cfg, seed)
+    m = run_one(cfg, seed).metrics
     registered = [producer for (producer,) in calls]
     assert sorted(registered) == sorted(list(range(5)) * 2)  # each one twice
     assert m["readings_skipped"] > 0 and m["items"] + m["readings_skipped"] == 100
@@ -609,13 +613,13 @@ def test_a_devices_packet_memory_bounds_what_it_queues():
         "workload.interval_s": 0.02,
         "protocol.coap.type": "non",  # no retransmission makes up for a drop
     }
-    roomy = run_one(*publish_config(**device))
-    tight = run_one(*publish_config(**device, **{"network.device.pktbuf_bytes": 128}))
+    roomy = run_one(*publish_config(**device)).metrics
+    tight = run_one(*publish_config(**device, **{"network.device.pktbuf_bytes": 128})).metrics
     assert roomy["pktbuf_drops"] == 0 and 0 < roomy["pktbuf_peak_bytes"] <= 6144
     assert tight["pktbuf_drops"] > 0 and tight["pktbuf_peak_bytes"] <= 128
     # A frame refused memory is dropped as a full queue would drop it.
     assert tight["mac_queue_drops"] == roomy["mac_queue_drops"] + tight["pktbuf_drops"]
-    plain = run_one(*publish_config())
+    plain = run_one(*publish_config()).metrics
     assert "pktbuf_peak_bytes" not in plain  # no device, no packet memory
 
 

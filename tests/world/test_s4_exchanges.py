@@ -110,7 +110,7 @@ def run_variant(monkeypatch, variant: str, interval: str = "5s", items: int = 3,
     scenario = load_scenario("s4-single-hop-scheduled")
     filters = {"variant": [variant], "interval": [interval]}
     (run,) = expand(scenario, filters, {"workload.items": items, **sets})
-    metrics = world.run_one(run.config, run.seed)
+    metrics = world.run_one(run.config, run.seed).metrics
     messages = [m for m in map(_decode, packets) if m is not None]
     return messages, metrics
 

@@ -31,7 +31,7 @@ def run(monkeypatch, variant: str, hops: str = "1", items: int = 4):
         {"workload.items": items},
         reps=1,
     )
-    metrics = world.run_one(one.config, one.seed)
+    metrics = world.run_one(one.config, one.seed).metrics
     frames = [
         frame.payload
         for frame in (mac.decode(p.data) for p in packets if isinstance(p.medium, RadioMedium))

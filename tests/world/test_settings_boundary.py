@@ -32,7 +32,7 @@ def test_the_network_and_the_workload_get_settings(monkeypatch):
         reps=1,
     )
     assert isinstance(run.config, dict)  # what the runner and the store keep
-    metrics = world_run.run_one(run.config, run.seed)
+    metrics = world_run.run_one(run.config, run.seed).metrics
     assert metrics["items_delivered"] == 3
     (_, network, protocol), (_, config) = seen
     assert all(isinstance(v, Settings) for v in (network, protocol, config))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from iotbench.metrics.items import ItemStats
 from iotbench.metrics.observers import Observer
@@ -30,8 +31,53 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def item_metrics(stats: ItemStats, t_first_packet: float | None) -> dict:
-    """Delivery counts, latency distribution, throughput and task completion time."""
+@dataclass(frozen=True)
+class ItemSummary:
+    """The items' delivery, latency distribution, throughput and completion time."""
+
+    started: int
+    delivered: int
+    given_up: int
+    task_completion_time_s: float
+    items_per_s: float
+    payload_bps: float
+    latency_mean_s: float
+    latency_min_s: float
+    latency_max_s: float
+    #: PERCENTILES' latencies, in their order.
+    latency_percentiles_s: tuple[float, ...]
+
+    @property
+    def unfinished(self) -> int:
+        """Items neither delivered nor given up when the run ended."""
+        return self.started - self.delivered - self.given_up
+
+    def latency_percentile_s(self, q: int) -> float:
+        return self.latency_percentiles_s[PERCENTILES.index(q)]
+
+    def metrics(self) -> dict[str, float | int]:
+        started = self.started
+        out: dict[str, float | int] = {
+            "items": started,
+            "items_delivered": self.delivered,
+            "items_given_up": self.given_up,
+            "items_unfinished": self.unfinished,
+            "delivery_ratio": self.delivered / started if started else math.nan,
+            "task_completion_time_s": self.task_completion_time_s,
+            "throughput_items_per_s": self.items_per_s,
+            "throughput_payload_bps": self.payload_bps,
+            "latency_mean_s": self.latency_mean_s,
+            "latency_min_s": self.latency_min_s,
+            "latency_max_s": self.latency_max_s,
+        }
+        for q, value in zip(PERCENTILES, self.latency_percentiles_s, strict=True):
+            out[f"latency_p{q}_s"] = value
+        return out
+
+
+def summarize_items(stats: ItemStats, t_first_packet: float | None) -> ItemSummary:
+    """The items' summary from what finished items left behind; `t_first_packet`:
+    when the traffic began, if before the first item (a connection set up first)."""
     started, delivered = stats.started, stats.delivered
     latencies = sorted(stats.latencies)
     start = stats.first_start if stats.first_start is not None else 0.0
@@ -40,31 +86,33 @@ def item_metrics(stats: ItemStats, t_first_packet: float | None) -> dict:
     end = stats.last_end if stats.last_end is not None else start
     # Throughput counts the time in which readouts arrived: the wait before the
     # last give-up is bookkeeping, not traffic (a NON client waits 93 s for it).
-    window = stats.last_delivered_end - start if delivered else 0.0
+    last = stats.last_delivered_end
+    window = last - start if delivered and last is not None else 0.0
     if window > 0:
         items_per_s = delivered / window
         payload_bps = 8 * stats.payload_bytes / window
     else:
         items_per_s = payload_bps = 0.0 if started and not delivered else math.nan
-    out = {
-        "items": started,
-        "items_delivered": delivered,
-        "items_given_up": stats.given_up,
-        "items_unfinished": started - delivered - stats.given_up,
-        "delivery_ratio": delivered / started if started else math.nan,
-        "task_completion_time_s": end - start,
-        "throughput_items_per_s": items_per_s,
-        "throughput_payload_bps": payload_bps,
-        "latency_mean_s": sum(latencies) / len(latencies) if latencies else math.nan,
-        "latency_min_s": latencies[0] if latencies else math.nan,
-        "latency_max_s": latencies[-1] if latencies else math.nan,
-    }
-    for q in PERCENTILES:
-        out[f"latency_p{q}_s"] = percentile(latencies, q)
-    return out
+    return ItemSummary(
+        started=started,
+        delivered=delivered,
+        given_up=stats.given_up,
+        task_completion_time_s=end - start,
+        items_per_s=items_per_s,
+        payload_bps=payload_bps,
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else math.nan,
+        latency_min_s=latencies[0] if latencies else math.nan,
+        latency_max_s=latencies[-1] if latencies else math.nan,
+        latency_percentiles_s=tuple(percentile(latencies, q) for q in PERCENTILES),
+    )
 
 
-def rtt_ms_metrics(stats: ItemStats) -> dict:
+def item_metrics(stats: ItemStats, t_first_packet: float | None) -> dict[str, float | int]:
+    """Delivery counts, latency distribution, throughput and task completion time."""
+    return summarize_items(stats, t_first_packet).metrics()
+
+
+def rtt_ms_metrics(stats: ItemStats) -> dict[str, float]:
     """S5's round trip: the latency of delivered items, in milliseconds."""
     latencies = [1000 * latency for latency in stats.latencies]
     if not latencies:
@@ -119,6 +167,6 @@ class NdnFrameMeter(Observer):
             if not first & 0x20:  # the last fragment
                 del self._open[ident]
 
-    def metrics(self) -> dict:
+    def metrics(self) -> dict[str, float]:
         frames, packets = self.data_frames, self.data_packets
         return {"fragments_per_data": frames / packets if packets else math.nan}

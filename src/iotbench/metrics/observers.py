@@ -46,7 +46,7 @@ def _nothing(*_args: object) -> None:
     pass
 
 
-def _fan_out(hooks: list[Callable]) -> Callable:
+def _fan_out(hooks: list[Callable[..., None]]) -> Callable[..., None]:
     if not hooks:
         return _nothing
     if len(hooks) == 1:

@@ -18,7 +18,7 @@ class OutFile:
         encoding = None if "b" in mode else "utf-8"
         self._file = open(self._tmp, mode, encoding=encoding)  # noqa: SIM115 - see commit()
 
-    def write(self, data) -> None:
+    def write(self, data: bytes | str) -> None:
         self._file.write(data)
 
     def commit(self) -> None:

@@ -151,12 +151,14 @@ class PcapNgWriter(PcapWriter):
         self._interface = {m: i for i, (objects, _, _) in enumerate(media) for m in objects}
         self._file = OutFile(path)
         self._file.write(pcapng_header([(linktype, name) for _, linktype, name in media]))
-        self._ahead = []
+        # Records whose send time is still ahead, with their interface:
+        # (t_sent, order, (interface, bytes)).
+        self._ahead_on: list[tuple[float, int, tuple[int, bytes]]] = []
         self._order = itertools.count()
 
     def transmitted(self, pkt: Packet) -> None:
         interface = self._interface[pkt.medium]
-        ahead = self._ahead
+        ahead = self._ahead_on
         now = self.sim.now
         if pkt.t_sent <= now and not ahead:
             self._file.write(pcapng_record(interface, pkt.t_sent, pkt.data))
@@ -167,7 +169,7 @@ class PcapNgWriter(PcapWriter):
             self._file.write(pcapng_record(i, t_sent, data))
 
     def close(self) -> None:
-        for t_sent, _, (i, data) in sorted(self._ahead):
+        for t_sent, _, (i, data) in sorted(self._ahead_on):
             self._file.write(pcapng_record(i, t_sent, data))
-        self._ahead.clear()
+        self._ahead_on.clear()
         self._file.commit()

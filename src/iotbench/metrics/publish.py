@@ -14,15 +14,19 @@ import math
 import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from iotbench.apps.readings import reading_producer
 from iotbench.metrics.derive import percentile
 from iotbench.metrics.observers import Observer
+from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import NETWORK, SeriesTable
 from iotbench.metrics.traffic import KindSums
 from iotbench.net.packet import BROADCAST, CONTROL, DATA, DELIVERED, Packet
 from iotbench.sim import Simulator
+
+if TYPE_CHECKING:
+    from iotbench.net.routing.tree import Tree
 
 CDF_POINTS = 101  # the time-to-content-arrival CDF: every percentile
 
@@ -161,45 +165,40 @@ class PeriodTraffic(Observer):
 
 
 def publish_metrics(
-    base: dict[str, float | int],
+    measures: RunMeasures,
     total: int,
     requests: int | None,
     app_retransmissions: int,
     stress: LinkStress,
     energies: tuple[Sequence[float], Sequence[float]] | None,
-    tree,
+    tree: Tree | None,
     ndn_tables: NdnTables | None,
     skipped: int = 0,
     period: PeriodTraffic | None = None,
 ) -> dict[str, float]:
-    """S4's names, from the run's metrics so far (`base`) and the workload's counts.
+    """S4's names, from what every run measures and the workload's counts.
     `energies`: each node's energy over the publishing period in S4's accounting and
     listening all the time (net/radio/energy.py); `tree`: the routing tree, whose
     root and leaves they are reported for; `period`: the bytes on the air during the
     publishing period (without one, the run's)."""
-    delivered = base["items_delivered"]
+    items = measures.items
+    delivered = items.delivered
     per_item = (lambda n: n / total) if total else (lambda n: math.nan)
     out = {
         "delivery_ratio": per_item(delivered),
         "items_lost": total - delivered,
         "readings_skipped": skipped,
-        "tta_mean_s": base["latency_mean_s"],
-        "tta_p50_s": base["latency_p50_s"],
-        "tta_p99_s": base["latency_p99_s"],
+        "tta_mean_s": items.latency_mean_s,
+        "tta_p50_s": items.latency_percentile_s(50),
+        "tta_p99_s": items.latency_percentile_s(99),
         "requests_per_item": math.nan if requests is None else per_item(requests),
         "requests_per_fresh_reading": (
             math.nan if requests is None or not delivered else requests / delivered
         ),
         "app_retransmissions_per_item": per_item(app_retransmissions),
-        "mac_retransmissions_per_item": per_item(base.get("mac_retries", 0)),
-        "control_bytes": (
-            base.get("bytes_control", 0) if period is None else period.bytes_of(CONTROL)
-        ),
-        "data_bytes": (
-            base.get("bytes_data", base.get("bytes_total", 0))
-            if period is None
-            else period.bytes_of(DATA)
-        ),
+        "mac_retransmissions_per_item": per_item(measures.mac_retries),
+        "control_bytes": measures.bytes_control if period is None else period.bytes_of(CONTROL),
+        "data_bytes": measures.bytes_data if period is None else period.bytes_of(DATA),
         "link_stress_mean": stress.mean(),
         "pit_occupancy_max": math.nan if ndn_tables is None else ndn_tables.pit_peak,
         "pit_full_drops": math.nan if ndn_tables is None else ndn_tables.pit_full_drops,
@@ -212,7 +211,7 @@ def publish_metrics(
     return out
 
 
-def _energy_metrics(prefix: str, joules: Sequence[float], tree) -> dict[str, float]:
+def _energy_metrics(prefix: str, joules: Sequence[float], tree: Tree | None) -> dict[str, float]:
     """The root's, the leaves' median and the total energy of one accounting."""
     if not joules or tree is None:
         return {
@@ -229,6 +228,18 @@ def _energy_metrics(prefix: str, joules: Sequence[float], tree) -> dict[str, flo
         f"{prefix}_leaf_median_j": statistics.median(leaves) if leaves else math.nan,
         f"{prefix}_total_j": sum(joules),
     }
+
+
+class AirEnergy(Protocol):
+    def air_joules(self, now: float) -> float: ...
+
+
+class EnergyMetered(Protocol):
+    """What PublishSeries reads of a radio (net/radio/medium.py's Radio): its energy
+    in S4's accounting. A protocol, not the class, so a test can stand in for it."""
+
+    @property
+    def power(self) -> AirEnergy: ...
 
 
 class PublishSeries:
@@ -251,7 +262,7 @@ class PublishSeries:
         sim: Simulator,
         start_s: float,
         bin_s: float,
-        radios: list,
+        radios: list[EnergyMetered],
         forwarders: list[tuple[int, Any]],
     ) -> None:
         self.sim = sim

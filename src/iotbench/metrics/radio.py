@@ -14,11 +14,20 @@ import statistics
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from iotbench.net.mac.csma import CsmaMac
+    from iotbench.net.radio.medium import Radio
     from iotbench.net.routing.tree import Tree
+    from iotbench.net.rpl.node import RplNode
 
 
 def radio_metrics(
-    macs: list, radios: list, tree: Tree, rpl: list, now: float
+    macs: Sequence[CsmaMac],
+    radios: Sequence[Radio],
+    tree: Tree | None,
+    rpl: Sequence[RplNode],
+    now: float,
 ) -> dict[str, float | int]:
     """At `now`: the MACs' and radios' counters summed, their energy, the routing
     `tree`'s shape and what the `rpl` nodes sent."""

@@ -25,9 +25,16 @@ failed run leaves none (`abort`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from iotbench.metrics.frames import FrameTally
 from iotbench.metrics.outfile import OutFile
 from iotbench.sim import Simulator
+
+if TYPE_CHECKING:
+    from iotbench.net.mac.csma import CsmaMac
+    from iotbench.net.radio.medium import Radio
 
 COLUMNS = (
     "time_s",
@@ -65,11 +72,11 @@ class NodeSeries:
         self,
         sim: Simulator,
         path: str,
-        radios: list,
-        macs: list,
+        radios: Sequence[Radio],
+        macs: Sequence[CsmaMac],
         interval_s: float,
         frames: FrameTally | None = None,
-    ):
+    ) -> None:
         self.sim = sim
         self.radios = radios
         self.macs = macs

@@ -8,15 +8,13 @@ for a series over time), `n` how many observations the point stands for (the
 link-stress scatter's multiplicity; 1 elsewhere). The rows are kept in
 columns of machine numbers, so 100,000 of them cost about 4 MB.
 
-A run function returns `RunMetrics`, a dict of metrics like any other run
-function's, with the rows as its `series`, so runners that know nothing of
-series (a test's run function, `iotbench run --json`) keep working.
+A run returns the rows as its result's `series` (metrics/result.py).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 NETWORK = -1  # `node` of a point that belongs to the whole network
 
@@ -52,19 +50,3 @@ class SeriesTable:
         return isinstance(other, SeriesTable) and list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
-
-
-class RunMetrics(dict):
-    """A run's metrics (name -> number) with its series rows beside them."""
-
-    def __init__(self, metrics: Mapping[str, float | int], series: SeriesTable) -> None:
-        super().__init__(metrics)
-        self.series = series
-
-
-def series_of(result: object) -> SeriesTable | None:
-    """The series rows a run function returned along with its metrics, if any."""
-    series = result.series if isinstance(result, RunMetrics) else None
-    if series is not None and not isinstance(series, SeriesTable):
-        raise TypeError(f"RunMetrics.series is a {type(series).__name__}, not a SeriesTable")
-    return series

@@ -18,15 +18,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Self
 
-from iotbench.metrics.timeseries import SeriesTable, series_of
+from iotbench.metrics.result import RunResult
+from iotbench.metrics.timeseries import SeriesTable
 
-RunFn = Callable[..., Mapping[str, float | int]]
+#: A run function: `iotbench.world.run_one`, or one of a test's or a user's own,
+#: which may return a plain mapping of metric names to numbers.
+RunFn = Callable[..., RunResult | Mapping[str, float | int]]
 
 
 @dataclass(frozen=True)
 class Task:
     key: str
-    config: dict
+    config: dict[str, Any]
     seed: int
     pcap_path: str | None
     series_path: str | None = None
@@ -58,8 +61,7 @@ def execute(run_fn: RunFn, task: Task) -> Outcome:
         # without one (a test's, say) keeps working.
         extra = {"series_path": task.series_path} if task.series_path else {}
         result = run_fn(copy.deepcopy(task.config), task.seed, pcap_path=task.pcap_path, **extra)
-        metrics = check_metrics(result)
-        series = series_of(result)
+        metrics, series = check_result(result)
     except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
         return Outcome(
             task.key,
@@ -71,9 +73,20 @@ def execute(run_fn: RunFn, task: Task) -> Outcome:
     return Outcome(task.key, metrics, wall_time_s=time.perf_counter() - start, series=series)
 
 
-def check_metrics(result: Any) -> dict[str, float | int]:
+def check_result(result: object) -> tuple[dict[str, float | int], SeriesTable | None]:
+    """A run function's metrics and time series, checked: what the store keeps."""
+    if isinstance(result, RunResult):
+        if result.series is not None and not isinstance(result.series, SeriesTable):
+            kind = type(result.series).__name__
+            raise TypeError(f"RunResult.series is a {kind}, not a SeriesTable")
+        return check_metrics(result.metrics), result.series
+    return check_metrics(result), None
+
+
+def check_metrics(result: object) -> dict[str, float | int]:
     if not isinstance(result, Mapping):
-        raise TypeError(f"the run function returned {type(result).__name__}, not a dict of metrics")
+        kind = type(result).__name__
+        raise TypeError(f"the run function returned {kind}, not a RunResult or a dict of metrics")
     metrics: dict[str, float | int] = {}
     for name, value in result.items():
         if not isinstance(name, str) or not isinstance(value, (int, float)):
@@ -118,7 +131,7 @@ class Pool:
         _terminate_workers(self.executor)
 
     def run(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
-        futures: dict[Future, Task] = {
+        futures: dict[Future[Outcome], Task] = {
             self.executor.submit(execute, self.run_fn, task): task for task in tasks
         }
         for future in as_completed(futures):

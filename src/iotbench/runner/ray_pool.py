@@ -54,7 +54,7 @@ class RayPool:
         self.ray = import_ray()
         self.run_fn = run_fn
         self.jobs = jobs
-        self._pending: dict = {}  # Ray object ref -> Task, of the tasks in flight
+        self._pending: dict[Any, Task] = {}  # Ray object ref -> Task, of the tasks in flight
         address = address or os.environ.get("RAY_ADDRESS") or None
         try:
             if address is None:
@@ -86,7 +86,8 @@ class RayPool:
         queue = list(tasks)
         queue.reverse()  # pop() from the end takes them in order
         run_fn = ray.put(self.run_fn)
-        self._pending = pending = {}
+        pending: dict[Any, Task] = {}
+        self._pending = pending
         limit = self.jobs or len(queue)
         while queue or pending:
             while queue and len(pending) < limit:
@@ -105,7 +106,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def probe(folders: list[str]) -> dict:
+def probe(folders: list[str]) -> dict[str, Any]:
     """On one node: its name, iotbench version, and the folders it cannot write."""
     problems = []
     for folder in folders:

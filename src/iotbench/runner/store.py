@@ -131,8 +131,8 @@ class StoredScenario:
     name: str
     description: str
     toml: str
-    axes: list[dict]  # [{"name", "key", "values"}], in file order
-    report: dict
+    axes: list[dict[str, Any]]  # [{"name", "key", "values"}], in file order
+    report: dict[str, Any]
 
 
 def _json(value: Any) -> str:
@@ -253,7 +253,7 @@ class ResultStore:
             wall_time_s,
             datetime.now(UTC).replace(tzinfo=None),
         ]
-        statements = [
+        statements: list[tuple[str, Sequence[Any]]] = [
             ("DELETE FROM runs WHERE run_key = ?", [run.key]),
             ("DELETE FROM metrics WHERE run_key = ?", [run.key]),
             ("DELETE FROM series WHERE run_key = ?", [run.key]),
@@ -385,7 +385,7 @@ class ResultStore:
             for key, name, params, rep, seed, cfg_hash, metrics, pcap in rows
         ]
 
-    def configs(self, scenario: str) -> dict[str, dict]:
+    def configs(self, scenario: str) -> dict[str, dict[str, Any]]:
         """Each stored run's full configuration, by run key."""
         rows = self.con.execute(
             "SELECT run_key, config FROM runs WHERE scenario = ?", [scenario]
@@ -405,7 +405,7 @@ class ResultStore:
             "ORDER BY run_key, rowid",
             [scenario, names, names],
         ).fetchall()
-        out: dict[str, list] = {}
+        out: dict[str, list[tuple[str, int | None, float | None, float | None, int]]] = {}
         for key, *point in rows:
             out.setdefault(key, []).append(tuple(point))
         return out

@@ -9,7 +9,10 @@ can execute in any process, in any order.
 
 from __future__ import annotations
 
-from iotbench.metrics.derive import NdnFrameMeter, item_metrics, rtt_ms_metrics
+from collections.abc import Iterable
+from typing import Any
+
+from iotbench.metrics.derive import NdnFrameMeter, rtt_ms_metrics, summarize_items
 from iotbench.metrics.frames import FrameTally
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
@@ -20,10 +23,11 @@ from iotbench.metrics.pcap import (
     PcapWriter,
 )
 from iotbench.metrics.radio import radio_metrics
+from iotbench.metrics.result import Row, RunCounters, RunFailures, RunMeasures, RunResult
 from iotbench.metrics.series import NodeSeries
-from iotbench.metrics.timeseries import RunMetrics
 from iotbench.metrics.traffic import TrafficMeter
-from iotbench.scenarios.settings import Settings, run_settings
+from iotbench.scenarios.settings import run_settings
+from iotbench.scenarios.settings_types import NetworkSettings
 from iotbench.sim import Simulator
 from iotbench.sim.garbage import paced_collections
 from iotbench.world.networks import Network, RadioNetwork, build_network, is_radio_network
@@ -35,11 +39,11 @@ LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
 def run_one(
-    config: dict, seed: int, pcap_path: str | None = None, series_path: str | None = None
-) -> dict[str, float | int]:
+    config: dict[str, Any], seed: int, pcap_path: str | None = None, series_path: str | None = None
+) -> RunResult:
     """Run one simulation of `config` (a run's validated config, as the results
-    store keeps it; parsed into settings here, once) and return its metrics (a
-    publish run's are `RunMetrics`, with its time series for the results store).
+    store keeps it; parsed into settings here, once) and return its result: the
+    metrics, counters, failures and time series (metrics/result.py).
     `pcap_path`: write the packets there; `series_path`: a radio network's
     per-node energy and counters over time (CSV)."""
     with paced_collections():  # sim/garbage.py
@@ -47,8 +51,8 @@ def run_one(
 
 
 def _run(
-    config: dict, seed: int, pcap_path: str | None, series_path: str | None
-) -> dict[str, float | int]:
+    config: dict[str, Any], seed: int, pcap_path: str | None, series_path: str | None
+) -> RunResult:
     settings = run_settings(config)
     sim = Simulator(seed)
     items = ItemLog()
@@ -67,7 +71,8 @@ def _run(
     if pcap is not None:
         observers.add(pcap)
     series = None
-    if series_path and isinstance(net, RadioNetwork):
+    radio_settings = settings.network.radio
+    if series_path and isinstance(net, RadioNetwork) and radio_settings is not None:
         tally = FrameTally(ndn=protocol == "ndn")
         observers.add(tally)
         series = NodeSeries(
@@ -75,7 +80,7 @@ def _run(
             series_path,
             net.all_radios(),
             net.all_macs(),
-            settings.network.radio.series_interval_s,
+            radio_settings.series_interval_s,
             tally,
         )
     outputs = [o for o in (pcap, series) if o is not None]
@@ -91,32 +96,38 @@ def _run(
         raise
     for output in outputs:
         output.close()
-    metrics = workload.leading_metrics()
-    t_first = traffic.window_start
-    metrics.update(traffic.wire_metrics())
+
+    # The row's sections, in the store's column order (docs/metrics.md).
+    summary = summarize_items(items.stats, traffic.window_start)
+    sections: list[Row] = [workload.leading_metrics(), dict(traffic.wire_metrics())]
     if sensor is not None:
-        metrics.update(traffic.node_metrics(sensor))
-    metrics.update(item_metrics(items.stats, t_first))
+        sections.append(dict(traffic.node_metrics(sensor)))
+    sections.append(summary.metrics())
     if frames is not None:
-        metrics.update(rtt_ms_metrics(items.stats))
-        metrics.update(frames.metrics())
+        sections += [rtt_ms_metrics(items.stats), frames.metrics()]
+    kinds: dict[str, int] = {}
+    radio: dict[str, float | int] = {}
     if isinstance(net, RadioNetwork):
-        metrics.update(traffic.kind_metrics())
-        metrics.update(
-            radio_metrics(net.all_macs(), net.all_radios(), net.tree, net.all_rpl(), sim.now)
-        )
-    metrics.update(workload.metrics(metrics))
+        kinds = traffic.kind_metrics()
+        radio = radio_metrics(net.all_macs(), net.all_radios(), net.tree, net.all_rpl(), sim.now)
+        sections += [dict(kinds), radio]
+    measures = RunMeasures(
+        items=summary,
+        bytes_control=kinds.get("bytes_control", 0),
+        bytes_data=kinds.get("bytes_data", traffic.wire.total),
+        mac_retries=int(radio.get("mac_retries", 0)),
+    )
+    sections.append(workload.metrics(measures))
     table = workload.series_table()
-    metrics["sim_time_s"] = sim.now
     # A time series only reads the run: the same run with or without one has the
     # same metrics, its sampling events not counted.
     sampling = (series.events if series else 0) + workload.sampling_events()
-    metrics["sim_events"] = sim.events_processed - sampling
-    metrics["hit_time_limit"] = int(metrics["items_unfinished"] > 0 or workload.unfinished())
-    return RunMetrics(metrics, table) if table is not None else metrics
+    counters = RunCounters(sim_time_s=sim.now, sim_events=sim.events_processed - sampling)
+    failures = RunFailures(summary.unfinished, workload.unfinished())
+    return RunResult.assemble(sections, counters, failures, table)
 
 
-def check_networks(configs, label: str = "") -> None:
+def check_networks(configs: Iterable[dict[str, Any]], label: str = "") -> None:
     """Check every distinct radio network of these run configs before anything runs,
     so a network that cannot work is one clear error, not a failure per run."""
     seen: set[str] = set()
@@ -133,12 +144,16 @@ def check_networks(configs, label: str = "") -> None:
                 raise TopologyError(f"{label}: {exc}" if label else str(exc)) from None
 
 
-def _pcap_writer(sim: Simulator, net: Network, network: Settings, path: str | None):
+def _pcap_writer(
+    sim: Simulator, net: Network, network: NetworkSettings, path: str | None
+) -> PcapWriter | None:
     if not path:
         return None
     if not isinstance(net, RadioNetwork):
         return PcapWriter(sim, path, LINKTYPES[network.link.layer])
-    media = [((r.medium,), LINKTYPE_IEEE802_15_4_WITHFCS, r.medium.name) for r in net.networks()]
+    media: list[tuple[tuple[object, ...], int, str]] = [
+        ((r.medium,), LINKTYPE_IEEE802_15_4_WITHFCS, r.medium.name) for r in net.networks()
+    ]
     links = [("uplink", net.uplink), ("gateways link", net.gateways_link)]
     if net.second is not None:
         links.append(("second uplink", net.second.uplink))

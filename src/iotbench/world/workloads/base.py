@@ -13,9 +13,10 @@ from typing import ClassVar
 
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
+from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -35,7 +36,7 @@ class Workload:
         self,
         sim: Simulator,
         net: Network,
-        config: Settings,
+        config: RunSettings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,
@@ -50,8 +51,8 @@ class Workload:
         """Metrics that open the run's row, before the network's (S1's download time)."""
         return {}
 
-    def metrics(self, run: dict[str, float | int]) -> dict[str, float | int]:
-        """The workload's own metrics, given the run's so far."""
+    def metrics(self, measures: RunMeasures) -> dict[str, float | int]:
+        """The workload's own metrics, given what every run measures."""
         return {}
 
     def series_table(self) -> SeriesTable | None:

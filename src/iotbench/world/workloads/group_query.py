@@ -67,6 +67,7 @@ from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.metrics.observers import Observer, Observers
+from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.net.ip import address_text
 from iotbench.net.packet import Packet
@@ -411,7 +412,7 @@ class GroupQueryWorkload(Workload):
         """Frames and bytes on the radio, and MAC retries, so far."""
         return self.radio.frames, self.radio.bytes, sum(m.counters.retries for m in self.macs)
 
-    def metrics(self, run: dict[str, float | int] | None = None) -> dict[str, float | int]:
+    def metrics(self, measures: RunMeasures) -> dict[str, float | int]:
         g = len(self.members)
         answered = self.values
         n = len(answered)

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import math
 
-from iotbench.apps.requesters import ItemClient, PeriodicRequester, SequentialRequester
+from iotbench.apps.requesters import (
+    ItemClient,
+    PeriodicRequester,
+    SequentialRequester,
+)
 from iotbench.metrics.items import DELIVERED, Item, ItemLog
 from iotbench.metrics.observers import Observers
+from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.traffic import TrafficMeter
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import RunSettings, WorkloadSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols import build_client
@@ -25,7 +30,7 @@ class SequentialRequests(Workload):
         self,
         sim: Simulator,
         net: Network,
-        config: Settings,
+        config: RunSettings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,
@@ -37,18 +42,23 @@ class SequentialRequests(Workload):
         self.requester = self._requester(sim, self.client, items, self.planned_items, workload)
 
     @staticmethod
-    def _item_count(workload: Settings) -> int:
+    def _item_count(workload: WorkloadSettings) -> int:
         return workload.items
 
     def _requester(
-        self, sim: Simulator, client: ItemClient, items: ItemLog, count: int, workload: Settings
+        self,
+        sim: Simulator,
+        client: ItemClient,
+        items: ItemLog,
+        count: int,
+        workload: WorkloadSettings,
     ) -> SequentialRequester | PeriodicRequester:
         return SequentialRequester(sim, client, items, count)
 
     def start(self) -> None:
         self.requester.start(self.start_s)
 
-    def metrics(self, run: dict[str, float | int]) -> dict[str, float | int]:
+    def metrics(self, measures: RunMeasures) -> dict[str, float | int]:
         # A client with metrics of its own (a CoAP client behind DTLS: its handshakes).
         client_metrics = getattr(self.client, "metrics", None)
         return client_metrics() if client_metrics is not None else {}
@@ -58,9 +68,17 @@ class PeriodicRequests(SequentialRequests):
     """`workload.kind = "periodic"`: a request every `interval_s`, whatever came back."""
 
     def _requester(
-        self, sim: Simulator, client: ItemClient, items: ItemLog, count: int, workload: Settings
+        self,
+        sim: Simulator,
+        client: ItemClient,
+        items: ItemLog,
+        count: int,
+        workload: WorkloadSettings,
     ) -> SequentialRequester | PeriodicRequester:
-        return PeriodicRequester(sim, client, items, count, workload.interval_s)
+        interval_s = workload.interval_s
+        if interval_s is None:  # the schema requires it for this kind (scenarios/schema.py)
+            raise ValueError("workload.interval_s: required for kind = periodic")
+        return PeriodicRequester(sim, client, items, count, interval_s)
 
 
 class ObjectDownload(SequentialRequests):
@@ -71,14 +89,14 @@ class ObjectDownload(SequentialRequests):
     windowed_traffic = True
 
     @staticmethod
-    def _item_count(workload: Settings) -> int:
+    def _item_count(workload: WorkloadSettings) -> int:
         return 1
 
     def __init__(
         self,
         sim: Simulator,
         net: Network,
-        config: Settings,
+        config: RunSettings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter,
@@ -97,5 +115,6 @@ class ObjectDownload(SequentialRequests):
     def leading_metrics(self) -> dict[str, float | int]:
         item = self._item[0] if self._item else self.items.open.get(0)
         t_first = self.traffic.window_start
-        done = item is not None and item.status == DELIVERED and t_first is not None
-        return {"object_download_time_s": item.t_end - t_first if done else math.nan}
+        if item is None or item.status != DELIVERED or item.t_end is None or t_first is None:
+            return {"object_download_time_s": math.nan}
+        return {"object_download_time_s": item.t_end - t_first}

@@ -74,6 +74,7 @@ from iotbench.metrics.publish import (
     distribution_rows,
     publish_metrics,
 )
+from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
@@ -377,15 +378,15 @@ class PublishWorkload(Workload):
         listening = [e[1] - s[1] for s, e in zip(self._energy_start, self._energy_end, strict=True)]
         return air, listening
 
-    def metrics(self, base: dict[str, float | int]) -> dict[str, float]:
-        """S4's metrics (metrics/publish.py), from the run's metrics so far."""
+    def metrics(self, measures: RunMeasures) -> dict[str, float | int]:
+        """S4's metrics (metrics/publish.py), from what every run measures."""
         sender = self.sender
         stress = self.stress or LinkStress({}, 0.0, find_reading_id)
         stress.settle(float("inf"))
         tree = self.net.tree if isinstance(self.net, RadioNetwork) else None
         energies = self._energies() if tree is not None else None
         out = publish_metrics(
-            base,
+            measures,
             self.items.stats.started,
             sender.requests,
             sender.app_retransmissions(),
