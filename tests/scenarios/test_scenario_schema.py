@@ -105,10 +105,11 @@ def test_missing_required_key() -> None:
     msg = error_of(BASE.replace('kind = "sequential"\n', ""))
     assert msg == (
         "s3.toml: workload.kind: missing required key: one of object-download, periodic, "
-        "sequential, publish, group-query"
+        "poisson, sequential, publish, group-query"
     )
-    msg = error_of(BASE.replace('kind = "sequential"', 'kind = "periodic"'))
-    assert "workload.interval_s: missing required key for kind = periodic" in msg
+    for kind in ("periodic", "poisson"):
+        msg = error_of(BASE.replace('kind = "sequential"', f'kind = "{kind}"'))
+        assert f"workload.interval_s: missing required key for kind = {kind}" in msg
     msg = error_of(BASE.replace('name = "t"\n', ""))
     assert msg.startswith("s3.toml: name: missing required key")
 

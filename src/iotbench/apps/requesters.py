@@ -12,6 +12,7 @@ S3 defines it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from random import Random
 from typing import Protocol
 
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
@@ -107,3 +108,31 @@ class PeriodicRequester(_Requester):
     def start(self, at: float = 0.0) -> None:
         for i in range(self.count):
             self.sim.at(at + i * self.interval_s, self._launch)
+
+
+class PoissonRequester(_Requester):
+    """Starts items as a Poisson process: the gaps between starts, the first one's
+    after `at` too, are exponential with mean `interval_s`, drawn from `rng`;
+    open loop, as PeriodicRequester (a start never waits for an answer)."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        client: ItemClient,
+        items: ItemLog,
+        count: int,
+        interval_s: float,
+        rng: Random,
+    ) -> None:
+        super().__init__(sim, client, items, count)
+        self.rate_per_s = 1.0 / interval_s
+        self.rng = rng
+
+    def start(self, at: float = 0.0) -> None:
+        if self.count:
+            self.sim.at(at + self.rng.expovariate(self.rate_per_s), self._arrive)
+
+    def _arrive(self) -> None:
+        self._launch()
+        if self.items.started < self.count:
+            self.sim.schedule(self.rng.expovariate(self.rate_per_s), self._arrive)

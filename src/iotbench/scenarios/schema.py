@@ -267,7 +267,7 @@ def _check_workload(workload: Table) -> None:
     kind = workload["kind"]
     if kind == "group-query" and workload["path"] == "/":
         raise Invalid(("path",), "group-query: the members' resource path, e.g. '/s/t'")
-    if kind in ("periodic", "publish") and "interval_s" not in workload:
+    if kind in ("periodic", "poisson", "publish") and "interval_s" not in workload:
         raise Invalid(("interval_s",), f"missing required key for kind = {kind}: a number > 0")
 
 
@@ -277,20 +277,30 @@ WORKLOAD = Section(
         "kind": Field(
             "str",
             "object-download: fetch one object; periodic: a request every interval_s whether "
-            "or not the last was answered; sequential: each item starts when the previous ended; "
+            "or not the last was answered; poisson: requests as a Poisson process, interval_s "
+            "apart on average, whether or not the last was answered; sequential: each item "
+            "starts when the previous ended; "
             "publish: every producer sends a reading to the client node (the gateway) every "
             "interval_s, from a random phase (coap: a PUT each; mqttsn: one session each, "
             "the topic registered once, a PUBLISH each); group-query: the client creates one entity of "
             "all producers on the gateway's Entity Manager (protocol.coap.em) and queries it "
             "`queries` times, each interval_s after the previous answer (S6).",
-            choices=("object-download", "periodic", "sequential", "publish", "group-query"),
+            choices=(
+                "object-download",
+                "periodic",
+                "poisson",
+                "sequential",
+                "publish",
+                "group-query",
+            ),
         ),
         "items": Field(
             "int", "Number of data items (requests; publish: readings per producer).", 1, ge=1
         ),
         "interval_s": Field(
             "float",
-            "Request interval (periodic), reading interval (publish), pause after an answer "
+            "Request interval (periodic; poisson: the mean gap), reading interval (publish), "
+            "pause after an answer "
             "(group-query, default 1 s).",
             OPTIONAL,
             gt=0,

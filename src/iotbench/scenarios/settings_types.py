@@ -635,11 +635,11 @@ class NetworkDeviceSettings(Settings):
 class WorkloadSettings(Settings):
     """What the client asks for and when."""
 
-    #: object-download: fetch one object; periodic: a request every interval_s whether or not the last was answered; sequential: each item starts when the previous ended; publish: every producer sends a reading to the client node (the gateway) every interval_s, from a random phase (coap: a PUT each; mqttsn: one session each, the topic registered once, a PUBLISH each); group-query: the client creates one entity of all producers on the gateway's Entity Manager (protocol.coap.em) and queries it `queries` times, each interval_s after the previous answer (S6). (required)
+    #: object-download: fetch one object; periodic: a request every interval_s whether or not the last was answered; poisson: requests as a Poisson process, interval_s apart on average, whether or not the last was answered; sequential: each item starts when the previous ended; publish: every producer sends a reading to the client node (the gateway) every interval_s, from a random phase (coap: a PUT each; mqttsn: one session each, the topic registered once, a PUBLISH each); group-query: the client creates one entity of all producers on the gateway's Entity Manager (protocol.coap.em) and queries it `queries` times, each interval_s after the previous answer (S6). (required)
     kind: str
     #: Number of data items (requests; publish: readings per producer). (default 1)
     items: int
-    #: Request interval (periodic), reading interval (publish), pause after an answer (group-query, default 1 s). (optional)
+    #: Request interval (periodic; poisson: the mean gap), reading interval (publish), pause after an answer (group-query, default 1 s). (optional)
     interval_s: float | None
     #: publish: every wait (readings, requests, polls) is drawn uniformly from [m (1 - jitter), m (1 + jitter)] around its interval m, the first one too (S4's code: 0.5); 0: every wait is m, the first a random phase in [0, m). (default 0)
     jitter: float

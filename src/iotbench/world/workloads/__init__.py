@@ -10,12 +10,18 @@ from __future__ import annotations
 from iotbench.world.workloads.base import Workload
 from iotbench.world.workloads.group_query import GroupQueryWorkload
 from iotbench.world.workloads.publish import PublishWorkload
-from iotbench.world.workloads.requests import ObjectDownload, PeriodicRequests, SequentialRequests
+from iotbench.world.workloads.requests import (
+    ObjectDownload,
+    PeriodicRequests,
+    PoissonRequests,
+    SequentialRequests,
+)
 
 WORKLOADS: dict[str, type[Workload]] = {
     "object-download": ObjectDownload,
     "sequential": SequentialRequests,
     "periodic": PeriodicRequests,
+    "poisson": PoissonRequests,
     "publish": PublishWorkload,
     "group-query": GroupQueryWorkload,
 }

@@ -10,6 +10,7 @@ import math
 from iotbench.apps.requesters import (
     ItemClient,
     PeriodicRequester,
+    PoissonRequester,
     SequentialRequester,
 )
 from iotbench.metrics.items import DELIVERED, Item, ItemLog
@@ -52,7 +53,7 @@ class SequentialRequests(Workload):
         items: ItemLog,
         count: int,
         workload: WorkloadSettings,
-    ) -> SequentialRequester | PeriodicRequester:
+    ) -> SequentialRequester | PeriodicRequester | PoissonRequester:
         return SequentialRequester(sim, client, items, count)
 
     def start(self) -> None:
@@ -74,11 +75,30 @@ class PeriodicRequests(SequentialRequests):
         items: ItemLog,
         count: int,
         workload: WorkloadSettings,
-    ) -> SequentialRequester | PeriodicRequester:
+    ) -> SequentialRequester | PeriodicRequester | PoissonRequester:
         interval_s = workload.interval_s
         if interval_s is None:  # the schema requires it for this kind (scenarios/schema.py)
             raise ValueError("workload.interval_s: required for kind = periodic")
         return PeriodicRequester(sim, client, items, count, interval_s)
+
+
+class PoissonRequests(SequentialRequests):
+    """`workload.kind = "poisson"`: requests as a Poisson process, `interval_s` apart
+    on average (exponential gaps from the run's `workload/arrivals` stream), whatever
+    came back: the open-loop arrivals of many independent clients."""
+
+    def _requester(
+        self,
+        sim: Simulator,
+        client: ItemClient,
+        items: ItemLog,
+        count: int,
+        workload: WorkloadSettings,
+    ) -> SequentialRequester | PeriodicRequester | PoissonRequester:
+        interval_s = workload.interval_s
+        if interval_s is None:  # the schema requires it for this kind (scenarios/schema.py)
+            raise ValueError("workload.interval_s: required for kind = poisson")
+        return PoissonRequester(sim, client, items, count, interval_s, sim.rng("workload/arrivals"))
 
 
 class ObjectDownload(SequentialRequests):
