@@ -12,6 +12,7 @@ from aioquic.quic.connection import QuicConnection
 
 from iotbench.proto.coap.codec import Code, Message, Type, decode, encode
 from iotbench.proto.coap.endpoint import CoapEndpoint
+from iotbench.proto.coap.messaging import MessageLayer
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.codec import Connect
 from iotbench.proto.mqtt.codec import encode as mqtt_encode
@@ -37,7 +38,7 @@ def fault(*_args, **_kwargs):
 
 
 def coap(strict, monkeypatch):
-    monkeypatch.setattr(CoapEndpoint, "_on_con_or_non", fault)
+    monkeypatch.setattr(MessageLayer, "_on_con_or_non", fault)
     ep = CoapEndpoint(random.Random(1), strict=strict)
     ep.receive(0.0, encode(Message.request(Type.CON, Code.GET, 1, b"t", "/x")), PEER)
     return ep.stats.internal_errors

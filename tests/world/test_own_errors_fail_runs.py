@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aioquic.quic.connection import QuicConnection
 
-from iotbench.proto.coap.endpoint import CoapEndpoint
+from iotbench.proto.coap.messaging import MessageLayer
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
@@ -30,7 +30,7 @@ def fault(*_args, **_kwargs):
 # (scenario, point, the stack's method the fault replaces): each is called inside the
 # stack's guard (`except Exception`), which counted and swallowed it before.
 STACKS = {
-    "coap": ("s3-robustness", {"variant": ["coap-con"]}, CoapEndpoint, "_on_con_or_non"),
+    "coap": ("s3-robustness", {"variant": ["coap-con"]}, MessageLayer, "_on_con_or_non"),
     "mqtt-broker": ("s3-robustness", {"variant": ["mqtt-qos0"]}, MqttBroker, "_receive"),
     "mqttsn-gateway": ("s3-robustness", {"variant": ["mqttsn-qos0"]}, MqttSnGateway, "_on_message"),
     "mqttsn-client": ("s3-robustness", {"variant": ["mqttsn-qos1"]}, MqttSnClient, "_on_message"),

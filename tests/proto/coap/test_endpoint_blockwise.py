@@ -103,7 +103,7 @@ def test_a_large_upload_goes_in_block1_blocks():
     assert sent[0].get_uint(Opt.SIZE1) == 400 and not sent[1].has_option(Opt.SIZE1)
     answers = responses_sent(wire)
     assert [m.code for m in answers] == [Code.CONTINUE] * 6 + [Code.CHANGED]
-    assert len(server._uploads) == 0
+    assert len(server.server_layer._uploads) == 0
 
 
 def test_the_client_uploads_at_the_smaller_size_the_server_asks_for():
@@ -209,11 +209,11 @@ def test_unfinished_transfers_are_bounded():
         server.receive(0.0, raw(put), peer)
         server.receive(0.0, _raw_get(10_000 + i), peer)  # each starts a Block2 transfer
     drain(server)
-    assert len(server._uploads) == MAX_TRANSFERS
-    assert len(server._representations) == MAX_TRANSFERS
+    assert len(server.server_layer._uploads) == MAX_TRANSFERS
+    assert len(server.server_layer._representations) == MAX_TRANSFERS
     # ...and they expire after EXCHANGE_LIFETIME.
     server.receive(1000.0, _raw_get(50_000, BlockOption(1, False, 0)), CLIENT)
-    assert len(server._representations) == 0
+    assert len(server.server_layer._representations) == 0
 
 
 def _post(server, mid: int, block2=None, payload=b"") -> Message:

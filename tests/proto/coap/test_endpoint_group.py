@@ -398,7 +398,7 @@ def ask(ep, code, query=(), payload=b""):
     msg.payload = payload
     ep.receive(0.0, encode(msg), CLIENT)
     ((resp, _),) = drain(ep)
-    ep._seen.clear()  # the next request may reuse the Message ID
+    ep.message_layer._seen.clear()  # the next request may reuse the Message ID
     return resp.code, resp.payload.decode()
 
 

@@ -629,8 +629,8 @@ def test_flood_of_distinct_message_ids_keeps_dedup_memory_bounded():
         peer = ("10.9.0.1", 20000 + i % 7)
         server.receive(1.0 + i * 1e-3, raw(_get(i, b"\x01")), peer)
     assert len(calls) == 1000  # every new message was handled
-    assert len(server._seen) == 100
-    assert len(server._seen_con) + len(server._seen_non) == 100
+    assert len(server.message_layer._seen) == 100
+    assert len(server.message_layer._seen_con) + len(server.message_layer._seen_non) == 100
     assert len(drain(server)) == 1000
     # The most recent messages are still deduplicated: a repeat is answered from the cache.
     server.receive(2.0, raw(_get(999, b"\x01")), ("10.9.0.1", 20000 + 999 % 7))

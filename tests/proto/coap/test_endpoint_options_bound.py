@@ -7,7 +7,7 @@ Work is asserted as what the decoder walked (CoapTooManyOptions.offset), never a
 import pytest
 from coap_harness import CLIENT, SERVER, drain, endpoint, raw
 
-import iotbench.proto.coap.endpoint as endpoint_module
+import iotbench.proto.coap.messaging as messaging_module
 from iotbench.proto.coap.codec import (
     BlockOption,
     CoapDecodeError,
@@ -53,7 +53,7 @@ def decoder_spy(monkeypatch):
             raised.append(exc)
             raise
 
-    monkeypatch.setattr(endpoint_module, "decode", spy)
+    monkeypatch.setattr(messaging_module, "decode", spy)
     return raised
 
 
@@ -150,7 +150,7 @@ def test_a_response_over_the_bound_is_rejected_as_a_client_too():
     client.receive(0.1, raw(resp), SERVER)
     ((rst, _),) = drain(client)
     assert rst.type == Type.RST and rst.message_id == 0x0900
-    assert client.events() == [] and rid in client._requests  # still waiting
+    assert client.events() == [] and rid in client.client_layer._requests  # still waiting
 
 
 def test_the_codec_bound_is_off_unless_asked_and_stops_before_the_next_header():

@@ -19,13 +19,26 @@ Driving it (the simulator and the real-socket driver do exactly this):
 `addr` is any hashable; the endpoint never looks inside it. Nothing here reads
 a clock, opens a socket or touches global random state.
 
-The endpoint is one object assembled from its layers, one module each (as
-aiocoap splits its message and token managers): messaging.py (Message IDs,
-retransmission, deduplication, ACK and RST), client.py (requests, tokens,
-NSTART, responses, notifications received, block-wise as a client) and
-server.py (resources, handlers, replies, notifications sent, block-wise as a
-server); exchange.py holds what they keep per exchange. This module sets up
-the state they share and offers the public calls.
+The endpoint is a stack of three layer objects, one module each (as aiocoap
+separates its message manager from its token manager), each owning its own
+state (docs/coap.md, "Layers"):
+
+- `MessageLayer` (messaging.py): Message IDs, CON retransmission, CoCoA's
+  estimates, deduplication, ACK and RST matching; the only one that decodes
+  and sends datagrams.
+- `ClientLayer` (client.py), on it: requests, tokens, NSTART, responses,
+  notifications received, block-wise as a client; the application's events.
+- `ServerLayer` (server.py), on it too: resources, handlers, replies,
+  observers and notifications sent, block-wise as a server.
+
+The two above call the message layer's methods; it calls back through the
+small interfaces `ClientAbove` and `ServerAbove` (messaging.py). They share
+only what CoapEndpoint hands each at construction: the parameters, the rng
+(one stream, so the order of draws is the order of events), the counters
+(CoapStats) and the timer queue (one, so that deadlines that fall together
+run in the order they were armed, whichever layer armed them). exchange.py
+holds what passes between them. `CoapEndpoint` builds the stack and is the
+public face: its calls go to the layer they belong to.
 
 Choices the RFCs leave open, and what this endpoint does:
 
@@ -134,27 +147,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from iotbench.proto.errors import own_error
-from iotbench.proto.retransmit import BackoffSchedule, CocoaEstimator
+from iotbench.proto.retransmit import CocoaEstimator
 from iotbench.proto.timers import KIND, OBJ, TimerQueue
 
-from .blockwise import Representations, Uploads, szx_of
-from .client import ClientSide
-from .codec import (
-    MAX_TOKEN_LENGTH,
-    BlockOption,
-    CoapDecodeError,
-    CoapTooManyOptions,
-    Code,
-    Message,
-    Type,
-    decode,
-    is_request,
-    is_response,
-)
+from .client import ClientLayer
 from .events import (
     CoapEvent,
     GroupRequestDone,
@@ -164,8 +162,6 @@ from .events import (
     ResponseReceived,
 )
 from .exchange import (
-    BLOCK2_METHODS,
-    QUEUED,
     SERVER_CRITICAL_OPTIONS,
     T_EMPTY_ACK,
     T_GROUP_DONE,
@@ -173,32 +169,17 @@ from .exchange import (
     T_REPLY,
     T_RETRANSMIT,
     T_SEPARATE_WAIT,
-    ClientRequest,
     CoapStats,
-    DeferredState,
-    Outgoing,
-    check_encodable,
-    is_success,
 )
-from .messaging import Messaging
-from .observe import (
-    OBSERVE_DEREGISTER,
-    OBSERVE_REGISTER,
-    Observer,
-)
-from .options import Opt
+from .messaging import MessageLayer
 from .params import CoapParams
 from .resources import (
-    CT_LINK_FORMAT,
-    WELL_KNOWN_CORE,
     Deferred,
     Handler,
     Resource,
     ResourceResponse,
-    normalize_path,
-    to_response,
 )
-from .server import ServerSide
+from .server import ServerLayer
 
 # Events and ResourceResponse are re-exported so that drivers need one import.
 __all__ = [
@@ -215,7 +196,7 @@ __all__ = [
 ]
 
 
-class CoapEndpoint(Messaging, ClientSide, ServerSide):
+class CoapEndpoint:
     """One CoAP endpoint (client, server, or both) as a sans-I/O state machine."""
 
     def __init__(
@@ -236,68 +217,31 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         # counted (real sockets): proto/errors.py, own_error.
         self.strict = strict
         self.stats = CoapStats()
-        #: Critical request options accepted by the server; extend it when a
-        #: handler implements more (e.g. If-Match).
-        self.known_options: frozenset[int] = SERVER_CRITICAL_OPTIONS
-        if first_message_id is None:
-            first_message_id = rng.randrange(0x10000)
-        if not 0 <= first_message_id <= 0xFFFF:
-            raise ValueError(f"first_message_id must be 0..65535, got {first_message_id}")
-        self._next_mid = first_message_id
-        self._next_request_id = 1
-        #: Every observer of this server by peer address, over all resources.
-        self._observers_by_peer: dict[Hashable, list[Observer]] = {}
-        #: RFC 7959 transfers in progress on the server side.
-        self._uploads = Uploads(params.exchange_lifetime_s, params.max_body_bytes)
-        self._representations = Representations(params.exchange_lifetime_s)
-        self._cocoa = params.rto == "cocoa"
-        self._rfc_schedule = BackoffSchedule(
-            base_timeout_s=params.ack_timeout_s,
-            max_retransmissions=params.max_retransmit,
-            random_factor=params.ack_random_factor,
-            backoff_factor=params.backoff_factor,
-        )
-        self._exchange_lifetime = params.exchange_lifetime_s
-        self._max_options = params.max_options
-        self._non_lifetime = params.non_lifetime_s
-        self._separate_wait = (
-            params.exchange_lifetime_s
-            if params.separate_response_timeout_s is None
-            else params.separate_response_timeout_s
-        )
-
-        self._out: list[tuple[bytes, Hashable]] = []
-        self._events: list[CoapEvent] = []
         self._timers = TimerQueue()
-
-        # client side
-        self._requests: dict[int, ClientRequest] = {}
-        self._by_token: dict[tuple[Hashable, bytes], ClientRequest] = {}
-        self._group_tokens: dict[bytes, ClientRequest] = {}  # open group requests
-        self._outstanding: dict[Hashable, int] = {}
-        self._queues: dict[Hashable, deque[ClientRequest]] = {}
-        self._pumping: set[Hashable] = set()
-        # Peers whose next request waits for a token in use (ordered: determinism).
-        self._token_blocked: dict[Hashable, None] = {}
-        self._estimators: dict[Hashable, CocoaEstimator] = {}
-
-        # messages we sent, for ACK/RST matching; NON ones expire after NON_LIFETIME
-        self._by_mid: dict[tuple[Hashable, int], Outgoing] = {}
-        self._non_sent: deque[tuple[float, tuple[Hashable, int], Outgoing]] = deque()
-
-        # messages we received: (peer, mid) -> [expiry, reply bytes or None]
-        self._seen: dict[tuple[Hashable, int], list] = {}
-        self._seen_con: deque[tuple[float, tuple[Hashable, int]]] = deque()
-        self._seen_non: deque[tuple[float, tuple[Hashable, int]]] = deque()
-
-        # server side
-        self._resources: dict[str, Resource] = {}
-        self._well_known = Resource(
-            WELL_KNOWN_CORE,
-            self._well_known_handler,
-            methods=frozenset({Code.GET}),
-            content_format=CT_LINK_FORMAT,
+        #: The layers, bottom up (read them for diagnosis; drive the endpoint).
+        self.message_layer = MessageLayer(
+            params,
+            rng,
+            self.stats,
+            self._timers,
+            strict=strict,
+            first_message_id=first_message_id,
         )
+        self.client_layer = ClientLayer(self.message_layer, params, rng, self.stats, self._timers)
+        self.server_layer = ServerLayer(
+            self.message_layer, params, rng, self.stats, self._timers, strict=strict
+        )
+        self.message_layer.connect(self.client_layer, self.server_layer)
+
+    @property
+    def known_options(self) -> frozenset[int]:
+        """Critical request options accepted by the server; extend it when a
+        handler implements more (e.g. If-Match)."""
+        return self.server_layer.known_options
+
+    @known_options.setter
+    def known_options(self, options: frozenset[int]) -> None:
+        self.server_layer.known_options = options
 
     # =====================================================================
     # outputs
@@ -305,19 +249,15 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
 
     def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
         """Datagrams produced since the last call, in order (drains). `now` is unused."""
-        out = self._out
-        self._out = []
-        return out
+        return self.message_layer.take_datagrams()
 
     def events(self) -> list[CoapEvent]:
         """Application events produced since the last call, in order (drains)."""
-        ev = self._events
-        self._events = []
-        return ev
+        return self.client_layer.take_events()
 
     def next_event(self) -> CoapEvent | None:
         """The oldest undelivered event, or None."""
-        return self._events.pop(0) if self._events else None
+        return self.client_layer.next_event()
 
     def next_timer(self) -> float | None:
         """Absolute time of the earliest pending deadline, or None."""
@@ -328,22 +268,20 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
     # =====================================================================
 
     def handle_timer(self, now: float) -> None:
-        """Run every deadline at or before `now`."""
+        """Run every deadline at or before `now`, each by the layer that armed it."""
         timers = self._timers
         while (entry := timers.pop_due(now)) is not None:
             kind, obj = entry[KIND], entry[OBJ]
             if kind == T_RETRANSMIT:
-                self._on_retransmit_timer(now, obj)
+                self.message_layer.retransmission_due(now, obj)
             elif kind == T_NON_TIMEOUT or kind == T_SEPARATE_WAIT:
-                obj.timer = None
-                self._fail(now, obj, "timeout")
+                self.client_layer.timed_out(now, obj)
             elif kind == T_REPLY:
-                self._send_reply(now, obj)
+                self.server_layer.send_reply(now, obj)
             elif kind == T_EMPTY_ACK:
-                self._send_separate_ack(obj)
+                self.server_layer.send_separate_ack(obj)
             elif kind == T_GROUP_DONE:
-                obj.timer = None
-                self._group_done(now, obj)
+                self.client_layer.group_done(now, obj)
 
     def receive(self, now: float, data: bytes, addr: Hashable, *, multicast: bool = False) -> None:
         """Process one datagram from `addr`. Never raises for any input bytes.
@@ -351,30 +289,7 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         multicast: the datagram was sent to a group address this node joined
         (RFC 7252 8): no RST or ACK ever answers it, a response waits a leisure.
         """
-        self.stats.messages_received += 1
-        try:
-            msg = decode(data, self._max_options)
-        except CoapDecodeError as exc:
-            self.stats.decode_errors += 1
-            if isinstance(exc, CoapTooManyOptions):
-                self.stats.too_many_options += 1
-            if not multicast:
-                self._reject_undecodable(data, addr)
-            return
-        try:
-            self._expire(now)
-            t = msg.type
-            if multicast:
-                self._on_multicast(now, msg, addr)
-            elif t == Type.CON or t == Type.NON:
-                self._on_con_or_non(now, msg, addr)
-            elif t == Type.ACK:
-                self._on_ack(now, msg, addr)
-            else:
-                self._on_rst(now, msg, addr)
-        except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash a node
-            self.stats.internal_errors += 1
-            own_error(self.strict, exc, "CoAP endpoint")
+        self.message_layer.receive(now, data, addr, multicast)
 
     # =====================================================================
     # client API
@@ -408,92 +323,27 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         GroupResponse until `wait_s` has passed (default default_leisure_s +
         ack_timeout_s), then GroupRequestDone.
         """
-        if not is_request(code):
-            raise ValueError(f"code {code} is not a request method")
-        if multicast:
-            if observe:
-                raise ValueError("a group request cannot register an observation")
-            confirmable = False
-            if wait_s is None:
-                wait_s = self.params.default_leisure_s + self.params.ack_timeout_s
-            if not wait_s > 0:
-                raise ValueError(f"wait_s must be > 0, got {wait_s!r}")
-        elif wait_s is not None:
-            raise ValueError("wait_s is for group (multicast) requests")
-        if token is not None and len(token) > MAX_TOKEN_LENGTH:
-            raise ValueError(f"token is {len(token)} bytes, at most {MAX_TOKEN_LENGTH} allowed")
-        msg = Message(Type.CON if confirmable else Type.NON, int(code), 0, payload=bytes(payload))
-        msg.uri_path = path
-        for q in query:
-            msg.add_option(Opt.URI_QUERY, q)
-        for number, value in options:
-            msg.add_option(number, value)
-        if observe:
-            msg.set_option(Opt.OBSERVE, OBSERVE_REGISTER)
-        upload = None
-        size = None if multicast else self.params.block_size_bytes
-        if size is not None:
-            szx = szx_of(size)
-            if len(msg.payload) > size:
-                # RFC 7959 2.5: the body in Block1 blocks; Size1 announces it whole.
-                upload = msg.payload
-                msg.payload = upload[:size]
-                msg.block1 = BlockOption(0, True, szx)
-                msg.set_option(Opt.SIZE1, len(upload))
-            if code in BLOCK2_METHODS:
-                msg.block2 = BlockOption(0, False, szx)  # 2.4: early size negotiation
-        check_encodable(msg)
-        self._expire(now)
-        rid = self._submit(now, addr, msg, token, group_wait=wait_s)
-        if upload is not None and rid in self._requests:
-            self._requests[rid].upload = upload
-        return rid
-
-    def respond(self, now: float, deferred: Deferred, result: object) -> None:
-        """Answer a request whose handler returned `deferred`; `result` is anything
-        a handler may return (ResourceResponse, (code, payload...), bytes, str).
-
-        The answer leaves now, or ResourceResponse.delay_s later, as a
-        handler's would; to a multicast request, after a leisure drawn now.
-        ValueError for a Deferred this endpoint did not take, one already
-        answered, or a result that is not a response (the Deferred can then
-        still be answered)."""
-        state = deferred._state
-        if not isinstance(state, DeferredState) or state.endpoint is not self:
-            raise ValueError("this Deferred was not returned by a handler of this endpoint")
-        if deferred.answered:
-            raise ValueError("this Deferred has been answered already")
-        try:
-            rr = to_response(result)
-            if not is_response(rr.code):
-                raise ValueError(f"{rr.code} is not a response code")
-        except TypeError as exc:
-            raise ValueError(str(exc)) from None
-        deferred.answered = True
-        self._expire(now)
-        reply = state.reply
-        request = reply.request
-        resp = self._response_to(request, rr.code, rr)
-        check_encodable(resp)
-        if state.block1 is not None:
-            resp.block1 = state.block1
-        reply.response = self._response_blocks(now, request, reply.addr, resp)
-        delay = float(rr.delay_s)
-        self._schedule_reply(now, reply, delay if delay > 0 else 0.0)
+        return self.client_layer.request(
+            now,
+            addr,
+            code,
+            path,
+            confirmable=confirmable,
+            payload=payload,
+            options=options,
+            observe=observe,
+            token=token,
+            query=query,
+            multicast=multicast,
+            wait_s=wait_s,
+        )
 
     def cancel(self, now: float, request_id: int) -> bool:
         """Forget a request or observation without telling the peer; no event follows.
 
         Later responses or notifications for it are answered with RST.
         """
-        req = self._requests.get(request_id)
-        if req is None:
-            return False
-        if req.state == QUEUED:
-            self._unqueue(req)
-        else:
-            self._finish(now, req)
-        return True
+        return self.client_layer.cancel(now, request_id)
 
     def cancel_observe(self, now: float, request_id: int, proactive: bool = True) -> int | None:
         """End an observation (RFC 7641 3.6).
@@ -503,26 +353,11 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         arrives as ResponseReceived. Otherwise forget it locally; the next
         notification is answered with RST (reactive), and None is returned.
         """
-        req = self._requests.get(request_id)
-        if req is None or not req.observe:
-            return None
-        if req.state == QUEUED:
-            self._unqueue(req)
-            return None
-        token = req.token
-        self._finish(now, req)
-        if not proactive:
-            return None
-        msg = req.message.copy()
-        msg.set_option(Opt.OBSERVE, OBSERVE_DEREGISTER)
-        return self._submit(now, req.addr, msg, token, dereg=True)
+        return self.client_layer.cancel_observe(now, request_id, proactive)
 
     def rto_estimator(self, addr: Hashable) -> CocoaEstimator:
         """The CoCoA estimator kept for `addr` (created on first use)."""
-        est = self._estimators.get(addr)
-        if est is None:
-            est = self._estimators[addr] = CocoaEstimator()
-        return est
+        return self.message_layer.rto_estimator(addr)
 
     # =====================================================================
     # server API
@@ -546,49 +381,34 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         content_format and attributes (rt, if, title, sz...) appear in
         /.well-known/core; observable resources are listed with ;obs.
         """
-        key = normalize_path(path)
-        res = Resource(
-            key,
+        return self.server_layer.add_resource(
+            path,
             handler,
             observable=observable,
-            methods=None if methods is None else frozenset(int(m) for m in methods),
+            methods=methods,
             notify_confirmable=notify_confirmable,
             content_format=content_format,
-            attributes=dict(attributes or {}),
+            attributes=attributes,
         )
-        old = self._resources.get(key)
-        if old is not None:
-            for obs in list(old.observers.values()):
-                self._remove_observer(obs)
-        self._resources[key] = res
-        return res
 
     def remove_resource(self, path: str | Sequence[str]) -> bool:
         """Stop serving `path` (its observers are dropped); False if it was not served."""
-        res = self._resources.pop(normalize_path(path), None)
-        if res is None:
-            return False
-        for obs in list(res.observers.values()):
-            self._remove_observer(obs)
-        return True
+        return self.server_layer.remove_resource(path)
 
     def observers(self, path: str | Sequence[str]) -> int:
         """How many observers `path` has."""
-        res = self._resources.get(normalize_path(path))
-        return 0 if res is None else len(res.observers)
+        return self.server_layer.observers(path)
 
-    def peer_unreachable(self, now: float, addr: Hashable) -> int:
-        """The network said `addr` is unreachable (an ICMP port or host unreachable
-        for something we sent it): end its observations (RFC 7641 4.5), and fail
-        our requests to it at once ("unreachable") rather than after the
-        give-up. Returns how many observations ended."""
-        gone = list(self._observers_by_peer.get(addr, ()))
-        for obs in gone:
-            self._remove_observer(obs)
-        self.stats.observers_unreachable += len(gone)
-        for req in [r for r in self._requests.values() if r.addr == addr and r.parent is None]:
-            self._fail(now, req, "unreachable")
-        return len(gone)
+    def respond(self, now: float, deferred: Deferred, result: object) -> None:
+        """Answer a request whose handler returned `deferred`; `result` is anything
+        a handler may return (ResourceResponse, (code, payload...), bytes, str).
+
+        The answer leaves now, or ResourceResponse.delay_s later, as a
+        handler's would; to a multicast request, after a leisure drawn now.
+        ValueError for a Deferred this endpoint did not take, one already
+        answered, or a result that is not a response (the Deferred can then
+        still be answered)."""
+        self.server_layer.respond(now, deferred, result)
 
     def notify(
         self, now: float, path: str | Sequence[str], *, confirmable: bool | None = None
@@ -600,20 +420,13 @@ class CoapEndpoint(Messaging, ClientSide, ServerSide):
         number. A handler answer other than 2.xx ends each observation
         (RFC 7641 3.2: the error goes out without Observe).
         """
-        res = self._resources.get(normalize_path(path))
-        if res is None:
-            raise KeyError(f"no resource at {normalize_path(path)!r}")
-        if not res.observers:
-            return 0
-        self._expire(now)
-        con = res.notify_confirmable if confirmable is None else confirmable
-        seq = res.next_seq()
-        observers = list(res.observers.values())
-        for obs in observers:
-            msg = self._notification(now, res, obs, seq, con or self._con_due(now, obs))
-            if is_success(msg.code):
-                self._send_notification(now, obs, msg)
-            else:
-                self._remove_observer(obs)
-                self._transmit_notification(now, obs, msg)
-        return len(observers)
+        return self.server_layer.notify(now, path, confirmable)
+
+    def peer_unreachable(self, now: float, addr: Hashable) -> int:
+        """The network said `addr` is unreachable (an ICMP port or host unreachable
+        for something we sent it): end its observations (RFC 7641 4.5), and fail
+        our requests to it at once ("unreachable") rather than after the
+        give-up. Returns how many observations ended."""
+        gone = self.server_layer.peer_unreachable(addr)
+        self.client_layer.peer_unreachable(now, addr)
+        return gone

@@ -45,11 +45,14 @@ class RequestFailed:
     retransmissions), "reset" (the peer answered with RST), "timeout" (a NON
     request got no response within the NON timeout, or a separate response
     never followed the empty ACK), "unreachable" (the driver heard an ICMP
-    error for the peer, CoapEndpoint.peer_unreachable).
+    error for the peer, CoapEndpoint.peer_unreachable); for a body fetched in
+    blocks, one of those followed by " (block N)" when a later block's
+    request failed, or "blockwise: ..." when the transfer itself went wrong
+    (RFC 7959).
     """
 
     request_id: int
-    reason: FailureReason
+    reason: FailureReason | str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,18 @@
 """The state a CoAP endpoint keeps per exchange, and what its layers share:
 the option sets, timer kinds, request states and small message helpers of
-endpoint.py, messaging.py, client.py and server.py."""
+endpoint.py, messaging.py, client.py and server.py.
+
+The objects here pass between the layers (docs/coap.md, "Layers"): an
+`Outgoing` is a message the message layer tracks by Message ID for whoever
+sent it (a `ClientRequest`, a server's `ServerReply`, an observer); a
+dedup entry (`Seen`) is what the message layer remembers of a message
+received, and the reply the layer above sent to it."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from iotbench.proto.retransmit import Retransmission
 
@@ -14,6 +21,7 @@ from .codec import (
     BlockOption,
     Code,
     Message,
+    invalid_options,
 )
 from .observe import (
     OBSERVE_REGISTER,
@@ -43,10 +51,10 @@ SERVER_CRITICAL_OPTIONS = frozenset(
 #: Location-*, Observe, Size2) is elective.
 CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset({Opt.BLOCK1, Opt.BLOCK2})
 
-# What an outgoing message tracked by Message ID belongs to.
-REQUEST = 0
-SEPARATE = 1
-NOTIFY = 2
+#: What deduplication keeps of a message received (RFC 7252 4.5): [its expiry
+#: time, the reply sent to it (bytes) or None]. A list, not an object: one is
+#: made for every CON and NON received.
+Seen = list[Any]
 
 # Timer kinds (proto/timers.py's entries).
 T_RETRANSMIT = 0
@@ -88,6 +96,20 @@ def is_success(code: int) -> bool:
     return code >> 5 == 2
 
 
+def has_bad_critical(options: list[tuple[int, bytes]], known: frozenset[int]) -> bool:
+    """Unrecognized critical options, or invalid ones (RFC 7252 5.4.1, 5.4.3, 5.4.5).
+
+    One pass over the critical options only: an invalid elective option is
+    ignored (5.4.3), so `invalid_options` is asked about critical ones alone."""
+    critical = [option for option in options if option[0] & 1]
+    if not critical:
+        return False
+    for number, _ in critical:
+        if number not in known:
+            return True
+    return bool(invalid_options(critical))
+
+
 # RFC 7967 2.1: the No-Response bits that suppress response classes 2.xx, 4.xx, 5.xx.
 NO_RESPONSE_BITS = {2: 0x02, 4: 0x08, 5: 0x10}
 NO_RESPONSE_ALL = 0x1A
@@ -96,7 +118,9 @@ NO_RESPONSE_ALL = 0x1A
 def suppressed(request: Message, code: int) -> bool:
     """Whether the request's No-Response option asks not to get a response of `code`."""
     value = request.get_uint(Opt.NO_RESPONSE)
-    return bool(value) and bool(value & NO_RESPONSE_BITS.get(code >> 5, 0))
+    if not value:
+        return False
+    return bool(value & NO_RESPONSE_BITS.get(code >> 5, 0))
 
 
 def all_suppressed(request: Message) -> bool:
@@ -131,12 +155,16 @@ class CoapStats:
 
 
 class Outgoing:
-    """A message we sent that an ACK or RST may refer to, by (peer, Message ID)."""
+    """A message we sent that an ACK or RST may refer to, by (peer, Message ID).
 
-    __slots__ = ("addr", "data", "kind", "mid", "owner", "retx", "timer")
+    owner: what it was sent for, which also says which layer hears of its
+    ACK, RST or failure: a ClientRequest (the client layer), an Observer (a
+    notification: the server layer) or a ServerReply (a separate response,
+    which nobody needs to hear of)."""
 
-    def __init__(self, kind: int, addr: Hashable, mid: int, data: bytes, owner: object) -> None:
-        self.kind = kind
+    __slots__ = ("addr", "data", "mid", "owner", "retx", "timer")
+
+    def __init__(self, addr: Hashable, mid: int, data: bytes, owner: object) -> None:
         self.addr = addr
         self.mid = mid
         self.data = data
@@ -220,7 +248,7 @@ class ServerReply:
         addr: Hashable,
         request: Message,
         response: Message | None,
-        seen: list,
+        seen: Seen,
         multicast: bool = False,
     ) -> None:
         self.addr = addr
@@ -233,12 +261,12 @@ class ServerReply:
 
 
 class DeferredState:
-    """What the endpoint keeps for a Deferred until respond()."""
+    """What the server layer keeps for a Deferred until respond()."""
 
-    __slots__ = ("block1", "endpoint", "reply")
+    __slots__ = ("block1", "reply", "server")
 
-    def __init__(self, endpoint: object, reply: ServerReply, block1: BlockOption | None) -> None:
-        self.endpoint = endpoint
+    def __init__(self, server: object, reply: ServerReply, block1: BlockOption | None) -> None:
+        self.server = server  # the server layer that took it: only it may answer
         self.reply = reply
         self.block1 = block1
 

@@ -1,19 +1,27 @@
-"""The server side of the CoAP endpoint: requests to resources and their
+"""The server layer of the CoAP endpoint: requests to resources and their
 handlers, critical options, deferred and separate responses, group requests,
 RFC 7959 block-wise transfers from the server's end, and RFC 7641
 notifications to observers.
 
-`ServerSide` is one part of `CoapEndpoint` (endpoint.py), which sets up the
-state it uses and offers the public calls (add_resource, notify, respond)."""
+`ServerLayer` sits on the message layer (messaging.py) in `CoapEndpoint`'s
+stack (endpoint.py; docs/coap.md, "Layers"). It owns the resources and their
+observers, the Block1 uploads and Block2 representations in progress, and
+the replies that leave later than their request came. It sends through the
+message layer's methods and hears back through `ServerAbove` (messaging.py):
+a request, a notification's ACK, RST or failure. CoapEndpoint's
+add_resource, remove_resource, observers, notify and respond are its calls."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import random
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Literal, overload
 
 from iotbench.proto.errors import own_error
+from iotbench.proto.timers import TimerQueue
 from iotbench.proto.timers import cancel as cancel_timer
 
-from .blockwise import MAX_SZX, block_of, szx_of, uri_key
+from .blockwise import MAX_SZX, Representations, Uploads, block_of, szx_of, uri_key
 from .codec import (
     BlockOption,
     Code,
@@ -21,25 +29,26 @@ from .codec import (
     Type,
     encode,
     encode_uint,
-    invalid_options,
-    is_request,
     is_response,
 )
 from .exchange import (
     BLOCK2_SERVED,
-    NOTIFY,
-    SEPARATE,
+    SERVER_CRITICAL_OPTIONS,
     T_EMPTY_ACK,
     T_REPLY,
+    CoapStats,
     DeferredState,
     Outgoing,
+    Seen,
     ServerReply,
     asks_later_block_of_an_update,
     check_encodable,
+    has_bad_critical,
     is_success,
     suppressed,
     useless_to_group,
 )
+from .messaging import MessageLayer
 from .observe import (
     OBSERVE_DEREGISTER,
     OBSERVE_REGISTER,
@@ -47,64 +56,249 @@ from .observe import (
     observe_value,
 )
 from .options import Opt
+from .params import CoapParams
 from .resources import (
     CT_LINK_FORMAT,
     WELL_KNOWN_CORE,
     Deferred,
+    Handler,
     Resource,
     ResourceResponse,
     link_format,
+    normalize_path,
     to_response,
 )
 
 
-class ServerSide:
-    """The server side's methods of `CoapEndpoint`."""
+class ServerLayer:
+    """The resources of one endpoint, served over its message layer. Shared with the
+    other layers (from CoapEndpoint): the parameters, the rng, the counters and
+    the timer queue."""
 
-    # =====================================================================
-    # server side
-    # =====================================================================
-
-    def _has_bad_critical(self, options: list[tuple[int, bytes]], known: frozenset[int]) -> bool:
-        """Unrecognized critical options, or invalid ones (RFC 7252 5.4.1, 5.4.3, 5.4.5).
-
-        One pass over the critical options only: an invalid elective option is
-        ignored (5.4.3), so `invalid_options` is asked about critical ones alone."""
-        critical = [option for option in options if option[0] & 1]
-        if not critical:
-            return False
-        for number, _ in critical:
-            if number not in known:
-                return True
-        return bool(invalid_options(critical))
-
-    def _on_multicast(self, now: float, msg: Message, addr: Hashable) -> None:
-        """A message sent to a group: only NON requests are served (RFC 7252 8.1)."""
-        if msg.type != Type.NON or not is_request(msg.code):
-            if msg.type == Type.CON and is_request(msg.code):
-                self.stats.multicast_con_ignored += 1
-            else:
-                self.stats.format_errors += 1
-            return
-        key = (addr, msg.message_id)
-        if key in self._seen:
-            self.stats.duplicates += 1
-            return
-        self._on_request(now, msg, addr, self._remember(now, key, False), multicast=True)
-
-    def _on_request(
-        self, now: float, msg: Message, addr: Hashable, seen: list, multicast: bool = False
+    def __init__(
+        self,
+        messaging: MessageLayer,
+        params: CoapParams,
+        rng: random.Random,
+        stats: CoapStats,
+        timers: TimerQueue,
+        *,
+        strict: bool,
     ) -> None:
-        con = msg.type == Type.CON
-        if multicast and self._has_bad_critical(msg.options, self.known_options):
-            self.stats.bad_options += 1  # never an RST to a multicast request (8.2)
+        self._messaging = messaging
+        self.params = params
+        self._rng = rng
+        self._stats = stats
+        self._timers = timers
+        # An exception of our own in a handler: raised (a simulation), or logged
+        # and answered with 5.00 (real sockets): proto/errors.py, own_error.
+        self._strict = strict
+        #: Critical request options accepted; CoapEndpoint.known_options.
+        self.known_options: frozenset[int] = SERVER_CRITICAL_OPTIONS
+        self._resources: dict[str, Resource] = {}
+        self._well_known = Resource(
+            WELL_KNOWN_CORE,
+            self._well_known_handler,
+            methods=frozenset({Code.GET}),
+            content_format=CT_LINK_FORMAT,
+        )
+        #: Every observer of this server by peer address, over all resources.
+        self._observers_by_peer: dict[Hashable, list[Observer]] = {}
+        #: RFC 7959 transfers in progress.
+        self._uploads = Uploads(params.exchange_lifetime_s, params.max_body_bytes)
+        self._representations = Representations(params.exchange_lifetime_s)
+
+    # =====================================================================
+    # for the application (through CoapEndpoint)
+    # =====================================================================
+
+    def add_resource(
+        self,
+        path: str | Sequence[str],
+        handler: Handler,
+        *,
+        observable: bool,
+        methods: Iterable[int] | None,
+        notify_confirmable: bool,
+        content_format: int | None,
+        attributes: Mapping[str, str | int | None] | None,
+    ) -> Resource:
+        """Serve `path` with `handler` (see CoapEndpoint.add_resource)."""
+        key = normalize_path(path)
+        res = Resource(
+            key,
+            handler,
+            observable=observable,
+            methods=None if methods is None else frozenset(int(m) for m in methods),
+            notify_confirmable=notify_confirmable,
+            content_format=content_format,
+            attributes=dict(attributes or {}),
+        )
+        old = self._resources.get(key)
+        if old is not None:
+            for obs in list(old.observers.values()):
+                self.drop_observer(obs)
+        self._resources[key] = res
+        return res
+
+    def remove_resource(self, path: str | Sequence[str]) -> bool:
+        """Stop serving `path`; False if it was not served."""
+        res = self._resources.pop(normalize_path(path), None)
+        if res is None:
+            return False
+        for obs in list(res.observers.values()):
+            self.drop_observer(obs)
+        return True
+
+    def observers(self, path: str | Sequence[str]) -> int:
+        """How many observers `path` has."""
+        res = self._resources.get(normalize_path(path))
+        return 0 if res is None else len(res.observers)
+
+    def peer_unreachable(self, addr: Hashable) -> int:
+        """End the observations of `addr` (RFC 7641 4.5); returns how many."""
+        gone = list(self._observers_by_peer.get(addr, ()))
+        for obs in gone:
+            self.drop_observer(obs)
+        self._stats.observers_unreachable += len(gone)
+        return len(gone)
+
+    def notify(self, now: float, path: str | Sequence[str], confirmable: bool | None) -> int:
+        """Push the state of `path` to its observers (see CoapEndpoint.notify)."""
+        res = self._resources.get(normalize_path(path))
+        if res is None:
+            raise KeyError(f"no resource at {normalize_path(path)!r}")
+        if not res.observers:
+            return 0
+        self._messaging.expire(now)
+        con = res.notify_confirmable if confirmable is None else confirmable
+        seq = res.next_seq()
+        observers = list(res.observers.values())
+        for obs in observers:
+            msg = self._notification(now, res, obs, seq, con or self._con_due(now, obs))
+            if is_success(msg.code):
+                self._send_notification(now, obs, msg)
+            else:
+                self.drop_observer(obs)
+                self._transmit_notification(now, obs, msg)
+        return len(observers)
+
+    def respond(self, now: float, deferred: Deferred, result: object) -> None:
+        """Answer a deferred request (see CoapEndpoint.respond)."""
+        state = deferred._state
+        if not isinstance(state, DeferredState) or state.server is not self:
+            raise ValueError("this Deferred was not returned by a handler of this endpoint")
+        if deferred.answered:
+            raise ValueError("this Deferred has been answered already")
+        try:
+            rr = to_response(result)
+            if not is_response(rr.code):
+                raise ValueError(f"{rr.code} is not a response code")
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        deferred.answered = True
+        self._messaging.expire(now)
+        reply = state.reply
+        request = reply.request
+        resp = self._response_to(request, rr.code, rr)
+        check_encodable(resp)
+        if state.block1 is not None:
+            resp.block1 = state.block1
+        reply.response = self._response_blocks(now, request, reply.addr, resp)
+        delay = float(rr.delay_s)
+        self._schedule_reply(now, reply, delay if delay > 0 else 0.0)
+
+    # =====================================================================
+    # timers (from CoapEndpoint.handle_timer)
+    # =====================================================================
+
+    def send_separate_ack(self, reply: ServerReply) -> None:
+        """RFC 7252 5.2.2: acknowledge now, respond later."""
+        reply.ack_timer = None
+        reply.acked = True
+        self._messaging.ack_empty(reply.addr, reply.request.message_id, reply.seen)
+
+    def send_reply(self, now: float, reply: ServerReply) -> None:
+        """The response of `reply` is ready: piggybacked, separate or NON."""
+        resp = reply.response
+        assert resp is not None  # a deferred reply is scheduled once answered
+        addr = reply.addr
+        cancel_timer(reply.ack_timer)  # the response goes first: it is the ACK
+        reply.ack_timer = None
+        messaging = self._messaging
+        if suppressed(reply.request, resp.code):
+            # RFC 7967: the client is not interested in this class of response. A CON
+            # request still needs its ACK, an empty one (unless one went already).
+            if reply.request.type == Type.CON and not reply.acked:
+                messaging.ack_empty(addr, reply.request.message_id, reply.seen)
+            self._stats.responses_suppressed += 1
             return
-        if self._has_bad_critical(msg.options, self.known_options):
-            self.stats.bad_options += 1
+        if reply.request.type != Type.CON:
+            # RFC 7252 5.2.3: a NON request gets a NON response.
+            resp.type = Type.NON
+            resp.message_id = messaging.new_mid()
+            messaging.send(encode(resp), addr)
+        elif reply.acked:
+            resp.type = Type.CON
+            resp.message_id = messaging.new_mid()
+            out = Outgoing(addr, resp.message_id, encode(resp), reply)
+            messaging.send_con(now, out)
+        else:
+            # RFC 7252 5.2.1: piggybacked on the ACK, cached for duplicates (4.5).
+            resp.type = Type.ACK
+            resp.message_id = reply.request.message_id
+            messaging.reply(encode(resp), addr, reply.seen)
+
+    # =====================================================================
+    # from the message layer (ServerAbove)
+    # =====================================================================
+
+    def notification_acked(self, now: float, obs: Observer, out: Outgoing) -> None:
+        """RFC 7641 4.5.2: the next notification may go, the newest one waiting first."""
+        if obs.inflight is out:
+            obs.inflight = None
+            pending = obs.pending
+            if pending is not None and self._is_registered(obs):
+                obs.pending = None
+                self._transmit_notification(now, obs, pending)
+
+    def before_retransmission(self, obs: Observer, out: Outgoing) -> None:
+        """Retransmit the newest notification instead of the old one (RFC 7641 4.5.2)."""
+        msg = obs.pending
+        if msg is None:
+            return
+        obs.pending = None
+        self._messaging.renumber(out, msg)
+
+    def drop_observer(self, obs: Observer) -> None:
+        """Remove `obs` from its resource's observers and stop its notifications."""
+        res = obs.resource
+        if res.observers.get(obs.key) is obs:
+            del res.observers[obs.key]
+            same_peer = self._observers_by_peer[obs.addr]
+            same_peer.remove(obs)
+            if not same_peer:
+                del self._observers_by_peer[obs.addr]
+        inflight = obs.inflight
+        if isinstance(inflight, Outgoing):
+            self._messaging.forget(inflight)
+        obs.inflight = None
+        obs.pending = None
+
+    def receive_request(
+        self, now: float, msg: Message, addr: Hashable, seen: Seen, multicast: bool
+    ) -> None:
+        """A request, not a duplicate: answer it, now or later."""
+        con = msg.type == Type.CON
+        if multicast and has_bad_critical(msg.options, self.known_options):
+            self._stats.bad_options += 1  # never an RST to a multicast request (8.2)
+            return
+        if has_bad_critical(msg.options, self.known_options):
+            self._stats.bad_options += 1
             if con:
                 self._respond(now, msg, addr, seen, self._response_to(msg, Code.BAD_OPTION))
             else:
-                self._reset(addr, msg.message_id, seen)  # 5.4.1: reject the NON
+                self._messaging.reset(addr, msg.message_id, seen)  # 5.4.1: reject the NON
             return
         if any(number == Opt.PROXY_URI or number == Opt.PROXY_SCHEME for number, _ in msg.options):
             resp = self._response_to(msg, Code.PROXYING_NOT_SUPPORTED)
@@ -126,8 +320,9 @@ class ServerSide:
         if whole is None:
             return  # answered: 2.31 Continue for the next block, or why not
         last_block1 = None
-        if whole is not msg:
-            last_block1 = BlockOption(msg.block1.num, False, msg.block1.szx)  # 2.5: the last
+        block1 = msg.block1
+        if whole is not msg and block1 is not None:
+            last_block1 = BlockOption(block1.num, False, block1.szx)  # 2.5: the last
         kept = self._later_block(now, msg, addr)
         if kept is None and asks_later_block_of_an_update(msg):
             # Never run a POST or PUT again for a later block of its response.
@@ -173,7 +368,7 @@ class ServerSide:
         deferred: Deferred,
         msg: Message,
         addr: Hashable,
-        seen: list,
+        seen: Seen,
         block1: BlockOption | None,
         multicast: bool,
     ) -> None:
@@ -184,13 +379,13 @@ class ServerSide:
         if msg.type == Type.CON:
             after = self.params.separate_response_after_s
             if after is None:
-                self._send_separate_ack(reply)
+                self.send_separate_ack(reply)
             else:
                 reply.ack_timer = self._timers.arm(now + after, T_EMPTY_ACK, reply)
 
     # ---- RFC 7959 block-wise transfers, server side ---------------------------------
 
-    def _request_body(self, now: float, msg: Message, addr: Hashable, seen: list) -> Message | None:
+    def _request_body(self, now: float, msg: Message, addr: Hashable, seen: Seen) -> Message | None:
         """The request with its whole body, once every Block1 block has come; None when
         this block was answered instead (2.31 Continue, 4.08, 4.13, 4.00)."""
         block = msg.block1
@@ -287,12 +482,12 @@ class ServerSide:
             obs = res.observers.get(key)
             if obs is None and self.params.observe_one_per_peer:
                 for other in [o for o in res.observers.values() if o.addr == addr]:
-                    self._remove_observer(other)
+                    self.drop_observer(other)
             if obs is None:
                 if not self._room_for_observer(res, addr):
                     # 4.1: a server that will not add an observer answers as to a
                     # plain GET; the missing Observe tells the client.
-                    self.stats.observers_refused += 1
+                    self._stats.observers_refused += 1
                     return
                 obs = res.observers[key] = Observer(addr, msg.token, res, msg, now)
                 self._observers_by_peer.setdefault(addr, []).append(obs)
@@ -302,7 +497,17 @@ class ServerSide:
         elif value in (OBSERVE_REGISTER, OBSERVE_DEREGISTER):
             obs = res.observers.get(key)
             if obs is not None:
-                self._remove_observer(obs)
+                self.drop_observer(obs)
+
+    @overload
+    def _run_handler(
+        self, res: Resource, msg: Message, addr: Hashable, deferrable: Literal[False] = False
+    ) -> tuple[Message, float]: ...
+
+    @overload
+    def _run_handler(
+        self, res: Resource, msg: Message, addr: Hashable, deferrable: Literal[True]
+    ) -> tuple[Message, float] | Deferred: ...
 
     def _run_handler(
         self, res: Resource, msg: Message, addr: Hashable, deferrable: bool = False
@@ -326,8 +531,8 @@ class ServerSide:
             delay = float(rr.delay_s)
             return resp, delay if delay > 0 else 0.0
         except Exception as exc:  # noqa: BLE001
-            self.stats.handler_errors += 1
-            own_error(self.strict, exc, f"CoAP resource {res.path}")
+            self._stats.handler_errors += 1
+            own_error(self._strict, exc, f"CoAP resource {res.path}")
             return self._response_to(msg, Code.INTERNAL_SERVER_ERROR), 0.0
 
     def _response_to(
@@ -348,7 +553,7 @@ class ServerSide:
         now: float,
         request: Message,
         addr: Hashable,
-        seen: list,
+        seen: Seen,
         resp: Message,
         delay: float = 0.0,
         multicast: bool = False,
@@ -360,14 +565,15 @@ class ServerSide:
         an empty ACK first when a CON request would wait longer than
         separate_response_after_s (unless one is already sent or due)."""
         if reply.multicast:
-            request, code = reply.request, reply.response.code
-            if useless_to_group(request, reply.response) or suppressed(request, code):
-                self.stats.responses_suppressed += 1  # and no leisure drawn for it
+            request, resp = reply.request, reply.response
+            assert resp is not None  # a deferred reply is scheduled once answered
+            if useless_to_group(request, resp) or suppressed(request, resp.code):
+                self._stats.responses_suppressed += 1  # and no leisure drawn for it
                 return
             # RFC 7252 8.2: spread the members' responses over the leisure.
-            delay += self.rng.uniform(0.0, self.params.default_leisure_s)
+            delay += self._rng.uniform(0.0, self.params.default_leisure_s)
         if delay <= 0:
-            self._send_reply(now, reply)
+            self.send_reply(now, reply)
             return
         after = self.params.separate_response_after_s
         if (
@@ -379,42 +585,6 @@ class ServerSide:
         ):
             reply.ack_timer = self._timers.arm(now + after, T_EMPTY_ACK, reply)
         self._timers.arm(now + delay, T_REPLY, reply)
-
-    def _send_separate_ack(self, reply: ServerReply) -> None:
-        """RFC 7252 5.2.2: acknowledge now, respond later."""
-        reply.ack_timer = None
-        reply.acked = True
-        self._ack_empty(reply.addr, reply.request.message_id, reply.seen)
-
-    def _send_reply(self, now: float, reply: ServerReply) -> None:
-        resp = reply.response
-        addr = reply.addr
-        cancel_timer(reply.ack_timer)  # the response goes first: it is the ACK
-        reply.ack_timer = None
-        if suppressed(reply.request, resp.code):
-            # RFC 7967: the client is not interested in this class of response. A CON
-            # request still needs its ACK, an empty one (unless one went already).
-            if reply.request.type == Type.CON and not reply.acked:
-                self._ack_empty(addr, reply.request.message_id, reply.seen)
-            self.stats.responses_suppressed += 1
-            return
-        if reply.request.type != Type.CON:
-            # RFC 7252 5.2.3: a NON request gets a NON response.
-            resp.type = Type.NON
-            resp.message_id = self._new_mid()
-            self._send(encode(resp), addr)
-        elif reply.acked:
-            resp.type = Type.CON
-            resp.message_id = self._new_mid()
-            out = Outgoing(SEPARATE, addr, resp.message_id, encode(resp), reply)
-            self._send_con(now, out)
-        else:
-            # RFC 7252 5.2.1: piggybacked on the ACK, cached for duplicates (4.5).
-            resp.type = Type.ACK
-            resp.message_id = reply.request.message_id
-            data = encode(resp)
-            reply.seen[1] = data
-            self._send(data, addr)
 
     def _well_known_handler(self, request: Message, addr: Hashable) -> ResourceResponse:
         payload = link_format(self._resources.values(), request.uri_query)
@@ -461,42 +631,13 @@ class ServerSide:
         self._transmit_notification(now, obs, msg)
 
     def _transmit_notification(self, now: float, obs: Observer, msg: Message) -> None:
-        msg.message_id = self._new_mid()
-        out = Outgoing(NOTIFY, obs.addr, msg.message_id, encode(msg), obs)
+        msg.message_id = self._messaging.new_mid()
+        out = Outgoing(obs.addr, msg.message_id, encode(msg), obs)
         if msg.type == Type.CON:
             obs.inflight = out
             obs.last_con_s = now
             obs.non_since_con = 0
-            self._send_con(now, out)
+            self._messaging.send_con(now, out)
         else:
             obs.non_since_con += 1
-            self._send_non(now, out)
-
-    def _swap_in_pending(self, out: Outgoing) -> None:
-        """Retransmit the newest notification instead of the old one (RFC 7641 4.5.2)."""
-        obs: Observer = out.owner
-        msg = obs.pending
-        if msg is None:
-            return
-        obs.pending = None
-        old = (out.addr, out.mid)
-        if self._by_mid.get(old) is out:
-            del self._by_mid[old]
-        msg.message_id = self._new_mid()
-        out.mid = msg.message_id
-        out.data = encode(msg)
-        self._by_mid[(out.addr, out.mid)] = out
-
-    def _remove_observer(self, obs: Observer) -> None:
-        res = obs.resource
-        if res.observers.get(obs.key) is obs:
-            del res.observers[obs.key]
-            same_peer = self._observers_by_peer[obs.addr]
-            same_peer.remove(obs)
-            if not same_peer:
-                del self._observers_by_peer[obs.addr]
-        inflight = obs.inflight
-        if isinstance(inflight, Outgoing):
-            self._forget_out(inflight)
-        obs.inflight = None
-        obs.pending = None
+            self._messaging.send_non(now, out)
