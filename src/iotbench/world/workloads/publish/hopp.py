@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from iotbench.apps.readings import reading_counter
 from iotbench.proto.ndn.data import Data
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import ProtocolNdnHoppSettings, RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import RadioNetwork
 from iotbench.world.workloads.publish.hopp_agent import HoppAgent, HoppParams
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 HOPP_KEYS = {f.name for f in fields(HoppParams)}
 
 
-def hopp_params(cfg: Settings | None) -> HoppParams:
+def hopp_params(cfg: ProtocolNdnHoppSettings | None) -> HoppParams:
     """`protocol.ndn.hopp` as HoppParams (absent keys, or no section: the reference's
     defaults)."""
     if cfg is None:
@@ -79,12 +79,13 @@ class NdnHopp(NdnSender):
     drives = "push"
 
     def __init__(
-        self, work: Publisher, sim: Simulator, net: RadioNetwork, config: Settings
+        self, work: Publisher, sim: Simulator, net: RadioNetwork, config: RunSettings
     ) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
-        self.params = hopp_params(config.protocol.ndn.hopp)
+        ndn = config.protocol.ndn
+        self.params = hopp_params(ndn.hopp if ndn is not None else None)
         self.lifetime_ms = tree.lifetime_ms
         self.prefix_uri = tree.prefix.to_uri()  # the content proxy's: the gateway's
         self.producers = tree.producers

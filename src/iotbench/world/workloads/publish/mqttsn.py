@@ -50,7 +50,7 @@ class MqttSnPublish:
 
     drives = "push"
     schedule = "per-source"
-    requests = None
+    requests: int | None = None
 
     def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
         cfg = config.protocol.mqttsn

@@ -50,20 +50,23 @@ profile, and so does every forwarding decision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from iotbench.apps.ndn import NdnNode
 from iotbench.apps.readings import find_reading_id, read_id, reading_counter, reading_id
 from iotbench.net import ieee802154 as mac
-from iotbench.proto.ndn.app import NdnApp
+from iotbench.proto.ndn.app import NdnApp, OnData, OnTimeout
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.types import TT
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
+from iotbench.sim.cpu import Cpu
 from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.protocols.ndn import (
     CREATE_OPERATION,
@@ -88,8 +91,15 @@ class NdnTree:
     """What the NDN exchanges share: a forwarder on every node, the producers' names,
     the routes HoPP's set-up leaves, and the CPU cost of creating packets."""
 
-    def __init__(self, sim: Simulator, net: RadioNetwork, config: Settings, **overrides) -> None:
+    def __init__(
+        self, sim: Simulator, network: Network, config: RunSettings, **overrides: object
+    ) -> None:
+        if not isinstance(network, RadioNetwork):  # NDN runs straight over 802.15.4
+            raise TypeError("NDN's publish exchanges need a radio network")
         cfg = config.protocol.ndn
+        if cfg is None:  # the loader fills the selected protocol's section
+            raise ValueError("protocol.ndn: missing for protocol ndn")
+        net = network
         self.sim = sim
         self.net = net
         self.lifetime_ms = cfg.interest_lifetime_ms
@@ -146,7 +156,9 @@ class NdnTree:
         signer = self.gateway_signer if producer is None else self.signers[producer]
         return make_data(name, content, signer=signer, meta_info=self.signature == "none")
 
-    def put_data(self, node: NdnNode, app: NdnApp, data: Data, then=None) -> None:
+    def put_data(
+        self, node: NdnNode, app: NdnApp, data: Data, then: Callable[[], None] | None = None
+    ) -> None:
         """Create `data` on `node` (its CPU time), then hand it to the forwarder through
         `app` (after `then()`, when given)."""
 
@@ -158,7 +170,9 @@ class NdnTree:
 
         node.cpu.run(self.create_data_s(node), put)
 
-    def express(self, node: NdnNode, app: NdnApp, name: Name, on_data, on_timeout) -> None:
+    def express(
+        self, node: NdnNode, app: NdnApp, name: Name, on_data: OnData, on_timeout: OnTimeout
+    ) -> None:
         """Create an Interest on `node` (its CPU time), then send it."""
 
         def send() -> None:
@@ -206,7 +220,7 @@ class NdnSender:
     def protocol_metrics(self) -> dict[str, float | int]:
         return {}
 
-    def producer_cpus(self) -> list:
+    def producer_cpus(self) -> list[Cpu | None]:
         return [node.cpu for node in self.tree.producers]
 
 
@@ -214,8 +228,9 @@ class NdnPull(NdnSender):
     """ndn: the gateway asks each producer in turn for a reading by name."""
 
     drives = "pull"
+    requests: int = 0  # Interests the gateway expressed
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)
@@ -231,7 +246,7 @@ class NdnPull(NdnSender):
         self.asked: list[set[int]] = [set() for _ in range(count)]
         self.first_asked: list[dict[int, float]] = [{} for _ in range(count)]
         for index, (app, prefix) in enumerate(zip(tree.apps, tree.prefixes, strict=True)):
-            app.register_prefix(prefix, lambda interest, i=index: self._on_interest(i, interest))
+            app.register_prefix(prefix, partial(self._on_interest, index))
         tree.pump_all()
         self.requests = 0  # Interests the gateway expressed
 
@@ -320,7 +335,7 @@ class NdnInterestNotification(NdnSender):
     drives = "push"
     content_id = staticmethod(notification_id)
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
         self.work = work
         self.sim = sim
         self.tree = tree = NdnTree(sim, net, config)

@@ -75,6 +75,10 @@ class Schedule:
         self.on_done = on_done
         self.running = 0  # PerSource: sources with events still to come; RoundRobin: 1 or 0
 
+    def start(self, at: float) -> None:
+        """Schedule the first events, from `at`."""
+        raise NotImplementedError
+
 
 class PerSource(Schedule):
     """Each source on its own timer."""

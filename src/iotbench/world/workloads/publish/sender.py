@@ -8,7 +8,8 @@ readings through the `Publisher` it was built with.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.sim.cpu import Cpu
@@ -17,7 +18,10 @@ from iotbench.sim.cpu import Cpu
 class Sender(Protocol):
     """How one exchange carries the readings (see the module doc)."""
 
-    producers: list  # one entry per producer, in the network's order
+    @property
+    def producers(self) -> Sequence[object]:
+        """One entry per producer, in the network's order."""
+
     #: "push": the producers' schedule drives (send); "pull": the gateway's (request,
     #: or poll with workload.poll_interval_s).
     drives: str
@@ -25,7 +29,10 @@ class Sender(Protocol):
     schedule: str
     #: Optional: `content_id(frame)`, the item whose content a frame carries (link
     #: stress); absent: the reading id found in it (apps/readings.py).
-    requests: int | None  # requests the gateway sent (a pull); None for a push
+
+    @property
+    def requests(self) -> int | None:
+        """Requests the gateway sent (a pull); None for a push."""
 
     def start(self) -> None: ...
 
@@ -34,12 +41,6 @@ class Sender(Protocol):
 
     def send(self, producer: int, rid: int, payload: bytes) -> None:
         """The producer took a reading: carry it (a push), or hold it (a polled pull)."""
-
-    def request(self, producer: int, rid: int) -> None:
-        """A pull: the gateway asks the producer for item `rid` now."""
-
-    def poll(self, producer: int) -> None:
-        """A polled pull: the gateway asks the producer for what it has."""
 
     def app_retransmissions(self) -> int:
         """Retransmissions above the MAC so far."""
@@ -54,6 +55,17 @@ class Sender(Protocol):
 
     def producer_cpus(self) -> list[Cpu | None]:
         """Each producer's processor (None: a node without a device profile)."""
+
+
+@runtime_checkable
+class PullSender(Sender, Protocol):
+    """A sender the gateway's schedule drives (`drives == "pull"`)."""
+
+    def request(self, producer: int, rid: int) -> None:
+        """A pull: the gateway asks the producer for item `rid` now."""
+
+    def poll(self, producer: int) -> None:
+        """A polled pull: the gateway asks the producer for what it has."""
 
 
 class Publisher(Protocol):

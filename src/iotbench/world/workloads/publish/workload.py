@@ -51,6 +51,7 @@ is lost.
 from __future__ import annotations
 
 import math
+import random
 from collections import deque
 
 from iotbench.apps.readings import (
@@ -78,11 +79,12 @@ from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.workloads.base import Workload
-from iotbench.world.workloads.publish.schedules import SCHEDULES, PerSource, Waits
+from iotbench.world.workloads.publish.schedules import SCHEDULES, PerSource, Schedule, Waits
+from iotbench.world.workloads.publish.sender import PullSender
 from iotbench.world.workloads.publish.senders import SENDERS
 
 #: Points of the time series over the publishing period (workload.series_points).
@@ -98,7 +100,7 @@ class PublishWorkload(Workload):
         self,
         sim: Simulator,
         net: Network,
-        config: Settings,
+        config: RunSettings,
         items: ItemLog,
         observers: Observers | None = None,
         traffic: TrafficMeter | None = None,
@@ -109,7 +111,9 @@ class PublishWorkload(Workload):
         self.net = net
         self.items = items
         self.planned_items = workload.items
-        self.interval_s = workload.interval_s
+        if workload.interval_s is None:  # the schema requires it for this kind
+            raise ValueError("workload.interval_s: required for kind = publish")
+        self.interval_s: float = workload.interval_s
         self.jitter = workload.jitter
         self.poll_s = workload.poll_interval_s
         self.start_s = workload.start_s
@@ -125,13 +129,19 @@ class PublishWorkload(Workload):
         )
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
         self._handed: deque[tuple[float, int]] = deque()  # (hand-over time, reading id)
-        self._values = sim.rng("sensor")
+        self._values: random.Random = sim.rng("sensor")
         self.skipped = 0  # readings a producer could not take (its sender not ready)
         name = config.protocol.name
         exchange = {"coap": "coap_exchange", "ndn": "ndn_exchange"}.get(name)
         self.sender = SENDERS[getattr(workload, exchange) if exchange else name](
             self, sim, net, config
         )
+        self._pull: PullSender | None = None
+        if self.sender.drives == "pull":
+            if not isinstance(self.sender, PullSender):
+                kind = type(self.sender).__name__
+                raise TypeError(f"{kind} drives a pull but has no request() and poll()")
+            self._pull = self.sender
         self.polling = self.sender.drives == "pull" and self.poll_s is not None
         producers = net.nodes("producer")
         self._items_running = True  # the schedule that opens items has events to come
@@ -168,6 +178,7 @@ class PublishWorkload(Workload):
         # Energy is compared over the publishing period in every variant, from its
         # start (the routing tree is built before) to its end (not the run's end,
         # which depends on how soon the last readings arrive).
+        self._radios = list(radio.radios.values()) if radio is not None else []
         self._energy_start: list[tuple[float, float]] | None = None
         self._energy_end: list[tuple[float, float]] | None = None
         self.series: PublishSeries | None = None
@@ -185,12 +196,12 @@ class PublishWorkload(Workload):
                 sorted(forwarders, key=lambda pair: pair[0]),
             )
 
-    def _build_schedules(self, producers: int) -> list:
+    def _build_schedules(self, producers: int) -> list[Schedule]:
         """The producers' readings (a push, a polled pull) or the gateway's requests (a
         pull), which open the items; a polled pull's polls, which go on until the run
         ends."""
         sim, sender = self.sim, self.sender
-        out = []
+        out: list[Schedule] = []
         if sender.drives == "push" or self.polling:
             waits = Waits(sim.rng("workload/intervals"), self.interval_s, self.jitter)
             out.append(
@@ -205,7 +216,7 @@ class PublishWorkload(Workload):
                 )
             )
         if sender.drives == "pull":
-            median = self.poll_s if self.polling else self.interval_s
+            median = self.poll_s if self.polling and self.poll_s is not None else self.interval_s
             waits = Waits(sim.rng("workload/requests"), median, self.jitter)
             build = SCHEDULES[sender.schedule]
             if self.polling:
@@ -241,10 +252,15 @@ class PublishWorkload(Workload):
         self.sender.send(producer, rid, reading(producer, k, self._value()))
 
     def _request(self, producer: int, k: int) -> None:
-        self.sender.request(producer, self._open_item(producer, k))
+        self._puller().request(producer, self._open_item(producer, k))
 
     def _poll(self, producer: int, k: int) -> None:
-        self.sender.poll(producer)
+        self._puller().poll(producer)
+
+    def _puller(self) -> PullSender:
+        if self._pull is None:  # the schedules request and poll only for a pull
+            raise RuntimeError("a pull schedule on a sender that does not pull")
+        return self._pull
 
     def _open_item(self, producer: int, k: int) -> int:
         rid = reading_id(producer, k)
@@ -354,12 +370,13 @@ class PublishWorkload(Workload):
 
     # ---- metrics ---------------------------------------------------------------------
 
-    def _energy_snapshot(self, which: str) -> None:
+    def _energy_now(self) -> list[tuple[float, float]]:
+        """Each node's energy so far: (S4's accounting, always listening)."""
         now = self.sim.now
-        energy = [
-            (radio.power.air_joules(now), radio.power.joules(now))
-            for radio in self.net.radios.values()
-        ]
+        return [(radio.power.air_joules(now), radio.power.joules(now)) for radio in self._radios]
+
+    def _energy_snapshot(self, which: str) -> None:
+        energy = self._energy_now()
         if which == "start":
             self._energy_start = energy
         else:
@@ -370,12 +387,14 @@ class PublishWorkload(Workload):
         listening); None without a radio network."""
         if not isinstance(self.net, RadioNetwork):
             return None
-        if self._energy_start is None:
-            self._energy_snapshot("start")
-        if self._energy_end is None:  # the run ended before the period did
-            self._energy_snapshot("end")
-        air = [e[0] - s[0] for s, e in zip(self._energy_start, self._energy_end, strict=True)]
-        listening = [e[1] - s[1] for s, e in zip(self._energy_start, self._energy_end, strict=True)]
+        start = self._energy_start
+        if start is None:
+            start = self._energy_start = self._energy_now()
+        end = self._energy_end
+        if end is None:  # the run ended before the period did
+            end = self._energy_end = self._energy_now()
+        air = [e[0] - s[0] for s, e in zip(start, end, strict=True)]
+        listening = [e[1] - s[1] for s, e in zip(start, end, strict=True)]
         return air, listening
 
     def metrics(self, measures: RunMeasures) -> dict[str, float | int]:
