@@ -10,8 +10,9 @@ is a float with its doc, `settings.protocol.coap` a ProtocolCoapSettings.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
+from iotbench.scenarios.errors import ScenarioError
 from iotbench.scenarios.fields import typed, validate
 from iotbench.scenarios.protocol_schema import COAP_EM
 from iotbench.scenarios.schema import NETWORK, RUN_CONFIG
@@ -29,8 +30,22 @@ __all__ = [
     "Settings",
     "em_settings",
     "network_settings",
+    "required",
     "run_settings",
 ]
+
+_T = TypeVar("_T")
+
+
+def required(value: _T | None, key: str) -> _T:
+    """The value of `key` (dotted), which the schema always fills in where it is read
+    though its type allows None elsewhere: a radio network's sections
+    (radio_schema.fill_radio_sections) and the keys its topology needs, the
+    selected protocol's section and protocol.tcp under a protocol over TCP
+    (protocol_schema._fill_selected_protocol)."""
+    if value is None:
+        raise ScenarioError(f"{key}: missing, though a validated config has it")
+    return value
 
 
 def run_settings(config: dict[str, Any]) -> RunSettings:

@@ -19,7 +19,9 @@ def derive_seed(*parts: object) -> int:
 
 
 class RngStreams:
-    def __init__(self, seed: int) -> None:
+    # None is a seed too (derive_seed reads its repr): a radio network's section
+    # without network.seed, which the sweep fills in for every run, draws from it.
+    def __init__(self, seed: int | None) -> None:
         self.seed = seed
         self._streams: dict[str, random.Random] = {}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from iotbench.metrics.observers import Observers
 from iotbench.scenarios.radio_schema import is_radio_topology
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import NetworkSettings, ProtocolSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks.base import Network, PairNetwork, RadioNetwork, Streams
 from iotbench.world.networks.pair import build_two_node_network
@@ -24,13 +24,16 @@ __all__ = [
 ]
 
 
-def is_radio_network(network: Settings) -> bool:
+def is_radio_network(network: NetworkSettings) -> bool:
     """A radio network (any topology but pair, which is also what an absent one means)."""
     return is_radio_topology(network.topology)
 
 
 def build_network(
-    sim: Simulator, network: Settings, observers: Observers, protocol: Settings | None = None
+    sim: Simulator,
+    network: NetworkSettings,
+    observers: Observers,
+    protocol: ProtocolSettings | None = None,
 ) -> Network:
     """The network of a run: a pair, or a radio network (for the protocol's kind of
     node). It needs nothing of the workload; what it does per item waits in its

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from iotbench.net.impairments import Redraw
 from iotbench.net.l2 import L2Interface, L2Node
 from iotbench.net.link import PointToPointLink
+from iotbench.net.lowpan.interface import LowpanInterface
 from iotbench.net.node import Interface, Node
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 # name -> that component's random stream
 Streams = Callable[[str], random.Random]
+#: The interface a host uses towards the others: a link end, a radio node's 6LoWPAN
+#: interface, or an 802.15.4 interface of its own (NDN).
+HostInterface = Interface | LowpanInterface | L2Interface
 
 
 class ItemFollower(Protocol):
@@ -60,7 +64,7 @@ class Network:
     hosts: dict[str, Node | L2Node]
     roles: dict[str, tuple[str, ...]]
     # The interface each host uses towards the others (its radio, or its link end).
-    interfaces: dict[str, Interface | L2Interface]
+    interfaces: dict[str, HostInterface]
     redraws: list[Redraw] = field(default_factory=list)
     item_followers: list[ItemFollower] = field(default_factory=list)
 
@@ -84,8 +88,23 @@ class Network:
     def nodes(self, role: str) -> list[Node | L2Node]:
         return [self.hosts[i] for i in self.ids(role)]
 
-    def interface(self, host: Node | L2Node) -> Interface | L2Interface:
+    def ip_node(self, role: str) -> Node:
+        """The one node that plays `role`, an IP host (every protocol's but NDN's)."""
+        host = self.node(role)
+        if not isinstance(host, Node):
+            raise TypeError(f"the {role} node {host.name!r} is not an IP host")
+        return host
+
+    def interface(self, host: Node | L2Node) -> HostInterface:
         return self.interfaces[host.name]
+
+    def l2_interface(self, host: Node | L2Node) -> L2Interface:
+        """The 802.15.4 interface of `host`, a node that puts its protocol straight
+        into frames (NDN's)."""
+        iface = self.interfaces[host.name]
+        if not isinstance(iface, L2Interface):
+            raise TypeError(f"{host.name!r} has no 802.15.4 interface of its own")
+        return iface
 
     def address(self, host: Node | L2Node) -> bytes:
         """The address others reach `host` at (its global IP address, or its MAC address)."""

@@ -27,30 +27,75 @@ from iotbench.net.impairments import (
 from iotbench.net.l2 import L2Node
 from iotbench.net.link import PointToPointLink
 from iotbench.net.node import Node
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings_types import (
+    NetworkImpairDirectionDelayConstantSettings,
+    NetworkImpairDirectionDelayNoneSettings,
+    NetworkImpairDirectionDelayNormalSettings,
+    NetworkImpairDirectionDelayUniformSettings,
+    NetworkImpairDirectionLossBernoulliSettings,
+    NetworkImpairDirectionLossGilbertElliottSettings,
+    NetworkImpairDirectionLossNoneSettings,
+    NetworkImpairDirectionOutagesNoneSettings,
+    NetworkImpairDirectionOutagesRandomItemsSettings,
+    NetworkImpairDirectionOutagesRandomSettings,
+    NetworkImpairDirectionOutagesScheduledSettings,
+    NetworkImpairDirectionSettings,
+    NetworkImpairSettings,
+    NetworkSettings,
+    RedrawSettings,
+)
 from iotbench.sim import RngStreams, Simulator
-from iotbench.world.networks.base import ItemFollower, PairNetwork, Streams
+from iotbench.world.networks.base import HostInterface, ItemFollower, PairNetwork, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
 
+# The models of network.impair's parts (settings_types.py), one type per `model`.
+LossSpec = (
+    NetworkImpairDirectionLossNoneSettings
+    | NetworkImpairDirectionLossBernoulliSettings
+    | NetworkImpairDirectionLossGilbertElliottSettings
+)
+DelaySpec = (
+    NetworkImpairDirectionDelayNoneSettings
+    | NetworkImpairDirectionDelayConstantSettings
+    | NetworkImpairDirectionDelayUniformSettings
+    | NetworkImpairDirectionDelayNormalSettings
+)
+OutagesSpec = (
+    NetworkImpairDirectionOutagesNoneSettings
+    | NetworkImpairDirectionOutagesScheduledSettings
+    | NetworkImpairDirectionOutagesRandomSettings
+    | NetworkImpairDirectionOutagesRandomItemsSettings
+)
+LossModel = BernoulliLoss | GilbertElliottLoss
+DelayModel = ConstantDelay | UniformDelay | NormalDelay
 
-def build_two_node_network(sim: Simulator, network: Settings, observers: Observers) -> PairNetwork:
+
+def build_two_node_network(
+    sim: Simulator, network: NetworkSettings, observers: Observers
+) -> PairNetwork:
     """The pair network of `network` (a scenario's section, as settings). Its
     per-item impairments (random-items outages, parameters redrawn every n items)
     are its item_followers: Network.follow_items connects them to a run's items."""
     link_cfg = network.link
+    client: Node | L2Node
+    server: Node | L2Node
+    client_if: HostInterface
+    server_if: HostInterface
     if link_cfg.layer == "ieee802154":
         # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
-        client, server = L2Node(sim, "client", 1), L2Node(sim, "server", 2)
-        client_if = client.add_interface(link_cfg.mtu_bytes)
-        server_if = server.add_interface(link_cfg.mtu_bytes)
+        l2_client, l2_server = L2Node(sim, "client", 1), L2Node(sim, "server", 2)
+        client_if = l2_client.add_interface(link_cfg.mtu_bytes)
+        server_if = l2_server.add_interface(link_cfg.mtu_bytes)
+        client, server = l2_client, l2_server
         overhead = ieee802154.PHY_OVERHEAD_BYTES
     else:
         client_addr, server_addr = ADDRESSES[network.ip_version]
-        client, server = Node(sim, "client"), Node(sim, "server")
-        client_if = client.add_interface(client_addr, link_cfg.mtu_bytes)
-        server_if = server.add_interface(server_addr, link_cfg.mtu_bytes)
+        ip_client, ip_server = Node(sim, "client"), Node(sim, "server")
+        client_if = ip_client.add_interface(client_addr, link_cfg.mtu_bytes)
+        server_if = ip_server.add_interface(server_addr, link_cfg.mtu_bytes)
+        client, server = ip_client, ip_server
         overhead = 0
     # The network draws from streams of its own seed (network.seed), so runs that
     # differ only in protocol meet the same losses, delays and outages.
@@ -59,28 +104,34 @@ def build_two_node_network(sim: Simulator, network: Settings, observers: Observe
     both = impair.both if impair is not None else None
     # An outage takes the whole link down: under `both`, the two directions share one.
     followers: list[ItemFollower] = []
-    shared_outages = _outages(sim, streams, "link/both", _part(both, "outages"), followers)
-    redraw_targets: dict[tuple[str, str, str], list] = {}
+    shared_outages = _outages(sim, streams, "link/both", _outages_of(both), followers)
+    # (section, part, key) -> the models whose `key` is redrawn, with its redraw table
+    redraw_targets: dict[tuple[str, str, str], list[tuple[object, RedrawSettings]]] = {}
     impairments = {}
     for direction in DIRECTIONS:
-        own = getattr(impair, direction) if impair is not None else None
+        own = _direction(impair, direction)
         name = f"link/{direction}"
-        loss_spec = _part(own, "loss") or _part(both, "loss")
-        delay_spec = _part(own, "delay") or _part(both, "delay")
+        own_loss, own_delay = _loss_of(own), _delay_of(own)
+        loss_spec = own_loss or _loss_of(both)
+        delay_spec = own_delay or _delay_of(both)
         loss = _loss(streams, name, loss_spec)
         delay = _delay(streams, name, delay_spec)
-        own_outages = _part(own, "outages")
+        own_outages = _outages_of(own)
         outages = (
             _outages(sim, streams, name, own_outages, followers)
             if own_outages is not None
             else shared_outages
         )
         impairments[direction] = Impairment(loss=loss, delay=delay, outages=outages)
-        for part, model, spec in (("loss", loss, loss_spec), ("delay", delay, delay_spec)):
-            section = direction if _part(own, part) is not None else "both"
+        parts: tuple[tuple[str, object, LossSpec | DelaySpec | None, bool], ...] = (
+            ("loss", loss, loss_spec, own_loss is not None),
+            ("delay", delay, delay_spec, own_delay is not None),
+        )
+        for part, model, spec, owned in parts:
+            section = direction if owned else "both"
             for key in spec.keys() if spec is not None else ():
                 value = getattr(spec, key)
-                if isinstance(value, Settings):
+                if isinstance(value, RedrawSettings):
                     redraw_targets.setdefault((section, part, key), []).append((model, value))
     # A parameter redrawn under `both` takes the same value in each direction.
     redraws = []
@@ -116,22 +167,41 @@ def build_two_node_network(sim: Simulator, network: Settings, observers: Observe
     )
 
 
-def _part(direction: Settings | None, part: str) -> Settings | None:
-    """One part (loss, delay, outages) of a direction's impairments, if it has one."""
-    return getattr(direction, part) if direction is not None else None
+def _direction(
+    impair: NetworkImpairSettings | None, direction: str
+) -> NetworkImpairDirectionSettings | None:
+    """The impairments of one direction (to_server, to_client), if it has its own."""
+    if impair is None:
+        return None
+    return impair.to_server if direction == "to_server" else impair.to_client
 
 
-def _initial(value) -> float:
+# One part of a direction's impairments, if it has one.
+
+
+def _loss_of(direction: NetworkImpairDirectionSettings | None) -> LossSpec | None:
+    return direction.loss if direction is not None else None
+
+
+def _delay_of(direction: NetworkImpairDirectionSettings | None) -> DelaySpec | None:
+    return direction.delay if direction is not None else None
+
+
+def _outages_of(direction: NetworkImpairDirectionSettings | None) -> OutagesSpec | None:
+    return direction.outages if direction is not None else None
+
+
+def _initial(value: float | RedrawSettings) -> float:
     # A redrawn parameter gets its first value when its schedule first fires (at
     # the first item or at t=0); until then the low end is a placeholder.
-    return value.uniform[0] if isinstance(value, Settings) else value
+    return value.uniform[0] if isinstance(value, RedrawSettings) else value
 
 
-def _loss(streams: Streams, name: str, spec: Settings | None):
-    if not spec or spec.model == "none":
+def _loss(streams: Streams, name: str, spec: LossSpec | None) -> LossModel | None:
+    if spec is None or isinstance(spec, NetworkImpairDirectionLossNoneSettings):
         return None
     rng = streams(f"{name}/loss")
-    if spec.model == "bernoulli":
+    if isinstance(spec, NetworkImpairDirectionLossBernoulliSettings):
         return BernoulliLoss(rng, _initial(spec.p))
     return GilbertElliottLoss(
         rng,
@@ -142,14 +212,13 @@ def _loss(streams: Streams, name: str, spec: Settings | None):
     )
 
 
-def _delay(streams: Streams, name: str, spec: Settings | None):
-    if not spec or spec.model == "none":
+def _delay(streams: Streams, name: str, spec: DelaySpec | None) -> DelayModel | None:
+    if spec is None or isinstance(spec, NetworkImpairDirectionDelayNoneSettings):
         return None
     rng = streams(f"{name}/delay")
-    model = spec.model
-    if model == "constant":
+    if isinstance(spec, NetworkImpairDirectionDelayConstantSettings):
         return ConstantDelay(_initial(spec.s))
-    if model == "uniform":
+    if isinstance(spec, NetworkImpairDirectionDelayUniformSettings):
         return UniformDelay(rng, _initial(spec.low_s), _initial(spec.high_s))
     return NormalDelay(rng, _initial(spec.mean_s), _initial(spec.stddev_s))
 
@@ -158,20 +227,19 @@ def _outages(
     sim: Simulator,
     streams: Streams,
     name: str,
-    spec: Settings | None,
+    spec: OutagesSpec | None,
     followers: list[ItemFollower],
 ) -> Outages:
-    if not spec or spec.model == "none":
+    if spec is None or isinstance(spec, NetworkImpairDirectionOutagesNoneSettings):
         return Outages()
     rng = streams(f"{name}/outages")
-    model = spec.model
-    if model == "scheduled":
+    if isinstance(spec, NetworkImpairDirectionOutagesScheduledSettings):
         outages = Outages()
         for start in spec.start_s:
             outages.add(start, spec.duration_s)
         return outages
-    if model == "random":
-        return random_outages(rng, spec.count, spec.duration_s, tuple(spec.window_s))
+    if isinstance(spec, NetworkImpairDirectionOutagesRandomSettings):
+        return random_outages(rng, spec.count, spec.duration_s, spec.window_s)
     # random-items: each outage begins when a randomly chosen item starts, so every
     # protocol meets the same number of outages however fast it works.
     outages = Outages()
@@ -213,12 +281,13 @@ class RedrawEveryItems:
 
 
 def _schedule_redraw(
-    sim: Simulator, redraw: Redraw, value: Settings, followers: list[ItemFollower]
+    sim: Simulator, redraw: Redraw, value: RedrawSettings, followers: list[ItemFollower]
 ) -> None:
     if value.every_items is not None:
         followers.append(RedrawEveryItems(redraw, value.every_items))
     else:
         every_s = value.every_s
+        assert every_s is not None  # a redraw table has one of the two (fields._one_schedule)
 
         def tick() -> None:
             redraw.fire()

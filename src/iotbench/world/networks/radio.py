@@ -34,9 +34,10 @@ conditions; the MACs' backoffs belong to the run.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import Any, Protocol, TypeVar
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -48,7 +49,7 @@ from iotbench.net.lowpan.fragments import Reassembler
 from iotbench.net.lowpan.interface import LowpanInterface
 from iotbench.net.mac.contiki_csma import ContikiCsmaMac, ContikiParams
 from iotbench.net.mac.csma import CsmaMac, MacParams
-from iotbench.net.node import Node
+from iotbench.net.node import AppLayers, Interface, Node
 from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS, leak_db
@@ -71,10 +72,19 @@ from iotbench.net.routing.tree import Tree, least_etx_tree
 from iotbench.net.rpl.driver import RplDriver, dao_targets_per_frame
 from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import required
+from iotbench.scenarios.settings_types import (
+    NetworkRadioSettings,
+    NetworkRadioVariationGaussMarkovSettings,
+    NetworkRadioVariationGilbertElliottSettings,
+    NetworkRadioVariationRayleighSettings,
+    NetworkSecondSettings,
+    NetworkSettings,
+    NetworkUplinkSettings,
+)
 from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
-from iotbench.world.networks.base import RadioNetwork
+from iotbench.world.networks.base import HostInterface, RadioNetwork, Streams
 from iotbench.world.networks.topology import Topology, TopologyError, build_topology
 
 PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
@@ -97,10 +107,35 @@ SECOND = Subnet(1, bytes.fromhex("fd02000000000000"), "b.")
 GATEWAYS_LINK = ("fd03::1", "fd03::2")  # the first network's end (gateway or host), the second's
 SLIP_BAUD = 115_200  # a serial uplink's rate when the scenario names none
 
+_T = TypeVar("_T")
+#: Per node, for SMRF: its parent's MAC address (asked when needed), and whether a
+#: node below it is in a group.
+Multicast = tuple[Callable[[], bytes | None], Callable[[bytes], bool]]
+
+
+class EthernetSettings(Protocol):
+    """What an Ethernet link is made of: network.uplink's, or network.second's."""
+
+    @property
+    def rate_bps(self) -> int: ...
+    @property
+    def delay_s(self) -> float: ...
+    @property
+    def mtu_bytes(self) -> int: ...
+    @property
+    def queue_packets(self) -> int: ...
+
+
+def _ip(host: Node | L2Node) -> Node:
+    """A host of an IP network: every protocol's but NDN's, which has neither
+    network.second nor network.uplink (build_radio_network refuses them)."""
+    assert isinstance(host, Node), f"{host.name} is not an IP node"
+    return host
+
 
 def build_radio_network(
     sim: Simulator,
-    network: Settings,
+    network: NetworkSettings,
     protocol: str,
     observers: Observers,
     l2_mtu: int | None = None,
@@ -119,35 +154,39 @@ def build_radio_network(
     if cfg.uplink is not None:
         net.uplink = _uplink(sim, cfg.uplink, net, FIRST_HOST, observers)
     if second is not None:
+        joined = required(cfg.second, "network.second")  # what made `second`
         if cfg.uplink is not None:
             # Each gateway has its host, and the hosts are joined by Ethernet (S6's).
             second.uplink = _uplink(sim, cfg.uplink, second, SECOND_HOST, observers)
-            net.gateways_link = _join(sim, cfg.second, net, "uplink", second, "uplink", observers)
+            net.gateways_link = _join(sim, joined, net, "uplink", second, "uplink", observers)
         else:
-            net.gateways_link = _join(sim, cfg.second, net, "gateway", second, "gateway", observers)
+            net.gateways_link = _join(sim, joined, net, "gateway", second, "gateway", observers)
         # One table of how datagrams split into layers for both networks: the second
         # network's forwarders carry datagrams to the first one's hosts too.
-        layers = next(iter(hosts.values())).app_layers
+        layers = _ip(next(iter(hosts.values()))).app_layers
         for host in second.hosts.values():
-            layers.update(host.app_layers)
-            host.app_layers = layers
+            ip_host = _ip(host)
+            layers.update(ip_host.app_layers)
+            ip_host.app_layers = layers
         hosts.update(second.hosts)
         interfaces.update(second.interfaces)
     return net
 
 
-def second_network(network: Settings) -> Settings:
+def second_network(network: NetworkSettings) -> NetworkSettings:
     """The `network` section of the second radio network: the first's on its own
     channel, its per-node radios renamed, its clients the first network's (the
     uplink host stays where it is). Its shift is network.second.offset_m."""
-    radio = network.radio
+    radio = required(network.radio, "network.radio")
     nodes = radio.nodes
     if nodes:
         nodes = MappingProxyType({SECOND.id_prefix + k: v for k, v in nodes.items()})
     return replace(
         network,
-        radio=replace(radio, channel=network.second.channel, nodes=nodes),
-        roles=replace(network.roles, client="gateway"),
+        radio=replace(
+            radio, channel=required(network.second, "network.second").channel, nodes=nodes
+        ),
+        roles=replace(required(network.roles, "network.roles"), client="gateway"),
         second=None,
         uplink=None,
     )
@@ -155,39 +194,41 @@ def second_network(network: Settings) -> Settings:
 
 def _one_network(
     sim: Simulator,
-    network: Settings,
+    network: NetworkSettings,
     protocol: str,
     observers: Observers,
     l2_mtu: int | None,
     subnet: Subnet,
     offset_m: tuple[float, ...] | None = None,
-) -> tuple[RadioNetwork, Settings]:
+) -> tuple[RadioNetwork, NetworkSettings]:
     cfg, streams, topology, medium, radios, tree = radio_layout(
         sim, network, protocol, observers, subnet, offset_m
     )
+    mac_cfg = required(cfg.mac, "network.mac")
+    routing = required(cfg.routing, "network.routing")
     params = MacParams(
-        min_be=cfg.mac.min_be,
-        max_be=cfg.mac.max_be,
-        max_csma_backoffs=cfg.mac.max_csma_backoffs,
-        max_frame_retries=cfg.mac.max_frame_retries,
-        queue_frames=cfg.mac.queue_frames,
-        pan_id=cfg.mac.pan_id,
-        interframe_spacing=cfg.mac.interframe_spacing,
+        min_be=mac_cfg.min_be,
+        max_be=mac_cfg.max_be,
+        max_csma_backoffs=mac_cfg.max_csma_backoffs,
+        max_frame_retries=mac_cfg.max_frame_retries,
+        queue_frames=mac_cfg.queue_frames,
+        pan_id=mac_cfg.pan_id,
+        interframe_spacing=mac_cfg.interframe_spacing,
     )
     contiki = ContikiParams(
-        backoff_unit_s=cfg.mac.backoff_unit_s,
-        max_transmissions=cfg.mac.max_transmissions,
-        neighbour_queues=cfg.mac.neighbour_queues,
+        backoff_unit_s=mac_cfg.backoff_unit_s,
+        max_transmissions=mac_cfg.max_transmissions,
+        neighbour_queues=mac_cfg.neighbour_queues,
     )
-    macs = []
+    macs: list[CsmaMac] = []  # a ContikiCsmaMac is one too
     for i, radio in enumerate(radios):
         address = (
             mac.short_address(i + 1)
-            if cfg.mac.address_mode == "short"
+            if mac_cfg.address_mode == "short"
             else mac.extended_address(i + 1, subnet.index)
         )
         rng = sim.rng(f"mac/{radio.name}")
-        if cfg.mac.kind == "contiki":
+        if mac_cfg.kind == "contiki":
             macs.append(ContikiCsmaMac(sim, radio, address, rng, params, observers, contiki))
         else:
             macs.append(CsmaMac(sim, radio, address, rng, params, observers))
@@ -200,31 +241,35 @@ def _one_network(
     }
     for node, m in zip(topology.nodes, macs, strict=True):
         m.pktbuf = pktbufs.get(node.id)
+    hosts: dict[str, Node | L2Node]
+    interfaces: dict[str, HostInterface]
     if protocol == "ndn":
         hosts, interfaces = _l2_hosts(sim, topology, macs, l2_mtu)
     else:
-        hosts, interfaces = _ip_hosts(sim, cfg, topology, macs, subnet.prefix)
+        ip_hosts, lowpans = _ip_hosts(sim, cfg, topology, macs, subnet.prefix)
         for name, profile in profiles.items():
-            hosts[name].use_cpu(Cpu(sim), profile)
-            interfaces[name].reassembler.pktbuf = pktbufs[name]
-        if cfg.routing.protocol == "static":
-            install_static_routes(topology, tree, hosts, interfaces)
-            multicast = static_multicast(topology, tree, hosts, interfaces)
+            ip_hosts[name].use_cpu(Cpu(sim), profile)
+            lowpans[name].reassembler.pktbuf = pktbufs[name]
+        multicast: list[Multicast]
+        if routing.protocol == "static":
+            install_static_routes(topology, tree, ip_hosts, lowpans)
+            multicast = static_multicast(topology, tree, ip_hosts, lowpans)
         else:
-            rpl_drivers = start_rpl(sim, cfg, topology, hosts, interfaces, tree)
+            rpl_drivers = start_rpl(sim, cfg, topology, ip_hosts, lowpans, tree)
             multicast = [(d.parent_link_address, d.members_below) for d in rpl_drivers]
-        if cfg.routing.multicast == "smrf":
-            for (name, host), (parent, below) in zip(hosts.items(), multicast, strict=True):
+        if routing.multicast == "smrf":
+            for (name, host), (parent, below) in zip(ip_hosts.items(), multicast, strict=True):
                 host.multicast_forwarder = Smrf(
                     sim,
-                    interfaces[name],
+                    lowpans[name],
                     sim.rng(f"smrf/{name}"),
                     parent,
                     below,
-                    delay_s=cfg.routing.smrf_delay_s,
-                    spread=cfg.routing.smrf_spread,
-                    buffers=cfg.routing.smrf_buffers,
+                    delay_s=routing.smrf_delay_s,
+                    spread=routing.smrf_spread,
+                    buffers=routing.smrf_buffers,
                 )
+        hosts, interfaces = dict(ip_hosts), dict(lowpans)
     interferers = build_interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
     net = RadioNetwork(
         hosts=hosts,
@@ -238,20 +283,20 @@ def _one_network(
         interferers=interferers,
         streams=streams,
         rpl=[d.rpl for d in rpl_drivers],
-        prr_frame_bytes=cfg.radio.prr_frame_bytes,
-        min_link_prr=cfg.routing.min_link_prr,
+        prr_frame_bytes=required(cfg.radio, "network.radio").prr_frame_bytes,
+        min_link_prr=routing.min_link_prr,
     )
     return net, cfg
 
 
 def radio_layout(
     sim: Simulator,
-    network: Settings,
+    network: NetworkSettings,
     protocol: str,
     observers: Observers,
     subnet: Subnet = FIRST,
     offset_m: tuple[float, ...] | None = None,
-):
+) -> tuple[NetworkSettings, Streams, Topology, RadioMedium, list[Radio], Tree]:
     """What decides whether a radio network can work: its topology (shifted by
     `offset_m`), radios with their neighbour lists, and routing tree, checked (a
     TopologyError says why not). (settings, streams, topology, medium, radios, tree)"""
@@ -265,22 +310,23 @@ def radio_layout(
     medium, radios = build_radio(sim, cfg, topology, streams, observers)
     check_reach(topology, radios)
     gateway = topology.index(topology.ids("gateway")[0])
+    routing = required(cfg.routing, "network.routing")
     tree = least_etx_tree(
         radios,
         gateway,
-        cfg.radio.prr_frame_bytes,
-        cfg.routing.min_link_prr,
+        required(cfg.radio, "network.radio").prr_frame_bytes,
+        routing.min_link_prr,
         tree_gain_db(cfg, medium.frequency_mhz),
         medium.variation.spread(),
     )
-    if protocol == "ndn" or cfg.routing.protocol == "static" or cfg.routing.parents == "tree":
+    if protocol == "ndn" or routing.protocol == "static" or routing.parents == "tree":
         check_tree(topology, tree)
     else:
         check_connected(topology, radios, gateway)
     return cfg, streams, topology, medium, radios, tree
 
 
-def check_network(network: Settings, protocol: str) -> None:
+def check_network(network: NetworkSettings, protocol: str) -> None:
     """Check a radio network without simulating it (see radio_layout)."""
     radio_layout(Simulator(0), network, protocol, Observers())
     if network.second is not None:
@@ -298,10 +344,10 @@ def check_network(network: Settings, protocol: str) -> None:
 
 
 def build_radio(
-    sim: Simulator, cfg: Settings, topology: Topology, streams, observers: Observers
+    sim: Simulator, cfg: NetworkSettings, topology: Topology, streams: Streams, observers: Observers
 ) -> tuple[RadioMedium, list[Radio]]:
     """The medium and one radio per node, with their neighbour lists."""
-    radio_cfg = cfg.radio
+    radio_cfg = required(cfg.radio, "network.radio")
     medium = RadioMedium(sim, radio_cfg.channel, streams("radio/reception"), observers)
     chip = CHIPS[radio_cfg.chip]
     given = radio_cfg.energy
@@ -341,13 +387,12 @@ def build_radio(
         radio.position = node.position
         medium.add_radio(radio)
         radios.append(radio)
-    variation_cfg = radio_cfg.variation
-    model = variation_cfg.model if variation_cfg is not None else "none"
+    v = radio_cfg.variation  # one settings type per model
     margin_db = 0.0
-    if model == "rayleigh":
+    if isinstance(v, NetworkRadioVariationRayleighSettings):
         margin_db = RAYLEIGH_MARGIN_DB
-    elif model == "gauss-markov":
-        margin_db = GAUSS_MARGIN_SIGMAS * variation_cfg.sigma_db
+    elif isinstance(v, NetworkRadioVariationGaussMarkovSettings):
+        margin_db = GAUSS_MARGIN_SIGMAS * v.sigma_db
     index = {n.id: i for i, n in enumerate(topology.nodes)}
     pairs = connect(
         radios,
@@ -361,26 +406,24 @@ def build_radio(
         link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
         prr_frame_bytes=radio_cfg.prr_frame_bytes,
     )
-    if model == "rayleigh":
+    if isinstance(v, NetworkRadioVariationRayleighSettings):
         medium.variation = RayleighFading(streams("radio/fading"))
-    elif model == "gilbert-elliott":
-        v = variation_cfg
+    elif isinstance(v, NetworkRadioVariationGilbertElliottSettings):
         medium.variation = GilbertElliottLinks(
             streams("radio/fading"), pairs, v.good_s, v.bad_s, v.bad_loss_db
         )
-    elif model == "gauss-markov":
-        v = variation_cfg
+    elif isinstance(v, NetworkRadioVariationGaussMarkovSettings):
         medium.variation = GaussMarkovLinks(streams("radio/fading"), pairs, v.sigma_db, v.tau_s)
     else:
         medium.variation = NoVariation()
     return medium, radios
 
 
-def _given(value, default):
+def _given(value: _T | None, default: _T) -> _T:
     return default if value is None else value
 
 
-def path_loss_of(radio_cfg: Settings) -> PathLoss:
+def path_loss_of(radio_cfg: NetworkRadioSettings) -> PathLoss:
     pl = radio_cfg.path_loss
     return PathLoss(
         exponent=pl.exponent,
@@ -413,12 +456,12 @@ def check_reach(topology: Topology, radios: list[Radio]) -> None:
         )
 
 
-def tree_gain_db(cfg, frequency_mhz: float) -> float:
+def tree_gain_db(cfg: NetworkSettings, frequency_mhz: float) -> float:
     """How much stronger every link is on the routing's `tree_channel` than on the
     network's own: the reference loss grows as 20 log10(f) (propagation.py), the rest
     of the path loss does not depend on the channel."""
-    channel = cfg.routing.tree_channel
-    path_loss = cfg.radio.path_loss
+    channel = required(cfg.routing, "network.routing").tree_channel
+    path_loss = required(cfg.radio, "network.radio").path_loss
     if channel is None or (path_loss is not None and path_loss.reference_loss_db is not None):
         return 0.0  # (a reference loss given outright does not follow the frequency)
     return 20.0 * math.log10(frequency_mhz / phy.channel_center_mhz(channel))
@@ -459,8 +502,11 @@ def check_connected(topology: Topology, radios: list[Radio], root: int) -> None:
 # --------------------------------------------------------------------- hosts
 
 
-def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int | None):
-    hosts, interfaces = {}, {}
+def _l2_hosts(
+    sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int | None
+) -> tuple[dict[str, Node | L2Node], dict[str, HostInterface]]:
+    hosts: dict[str, Node | L2Node] = {}
+    interfaces: dict[str, HostInterface] = {}
     for i, (node, m) in enumerate(zip(topology.nodes, macs, strict=True)):
         host = L2Node(sim, node.id, i + 1)
         room = mac.MAX_FRAME_BYTES - mac.header_length(m.address, len(m.address)) - mac.FCS_BYTES
@@ -472,7 +518,7 @@ def _l2_hosts(sim: Simulator, topology: Topology, macs: list[CsmaMac], mtu: int 
 
 
 def pktbuf_sizes(
-    cfg: Settings, topology: Topology, profiles: dict[str, DeviceProfile]
+    cfg: NetworkSettings, topology: Topology, profiles: dict[str, DeviceProfile]
 ) -> dict[str, int]:
     """Each device's packet memory: its profile's, or `network.device.pktbuf_bytes`
     (a gateway with a profile of its own keeps that one's)."""
@@ -481,12 +527,16 @@ def pktbuf_sizes(
     gateway = topology.ids("gateway")[0] if profiles else None
     sizes = {}
     for name, profile in profiles.items():
-        own = override is None or (name == gateway and device.gateway_profile is not None)
-        sizes[name] = profile.pktbuf_bytes if own else override
+        if override is None or (
+            name == gateway and device is not None and device.gateway_profile is not None
+        ):
+            sizes[name] = profile.pktbuf_bytes
+        else:
+            sizes[name] = override
     return sizes
 
 
-def device_profiles(cfg: Settings, topology: Topology) -> dict[str, DeviceProfile]:
+def device_profiles(cfg: NetworkSettings, topology: Topology) -> dict[str, DeviceProfile]:
     """`network.device`: each node's device profile: its CPU for the IP stacks, and
     the packet memory of its MAC and 6LoWPAN layer (none: neither)."""
     device = cfg.device
@@ -503,11 +553,12 @@ def device_profiles(cfg: Settings, topology: Topology) -> dict[str, DeviceProfil
 
 
 def _ip_hosts(
-    sim: Simulator, cfg: Settings, topology: Topology, macs: list[CsmaMac], prefix: bytes
-):
-    hosts, interfaces = {}, {}
-    app_layers: dict = {}  # shared: how forwarders split datagrams into layers
-    low = cfg.lowpan
+    sim: Simulator, cfg: NetworkSettings, topology: Topology, macs: list[CsmaMac], prefix: bytes
+) -> tuple[dict[str, Node], dict[str, LowpanInterface]]:
+    hosts: dict[str, Node] = {}
+    interfaces: dict[str, LowpanInterface] = {}
+    app_layers: AppLayers = {}  # shared: how forwarders split datagrams into layers
+    low = required(cfg.lowpan, "network.lowpan")
     for node, m in zip(topology.nodes, macs, strict=True):
         host = Node(sim, node.id)
         host.forwarding = True
@@ -534,7 +585,12 @@ def _ip_hosts(
     return hosts, interfaces
 
 
-def install_static_routes(topology: Topology, tree: Tree, hosts: dict, interfaces: dict) -> None:
+def install_static_routes(
+    topology: Topology,
+    tree: Tree,
+    hosts: dict[str, Node],
+    interfaces: dict[str, LowpanInterface],
+) -> None:
     """Default route to the parent, host routes to every descendant via the child on the way."""
     ids = [n.id for n in topology.nodes]
     for i, name in enumerate(ids):
@@ -551,7 +607,12 @@ def install_static_routes(topology: Topology, tree: Tree, hosts: dict, interface
             child, ancestor = ancestor, tree.parent[ancestor]
 
 
-def static_multicast(topology: Topology, tree: Tree, hosts: dict, interfaces: dict) -> list:
+def static_multicast(
+    topology: Topology,
+    tree: Tree,
+    hosts: dict[str, Node],
+    interfaces: dict[str, LowpanInterface],
+) -> list[Multicast]:
     """For SMRF over the static tree, per node: its parent's MAC address and who
     below it is in which group (kept by the tree as nodes join and leave)."""
     ids = [n.id for n in topology.nodes]
@@ -572,21 +633,30 @@ def static_multicast(topology: Topology, tree: Tree, hosts: dict, interfaces: di
 
         return changed
 
-    out = []
+    out: list[Multicast] = []
     for i, name in enumerate(ids):
         parent = tree.parent[i]
         parent_mac = interfaces[ids[parent]].mac.address if parent is not None else None
         hosts[name].group_listeners.append(membership(name))
-        out.append((lambda parent_mac=parent_mac: parent_mac, below[name].__contains__))
+        out.append((_constant(parent_mac), below[name].__contains__))
     return out
 
 
+def _constant(value: bytes | None) -> Callable[[], bytes | None]:
+    return lambda: value
+
+
 def start_rpl(
-    sim: Simulator, cfg: Settings, topology: Topology, hosts: dict, interfaces: dict, tree: Tree
-):
+    sim: Simulator,
+    cfg: NetworkSettings,
+    topology: Topology,
+    hosts: dict[str, Node],
+    interfaces: dict[str, LowpanInterface],
+    tree: Tree,
+) -> list[RplDriver]:
     """RPL on every node, the gateway the DODAG root, all starting at t = 0; with
     `routing.parents = "tree"` each node takes only its parent in `tree`."""
-    routing = cfg.routing
+    routing = required(cfg.routing, "network.routing")
     params = RplParams(
         objective=routing.objective,
         dio_interval_min=routing.dio_interval_min,
@@ -597,7 +667,7 @@ def start_rpl(
         hop_rank=routing.rank == "hops",
     )
     # Absent keys keep RplParams' defaults (and existing scenarios their networks).
-    given = {
+    given: dict[str, Any] = {  # RplParams' fields, of several types
         "dao_ack_timeout_s": routing.dao_ack_timeout_s,
         "default_lifetime": routing.default_lifetime,
         "lifetime_unit": routing.lifetime_unit_s,
@@ -609,7 +679,7 @@ def start_rpl(
     gateway = topology.ids("gateway")[0]
     params = replace(params, targets_per_dao=dao_targets_per_frame(interfaces[gateway]))
     ids = [n.id for n in topology.nodes]
-    drivers = []
+    drivers: list[RplDriver] = []
     for i, node in enumerate(topology.nodes):
         iface = interfaces[node.id]
         parent = tree.parent[i]
@@ -644,17 +714,25 @@ SECOND_HOST = UplinkHost("b.uplink", "fd04::1", "fd04::2")
 
 
 def _uplink(
-    sim, cfg: Settings, net: RadioNetwork, where: UplinkHost, observers
+    sim: Simulator,
+    cfg: NetworkUplinkSettings,
+    net: RadioNetwork,
+    where: UplinkHost,
+    observers: Observers,
 ) -> PointToPointLink:
     """The gateway's host behind a serial line or Ethernet; in `net` its role is
     `uplink` (the client role `uplink` of the first network names it)."""
     hosts, interfaces = net.hosts, net.interfaces
-    gateway = net.node("gateway")
+    gateway = _ip(net.node("gateway"))
     host = Node(sim, where.name)
-    connect = _serial if cfg.kind == "serial" else _ethernet
-    gw_if, host_if, link = connect(
-        sim, cfg, gateway, where.gateway_address, host, where.host_address, observers
-    )
+    if cfg.kind == "serial":
+        gw_if, host_if, link = _serial(
+            sim, cfg, gateway, where.gateway_address, host, where.host_address, observers
+        )
+    else:
+        gw_if, host_if, link = _ethernet(
+            sim, cfg, gateway, where.gateway_address, host, where.host_address, observers
+        )
     if cfg.profile is not None:
         host.use_cpu(Cpu(sim), get_profile(cfg.profile))
     hosts[where.name], interfaces[where.name] = host, host_if
@@ -668,7 +746,15 @@ def _uplink(
     return link
 
 
-def _ethernet(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str, observers):
+def _ethernet(
+    sim: Simulator,
+    cfg: EthernetSettings,
+    a: Node,
+    a_address: str,
+    b: Node,
+    b_address: str,
+    observers: Observers,
+) -> tuple[Interface, Interface, PointToPointLink]:
     """A point-to-point Ethernet link between hosts a and b, with a new interface on
     each at the given address. (a's interface, b's interface, the link)"""
     a_if = a.add_interface(a_address, cfg.mtu_bytes)
@@ -685,12 +771,21 @@ def _ethernet(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: s
     return a_if, b_if, link
 
 
-def _serial(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str, observers):
+def _serial(
+    sim: Simulator,
+    cfg: NetworkUplinkSettings,
+    a: Node,
+    a_address: str,
+    b: Node,
+    b_address: str,
+    observers: Observers,
+) -> tuple[Interface, Interface, PointToPointLink]:
     """The serial line between a border router (a) and its host (b): the packets'
     framed bytes at the UART's rate, no propagation delay (net/serial.py); with
     `busy_wait`, the router's CPU waits for the bytes it writes (net/busy_wait.py)."""
     framed = serial.LINE_BYTES[cfg.framing or "slip"]
     rate_bps = serial.line_rate_bps(cfg.baud or SLIP_BAUD)
+    a_if: Interface
     if cfg.busy_wait:
         gate = SerialBusyWait(
             sim,
@@ -727,7 +822,7 @@ def _serial(sim, cfg: Settings, a: Node, a_address: str, b: Node, b_address: str
 
 def _join(
     sim: Simulator,
-    cfg: Settings,
+    cfg: NetworkSecondSettings,
     first: RadioNetwork,
     a_role: str,
     second: RadioNetwork,
@@ -738,10 +833,10 @@ def _join(
     of `b_role` (their gateways, or their gateways' hosts). The second network's
     gateway sends what leaves its network over it; the first reaches the second
     network's nodes (and its host) through it, a route per node."""
-    a, b = first.node(a_role), second.node(b_role)
+    a, b = _ip(first.node(a_role)), _ip(second.node(b_role))
     a_if, b_if, link = _ethernet(sim, cfg, a, GATEWAYS_LINK[0], b, GATEWAYS_LINK[1], observers)
     a.forwarding = True  # a host: between its gateway and the other host
-    gateway = second.node("gateway")
+    gateway = _ip(second.node("gateway"))
     gateway.group_interface = gateway.interfaces[0]  # its groups go down its own DODAG
     if b is gateway:
         b.set_default_route(b_if, None)
@@ -751,6 +846,7 @@ def _join(
         b.set_default_route(b_if, None)
         b.forwarding = True
         host_link = second.uplink
+        assert host_link is not None  # b is the second gateway's host
         to_gateway = host_link.b if host_link.a.node is gateway else host_link.a
         for node in second.hosts.values():
             if node is not b:
@@ -764,17 +860,20 @@ def _join(
     return link
 
 
-def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[int]) -> list:
+def build_interferers(
+    cfg: NetworkSettings, medium: RadioMedium, streams: Streams, floors: list[int]
+) -> list[WifiInterferer]:
     """The Wi-Fi interferers: for each of its emitters (the station, and for iperf
     traffic its access point), the power each radio takes in its channel, from
     the same path loss as the radios' links (distance, floors between, one
     shadowing draw per emitter and radio) and the share of the emitter's
     spectrum in the channel (wifi.py)."""
-    out = []
+    out: list[WifiInterferer] = []
     if not cfg.interferers:
         return out
-    path_loss = path_loss_of(cfg.radio)
-    shadowing_db = cfg.radio.path_loss.shadowing_db
+    radio_cfg = required(cfg.radio, "network.radio")
+    path_loss = path_loss_of(radio_cfg)
+    shadowing_db = radio_cfg.path_loss.shadowing_db
     shadow = streams("interferers/shadowing")
     for k, spec in enumerate(cfg.interferers):
         # A stepped sweep starts at its first step's rate (workload/group_query.py).
@@ -795,7 +894,7 @@ def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[
             ap = spec.ap_position
             places[ACCESS_POINT] = _xyz(ap) if ap is not None else (station[0] + 1.0, *station[1:])
         # The mean power (mW, whole spectrum) each emitter puts at each radio.
-        powers = {}
+        powers: dict[str, list[float]] = {}
         for emitter, place in places.items():
             powers[emitter] = []
             for radio, floor in zip(medium.radios, floors, strict=True):
@@ -804,14 +903,14 @@ def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[
                 loss = path_loss.mean_loss_db(d, medium.frequency_mhz, between)
                 loss += shadow.gauss(0.0, shadowing_db)
                 powers[emitter].append(phy.dbm_to_mw(spec.tx_power_dbm - loss))
-        targets = {}
+        targets: dict[tuple[str, str], list[tuple[object, float]]] = {}
         for emitter, modulation in traffic.emitters:
             fraction = in_band_fraction(spec.channel, medium.channel, modulation)
             targets[emitter, modulation] = [
                 (radio, mw * fraction)
                 for radio, mw in zip(medium.radios, powers[emitter], strict=True)
                 if mw * fraction
-                >= radio.noise_mw * 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
+                >= radio.noise_mw * 10.0 ** (-radio_cfg.interference_floor_db / 10.0)
             ]
         interferer = WifiInterferer(
             f"wifi{k}", traffic, targets, streams(f"interferers/{k}"), steps
@@ -821,15 +920,18 @@ def build_interferers(cfg: Settings, medium: RadioMedium, streams, floors: list[
     return out
 
 
-def _leak_between(cfg: Settings, streams, first: RadioNetwork, second: RadioNetwork) -> None:
+def _leak_between(
+    cfg: NetworkSettings, streams: Streams, first: RadioNetwork, second: RadioNetwork
+) -> None:
     """Each network's frames reach the other's radios through the receivers'
     rejection of another channel (chips.py): as noise, and sensed by CCA. The
     same path loss as every link (one shadowing draw per pair of radios, for
     both directions)."""
-    chip = CHIPS[cfg.radio.chip]
-    path_loss = path_loss_of(cfg.radio)
-    sigma = cfg.radio.path_loss.shadowing_db
-    below_noise = 10.0 ** (-cfg.radio.interference_floor_db / 10.0)
+    radio_cfg = required(cfg.radio, "network.radio")
+    chip = CHIPS[radio_cfg.chip]
+    path_loss = path_loss_of(radio_cfg)
+    sigma = radio_cfg.path_loss.shadowing_db
+    below_noise = 10.0 ** (-radio_cfg.interference_floor_db / 10.0)
     shadow = streams("radio/adjacent-channel-shadowing")
     a_medium, b_medium = first.medium, second.medium
     a_nodes, b_nodes = first.topology.nodes, second.topology.nodes
@@ -849,5 +951,5 @@ def _leak_between(cfg: Settings, streams, first: RadioNetwork, second: RadioNetw
                     rx.interferers.append((tx.leak, mw))
 
 
-def _xyz(position) -> tuple[float, float, float]:
+def _xyz(position: Sequence[float]) -> tuple[float, ...]:
     return tuple(position) + (0.0,) * (3 - len(position))

@@ -27,13 +27,22 @@ import io
 import math
 import random
 import tomllib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from iotbench.scenarios.errors import ScenarioError
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import required
+from iotbench.scenarios.settings_types import (
+    NetworkNodesSettings,
+    NetworkRolesSettings,
+    NetworkSettings,
+)
 
 Position = tuple[float, float, float]
+#: A node or link of a layout file, as the scenario config holds it.
+Row = dict[str, Any]
 
 KINDS = ("pair", "line", "star", "grid", "random", "building", "file")
 ROLES = ("gateway", "producer", "client", "member", "forwarder")
@@ -152,10 +161,13 @@ def building_positions(plan: BuildingPlan) -> list[tuple[Position, int]]:
 # --------------------------------------------------------------------- generators
 
 
-def build_topology(network: Settings, rng: random.Random, where: str = "network") -> Topology:
+def build_topology(
+    network: NetworkSettings, rng: random.Random, where: str = "network"
+) -> Topology:
     """The topology of a validated `network` section (not for kind = pair)."""
-    kind = network.topology
-    nodes_cfg = network.nodes
+    kind = required(network.topology, "network.topology")
+    nodes_cfg = required(network.nodes, "network.nodes")
+    links: dict[tuple[str, str], float]
     if kind == "file":
         nodes, links = _from_layout(nodes_cfg)
         where = nodes_cfg.file or where
@@ -166,11 +178,11 @@ def build_topology(network: Settings, rng: random.Random, where: str = "network"
     area = nodes_cfg.area_m
     if area is not None:
         _check_area(nodes, area, nodes_cfg.file or where)
-    roles = _roles(network.roles, nodes, kind, rng, where)
+    roles = _roles(required(network.roles, "network.roles"), nodes, kind, rng, where)
     return Topology(kind, tuple(nodes), roles, links)
 
 
-def _generate(kind: str, cfg: Settings, rng: random.Random) -> list[NodeSpec]:
+def _generate(kind: str, cfg: NetworkNodesSettings, rng: random.Random) -> list[NodeSpec]:
     count = cfg.count
     if kind == "line":
         step = cfg.spacing_m
@@ -194,7 +206,7 @@ def _generate(kind: str, cfg: Settings, rng: random.Random) -> list[NodeSpec]:
             for i in range(count)
         ]
     if kind == "random":
-        width, depth = cfg.area_m[:2]
+        width, depth = required(cfg.area_m, "network.nodes.area_m")[:2]
         return [
             NodeSpec(f"n{i}", (rng.uniform(0, width), rng.uniform(0, depth), 0.0))
             for i in range(count)
@@ -222,7 +234,7 @@ def _check_unique(nodes: list[NodeSpec], where: str) -> None:
         raise TopologyError(f"{where}: a network needs at least 2 nodes, got {len(nodes)}")
 
 
-def _check_area(nodes: list[NodeSpec], area: list[float], where: str) -> None:
+def _check_area(nodes: list[NodeSpec], area: Sequence[float], where: str) -> None:
     bounds = list(area) + [math.inf] * (3 - len(area))
     for node in nodes:
         for axis, (value, limit) in enumerate(zip(node.position, bounds, strict=True)):
@@ -234,7 +246,7 @@ def _check_area(nodes: list[NodeSpec], area: list[float], where: str) -> None:
 
 
 def _roles(
-    cfg: Settings, nodes: list[NodeSpec], kind: str, rng: random.Random, where: str
+    cfg: NetworkRolesSettings, nodes: list[NodeSpec], kind: str, rng: random.Random, where: str
 ) -> dict[str, tuple[str, ...]]:
     ids = [n.id for n in nodes]
     known = set(ids)
@@ -290,7 +302,7 @@ def _roles(
 # --------------------------------------------------------------------- files
 
 
-def load_layout(path: Path, label: str) -> dict:
+def load_layout(path: Path, label: str) -> dict[str, list[Row]]:
     """A node file (CSV or TOML) as a table the scenario config can hold.
 
     CSV: a header row with `id`, `x`, `y` and optionally `z` and `floor`, then
@@ -317,14 +329,14 @@ def load_layout(path: Path, label: str) -> dict:
     return {"nodes": nodes, "links": links}
 
 
-def load_links(path: Path, label: str) -> list[dict]:
+def load_links(path: Path, label: str) -> list[Row]:
     if not path.is_file():
         raise TopologyError(f"{label}: no such links file")
     text = path.read_text(encoding="utf-8")
     return [_link_row(label, f"line {n}", row) for n, row in _csv_rows(text, label)]
 
 
-def _csv_rows(text: str, label: str):
+def _csv_rows(text: str, label: str) -> Iterator[tuple[int, dict[str, str]]]:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None:
         raise TopologyError(f"{label}: empty file (expected a header row)")
@@ -334,7 +346,8 @@ def _csv_rows(text: str, label: str):
         yield n, {k.strip(): v.strip() for k, v in row.items() if v is not None}
 
 
-def _number(label: str, where: str, key: str, value) -> float:
+def _number(label: str, where: str, key: str, value: Any) -> float:
+    # `value`: a file's field as read, text from a CSV file or any TOML value.
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -344,7 +357,7 @@ def _number(label: str, where: str, key: str, value) -> float:
     return number
 
 
-def _node_row(label: str, where: str, row) -> dict:
+def _node_row(label: str, where: str, row: object) -> Row:
     if not isinstance(row, dict):
         raise TopologyError(f"{label}: {where}: expected a table")
     allowed = {"id", "x", "y", "z", "floor", "position"}
@@ -376,7 +389,7 @@ def _node_row(label: str, where: str, row) -> dict:
     return {"id": node_id, "position": xyz, "floor": int(floor_value)}
 
 
-def _link_row(label: str, where: str, row) -> dict:
+def _link_row(label: str, where: str, row: object) -> Row:
     if not isinstance(row, dict):
         raise TopologyError(f"{label}: {where}: expected a table")
     unknown = set(row) - {"from", "to", "prr"}
@@ -393,8 +406,10 @@ def _link_row(label: str, where: str, row) -> dict:
     return {"from": str(row["from"]).strip(), "to": str(row["to"]).strip(), "prr": prr}
 
 
-def _from_layout(cfg: Settings) -> tuple[list[NodeSpec], dict[tuple[str, str], float]]:
-    layout = cfg.layout
+def _from_layout(
+    cfg: NetworkNodesSettings,
+) -> tuple[list[NodeSpec], dict[tuple[str, str], float]]:
+    layout = required(cfg.layout, "network.nodes.layout")
     label = cfg.file or "network.nodes.layout"
     nodes = [NodeSpec(n["id"], tuple(n["position"]), n.get("floor", 0)) for n in layout["nodes"]]
     ids = {n.id for n in nodes}
