@@ -23,9 +23,9 @@ HandedOver = Callable[[Item], None]
 
 
 class ItemClient(Protocol):
-    #: True for a publish-subscribe client: the workload moves on when an item
-    #: is handed over, not when it is delivered (which it learns from elsewhere).
-    hands_over: bool
+    # A publish-subscribe client also has `hands_over = True`: the workload moves on
+    # when an item is handed over, not when it is delivered (which it learns from
+    # elsewhere). Other clients need not have it (read with getattr, False).
 
     def start(self, item: Item, done: Done, handed_over: HandedOver) -> None: ...
 

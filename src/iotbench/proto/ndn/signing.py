@@ -138,7 +138,7 @@ class UnsignedSigner:
 
 
 class DigestSha256Verifier:
-    signature_type = SignatureType.DIGEST_SHA256
+    signature_type: int = SignatureType.DIGEST_SHA256
 
     def verify(self, covered: bytes, signature: bytes) -> bool:
         return hmac.compare_digest(hashlib.sha256(covered).digest(), signature)
@@ -150,7 +150,7 @@ class DigestSha256Verifier:
 class HmacSha256Signer:
     """HMAC-SHA256 with a shared `key`; KeyLocator from `key_name` or `key_digest` (or none)."""
 
-    signature_type = SignatureType.HMAC_WITH_SHA256
+    signature_type: int = SignatureType.HMAC_WITH_SHA256
 
     def __init__(
         self, key: bytes, key_name: NameLike | None = None, key_digest: bytes | None = None
@@ -163,7 +163,7 @@ class HmacSha256Signer:
 
 
 class HmacSha256Verifier:
-    signature_type = SignatureType.HMAC_WITH_SHA256
+    signature_type: int = SignatureType.HMAC_WITH_SHA256
 
     def __init__(self, key: bytes) -> None:
         self.key = bytes(key)
@@ -195,7 +195,7 @@ def public_key_der(key: ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey) 
 class EcdsaSha256Signer:
     """SignatureSha256WithEcdsa on secp256r1 with RFC 6979 deterministic k."""
 
-    signature_type = SignatureType.SHA256_WITH_ECDSA
+    signature_type: int = SignatureType.SHA256_WITH_ECDSA
 
     def __init__(
         self,
@@ -221,7 +221,7 @@ class EcdsaSha256Signer:
 
 
 class EcdsaSha256Verifier:
-    signature_type = SignatureType.SHA256_WITH_ECDSA
+    signature_type: int = SignatureType.SHA256_WITH_ECDSA
 
     def __init__(self, public_key: ec.EllipticCurvePublicKey | bytes) -> None:
         if isinstance(public_key, (bytes, bytearray)):

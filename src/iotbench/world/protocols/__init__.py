@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from iotbench.apps.requesters import ItemClient
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import build_coap
@@ -20,7 +20,7 @@ from iotbench.world.protocols.mqttsn import build_mqttsn
 from iotbench.world.protocols.ndn import build_ndn
 from iotbench.world.protocols.quic import build_quic
 
-BUILDERS: dict[str, Callable[[Simulator, Network, Settings], ItemClient]] = {
+BUILDERS: dict[str, Callable[[Simulator, Network, RunSettings], ItemClient]] = {
     "coap": build_coap,
     "http": build_http,
     "mqtt": build_mqtt,
@@ -30,5 +30,5 @@ BUILDERS: dict[str, Callable[[Simulator, Network, Settings], ItemClient]] = {
 }
 
 
-def build_client(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+def build_client(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
     return BUILDERS[config.protocol.name](sim, net, config)

@@ -8,8 +8,9 @@ from iotbench.apps.http.http2 import Http2Client, Http2Server
 from iotbench.apps.requesters import ItemClient
 from iotbench.apps.sensors import make_resource
 from iotbench.net.ip import address_text
-from iotbench.net.tcp import Connected, TcpStack
-from iotbench.scenarios.settings import Settings
+from iotbench.net.tcp import Connected, TcpSocket, TcpStack
+from iotbench.net.tcp.stack import EventHandler
+from iotbench.scenarios.settings import RunSettings, required
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.tcp import tcp_params
@@ -25,24 +26,24 @@ def prime_fast_open(stack: TcpStack, server: bytes, port: int) -> None:
     sock = stack.connect(server, port, on_event)
 
 
-def build_http(sim: Simulator, net: Network, config: Settings) -> ItemClient:
-    cfg = config.protocol.http
-    tcp_cfg = config.protocol.tcp
+def build_http(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
+    cfg = required(config.protocol.http, "protocol.http")
+    tcp_cfg = required(config.protocol.tcp, "protocol.tcp")
     workload = config.workload
     params = tcp_params(tcp_cfg)
-    server_node, client_node = net.node("producer"), net.node("client")
+    server_node, client_node = net.ip_node("producer"), net.ip_node("client")
     server_stack = TcpStack(sim, server_node, params)
     client_stack = TcpStack(sim, client_node, params)
     resource = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
     resources = {workload.path: resource}
     port = cfg.port
-    response_headers = [tuple(h) for h in cfg.response_headers]
-    request_headers = [tuple(h) for h in cfg.request_headers]
+    response_headers = list(cfg.response_headers)  # (name, value) pairs
+    request_headers = list(cfg.request_headers)
     per_request = cfg.connection == "per-request"
     server = net.address(server_node)
     host = host_header(address_text(server), port)
 
-    def connect(on_event, data: bytes, header_len: int):
+    def connect(on_event: EventHandler, data: bytes, header_len: int) -> TcpSocket:
         return client_stack.connect(server, port, on_event, data=data, header_len=header_len)
 
     if tcp_cfg.prime_fast_open:

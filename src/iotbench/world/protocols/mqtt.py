@@ -15,19 +15,19 @@ from iotbench.net.tcp import TcpStack
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttBrokerParams, MqttClientParams
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import RunSettings, required
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 from iotbench.world.protocols.tcp import tcp_params
 
 
-def build_mqtt(sim: Simulator, net: Network, config: Settings) -> ItemClient:
-    cfg = config.protocol.mqtt
+def build_mqtt(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
+    cfg = required(config.protocol.mqtt, "protocol.mqtt")
     workload = config.workload
-    params = tcp_params(config.protocol.tcp)
-    sink = net.node("client")
+    params = tcp_params(required(config.protocol.tcp, "protocol.tcp"))
+    sink = net.ip_node("client")
     sink_stack = TcpStack(sim, sink, params)
-    sensor_stack = TcpStack(sim, net.node("producer"), params)
+    sensor_stack = TcpStack(sim, net.ip_node("producer"), params)
     broker = BrokerApp(
         sim, sink_stack, cfg.port, MqttBroker(sim.rng("mqtt/broker"), MqttBrokerParams())
     )

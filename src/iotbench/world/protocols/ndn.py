@@ -23,6 +23,8 @@ a Data (with ECDSA on an M3, about 270 ms).
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from iotbench.apps.ndn import NdnNode
 from iotbench.apps.requesters import Done, ItemClient
 from iotbench.apps.sensors import make_resource
@@ -30,16 +32,19 @@ from iotbench.metrics.items import Item
 from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.forwarder import ForwarderConfig
+from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
-from iotbench.proto.ndn.profiles import get_profile
+from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
 from iotbench.proto.ndn.signing import (
     DigestSha256Signer,
     EcdsaSha256Signer,
     HmacSha256Signer,
+    Signer,
     UnsignedSigner,
     generate_ecdsa_key,
 )
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import RunSettings, required
+from iotbench.scenarios.settings_types import ProtocolNdnSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network, PairNetwork, RadioNetwork
 
@@ -52,7 +57,13 @@ CREATE_OPERATION = {
 }
 
 
-def make_signer(kind: str, sim: Simulator, prefix: Name):
+class Reading(Protocol):
+    """A sensor (apps/sensors.py): what a Data's content is made from."""
+
+    def read(self) -> bytes: ...
+
+
+def make_signer(kind: str, sim: Simulator, prefix: Name) -> Signer:
     rng = sim.rng("ndn/keys")
     # ECDSA and HMAC need a KeyLocator (NDN packet spec, Signature); a short key
     # name keeps small Data small, as a constrained producer would keep it.
@@ -73,7 +84,9 @@ class DataMaker:
     within a byte or two.
     """
 
-    def __init__(self, signer, size: int, sensor, freshness_ms: int | None) -> None:
+    def __init__(
+        self, signer: Signer, size: int, sensor: Reading, freshness_ms: int | None
+    ) -> None:
         self.signer = signer
         self.size = size
         self.sensor = sensor
@@ -109,10 +122,10 @@ class NdnConsumer:
         node = self.node
         cost = node.interest_cost_s
 
-        def on_data(interest, data: Data) -> None:
+        def on_data(interest: Interest, data: Data) -> None:
             done(item, True, len(data.content))
 
-        def on_timeout(interest) -> None:
+        def on_timeout(interest: Interest) -> None:
             done(item, False, 0)
 
         def express() -> None:
@@ -125,8 +138,8 @@ class NdnConsumer:
         node.cpu.run(cost, express)
 
 
-def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
-    cfg = config.protocol.ndn
+def build_ndn(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
+    cfg = required(config.protocol.ndn, "protocol.ndn")
     workload = config.workload
     profile = get_profile(cfg.profile)
     forwarder_config = scenario_forwarder_config(cfg)
@@ -135,11 +148,12 @@ def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
     if isinstance(net, PairNetwork):  # one link, one face each way
         consumer = NdnNode(sim, "client", profile, forwarder_config, sim.rng("ndn/client"))
         producer = NdnNode(sim, "server", profile, forwarder_config, sim.rng("ndn/server"))
-        to_producer = consumer.add_l2_face(net.interface(consumer_host), producer_host.address)
-        producer.add_l2_face(net.interface(producer_host), consumer_host.address)
+        to_producer = consumer.add_l2_face(net.l2_interface(consumer_host), producer_host.address)
+        producer.add_l2_face(net.l2_interface(producer_host), consumer_host.address)
         consumer.forwarder.add_route(prefix, to_producer)
         others: list[NdnNode] = []
     else:
+        assert isinstance(net, RadioNetwork)  # a network is a pair or a radio network
         nodes = tree_forwarders(sim, net, profile, forwarder_config)
         consumer, producer = nodes[consumer_host.name], nodes[producer_host.name]
         route_prefix(net, nodes, prefix, consumer_host.name, producer_host.name)
@@ -158,7 +172,7 @@ def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
 
     create_cost = profile.cost_s(CREATE_OPERATION[cfg.signature])
 
-    def on_interest(interest) -> None:
+    def on_interest(interest: Interest) -> None:
         def answer() -> None:
             producer_app.put_data(maker.make(interest.name), now=sim.now)
             producer.pump()
@@ -177,7 +191,7 @@ def build_ndn(sim: Simulator, net: Network, config: Settings) -> ItemClient:
     return item_client
 
 
-def scenario_forwarder_config(cfg: Settings, **overrides) -> ForwarderConfig:
+def scenario_forwarder_config(cfg: ProtocolNdnSettings, **overrides: Any) -> ForwarderConfig:
     """`protocol.ndn`'s tables and timers; what it leaves out, the device profile's."""
     tables = {
         key: getattr(cfg, key)
@@ -204,7 +218,7 @@ def scenario_forwarder_config(cfg: Settings, **overrides) -> ForwarderConfig:
 
 
 def tree_forwarders(
-    sim: Simulator, net: RadioNetwork, profile, forwarder_config
+    sim: Simulator, net: RadioNetwork, profile: DeviceProfile, forwarder_config: ForwarderConfig
 ) -> dict[str, NdnNode]:
     """An NDN forwarder on every node of a radio network, with a unicast face to each
     neighbour in the routing tree (faces[node][neighbour] = face id)."""
@@ -220,10 +234,10 @@ def tree_forwarders(
         child_node, parent_node = nodes[name], nodes[ids[parent]]
         child_host, parent_host = net.hosts[name], net.hosts[ids[parent]]
         child_node.faces[ids[parent]] = child_node.add_l2_face(
-            net.interface(child_host), net.address(parent_host)
+            net.l2_interface(child_host), net.address(parent_host)
         )
         parent_node.faces[name] = parent_node.add_l2_face(
-            net.interface(parent_host), net.address(child_host)
+            net.l2_interface(parent_host), net.address(child_host)
         )
     return nodes
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.requesters import Done, ItemClient
 from iotbench.apps.sensors import make_resource
@@ -10,7 +12,7 @@ from iotbench.net.ip import address_text
 from iotbench.proto.quic.certs import certificate_pem, make_certificate
 from iotbench.proto.quic.endpoint import QuicClient, QuicServer, RequestFailed, ResponseReceived
 from iotbench.proto.quic.params import QuicParams
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import RunSettings, required
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -27,10 +29,15 @@ class QuicItemClient:
     """One request per item (an ItemClient)."""
 
     def __init__(
-        self, sim: Simulator, driver: DatagramDriver, client: QuicClient, server, path: str
-    ):
+        self,
+        sim: Simulator,
+        driver: DatagramDriver | None,
+        client: QuicClient,
+        server: Hashable,
+        path: str,
+    ) -> None:
         self.sim = sim
-        self.driver = driver
+        self.driver = driver  # build_quic sets it when it is made, before any item
         self.client = client
         self.server = server
         self.request = path.encode()
@@ -40,21 +47,24 @@ class QuicItemClient:
         # (Request-response: the response ends the item; nothing is handed over.)
         request_id = self.client.request(self.sim.now, self.server, self.request)
         self._pending[request_id] = (item, done)
+        assert self.driver is not None  # see __init__
         self.driver.pump()
 
     def on_event(self, event: object) -> None:
         if isinstance(event, ResponseReceived):
-            item, done = self._pending.pop(event.request_id, (None, None))
-            if item is not None:
+            pending = self._pending.pop(event.request_id, None)
+            if pending is not None:
+                item, done = pending
                 done(item, True, len(event.data))
         elif isinstance(event, RequestFailed):
-            item, done = self._pending.pop(event.request_id, (None, None))
-            if item is not None:
+            pending = self._pending.pop(event.request_id, None)
+            if pending is not None:
+                item, done = pending
                 done(item, False, 0)
 
 
-def build_quic(sim: Simulator, net: Network, config: Settings) -> ItemClient:
-    cfg = config.protocol.quic
+def build_quic(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
+    cfg = required(config.protocol.quic, "protocol.quic")
     workload = config.workload
     params = QuicParams(
         connection=cfg.connection,
@@ -72,7 +82,7 @@ def build_quic(sim: Simulator, net: Network, config: Settings) -> ItemClient:
         return sensor.read() if request.decode("utf-8", "replace") == path else b""
 
     server = QuicServer(params, cert, key, answer)
-    server_node, client_node = net.node("producer"), net.node("client")
+    server_node, client_node = net.ip_node("producer"), net.ip_node("client")
     DatagramDriver(sim, server_node, server, lambda event: None, quic_bytes, cfg.port)
     client = QuicClient(params, certificate_pem(cert), SERVER_NAME)
     item_client = QuicItemClient(
