@@ -7,7 +7,8 @@ by no other: the session itself (state, keep-alive, will, its broker link) by
 the session table (gateway_clients.py), `ClientTopics` by the topic layer
 (gateway_topics.py), `ToBroker` by the forwarding layer (gateway_forwarding.py)
 and `ToClient` by the delivery layer (gateway_delivery.py). Every layer may
-read a session's address, client id and state."""
+read a session's address, client id, state and broker link (the forwarding
+layer sends on it)."""
 
 from __future__ import annotations
 
