@@ -39,6 +39,14 @@ Streams = Callable[[str], random.Random]
 HostInterface = Interface | LowpanInterface | L2Interface
 
 
+def ip_hosts(hosts: list[Node | L2Node]) -> list[Node]:
+    """`hosts`, every one an IP host (every protocol's but NDN's), else TypeError."""
+    for host in hosts:
+        if not isinstance(host, Node):
+            raise TypeError(f"{host.name!r} is not an IP host")
+    return [host for host in hosts if isinstance(host, Node)]
+
+
 class ItemFollower(Protocol):
     """A part of the network that acts when the workload's items start: an outage
     that begins with a chosen item, a parameter redrawn every n items
@@ -94,6 +102,10 @@ class Network:
         if not isinstance(host, Node):
             raise TypeError(f"the {role} node {host.name!r} is not an IP host")
         return host
+
+    def ip_nodes(self, role: str) -> list[Node]:
+        """The nodes that play `role`, IP hosts."""
+        return ip_hosts(self.nodes(role))
 
     def interface(self, host: Node | L2Node) -> HostInterface:
         return self.interfaces[host.name]

@@ -8,7 +8,8 @@ security context below, which both ends hold from the start.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Literal, TypeVar
 
 from iotbench.apps.coap_resources import serve_reading
 from iotbench.apps.driver import DatagramDriver
@@ -26,7 +27,8 @@ from iotbench.proto.dtls.layer import DtlsLayer
 from iotbench.proto.dtls.params import DtlsParams, PskClientCredentials, PskServerCredentials
 from iotbench.proto.oscore.context import SecurityContext
 from iotbench.proto.oscore.layer import OscoreLayer
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import required
+from iotbench.scenarios.settings_types import ProtocolCoapSettings, RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
@@ -42,7 +44,7 @@ SIM_OSCORE_SALT = bytes.fromhex("9e7ca92223786340")
 SIM_OSCORE_CLIENT, SIM_OSCORE_SERVER = b"\x01", b"\x02"
 
 
-def coap_port(cfg: Settings) -> int:
+def coap_port(cfg: ProtocolCoapSettings) -> int:
     """coaps' port for DTLS; OSCORE protects messages, not the transport: coap's."""
     security = cfg.security
     return COAPS_PORT if security is not None and security.mode == "dtls" else COAP_PORT
@@ -91,11 +93,11 @@ def oscore_layer(
 def secure(
     sim: Simulator,
     endpoint: CoapEndpoint,
-    cfg: Settings,
+    cfg: ProtocolCoapSettings,
     role: str,
     stream: str,
     oscore_contexts: dict[Hashable, SecurityContext] | None = None,
-) -> tuple[CoapEndpoint | SecuredEndpoint, object]:
+) -> tuple[CoapEndpoint | SecuredEndpoint, Callable[[bytes], int]]:
     """`endpoint` behind protocol.coap.security's layer, and how to split its datagrams
     into header and payload (the app_layers dissector); unchanged without security.
     `oscore_contexts`: as oscore_layer takes them."""
@@ -103,33 +105,53 @@ def secure(
     if security is None:
         return endpoint, codec.header_length
     if security.mode == "oscore":
-        layer = oscore_layer(sim, role, stream, oscore_contexts)
-        return SecuredEndpoint(endpoint, layer), codec.header_length
+        oscore = oscore_layer(sim, role, stream, oscore_contexts)
+        return SecuredEndpoint(endpoint, oscore), codec.header_length
     params = DtlsParams(
         initial_timeout_s=security.handshake_timeout_s,
         max_timeout_s=security.handshake_max_timeout_s,
         max_retransmissions=security.handshake_max_retransmit,
     )
+    rng = sim.rng(f"dtls/{stream}")
     if role == "client":
-        credentials = {"client": PskClientCredentials(SIM_PSK_IDENTITY, SIM_PSK_KEY)}
+        client = PskClientCredentials(SIM_PSK_IDENTITY, SIM_PSK_KEY)
+        dtls = DtlsLayer(rng, params, client=client)
     else:
-        credentials = {"server": PskServerCredentials({SIM_PSK_IDENTITY: SIM_PSK_KEY})}
-    layer = DtlsLayer(sim.rng(f"dtls/{stream}"), params, **credentials)
-    return SecuredEndpoint(endpoint, layer), dtls_record.header_length
+        server = PskServerCredentials({SIM_PSK_IDENTITY: SIM_PSK_KEY})
+        dtls = DtlsLayer(rng, params, server=server)
+    return SecuredEndpoint(endpoint, dtls), dtls_record.header_length
 
 
-def coap_params(cfg: Settings, **overrides) -> CoapParams:
-    """protocol.coap's parameters (keyword arguments add or override CoapParams')."""
+def plain(endpoint: CoapEndpoint | SecuredEndpoint) -> CoapEndpoint:
+    """The CoAP endpoint itself, behind its security layer if it has one (where
+    resources are served)."""
+    return endpoint.endpoint if isinstance(endpoint, SecuredEndpoint) else endpoint
+
+
+RTOS: tuple[Literal["rfc7252", "cocoa"], ...] = ("rfc7252", "cocoa")
+BACKOFFS: tuple[Literal["exponential", "constant"], ...] = ("exponential", "constant")
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _one_of(value: str, allowed: tuple[_Choice, ...], key: str) -> _Choice:
+    """`value` as the literal type the stack takes (the schema allows no other)."""
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise ValueError(f"{key}: {value!r} is not one of {', '.join(allowed)}")
+
+
+def coap_params(cfg: ProtocolCoapSettings) -> CoapParams:
+    """protocol.coap's parameters."""
     return CoapParams(
         ack_timeout_s=cfg.ack_timeout_s,
         ack_random_factor=cfg.ack_random_factor,
         max_retransmit=cfg.max_retransmit,
         nstart=cfg.nstart,
         non_timeout_s=cfg.non_timeout_s,
-        rto=cfg.rto,
-        backoff=cfg.backoff,
+        rto=_one_of(cfg.rto, RTOS, "protocol.coap.rto"),
+        backoff=_one_of(cfg.backoff, BACKOFFS, "protocol.coap.backoff"),
         block_size_bytes=cfg.block_size_bytes,
-        **overrides,
     )
 
 
@@ -167,13 +189,13 @@ class HandshakeLog:
 class CoapItemClient:
     """One CoAP GET per item, CON or NON, against the server's resource."""
 
-    def __init__(self, sim: Simulator, net: Network, config: Settings) -> None:
-        cfg = config.protocol.coap
+    def __init__(self, sim: Simulator, net: Network, config: RunSettings) -> None:
+        cfg = required(config.protocol.coap, "protocol.coap")
         self.sim = sim
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
         port = coap_port(cfg)
-        self.server = (address_text(net.address(net.node("producer"))), port)
+        self.server = (address_text(net.address(net.ip_node("producer"))), port)
         self.endpoint, header_length = secure(
             sim,
             CoapEndpoint(sim.rng("coap/client"), coap_params(cfg), token_length=cfg.token_length),
@@ -188,7 +210,7 @@ class CoapItemClient:
             and cfg.security.session == "per-request"
         )
         self.driver = DatagramDriver(
-            sim, net.node("client"), self.endpoint, self._on_event, header_length
+            sim, net.ip_node("client"), self.endpoint, self._on_event, header_length
         )
         self._pending: dict[object, tuple[Item, Done]] = {}
         self.dtls = cfg.security is not None and cfg.security.mode == "dtls"
@@ -229,26 +251,29 @@ class CoapItemClient:
 
     def _item_over(self) -> None:
         # Before the next item starts, so that its request opens a new session.
-        if self.close_after_item:
-            self.endpoint.layer.close(self.server)
+        endpoint = self.endpoint
+        if self.close_after_item and isinstance(endpoint, SecuredEndpoint):
+            layer = endpoint.layer
+            if isinstance(layer, DtlsLayer):  # close_after_item: a DTLS session
+                layer.close(self.server)
 
 
 def start_coap_server(
-    sim: Simulator, net: Network, config: Settings
+    sim: Simulator, net: Network, config: RunSettings
 ) -> CoapEndpoint | SecuredEndpoint:
-    cfg = config.protocol.coap
+    cfg = required(config.protocol.coap, "protocol.coap")
     workload = config.workload
     resource = make_resource(workload.resource, sim.rng("sensor"), workload.object_size_bytes)
     endpoint, header_length = secure(
         sim, CoapEndpoint(sim.rng("coap/server"), coap_params(cfg)), cfg, "server", "server"
     )
-    serve_reading(endpoint, workload.path, resource)
-    server = net.node("producer")
+    serve_reading(plain(endpoint), workload.path, resource)
+    server = net.ip_node("producer")
     port = coap_port(cfg)
     DatagramDriver(sim, server, endpoint, lambda event: None, header_length, port)
     return endpoint
 
 
-def build_coap(sim: Simulator, net: Network, config: Settings) -> ItemClient:
+def build_coap(sim: Simulator, net: Network, config: RunSettings) -> ItemClient:
     start_coap_server(sim, net, config)
     return CoapItemClient(sim, net, config)

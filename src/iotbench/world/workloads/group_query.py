@@ -61,15 +61,19 @@ from __future__ import annotations
 
 import json
 import math
+import random
+from collections.abc import Hashable
 from dataclasses import replace
 
 from iotbench.apps.driver import DatagramDriver
-from iotbench.apps.em.manager import EmParams, EntityManager
+from iotbench.apps.em.manager import EmParams, EntityManager, QueryAnswered
 from iotbench.metrics.items import DELIVERED, GIVEN_UP, Item, ItemLog
 from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.net.ip import address_text
+from iotbench.net.l2 import L2Node
+from iotbench.net.node import Node
 from iotbench.net.packet import Packet
 from iotbench.net.radio.medium import RadioMedium
 from iotbench.proto.coap import codec
@@ -79,9 +83,11 @@ from iotbench.proto.coap.endpoint import (
     ResponseReceived,
 )
 from iotbench.proto.coap.group import leisure_lower_bound_s, serve_membership
-from iotbench.scenarios.settings import Settings, em_settings
+from iotbench.scenarios.settings import em_settings, required
+from iotbench.scenarios.settings_types import ProtocolCoapSettings, RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network, RadioNetwork
+from iotbench.world.networks.base import ip_hosts
 from iotbench.world.protocols.coap import COAP_PORT, coap_params
 from iotbench.world.workloads.base import Workload
 from iotbench.world.workloads.publish.coap import COAP_MESSAGE
@@ -113,7 +119,9 @@ def member_response_bytes(token_length: int) -> int:
 class Member:
     """One member node: its reading at `path`, and /mc."""
 
-    def __init__(self, sim: Simulator, node, cfg: Settings, path: str, leisure_s: float) -> None:
+    def __init__(
+        self, sim: Simulator, node: Node, cfg: ProtocolCoapSettings, path: str, leisure_s: float
+    ) -> None:
         self.node = node
         self.rng = sim.rng(f"member/{node.name}")
         params = replace(coap_params(cfg), default_leisure_s=leisure_s)
@@ -126,7 +134,7 @@ class Member:
         )
         serve_membership(self.endpoint, self._join, self._leave, lambda: sorted(node.groups))
 
-    def _reading(self, request, addr) -> ResourceResponse:
+    def _reading(self, request: codec.Message, addr: Hashable) -> ResourceResponse:
         return ResourceResponse(
             codec.Code.CONTENT, f"{self.rng.uniform(18, 26):.1f} Cel".encode(), 0
         )
@@ -159,16 +167,19 @@ class GroupQueryWorkload(Workload):
     def __init__(
         self,
         sim: Simulator,
-        net: RadioNetwork,
-        config: Settings,
+        network: Network,
+        config: RunSettings,
         items: ItemLog,
         observers: Observers,
         traffic: TrafficMeter | None = None,
     ) -> None:
+        if not isinstance(network, RadioNetwork):
+            raise TypeError("group-query runs on a radio network (S6's)")
+        net = network
         workload = config.workload
         self.radio = RadioFrames()
         observers.add(self.radio)
-        cfg = config.protocol.coap
+        cfg = required(config.protocol.coap, "protocol.coap")
         em = em_settings(cfg)
         self.sim = sim
         self.items = items
@@ -193,18 +204,20 @@ class GroupQueryWorkload(Workload):
         second = net.second
         nested = workload.entity == "nested"
         if nested:
+            if second is None:
+                raise ValueError("workload.entity = nested: needs network.second")
             networks.append(second)
         target = workload.member_hops_mean
         target_max = workload.member_hops_max
-        chosen_per_network = []
-        for network in networks:
-            chosen = network.nodes("producer")
+        chosen_per_network: list[list[Node]] = []
+        for each in networks:
+            chosen = each.nodes("producer")
             if target is not None:
                 # The network's stream: every run of a scenario (whatever its
                 # axes) has the same members, as it has the same nodes and tree.
-                members_rng = network.streams("workload/members")
-                chosen = pick_members(network, len(chosen), target, members_rng, target_max)
-            chosen_per_network.append(chosen)
+                members_rng = each.streams("workload/members")
+                chosen = pick_members(each, len(chosen), target, members_rng, target_max)
+            chosen_per_network.append(ip_hosts(chosen))
         leisure = em.leisure_s
         if em.leisure_rate_bps is not None:
             # RFC 7252 8.2's lower bound for the group each EM addresses.
@@ -217,18 +230,18 @@ class GroupQueryWorkload(Workload):
             default_leisure_s=leisure,
             separate_response_after_s=em.separate_response_after_s,
         )
-        self._answered: list = []  # the EMs' QueryAnswered events since the last answer
+        self._answered: list[QueryAnswered] = []  # the EMs' answers since the last answer
         self.em, self.em_driver = self._entity_manager(net, "coap/em")
         self.members: list[Member] = []
         self.member_hops: list[int] = []
         member_uris: list[list[str]] = []
-        for network, chosen in zip(networks, chosen_per_network, strict=True):
-            tree = network.tree
-            ids = list(network.hosts)
-            self.member_hops += [tree.hops[ids.index(node.name)] for node in chosen]
-            self.members += [Member(sim, node, cfg, path, leisure) for node in chosen]
+        for each, hosts in zip(networks, chosen_per_network, strict=True):
+            tree = each.tree
+            ids = list(each.hosts)
+            self.member_hops += [tree.hops[ids.index(node.name)] for node in hosts]
+            self.members += [Member(sim, node, cfg, path, leisure) for node in hosts]
             member_uris.append(
-                [f"coap://[{address_text(network.address(node))}]{path}" for node in chosen]
+                [f"coap://[{address_text(each.address(node))}]{path}" for node in hosts]
             )
         # The EM as the client sees it: the gateway's address on the client's link
         # (its uplink), which is also where its answers come from; on the client's
@@ -241,10 +254,11 @@ class GroupQueryWorkload(Workload):
         if not nested:
             self.to_create = [(self.em_addr, self._profile(ENTITY, member_uris[0]))]
         else:
+            assert second is not None  # nested: checked above
             self.second_em, self.second_em_driver = self._entity_manager(second, "coap/em2")
             # The second EM as the first reaches it: its address on the interface that
             # leads to the first (where its answers come from).
-            second_em = second.node(self.em_role)
+            second_em = second.ip_node(self.em_role)
             towards_first = second_em.interface_for(net.address(em_node))
             second_host = address_text(towards_first.address)
             top = [
@@ -259,7 +273,7 @@ class GroupQueryWorkload(Workload):
         self.client = CoapEndpoint(sim.rng("coap/client"), coap_params(cfg))
         self.client_driver = DatagramDriver(
             sim,
-            net.node("client"),
+            net.ip_node("client"),
             self.client,
             self._on_event,
             codec.header_length,
@@ -279,7 +293,7 @@ class GroupQueryWorkload(Workload):
 
     def _entity_manager(self, net: Network, stream: str) -> tuple[EntityManager, DatagramDriver]:
         """An EM on `net`'s gateway (or its host), on the CoAP port."""
-        gateway = net.node(self.em_role)
+        gateway = net.ip_node(self.em_role)
         em = EntityManager(
             CoapEndpoint(self.sim.rng(stream), self.em_params),
             EmParams(
@@ -292,16 +306,25 @@ class GroupQueryWorkload(Workload):
             self.sim,
             gateway,
             em,
-            self._answered.append,
+            self._on_em_event,
             codec.header_length,
             COAP_PORT,
             COAP_MESSAGE,
         )
         return em, driver
 
-    def _profile(self, name: str, uris: list[str], mode: str | None = None) -> dict:
+    def _on_em_event(self, event: object) -> None:
+        if isinstance(event, QueryAnswered):  # the only event an EM reports
+            self._answered.append(event)
+
+    def _profile(self, name: str, uris: list[str], mode: str | None = None) -> dict[str, object]:
         em = self.em_settings
-        profile = {"name": name, "er": uris, "ect": mode or em.mode, "delay": em.delay_ms}
+        profile: dict[str, object] = {
+            "name": name,
+            "er": uris,
+            "ect": mode or em.mode,
+            "delay": em.delay_ms,
+        }
         if profile["ect"] == "unicast":
             profile["emt"] = em.emt
         return profile
@@ -354,7 +377,7 @@ class GroupQueryWorkload(Workload):
         if rid == self._create_request:
             self._created(event)
             return
-        pending = self._pending.pop(rid, None)
+        pending = self._pending.pop(rid, None) if isinstance(rid, int) else None
         if pending is None:
             return
         index, item = pending
@@ -443,8 +466,12 @@ class GroupQueryWorkload(Workload):
 
 
 def pick_members(
-    net: RadioNetwork, count: int, hops_mean: float, rng, hops_max: int | None = None
-) -> list:
+    net: RadioNetwork,
+    count: int,
+    hops_mean: float,
+    rng: random.Random,
+    hops_max: int | None = None,
+) -> list[Node | L2Node]:
     """`count` members whose hop counts (in the least-ETX tree from the link model,
     which RPL's routes follow on stable links) average `hops_mean` and reach
     `hops_max` at most and at least once, as closely as the network allows: S6's

@@ -36,7 +36,7 @@ with `protocol.coap.token_length`-byte tokens (gcoap: 2).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -52,10 +52,14 @@ from iotbench.proto.coap.endpoint import (
     ResourceResponse,
     ResponseReceived,
 )
+from iotbench.proto.coap.resources import Handler
 from iotbench.proto.coap.secured import SecuredEndpoint
 from iotbench.proto.ndn.forwarder import Forwarder
-from iotbench.scenarios.settings import Settings
+from iotbench.proto.oscore.context import SecurityContext
+from iotbench.scenarios.settings import required
+from iotbench.scenarios.settings_types import ProtocolCoapSettings, RunSettings
 from iotbench.sim import Simulator
+from iotbench.sim.cpu import Cpu
 from iotbench.world.networks import Network
 from iotbench.world.protocols.coap import (
     HandshakeLog,
@@ -87,23 +91,23 @@ def _attach(
     sim: Simulator,
     node: Node,
     endpoint: CoapEndpoint,
-    cfg: Settings,
+    cfg: ProtocolCoapSettings,
     role: str,
     on_event: Callable[[object], None] = _ignore,
     *,
     port: int | None = None,
     operation: str = COAP_MESSAGE,
-    oscore_contexts: dict | None = None,
+    oscore_contexts: dict[Hashable, SecurityContext] | None = None,
     on_sealed: Callable[[bytes, bytes], None] | None = None,
 ) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
     """`endpoint` on `node`, behind protocol.coap.security's layer when there is
     one (its random stream named after the node; `on_sealed` told what it
     protects), driven on `port` (None: an ephemeral one)."""
-    endpoint, header_length = secure(sim, endpoint, cfg, role, node.name, oscore_contexts)
-    if isinstance(endpoint, SecuredEndpoint):
-        endpoint.layer.on_sealed = on_sealed
-    driver = DatagramDriver(sim, node, endpoint, on_event, header_length, port, operation)
-    return endpoint, driver
+    secured, header_length = secure(sim, endpoint, cfg, role, node.name, oscore_contexts)
+    if isinstance(secured, SecuredEndpoint):
+        secured.layer.on_sealed = on_sealed
+    driver = DatagramDriver(sim, node, secured, on_event, header_length, port, operation)
+    return secured, driver
 
 
 class _CoapSender:
@@ -112,18 +116,18 @@ class _CoapSender:
 
     requests: int | None = None
     schedule = "per-source"
-    producers: list[tuple[CoapEndpoint, DatagramDriver]]
+    producers: list[tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]]
     handshakes: HandshakeLog | None = None  # with protocol.coap.security's DTLS
     #: With security: the reading each protected datagram carries, by its AEAD tag.
-    _sealed: dict[bytes, int] | None = None
+    _sealed: dict[bytes, int]
 
-    def _security(self, cfg: Settings) -> None:
+    def _security(self, cfg: ProtocolCoapSettings) -> None:
         security = cfg.security
         self.handshakes = HandshakeLog() if security and security.mode == "dtls" else None
+        self._sealed = {}
         if security is not None:
             # A reading sealed by DTLS or OSCORE cannot be found in its frames by
             # its id; the layers tell which wire bytes carry which reading.
-            self._sealed = {}
             self.content_id = self._sealed_content_id
 
     def _remember(self, plain: bytes, wire: bytes) -> None:
@@ -142,7 +146,7 @@ class _CoapSender:
     def protocol_metrics(self) -> dict[str, float | int]:
         return self.handshakes.metrics() if self.handshakes is not None else {}
 
-    def producer_cpus(self) -> list:
+    def producer_cpus(self) -> list[Cpu | None]:
         return [driver.node.cpu for _, driver in self.producers]
 
     def _record(self, event: object) -> None:
@@ -158,7 +162,7 @@ class _CoapSender:
     def app_retransmissions(self) -> int:
         return sum(endpoint.stats.retransmissions for endpoint in self._endpoints())
 
-    def _endpoints(self) -> list[CoapEndpoint]:
+    def _endpoints(self) -> list[CoapEndpoint | SecuredEndpoint]:
         return [endpoint for endpoint, _ in self.producers]
 
     def forwarders(self) -> dict[str, Forwarder]:
@@ -170,12 +174,12 @@ def _producer_server(
     sim: Simulator,
     node: Node,
     endpoint: CoapEndpoint,
-    cfg: Settings,
+    cfg: ProtocolCoapSettings,
     index: int,
     port: int,
 ) -> tuple[CoapEndpoint | SecuredEndpoint, DatagramDriver]:
     """Producer `index`'s server endpoint (GET and Observe), answering the gateway."""
-    contexts = {None: oscore_context("server", index)}
+    contexts: dict[Hashable, SecurityContext] = {None: oscore_context("server", index)}
     return _attach(
         sim,
         node,
@@ -193,20 +197,22 @@ class CoapPut(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
-        cfg = config.protocol.coap
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
+        cfg = required(config.protocol.coap, "protocol.coap")
         self.work = work
         self.sim = sim
         self.path = config.workload.path
         self.confirmable = cfg.type == "con"
         self._security(cfg)
         self._requests: dict[tuple[int, int], int] = {}  # (producer, request id) -> reading
-        sink = net.node("client")
-        producers = net.nodes("producer")
+        sink = net.ip_node("client")
+        producers = net.ip_nodes("producer")
         port = coap_port(cfg)
         server = CoapEndpoint(sim.rng("coap/server"), coap_params(cfg))
         server.add_resource(self.path, self._arrived, methods={codec.Code.PUT})
-        contexts = {i: oscore_context("server", i) for i in range(len(producers))}
+        contexts: dict[Hashable, SecurityContext] = {
+            i: oscore_context("server", i) for i in range(len(producers))
+        }
         _attach(sim, sink, server, cfg, "server", port=port, oscore_contexts=contexts)
         self._sink = (address_text(net.address(sink)), port)
         self.producers = []
@@ -245,14 +251,16 @@ class CoapPut(_CoapSender):
         else:
             self.work.handed_over(rid)
 
-    def _arrived(self, request, addr) -> ResourceResponse:
+    def _arrived(self, request: codec.Message, addr: Hashable) -> ResourceResponse:
         if self.work.arrived(request.payload) is None:
             return ResourceResponse(codec.Code.BAD_REQUEST)
         return ResourceResponse(codec.Code.CHANGED)
 
     def _on_event(self, producer: int) -> Callable[[object], None]:
         def on_event(event: object) -> None:
-            rid = self._requests.pop((producer, getattr(event, "request_id", None)), None)
+            request_id = getattr(event, "request_id", None)
+            key = (producer, request_id) if isinstance(request_id, int) else None
+            rid = self._requests.pop(key, None) if key is not None else None
             if rid is not None and isinstance(event, RequestFailed):
                 self.work.failed(rid)
             elif rid is None:
@@ -268,18 +276,20 @@ class _Gateway:
         self,
         sim: Simulator,
         net: Network,
-        cfg: Settings,
-        on_event,
+        cfg: ProtocolCoapSettings,
+        on_event: Callable[[object], None],
         addresses: list[tuple[str, int]],
         operation: str = COAP_MESSAGE,
     ) -> None:
         endpoint = CoapEndpoint(
             sim.rng("coap/gateway"), coap_params(cfg), token_length=cfg.token_length
         )
-        contexts = {addr: oscore_context("client", i) for i, addr in enumerate(addresses)}
+        contexts: dict[Hashable, SecurityContext] = {
+            addr: oscore_context("client", i) for i, addr in enumerate(addresses)
+        }
         self.endpoint, self.driver = _attach(
             sim,
-            net.node("client"),
+            net.ip_node("client"),
             endpoint,
             cfg,
             "client",
@@ -305,9 +315,10 @@ class CoapGet(_CoapSender):
     """coap-get-*: the gateway GETs the producers' current value."""
 
     drives = "pull"
+    requests: int = 0
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
-        cfg = config.protocol.coap
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
+        cfg = required(config.protocol.coap, "protocol.coap")
         self.work = work
         self.sim = sim
         self.path = config.workload.path
@@ -315,7 +326,7 @@ class CoapGet(_CoapSender):
         self.token_length = cfg.token_length
         self._security(cfg)
         port = coap_port(cfg)
-        producers = net.nodes("producer")
+        producers = net.ip_nodes("producer")
         self.addresses = [(address_text(net.address(node)), port) for node in producers]
         self.gateway = _Gateway(sim, net, cfg, self._on_event, self.addresses)
         self.requests = 0
@@ -336,7 +347,7 @@ class CoapGet(_CoapSender):
             endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), coap_params(cfg))
             endpoint.add_resource(
                 self.path,
-                lambda request, addr, i=index: self._serve(i, request),
+                self._server_of(index),
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
             )
@@ -344,7 +355,7 @@ class CoapGet(_CoapSender):
             self.latest.append(None)
             self.asking_since.append(None)
 
-    def _endpoints(self) -> list[CoapEndpoint]:
+    def _endpoints(self) -> list[CoapEndpoint | SecuredEndpoint]:
         return [self.gateway.endpoint, *super()._endpoints()]
 
     # ---- the gateway ------------------------------------------------------------------
@@ -393,14 +404,15 @@ class CoapGet(_CoapSender):
             return
         del self._by_token[request.token]
         answer = event.response if isinstance(event, ResponseReceived) else None
-        ok = answer is not None and answer.code == codec.Code.CONTENT
+        if answer is not None and answer.code != codec.Code.CONTENT:
+            answer = None  # only a 2.05 carries a reading
         if request.rid is not None:  # scheduled: the request is the item
-            if ok:
+            if answer is not None:
                 self.work.delivered(request.rid, len(answer.payload))
             else:
                 self.work.failed(request.rid)
             return
-        if ok:
+        if answer is not None:
             producer = request.producer
             if self.work.arrived(answer.payload, since=self.asking_since[producer]):
                 self.asking_since[producer] = None  # the next GET asks for the next one
@@ -408,7 +420,15 @@ class CoapGet(_CoapSender):
 
     # ---- the producers ----------------------------------------------------------------
 
-    def _serve(self, producer: int, request) -> ResourceResponse:
+    def _server_of(self, producer: int) -> Handler:
+        """The handler of producer `producer`'s resource."""
+
+        def serve(request: codec.Message, addr: Hashable) -> ResourceResponse:
+            return self._serve(producer, request)
+
+        return serve
+
+    def _serve(self, producer: int, request: codec.Message) -> ResourceResponse:
         asked = self._by_token.get(request.token)
         if asked is not None and asked.rid is not None:
             # Scheduled: the current value, taken now; it carries the item's id.
@@ -454,15 +474,15 @@ class CoapObserve(_CoapSender):
 
     drives = "push"
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
-        cfg = config.protocol.coap
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
+        cfg = required(config.protocol.coap, "protocol.coap")
         self.work = work
         self.sim = sim
         self.path = config.workload.path
         self.start_s = config.workload.start_s
         self._security(cfg)
         port = coap_port(cfg)
-        producers = net.nodes("producer")
+        producers = net.ip_nodes("producer")
         self.addresses = [(address_text(net.address(node)), port) for node in producers]
         # aiocoap keeps its NON registration open while coap_observe_cli waits for
         # the answer (at most 10 s), longer than gcoap's NON timeout.
@@ -479,14 +499,12 @@ class CoapObserve(_CoapSender):
         self._current: list[int | None] = []  # each producer's registration attempt
         self.latest: list[bytes] = []
         self.producers = []
-        params = coap_params(cfg, observe_one_per_peer=True)
+        params = replace(coap_params(cfg), observe_one_per_peer=True)
         for index, node in enumerate(producers):
             endpoint = CoapEndpoint(sim.rng(f"coap/{node.name}"), params)
             endpoint.add_resource(
                 self.path,
-                lambda request, addr, i=index: ResourceResponse(
-                    codec.Code.CONTENT, self.latest[i], APPLICATION_JSON
-                ),
+                self._latest_of(index),
                 observable=True,
                 methods={codec.Code.GET},
                 content_format=APPLICATION_JSON,
@@ -495,7 +513,15 @@ class CoapObserve(_CoapSender):
             self.latest.append(work.idle_reading(index))
             self._current.append(None)
 
-    def _endpoints(self) -> list[CoapEndpoint]:
+    def _latest_of(self, producer: int) -> Handler:
+        """The handler of producer `producer`'s resource: its latest reading."""
+
+        def latest(request: codec.Message, addr: Hashable) -> ResourceResponse:
+            return ResourceResponse(codec.Code.CONTENT, self.latest[producer], APPLICATION_JSON)
+
+        return latest
+
+    def _endpoints(self) -> list[CoapEndpoint | SecuredEndpoint]:
         return [self.gateway.endpoint, *super()._endpoints()]
 
     def start(self) -> None:
@@ -541,7 +567,10 @@ class CoapObserve(_CoapSender):
         if isinstance(event, NotificationReceived):
             self.work.arrived(event.message.payload)
             return
-        producer = self._registrations.pop(getattr(event, "request_id", None), None)
+        request_id = getattr(event, "request_id", None)
+        producer = (
+            self._registrations.pop(request_id, None) if isinstance(request_id, int) else None
+        )
         if producer is None:
             self._record(event)
             return

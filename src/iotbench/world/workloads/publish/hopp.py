@@ -100,7 +100,7 @@ class NdnHopp(NdnSender):
         for name, node in tree.nodes.items():
             parent = shared.parent[index[name]]
             parent_address = None if parent is None else net.address(net.hosts[ids[parent]])
-            iface = net.interface(net.hosts[name])
+            iface = net.l2_interface(net.hosts[name])
             faces = {net.address(net.hosts[peer]): face for peer, face in node.faces.items()}
             self.agents[name] = HoppAgent(
                 self, name, node, iface, parent_address, sim.rng(f"hopp/{name}"), faces

@@ -20,11 +20,14 @@ re-sends unanswered).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.mqtt import LocalClient
 from iotbench.net.ip import address_text
+from iotbench.net.lowpan.interface import LowpanInterface
+from iotbench.net.node import Node
 from iotbench.proto.mqtt import events as mqtt_ev
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.params import MqttClientParams
@@ -33,10 +36,12 @@ from iotbench.proto.mqttsn.client import MqttSnClient, QueueFull
 from iotbench.proto.mqttsn.codec import header_length as sn_header_length
 from iotbench.proto.mqttsn.params import MqttSnClientParams
 from iotbench.proto.ndn.forwarder import Forwarder
-from iotbench.scenarios.settings import Settings
+from iotbench.scenarios.settings import required
+from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
+from iotbench.sim.cpu import Cpu
 from iotbench.world.networks import Network
-from iotbench.world.protocols.mqttsn import retry_settings, sink_broker
+from iotbench.world.protocols.mqttsn import give_up, retry_settings, sink_broker
 
 if TYPE_CHECKING:
     from iotbench.world.workloads.publish.sender import Publisher
@@ -52,14 +57,14 @@ class MqttSnPublish:
     schedule = "per-source"
     requests: int | None = None
 
-    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: Settings) -> None:
-        cfg = config.protocol.mqttsn
+    def __init__(self, work: Publisher, sim: Simulator, net: Network, config: RunSettings) -> None:
+        cfg = required(config.protocol.mqttsn, "protocol.mqttsn")
         self.work = work
         self.sim = sim
         self.topic = cfg.topic
         self.qos = cfg.qos
         self.start_s = config.workload.start_s
-        sink = net.node("client")
+        sink = net.ip_node("client")
         broker = sink_broker(sim, sink, cfg)
         subscriber = MqttClient(
             sim.rng("mqtt/subscriber"), MqttClientParams(client_id="gateway-app", keep_alive_s=0)
@@ -68,15 +73,21 @@ class MqttSnPublish:
         LocalClient(sim, broker, subscriber, self._received, name="subscriber")
         self.gateway = (address_text(net.address(sink)), cfg.port)
         self._rng = sim.rng("workload/mqttsn")
-        params = {
-            **retry_settings(cfg),
-            "keep_alive_s": cfg.keep_alive_s,
-            "max_inflight": cfg.max_inflight,
-            "give_up": cfg.give_up,
-        }
+        retry = retry_settings(cfg)
+        ending = give_up(cfg)
         self.producers = [
-            _SnProducer(self, node, link_layer_id(net, node), params)
-            for node in net.nodes("producer")
+            _SnProducer(
+                self,
+                node,
+                MqttSnClientParams(
+                    client_id=link_layer_id(net, node),
+                    keep_alive_s=cfg.keep_alive_s,
+                    max_inflight=cfg.max_inflight,
+                    give_up=ending,
+                    **retry,
+                ),
+            )
+            for node in net.ip_nodes("producer")
         ]
 
     def start(self) -> None:
@@ -98,10 +109,10 @@ class MqttSnPublish:
     def protocol_metrics(self) -> dict[str, float | int]:
         return {}
 
-    def producer_cpus(self) -> list:
+    def producer_cpus(self) -> list[Cpu | None]:
         return [producer.driver.node.cpu for producer in self.producers]
 
-    def later(self, action) -> None:
+    def later(self, action: Callable[[], None]) -> None:
         """Run `action` after asymcute's short random wait."""
         self.sim.schedule(self._rng.uniform(*RECONNECT_S), action)
 
@@ -110,21 +121,21 @@ class MqttSnPublish:
             self.work.arrived(event.payload)
 
 
-def link_layer_id(net: Network, node) -> str:
+def link_layer_id(net: Network, node: Node) -> str:
     """The client id asymcute's users give: the node's link-layer address in hex."""
-    address = net.interface(node).mac.address
-    return address.hex()
+    iface = net.interface(node)
+    if not isinstance(iface, LowpanInterface):
+        raise TypeError(f"{node.name!r}: MQTT-SN's publish exchange runs over 6LoWPAN")
+    return iface.mac.address.hex()
 
 
 class _SnProducer:
     """One producer's MQTT-SN client and session."""
 
-    def __init__(self, owner: MqttSnPublish, node, client_id: str, params: dict) -> None:
+    def __init__(self, owner: MqttSnPublish, node: Node, params: MqttSnClientParams) -> None:
         self.owner = owner
         self.sim = owner.sim
-        self.client = MqttSnClient(
-            self.sim.rng(f"mqttsn/{node.name}"), MqttSnClientParams(client_id=client_id, **params)
-        )
+        self.client = MqttSnClient(self.sim.rng(f"mqttsn/{node.name}"), params)
         self.driver = DatagramDriver(
             self.sim,
             node,
@@ -152,8 +163,11 @@ class _SnProducer:
 
     def publish(self, rid: int, payload: bytes) -> None:
         work = self.owner.work
+        topic_id = self.topic_id
+        if topic_id is None:  # the workload publishes only when ready()
+            raise RuntimeError("a PUBLISH before the topic was registered")
         try:
-            msg_id = self.client.publish(self.sim.now, self.topic_id, payload, qos=self.owner.qos)
+            msg_id = self.client.publish(self.sim.now, topic_id, payload, qos=self.owner.qos)
         except (QueueFull, RuntimeError):
             work.failed(rid)  # the client cannot take it: lost at the producer
             return
