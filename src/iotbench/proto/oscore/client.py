@@ -16,6 +16,7 @@ state it uses."""
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 from iotbench.proto.coap.codec import (
     CoapDecodeError,
@@ -29,7 +30,9 @@ from iotbench.proto.coap.codec import (
 from iotbench.proto.coap.options import Opt
 
 from .bindings import ClientBinding
+from .cache import BoundedCache
 from .context import ContextExhausted, DecryptionFailed, SecurityContext
+from .events import OscoreStats
 from .message import CannotProtect, RequestId, aad, assemble, protect
 from .option import OscoreOption, OscoreOptionError
 from .server import DONE
@@ -39,6 +42,30 @@ _OBSERVE_MASK = 0xFFFFFF  # RFC 7641: Observe is a 24-bit value
 
 class ClientSide:
     """The client side's methods of `OscoreLayer`."""
+
+    # The state and shared methods `OscoreLayer` provides (layer.py), declared
+    # for the type checker; nothing of them exists on this class at run time.
+    stats: OscoreStats
+    _clients: BoundedCache[ClientBinding]
+    _received: BoundedCache[tuple[int, bytes]]
+    _repeats: BoundedCache[bytes]
+    _repeat_mids: BoundedCache[int]
+    _plain: list[tuple[bytes, Hashable]]
+
+    if TYPE_CHECKING:
+
+        def _peer_context(self, addr: Hashable) -> SecurityContext | None: ...
+        def _send(self, data: bytes, addr: Hashable) -> None: ...
+        def _pass_out(self, data: bytes, addr: Hashable) -> None: ...
+        def _send_protected(
+            self, now: float, plain: bytes, wire: bytes, addr: Hashable
+        ) -> None: ...
+        def _deliver(
+            self, now: float, data: bytes, plain: Message, addr: Hashable, verified: bool = True
+        ) -> None: ...
+        def _fail(self, addr: Hashable, reason: str, detail: str) -> None: ...
+        def _own_mid(self) -> int: ...
+        def _ack(self, msg: Message, addr: Hashable) -> None: ...
 
     def _protect_request(self, now: float, msg: Message, data: bytes, addr: Hashable) -> None:
         """8.1: protect a request of the endpoint with the peer's context."""
@@ -71,9 +98,9 @@ class ClientSide:
             msg.message_id = self._endpoint_mid_of(addr, msg.message_id)
         key = (addr, msg.token)
         binding = self._clients.get(key)
-        protected = msg.has_option(Opt.OSCORE)
+        value = msg.get_option(Opt.OSCORE)  # None: not protected
         if binding is None:
-            if not protected and self._peer_context(addr) is None:
+            if value is None and self._peer_context(addr) is None:
                 self.stats.plain += 1
                 self._plain.append((encode(msg), addr))  # a peer without OSCORE
                 return
@@ -82,12 +109,12 @@ class ClientSide:
                 # As the endpoint treats a response nobody waits for (RFC 7252 5.3.2).
                 self._send(encode(Message.empty(Type.RST, msg.message_id)), addr)
             return
-        if not protected:
+        if value is None:
             self._unprotected_response(now, msg, data, addr, binding)
             return
         ctx = binding.ctx
         try:
-            option = OscoreOption.decode(msg.get_option(Opt.OSCORE))
+            option = OscoreOption.decode(value)
         except OscoreOptionError as exc:
             self._drop_response(msg, addr, "decode", str(exc))
             return

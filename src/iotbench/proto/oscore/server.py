@@ -7,12 +7,15 @@ state it uses."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 from iotbench.proto.coap.codec import (
     CoapDecodeError,
     Code,
     Message,
+    Type,
     encode,
     is_request,
 )
@@ -20,7 +23,9 @@ from iotbench.proto.coap.options import Opt
 from iotbench.proto.replay import ReplayWindow
 
 from .bindings import ServerBinding
+from .cache import BoundedCache
 from .context import ContextExhausted, DecryptionFailed, SecurityContext
+from .events import OscoreStats
 from .message import CannotProtect, RequestId, aad, assemble, protect
 from .option import OscoreOption, OscoreOptionError
 
@@ -51,6 +56,30 @@ def window_above(number: int, size: int) -> ReplayWindow:
 class ServerSide:
     """The server side's methods of `OscoreLayer`."""
 
+    # The state and shared methods `OscoreLayer` provides (layer.py), declared
+    # for the type checker; nothing of them exists on this class at run time.
+    rng: random.Random
+    require_oscore: bool
+    stats: OscoreStats
+    _contexts: dict[tuple[bytes | None, bytes], SecurityContext]
+    _servers: BoundedCache[ServerBinding]
+    _identities: BoundedCache[bytes]
+    _received: BoundedCache[tuple[int, bytes]]
+    _plain: list[tuple[bytes, Hashable]]
+
+    if TYPE_CHECKING:
+
+        def _send(self, data: bytes, addr: Hashable) -> None: ...
+        def _pass_out(self, data: bytes, addr: Hashable) -> None: ...
+        def _send_protected(
+            self, now: float, plain: bytes, wire: bytes, addr: Hashable
+        ) -> None: ...
+        def _deliver(
+            self, now: float, data: bytes, plain: Message, addr: Hashable, verified: bool = True
+        ) -> None: ...
+        def _fail(self, addr: Hashable, reason: str, detail: str) -> None: ...
+        def _reply_header(self, request: Message) -> tuple[Type, int]: ...
+
     def _plain_request(self, now: float, msg: Message, data: bytes, addr: Hashable) -> None:
         if self.require_oscore:
             self._refuse(now, msg, data, addr, "not-protected", "a request without OSCORE")
@@ -61,20 +90,19 @@ class ServerSide:
     def _open_request(self, now: float, msg: Message, data: bytes, addr: Hashable) -> None:
         """8.2: find the context, check the Partial IV, decrypt, pass on."""
         try:
-            option = _request_option(msg)
+            kid_context, kid, piv = _request_option(msg)
         except OscoreOptionError as exc:
             self._refuse(now, msg, data, addr, "decode", str(exc))
             return
-        ctx = self._contexts.get((option.kid_context, option.kid))
+        ctx = self._contexts.get((kid_context, kid))
         if ctx is None:
-            self._refuse(now, msg, data, addr, "unknown-context", f"kid {option.kid.hex()!r}")
+            self._refuse(now, msg, data, addr, "unknown-context", f"kid {kid.hex()!r}")
             return
-        piv = option.partial_iv
         number = int.from_bytes(piv, "big")
         if ctx.replay is not None and not ctx.replay.is_fresh(number):
             self._refuse(now, msg, data, addr, "replay", f"Partial IV {number}")
             return
-        request = RequestId(option.kid, piv)
+        request = RequestId(kid, piv)
         try:
             plaintext = ctx.open(ctx.nonce(ctx.recipient_id, piv), msg.payload, aad(request))
         except DecryptionFailed as exc:
@@ -180,11 +208,12 @@ class ServerSide:
         self._send_protected(now, data, encode(out), addr)
 
 
-def _request_option(msg: Message) -> OscoreOption:
+def _request_option(msg: Message) -> tuple[bytes | None, bytes, bytes]:
+    """The 'kid context', 'kid' and Partial IV of a request's OSCORE option."""
     values = msg.get_options(Opt.OSCORE)
     if len(values) > 1:
         raise OscoreOptionError("the OSCORE option is repeated")
     option = OscoreOption.decode(values[0])
     if option.partial_iv is None or option.kid is None:
         raise OscoreOptionError("a request carries a Partial IV and a kid (5)")
-    return option
+    return option.kid_context, option.kid, option.partial_iv
