@@ -37,7 +37,7 @@ def paced_collections() -> Iterator[None]:
     before = gc.get_threshold()
     floor, older = before[0], before[1:]
 
-    def follow(phase: str, info: dict) -> None:
+    def follow(phase: str, info: dict[str, int]) -> None:
         if phase != "stop":
             return
         young = gc.get_threshold()[0]

@@ -11,12 +11,12 @@ stored metric and the verdict follows.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeAlias
 
-from iotbench.runner.store import DB_NAME, ResultStore, StoreError
+from iotbench.runner.store import DB_NAME, ResultStore, StoredRun, StoreError
 from iotbench.validation.figures import (
     ABOUT,
     Check,
@@ -31,8 +31,16 @@ AGREES, DIFFERS, NOT_RUN = "agrees", "differs", "not run"
 
 
 class RunLike(Protocol):
-    params: dict
-    metrics: dict
+    """A stored run as the comparison reads it (StoredRun, or a recorded one)."""
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+    @property
+    def metrics(self) -> Mapping[str, float | int]: ...
+
+
+Runs: TypeAlias = Mapping[str, Sequence[RunLike]]
 
 
 @dataclass(frozen=True)
@@ -89,19 +97,20 @@ class _Missing(Exception):
     """A term's runs are not stored: the figure is not run."""
 
 
-def compare(studies: Iterable[Study], runs: Mapping[str, list[RunLike]]) -> list[StudyComparison]:
+def compare(studies: Iterable[Study], runs: Runs) -> list[StudyComparison]:
     return [
         StudyComparison(study, tuple(compare_figure(f, runs) for f in study.figures))
         for study in studies
     ]
 
 
-def compare_figure(figure: Figure, runs: Mapping[str, list[RunLike]]) -> Comparison:
+def compare_figure(figure: Figure, runs: Runs) -> Comparison:
     try:
         if figure.exactness == "finding":
             failed = [c for c in figure.checks if not _holds(c, runs)]
             detail = "; ".join(_describe(c, runs) for c in failed)
             return Comparison(figure, DIFFERS if failed else AGREES, detail=detail)
+        assert figure.ours is not None, "parse_study gives every other figure `ours`"
         ours = _value(figure.ours, runs)
     except _Missing as missing:
         return Comparison(figure, NOT_RUN, detail=str(missing))
@@ -131,10 +140,12 @@ def compare_figure(figure: Figure, runs: Mapping[str, list[RunLike]]) -> Compari
     return Comparison(figure, AGREES if agrees else DIFFERS, ours, difference)
 
 
-def _holds(check: Check, runs: Mapping[str, list[RunLike]]) -> bool:
+def _holds(check: Check, runs: Runs) -> bool:
     left = _value(check.left, runs)
     if check.op == "between":
+        assert check.low is not None and check.high is not None, "parse_study requires them"
         return check.low <= left <= check.high
+    assert check.right is not None, "parse_study requires `right` for every other op"
     right = _value(check.right, runs)
     if check.op == "<":
         return left < check.factor * right
@@ -143,10 +154,11 @@ def _holds(check: Check, runs: Mapping[str, list[RunLike]]) -> bool:
     return abs(left - right) <= ABOUT * abs(right)  # "about"
 
 
-def _describe(check: Check, runs: Mapping[str, list[RunLike]]) -> str:
+def _describe(check: Check, runs: Runs) -> str:
     left = _value(check.left, runs)
     if check.op == "between":
         return f"{_label(check.left)} = {_num(left)}, not between {check.low} and {check.high}"
+    assert check.right is not None, "parse_study requires `right` for every other op"
     right = _value(check.right, runs)
     factor = f"{_num(check.factor)} × " if check.factor != 1.0 else ""
     return (
@@ -163,18 +175,18 @@ def _label(part: Term | Ratio) -> str:
     return f"{reduce}{part.metric} ({point})" if point else f"{reduce}{part.metric}"
 
 
-def _value(part: Term | Ratio, runs: Mapping[str, list[RunLike]]) -> float:
+def _value(part: Term | Ratio, runs: Runs) -> float:
     if isinstance(part, Ratio):
         denominator = _value(part.denominator, runs)
         return _value(part.numerator, runs) / denominator if denominator else math.nan
     return _term(part, runs)
 
 
-def _term(term: Term, runs: Mapping[str, list[RunLike]]) -> float:
+def _term(term: Term, runs: Runs) -> float:
     stored = runs.get(term.scenario)
     if not stored:
         raise _Missing(f"no runs of {term.scenario}: `iotbench run {term.scenario}`")
-    points: dict[tuple, list[float]] = {}
+    points: dict[tuple[tuple[str, str], ...], list[float]] = {}
     for run in stored:
         if all(str(run.params.get(axis)) in values for axis, values in term.point.items()):
             value = run.metrics.get(term.metric)
@@ -191,9 +203,17 @@ def _term(term: Term, runs: Mapping[str, list[RunLike]]) -> float:
     if term.reduce in ("argmin", "argmax"):
         pick = min if term.reduce == "argmin" else max
         best = pick(means, key=means.__getitem__)
+        assert term.axis is not None, "parse_study requires `axis` for argmin and argmax"
         return float(dict(best)[term.axis])
-    reduce = {"mean": lambda xs: sum(xs) / len(xs), "min": min, "max": max}[term.reduce]
+    reduce = _REDUCE[term.reduce]
     return term.offset + term.scale * reduce(list(means.values()))
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+_REDUCE: dict[str, Callable[[list[float]], float]] = {"mean": _mean, "min": min, "max": max}
 
 
 def _num(value: float | int | None) -> str:
@@ -224,9 +244,9 @@ def results_dirs(path: str | Path) -> list[Path]:
     return found
 
 
-def stored_runs(path: str | Path) -> dict[str, list]:
+def stored_runs(path: str | Path) -> dict[str, list[StoredRun]]:
     """Every stored run under PATH, by scenario name."""
-    runs: dict[str, list] = {}
+    runs: dict[str, list[StoredRun]] = {}
     for folder in results_dirs(path):
         with ResultStore(folder, read_only=True) as store:
             for run in store.runs():

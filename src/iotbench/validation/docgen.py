@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from iotbench.validation.compare import compare, stored_runs
 from iotbench.validation.figures import Study, load_studies
@@ -30,14 +31,14 @@ RECORD = "published-runs.json"
 BEGIN, END = "<!-- published-vs-ours -->", "<!-- /published-vs-ours -->"
 
 
-def record(results: list[Path], studies: list[Study]) -> dict:
+def record(results: list[Path], studies: list[Study]) -> dict[str, list[dict[str, Any]]]:
     """{scenario: [{"params": ..., "metrics": {only what the figures read}}]}."""
     wanted: dict[str, set[str]] = {}
     for study in studies:
         for figure in study.figures:
             for term in figure.terms():
                 wanted.setdefault(term.scenario, set()).add(term.metric)
-    kept: dict[str, list[dict]] = {}
+    kept: dict[str, list[dict[str, Any]]] = {}
     for folder in results:
         for scenario, runs in stored_runs(folder).items():
             if scenario not in wanted:
@@ -45,12 +46,12 @@ def record(results: list[Path], studies: list[Study]) -> dict:
             for run in runs:
                 metrics = {k: run.metrics[k] for k in sorted(wanted[scenario]) if k in run.metrics}
                 kept.setdefault(scenario, []).append({"params": run.params, "metrics": metrics})
-    for runs in kept.values():
-        runs.sort(key=lambda r: json.dumps(r["params"], sort_keys=True))
+    for recorded in kept.values():
+        recorded.sort(key=lambda r: json.dumps(r["params"], sort_keys=True))
     return dict(sorted(kept.items()))
 
 
-def recorded_runs(path: Path) -> dict[str, list]:
+def recorded_runs(path: Path) -> dict[str, list[SimpleNamespace]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     return {
         scenario: [SimpleNamespace(params=r["params"], metrics=r["metrics"]) for r in runs]

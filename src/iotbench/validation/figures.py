@@ -117,7 +117,7 @@ def load_studies() -> list[Study]:
     return studies
 
 
-def parse_study(data: dict, source: str) -> Study:
+def parse_study(data: dict[str, Any], source: str) -> Study:
     study = _text(data, "study", source)
     figures = data.get("figure", [])
     if not isinstance(figures, list) or not figures:
@@ -129,7 +129,7 @@ def parse_study(data: dict, source: str) -> Study:
     return Study(study, _text(data, "title", source), _text(data, "page", source), parsed)
 
 
-def _figure(data: dict, study: str, where: str) -> Figure:
+def _figure(data: dict[str, Any], study: str, where: str) -> Figure:
     exactness = _text(data, "exactness", where)
     if exactness not in EXACTNESS:
         raise FiguresError(f"{where}: exactness {exactness!r}; allowed: {', '.join(EXACTNESS)}")
@@ -162,7 +162,7 @@ def _figure(data: dict, study: str, where: str) -> Figure:
     return figure
 
 
-def _check(data: dict, where: str) -> Check:
+def _check(data: dict[str, Any], where: str) -> Check:
     op = _text(data, "op", where)
     if op not in CHECK_OPS:
         raise FiguresError(f"{where}: op {op!r}; allowed: {', '.join(CHECK_OPS)}")
@@ -180,7 +180,7 @@ def _check(data: dict, where: str) -> Check:
     )
 
 
-def _part(data: dict, where: str) -> Term | Ratio:
+def _part(data: object, where: str) -> Term | Ratio:
     if not isinstance(data, dict):
         raise FiguresError(f"{where}: a term is a table")
     if "ratio" in data:
@@ -191,7 +191,7 @@ def _part(data: dict, where: str) -> Term | Ratio:
     return _term(data, where)
 
 
-def _term(data: dict, where: str) -> Term:
+def _term(data: dict[str, Any], where: str) -> Term:
     reduce = data.get("reduce", "mean")
     if reduce not in REDUCE:
         raise FiguresError(f"{where}: reduce {reduce!r}; allowed: {', '.join(REDUCE)}")
@@ -212,7 +212,7 @@ def _term(data: dict, where: str) -> Term:
     )
 
 
-def _text(data: dict, key: str, where: str) -> str:
+def _text(data: dict[str, Any], key: str, where: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value:
         raise FiguresError(f"{where}: `{key}` (text) is missing")

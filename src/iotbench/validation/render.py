@@ -9,6 +9,7 @@ the command that makes the runs).
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from rich.table import Table
 
@@ -59,7 +60,7 @@ def comparison_table(result: StudyComparison) -> Table:
     return table
 
 
-def comparison_json(results: list[StudyComparison]) -> list[dict]:
+def comparison_json(results: list[StudyComparison]) -> list[dict[str, Any]]:
     out = []
     for result in results:
         for row in result.rows:
