@@ -75,7 +75,9 @@ def _draw(panel: Any, spec: dict, groups: list[Group], order: dict, error_bars: 
     x_values = [v[0] for v in xs]
     numeric = kind == "line" and all(_is_number(v) for v in x_values)
     positions = x_values if numeric else list(range(len(x_values)))
-    lines = ordered({(g.params.get(line),) for g in groups}, [line] if line else [], order)
+    lines = ordered(
+        {(g.params.get(line) if line else None,) for g in groups}, [line] if line else [], order
+    )
     width = 0.8 / max(len(lines), 1)
     for i, (line_value,) in enumerate(lines) if line else enumerate([(None,)]):
         cell = {g.params[x]: g for g in groups if not line or g.params.get(line) == line_value}

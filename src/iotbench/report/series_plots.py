@@ -139,7 +139,7 @@ def _legend(panel: Any, line: str | None, count: int) -> None:
 
 def _cdf(panel, spec, by_line, points, line, scale) -> None:
     for value, runs in by_line.items():
-        curves = [sorted(_of(points, r, spec["series"]), key=lambda p: p[3]) for r in runs]
+        curves = [_by_share(_of(points, r, spec["series"])) for r in runs]
         curves = [c for c in curves if c]
         if not curves:
             continue
@@ -148,6 +148,13 @@ def _cdf(panel, spec, by_line, points, line, scale) -> None:
         ys = [curves[0][i][3] for i in range(length)]
         panel.step(xs, ys, where="post", label=str(value) if line else None)
     _legend(panel, line, len(by_line) if line else 0)
+
+
+def _by_share(points: list[Point]) -> list[Point]:
+    """A run's CDF points in order of their share y (a point without one, stored
+    for a value that was not finite, has no place on the curve)."""
+    present = [(y, p) for p in points if (y := p[3]) is not None]
+    return [p for _, p in sorted(present, key=lambda yp: yp[0])]
 
 
 def _box(panel, spec, by_line, points, line, scale) -> None:
@@ -206,7 +213,8 @@ def _scatter(panel, spec, by_line, points, line, scale) -> None:
     for runs in by_line.values():
         for run in runs:
             for _, _, x, y, n in _of(points, run, spec["series"]):
-                sums[(x, y)] += n
+                if x is not None and y is not None:
+                    sums[(x, y)] += n
     if not sums:
         return
     xs = [x for x, _ in sums]
@@ -223,18 +231,25 @@ def _nodes(panel, spec, by_line, points, line, scale) -> None:
     run = min(runs, key=lambda r: r.repetition)
     colour_of = {p[1]: p[3] for p in _of(points, run, spec.get("color_by", ""))}
     lines: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    rows = _of(points, run, spec["series"])
-    for _, node, x, y, _ in rows:
+    # Points without a finite x or y are left out, as the other kinds do.
+    rows = [
+        (node, x, y)
+        for _, node, x, y, _ in _of(points, run, spec["series"])
+        if node is not None and x is not None and y is not None
+    ]
+    for node, x, y in rows:
         lines[node].append((x, y))
     if spec.get("relative"):  # each node against the mean of all at the same x
         at: dict[float, list[float]] = defaultdict(list)
-        for _, _, x, y, _ in rows:
+        for _, x, y in rows:
             at[x].append(y)
         mean = {x: _mean(ys) for x, ys in at.items()}
         lines = {node: [(x, y - mean[x]) for x, y in xy] for node, xy in lines.items()}
     levels = sorted({v for v in colour_of.values() if v is not None and v >= 0})
     cmap = colormaps["viridis"]
-    shade = {v: cmap(i / max(1, len(levels) - 1)) for i, v in enumerate(levels)}
+    shade: dict[float | None, Any] = {
+        v: cmap(i / max(1, len(levels) - 1)) for i, v in enumerate(levels)
+    }
     labelled: set = set()
     for node, xy in sorted(lines.items()):
         level = colour_of.get(node)

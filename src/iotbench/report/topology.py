@@ -95,7 +95,7 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     """Build the network of a run config and draw it into `path`; its summary, with
     `routing`: which tree was drawn."""
     from iotbench.metrics.observers import Observers
-    from iotbench.scenarios.settings import run_settings
+    from iotbench.scenarios.settings import required, run_settings
     from iotbench.sim import Simulator
     from iotbench.world.networks import build_network
 
@@ -103,15 +103,18 @@ def draw_network(config: dict, path: Path, title: str, rpl_s: float = 120.0) -> 
     cfg = settings.network
     sim = Simulator(0)
     net = build_network(sim, cfg, Observers(), settings.protocol)
+    if not isinstance(net, RadioNetwork):
+        raise TypeError(f"{title}: not a radio network (network.topology is pair)")
     topology, radios, tree = net.topology, list(net.radios.values()), net.tree
     routing = "static tree of least ETX"
     if net.rpl:
         sim.run(until=rpl_s)
         tree = rpl_tree(net, tree)
         routing = f"RPL after {rpl_s:g} s"
-        if cfg.routing.parents == "tree":
+        if required(cfg.routing, "network.routing").parents == "tree":
             routing += ", on the parents of the tree of least ETX"
-    draw(topology, radios, tree, path, f"{title} ({routing})", cfg.radio.prr_frame_bytes)
+    frame_bytes = required(cfg.radio, "network.radio").prr_frame_bytes
+    draw(topology, radios, tree, path, f"{title} ({routing})", frame_bytes)
     return {**network_summary(topology, tree), "routing": routing}
 
 
@@ -119,11 +122,13 @@ def rpl_tree(net: RadioNetwork, static: Tree) -> Tree:
     """The tree of RPL's preferred parents (nodes not joined have none)."""
     nodes = net.rpl
     index = {r.link_local: i for i, r in enumerate(nodes)}
-    parent = tuple(index.get(r.preferred_parent) for r in nodes)
+    parent = tuple(
+        index.get(r.preferred_parent) if r.preferred_parent is not None else None for r in nodes
+    )
     hops = []
     for i in range(len(nodes)):
         h, j = 0, i
-        while parent[j] is not None and h <= len(nodes):
-            h, j = h + 1, parent[j]
+        while (up := parent[j]) is not None and h <= len(nodes):
+            h, j = h + 1, up
         hops.append(h if j == static.root else -1)
     return Tree(static.root, parent, tuple(float(h) for h in hops), tuple(hops))
