@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from typing import Protocol
 
 # --------------------------------------------------------------------------- loss
 
@@ -176,13 +177,25 @@ class Redraw:
         self.history.append(value)
 
 
+class LossModel(Protocol):
+    def lost(self) -> bool:
+        """Whether the next packet is lost."""
+        ...
+
+
+class DelayModel(Protocol):
+    def extra(self) -> float:
+        """The next packet's delay beyond the link's own, in seconds."""
+        ...
+
+
 class Impairment:
     """All impairments of one link direction."""
 
     def __init__(
         self,
-        loss: object | None = None,
-        delay: object | None = None,
+        loss: LossModel | None = None,
+        delay: DelayModel | None = None,
         outages: Outages | None = None,
     ) -> None:
         self.loss = loss or NoLoss()

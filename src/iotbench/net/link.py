@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.impairments import Impairment
 from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
 from iotbench.sim import Simulator
+
+if TYPE_CHECKING:
+    from iotbench.net.node import Interface
 
 
 class Channel:
@@ -124,8 +128,8 @@ class PointToPointLink:
     def __init__(
         self,
         sim: Simulator,
-        a: Interface,  # noqa: F821 - defined in node.py, imported lazily there
-        b: Interface,  # noqa: F821
+        a: Interface,
+        b: Interface,
         *,
         rate_bps: float = 0.0,
         delay_s: float = 0.0,

@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import bisect
 import random
+from typing import TYPE_CHECKING
 
 from iotbench.net.radio.wifi import WifiTraffic
+
+if TYPE_CHECKING:
+    from iotbench.net.radio.medium import Radio
 
 #: How far back a radio may ask about bursts: longer than any 802.15.4 frame
 #: (133 bytes, 4.3 ms) and any CCA window, so a reception's oldest stretch is kept.
@@ -115,7 +119,7 @@ class WifiInterferer:
         self,
         name: str,
         traffic: WifiTraffic,
-        targets: dict[tuple[str, str], list[tuple[object, float]]],
+        targets: dict[tuple[str, str], list[tuple[Radio, float]]],
         rng: random.Random,
         steps: tuple[float, ...] = (),
     ) -> None:
@@ -141,6 +145,8 @@ class WifiInterferer:
 
     def _draw_until(self, t: float) -> None:
         frame, source, bursts = self._next, self._source, self.bursts
+        if source is None:  # nothing within reach hears it: no frames drawn
+            return
         while frame is not None and frame[0] <= t:
             start, end, emitter, modulation = frame
             bursts[emitter, modulation].append(start, end)

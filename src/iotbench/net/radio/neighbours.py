@@ -89,7 +89,7 @@ def connect(
     gauss = rng.gauss
     for i in range(n):
         cx, cy, cz = (int(c // reach) for c in positions[i])
-        candidates = []
+        candidates: list[int] = []
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
                 for dz in (-1, 0, 1):

@@ -51,8 +51,10 @@ class Tree:
 
     def path_to_root(self, i: int) -> list[int]:
         path = [i]
-        while self.parent[path[-1]] is not None:
-            path.append(self.parent[path[-1]])
+        parent = self.parent[i]
+        while parent is not None:
+            path.append(parent)
+            parent = self.parent[parent]
         return path
 
     def path_between(self, a: int, b: int) -> list[int]:

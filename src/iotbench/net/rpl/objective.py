@@ -88,5 +88,8 @@ class Of0:
         return candidate_cost + self.min_hop_rank_increase <= current_cost
 
 
-OBJECTIVES = {"mrhof": Mrhof, "of0": Of0}
-BY_OCP = {OCP_MRHOF: Mrhof, OCP_OF0: Of0}
+#: An objective function: either class.
+Objective = Mrhof | Of0
+
+OBJECTIVES: dict[str, type[Objective]] = {"mrhof": Mrhof, "of0": Of0}
+BY_OCP: dict[int, type[Objective]] = {OCP_MRHOF: Mrhof, OCP_OF0: Of0}

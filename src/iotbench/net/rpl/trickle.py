@@ -75,6 +75,6 @@ class Trickle:
             # Rule 5: the interval is over; double it.
             self.interval_s = min(self.interval_s * 2, self.imax_s)
             self._begin(self._end)
-            if now >= self._t:  # a very late call: do not lose this interval's turn
+            if self._t is not None and now >= self._t:  # a very late call: keep this turn
                 return transmit or self.handle_timer(now)
         return transmit

@@ -832,7 +832,7 @@ class TcpConnection:
         if self.ws_ok:
             self._snd_wscale = syn.wscale or 0
             self._rcv_wscale = p.wscale
-        if self.ts_ok:
+        if self.ts_ok and syn.timestamps is not None:  # ts_ok: the SYN has them
             self._ts_recent = syn.timestamps[0]
         peer_mss = max(syn.mss, MIN_PEER_MSS) if syn.mss is not None else DEFAULT_PEER_MSS
         # Payload per segment: the smaller MSS, less the timestamp option that

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from .tlv import NdnDecodeError
 
@@ -216,7 +217,7 @@ class Reassembler:
         self._make_room(key)
         return None
 
-    def _fail(self, key: tuple[Hashable, int], why: str) -> None:
+    def _fail(self, key: tuple[Hashable, int], why: str) -> NoReturn:
         self._drop(key)
         self.stats.errors += 1
         raise FragmentError(why)
