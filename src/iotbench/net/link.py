@@ -19,6 +19,7 @@ from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
 from iotbench.sim import Simulator
 
 if TYPE_CHECKING:
+    from iotbench.net.l2 import L2Interface
     from iotbench.net.node import Interface
 
 
@@ -128,8 +129,8 @@ class PointToPointLink:
     def __init__(
         self,
         sim: Simulator,
-        a: Interface,
-        b: Interface,
+        a: Interface | L2Interface,
+        b: Interface | L2Interface,
         *,
         rate_bps: float = 0.0,
         delay_s: float = 0.0,

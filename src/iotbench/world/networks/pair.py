@@ -24,9 +24,9 @@ from iotbench.net.impairments import (
     UniformDelay,
     random_outages,
 )
-from iotbench.net.l2 import L2Node
+from iotbench.net.l2 import L2Interface, L2Node
 from iotbench.net.link import PointToPointLink
-from iotbench.net.node import Node
+from iotbench.net.node import Interface, Node
 from iotbench.scenarios.settings_types import (
     NetworkImpairDirectionDelayConstantSettings,
     NetworkImpairDirectionDelayNoneSettings,
@@ -45,7 +45,7 @@ from iotbench.scenarios.settings_types import (
     RedrawSettings,
 )
 from iotbench.sim import RngStreams, Simulator
-from iotbench.world.networks.base import HostInterface, ItemFollower, PairNetwork, Streams
+from iotbench.world.networks.base import ItemFollower, PairNetwork, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
 DIRECTIONS = ("to_server", "to_client")
@@ -81,8 +81,8 @@ def build_two_node_network(
     link_cfg = network.link
     client: Node | L2Node
     server: Node | L2Node
-    client_if: HostInterface
-    server_if: HostInterface
+    client_if: Interface | L2Interface
+    server_if: Interface | L2Interface
     if link_cfg.layer == "ieee802154":
         # Nodes whose protocol (NDN) goes straight into 802.15.4 frames.
         l2_client, l2_server = L2Node(sim, "client", 1), L2Node(sim, "server", 2)

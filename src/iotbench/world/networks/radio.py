@@ -903,7 +903,7 @@ def build_interferers(
                 loss = path_loss.mean_loss_db(d, medium.frequency_mhz, between)
                 loss += shadow.gauss(0.0, shadowing_db)
                 powers[emitter].append(phy.dbm_to_mw(spec.tx_power_dbm - loss))
-        targets: dict[tuple[str, str], list[tuple[object, float]]] = {}
+        targets: dict[tuple[str, str], list[tuple[Radio, float]]] = {}
         for emitter, modulation in traffic.emitters:
             fraction = in_band_fraction(spec.channel, medium.channel, modulation)
             targets[emitter, modulation] = [
