@@ -38,15 +38,16 @@ def serve_reading(
 
 def serve_store(endpoint: CoapEndpoint, path: str, initial: bytes = b"") -> None:
     """A resource a client can PUT any payload to and GET back (2.04 / 2.05)."""
-    state = {"payload": initial, "content_format": 0}
+    payload, content_format = initial, 0
 
     def handler(request, addr) -> ResourceResponse:
+        nonlocal payload, content_format
         if request.code == Code.PUT:
-            state["payload"] = request.payload
+            payload = request.payload
             cf = request.content_format
-            state["content_format"] = 0 if cf is None else cf
+            content_format = 0 if cf is None else cf
             return ResourceResponse(Code.CHANGED)
-        return ResourceResponse(Code.CONTENT, state["payload"], state["content_format"])
+        return ResourceResponse(Code.CONTENT, payload, content_format)
 
     endpoint.add_resource(path, handler, methods={Code.GET, Code.PUT})
 

@@ -67,7 +67,9 @@ class DatagramDriver:
     def _on_datagram_with_cpu(
         self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes
     ) -> None:
-        self._cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dport, dst))
+        cpu = self._cpu
+        assert cpu is not None  # (bound as the port's handler only on a node with a CPU)
+        cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dport, dst))
 
     def _receive(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         host = self._text.get(src)
@@ -113,7 +115,9 @@ class DatagramDriver:
             spent = done - self._charged
             if spent:
                 self._charged = done
-                self._cpu.run(self.node.profile.crypto_s(spent), self._release)
+                cpu = self._cpu
+                assert cpu is not None  # (work is counted only on a node with a CPU)
+                cpu.run(self.node.profile.crypto_s(spent), self._release)
                 return
         self._release()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable
+from typing import Protocol
 
 from iotbench.apps.requesters import Done, HandedOver
 from iotbench.metrics.items import Item
@@ -38,14 +39,21 @@ def header_bytes(data: bytes) -> int:
     return sum(header_length(packet) for packet in split_packets(data))
 
 
+class Transport(Protocol):
+    """The broker's side of a connection: a TcpSocket or a LocalLink."""
+
+    def send(self, data: bytes, header_len: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class BrokerApp:
     """An MqttBroker serving TCP connections on `port` (and local clients)."""
 
     def __init__(self, sim: Simulator, stack: TcpStack, port: int, broker: MqttBroker) -> None:
         self.sim = sim
         self.broker = broker
-        # conn id -> anything with send(data, header_len) and close()
-        self._transports: dict[Hashable, object] = {}
+        self._transports: dict[Hashable, Transport] = {}
         self._timer = DeadlineTimer(sim, self._on_timer)
         stack.listen(port, self._accept)
 
@@ -56,7 +64,7 @@ class BrokerApp:
         self.broker.connection_made(self.sim.now, conn)
         self.pump()
 
-    def attach(self, conn: Hashable, transport: object) -> None:
+    def attach(self, conn: Hashable, transport: Transport) -> None:
         """A connection that does not cross the network (see LocalLink)."""
         self._transports[conn] = transport
         self.broker.connection_made(self.sim.now, conn)

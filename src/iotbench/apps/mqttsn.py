@@ -13,6 +13,8 @@ client gave it up).
 
 from __future__ import annotations
 
+import functools
+
 from iotbench.apps.driver import DatagramDriver
 from iotbench.apps.mqtt import BrokerApp, Deliveries, LocalLink
 from iotbench.apps.requesters import Done, HandedOver
@@ -45,8 +47,8 @@ class GatewayDriver(DatagramDriver):
                 sim,
                 self.broker,
                 ("mqttsn-gateway", stream),
-                lambda data, s=stream: self._from_broker(s, data),
-                lambda s=stream: self._lost(s),
+                functools.partial(self._from_broker, stream),
+                functools.partial(self._lost, stream),
             )
             sim.call_soon(self._connected, stream)
         for stream, data in gw.stream_data_to_send():

@@ -9,11 +9,22 @@ adds only what depends on the answer, Content-Type and Content-Length.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol, cast
 
 from iotbench.apps.requesters import Done
 from iotbench.metrics.items import Item
 
 Header = tuple[str, str]
+
+
+class Sensor(Protocol):
+    """What a server answers from (apps/sensors.py): a reading and its format."""
+
+    @property
+    def content_format(self) -> int: ...
+
+    def read(self) -> bytes: ...
+
 
 #: CoAP Content-Format numbers of the sensors (apps/sensors.py) as media types.
 MEDIA_TYPES = {
@@ -27,7 +38,8 @@ def answer(
     resources: Mapping[str, object], path: str, extra_headers: Sequence[Header]
 ) -> tuple[int, list[Header], bytes]:
     """(status, headers, body) for a GET of `path`."""
-    sensor = resources.get(path.split("?", 1)[0])
+    # apps/sensors.py hands its sensors out as plain objects; they are all Sensors.
+    sensor = cast("Sensor | None", resources.get(path.split("?", 1)[0]))
     if sensor is None:
         body = b"not found\n"
         headers = [*extra_headers, ("Content-Type", MEDIA_TYPES[0])]

@@ -96,11 +96,13 @@ class _Exchange(Exchange):
 class _ClientConnection:
     """One TCP connection of the client and the exchanges waiting on it, in order."""
 
+    #: Set by the client as soon as connect() returns (before any of its events).
+    sock: TcpSocket
+
     def __init__(self, client: Http1Client, close_when_idle: bool) -> None:
         self.client = client
         self.close_when_idle = close_when_idle
         self.queue: deque[_Exchange] = deque()
-        self.sock: TcpSocket | None = None
 
     def on_event(self, event: TcpEvent) -> None:
         if isinstance(event, DataReceived):

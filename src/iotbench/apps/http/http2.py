@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import h2.config
 import h2.connection
@@ -87,6 +88,13 @@ def _lower(headers: Sequence[Header]) -> list[tuple[str, str]]:
     return [(name.lower(), value) for name, value in headers]
 
 
+def _headers(headers: object) -> dict[str, str]:
+    """A received header block by name. Both ends are configured with
+    header_encoding="utf-8", so h2 hands out names and values as str (its
+    annotations say bytes, the type without that setting)."""
+    return dict(cast("list[tuple[str, str]]", headers))
+
+
 class Http2Server:
     """Serves `resources` (path -> sensor) over HTTP/2 on `port` of `stack`."""
 
@@ -128,7 +136,7 @@ class Http2Server:
             return
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
-                path = dict(ev.headers).get(":path", "/")
+                path = _headers(ev.headers).get(":path", "/")
                 status, headers, body = answer(self.resources, path, self.response_headers)
                 try:
                     conn.send_headers(ev.stream_id, [(":status", str(status)), *_lower(headers)])
@@ -165,6 +173,9 @@ def _send_body(conn, stream_id: int, bodies: dict[int, bytes]) -> None:
 
 
 class _ClientConnection:
+    #: Set by the client as soon as connect() returns (before any of its events).
+    sock: TcpSocket
+
     def __init__(self, client: Http2Client, close_when_idle: bool) -> None:
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
         self.conn = h2.connection.H2Connection(config)
@@ -173,7 +184,6 @@ class _ClientConnection:
         self.streams: dict[int, Exchange] = {}
         # Requests beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS, until one ends.
         self.waiting: deque[Exchange] = deque()
-        self.sock: TcpSocket | None = None
         self.closed = False  # this end has closed: what the server sends is not answered
 
     def on_event(self, event: TcpEvent) -> None:
@@ -201,7 +211,7 @@ class _ClientConnection:
     def _on_h2_event(self, ev: object) -> None:
         stream = self.streams.get(getattr(ev, "stream_id", -1))
         if isinstance(ev, h2.events.ResponseReceived) and stream:
-            status = dict(ev.headers).get(":status", "0")
+            status = _headers(ev.headers).get(":status", "0")
             stream.status = int(status) if status.isdigit() else 0  # (h2 does not check it)
         elif isinstance(ev, h2.events.DataReceived):
             self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
@@ -279,19 +289,18 @@ class Http2Client:
     def start(self, item: Item, done: Done, handed_over: object = None) -> None:
         # (Request-response: the response ends the item; nothing is handed over.)
         target = None if self.per_request else self._shared
-        fresh = target is None
-        if fresh:
-            target = _ClientConnection(self, close_when_idle=self.per_request)
-            if not self.per_request:
-                self._shared = target
+        if target is not None:
+            target.open(Exchange(item, done))
+            _send(target.sock, target.conn)
+            return
+        target = _ClientConnection(self, close_when_idle=self.per_request)
+        if not self.per_request:
+            self._shared = target
         conn = target.conn
-        first = _start(conn, self.minimal_settings, client=True) if fresh else b""
+        first = _start(conn, self.minimal_settings, client=True)
         target.open(Exchange(item, done))
-        if fresh:
-            blob = first + conn.data_to_send()
-            target.sock = self._connect(target.on_event, blob, header_bytes(blob))
-        else:
-            _send(target.sock, conn)
+        blob = first + conn.data_to_send()
+        target.sock = self._connect(target.on_event, blob, header_bytes(blob))
 
     def lost(self, conn: _ClientConnection) -> None:
         if self._shared is conn:
