@@ -72,7 +72,12 @@ def check_oscore_option(data: bytes) -> bool:
     return True
 
 
-_DTLS_BODIES = {
+_DTLS_BODIES: dict[
+    int,
+    type[dtls_messages.ClientHello]
+    | type[dtls_messages.ServerHello]
+    | type[dtls_messages.HelloVerifyRequest],
+] = {
     dtls_messages.CLIENT_HELLO: dtls_messages.ClientHello,
     dtls_messages.SERVER_HELLO: dtls_messages.ServerHello,
     dtls_messages.HELLO_VERIFY_REQUEST: dtls_messages.HelloVerifyRequest,
@@ -113,7 +118,9 @@ def check_dtls(data: bytes) -> bool:
 
 def _minimal_remaining_length(data: bytes) -> bytes:
     """`data` with its Remaining Length in the minimal encoding (2.2.3)."""
-    length, body = mqtt.decode_remaining_length(data)
+    field = mqtt.decode_remaining_length(data)
+    assert field is not None  # (decode accepted `data`: the field is whole)
+    length, body = field
     return data[:1] + mqtt.encode_remaining_length(length) + data[body:]
 
 
@@ -159,12 +166,13 @@ def check_ndn_tlv(data: bytes) -> bool:
     Encoding"); a NonNegativeInteger decode_nni accepts round-trips through
     encode_nni (which writes the shortest of 1, 2, 4, 8 bytes); TlvFramer cuts the
     same elements from the bytes fed in pieces, and fails only if read_tl does."""
-    elements = []
+    read: list[tuple[int, bytes, bytes]] = []
     pos = 0
+    elements: list[tuple[int, bytes, bytes]] | None = read
     try:
         while pos < len(data):
             t, vs, ve = tlv.read_tl(data, pos, len(data))
-            elements.append((t, data[pos:ve], data[vs:ve]))
+            read.append((t, data[pos:ve], data[vs:ve]))
             pos = ve
     except tlv.NdnDecodeError:
         elements = None
@@ -349,7 +357,7 @@ def check_802154(data: bytes) -> bool:
         frame = ieee802154.decode(data)
     except ieee802154.MacDecodeError:
         return False
-    if type(frame) is ieee802154.Ack:
+    if isinstance(frame, ieee802154.Ack):
         again = ieee802154.decode(ieee802154.encode_ack(frame.seq, frame.frame_pending))
     else:
         wire = ieee802154.encode(frame)

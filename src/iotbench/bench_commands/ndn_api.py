@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
@@ -79,7 +80,8 @@ class Operation:
     ours: Callable[[], object]
     theirs: Callable[[], object]
     #: Do the two results mean the same (same bytes, same values, mutual verification)?
-    same: Callable[[object, object], bool]
+    #: Each operation's check takes the results of its own two sides, whatever they are.
+    same: Callable[[Any, Any], bool]
     #: One of S5's operations, or the same on an already decoded name.
     s5: bool = True
 

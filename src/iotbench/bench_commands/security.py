@@ -52,6 +52,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
+from typing import TypeVar
 
 from iotbench.bench_commands.timing import BATCH_S
 from iotbench.proto import crypto_work
@@ -143,7 +144,10 @@ def coap_messages(message_id: int = 0x1234) -> tuple[bytes, bytes]:
     return coap.encode(request), coap.encode(response)
 
 
-def _timed(fn: Callable[[], object]) -> tuple[object, Seconds]:
+_T = TypeVar("_T")
+
+
+def _timed(fn: Callable[[], _T]) -> tuple[_T, Seconds]:
     start = perf_counter()
     out = fn()
     return out, perf_counter() - start
@@ -162,7 +166,8 @@ def _established_dtls_pair() -> tuple[DtlsLayer, DtlsLayer]:
         for data, _ in server.datagrams_to_send():
             client.incoming(0.0, data, PRODUCER)
     server.plaintexts()
-    if not (client.session(PRODUCER).established and server.session(CONSUMER).established):
+    ours, theirs = client.session(PRODUCER), server.session(CONSUMER)
+    if not (ours is not None and ours.established and theirs is not None and theirs.established):
         raise AssertionError("DTLS: the handshake did not complete")
     return client, server
 
