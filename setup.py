@@ -1,24 +1,38 @@
 """Build: the simulator's per-frame modules compiled with mypyc (src/iotbench/compiled.py).
 
 `pip install .` and `pip install -e .` compile the modules listed in
-`iotbench.compiled.MODULES` into C extensions (mypy comes as a build
+`iotbench.compiled.GROUPS` into C extensions (mypy comes as a build
 requirement; the C compiler Python was built with must be on the PATH).
 `IOTBENCH_PURE_PYTHON=1 pip install ...` skips compiling, and so does a
 machine without that compiler: the same sources then run as plain Python,
 with the same results, and compiled copies an earlier editable install left
 beside them are removed so that they cannot shadow the sources.
+
+Each group of modules is one C extension, and the groups compile in parallel,
+one compiler per core. `pip install -v` shows a line as each group finishes.
+A compiled extension is kept in build/ext-cache/ under a hash of everything
+that went into it (its C sources and the headers they include, mypyc's runtime,
+the compiler and its flags, the Python version): `pip install -e .` after
+`pip install .` in the same checkout, or a reinstall after an edit to one
+group's modules, reuses the extensions whose inputs did not change.
 """
 
+import hashlib
 import importlib.util
 import os
 import shutil
 import sys
 import sysconfig
+import threading
+import time
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 SRC = Path(__file__).parent / "src"
+# In the build directory pip builds in (the checkout's own build/).
+CACHE = Path("build") / "ext-cache"
 
 
 def _load_compiled():
@@ -35,11 +49,16 @@ compiled = _load_compiled()
 PURE = os.environ.get(compiled.PURE_PYTHON_ENV) == "1"
 
 
-def _remove_compiled_copies() -> None:
-    for module in compiled.MODULES:
-        for path in compiled.compiled_files(module, SRC):
-            path.unlink()
-    for runtime in SRC.glob("*__mypyc.*"):  # the compiled modules' shared library
+def _remove_compiled_copies(*, keep_groups: bool = False) -> None:
+    if not keep_groups:
+        for module in compiled.MODULES:
+            for path in compiled.compiled_files(module, SRC):
+                path.unlink()
+        for group in compiled.GROUPS:
+            for path in compiled.group_library_files(group, SRC):
+                path.unlink()
+    # The shared library of the single group earlier builds made, named by a hash.
+    for runtime in SRC.glob("*__mypyc.*"):
         runtime.unlink()
 
 
@@ -55,16 +74,110 @@ def _no_compiler() -> bool:
     return True
 
 
+def _digest_files(h, paths, root: Path | None = None) -> None:
+    for path in paths:
+        name = Path(path).relative_to(root) if root else Path(path)
+        h.update(str(name).encode() + b"\0")
+        h.update(Path(path).read_bytes())
+
+
+class BuildExt(build_ext):
+    """Parallel build_ext, with a line per finished group and a cache of built extensions."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+    def build_extensions(self) -> None:
+        # The group libraries first, largest first, then the small per-module ones:
+        # the longest compilations start before the cores are shared out.
+        def order(ext):
+            return (not ext.name.endswith("__mypyc"), -sum(map(os.path.getsize, ext.sources)))
+
+        self.extensions.sort(key=order)
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._done = 0
+        self._reused = 0
+        groups = sum(ext.name.endswith("__mypyc") for ext in self.extensions)
+        self._announce(
+            f"compiling {groups} groups of {len(compiled.MODULES)} modules, "
+            f"{self.parallel} at a time (cache: {CACHE})"
+        )
+        super().build_extensions()
+        self._announce(
+            f"{len(self.extensions)} extensions ready, {self._reused} of them from the cache, "
+            f"in {time.monotonic() - self._started:.0f} s"
+        )
+
+    def _announce(self, line: str) -> None:
+        print(f"iotbench: {line}", file=sys.stderr, flush=True)
+
+    def _cache_key(self, ext) -> str:
+        h = hashlib.sha256()
+        h.update(repr((ext.name, ext.extra_compile_args, ext.define_macros)).encode())
+        h.update(repr((sys.version, sysconfig.get_paths()["include"])).encode())
+        h.update(repr(sysconfig.get_config_var("EXT_SUFFIX")).encode())
+        h.update(repr((self.compiler.compiler_so, self.compiler.linker_so)).encode())
+        _digest_files(h, sorted(set(ext.sources) | set(ext.depends)))
+        # mypyc's runtime, by content: pip builds in a new temporary environment each time.
+        for include in map(Path, ext.include_dirs):
+            if include != Path("build"):  # the generated headers are in depends
+                files = sorted(p for p in include.rglob("*") if p.is_file())
+                _digest_files(h, files, include)
+        return h.hexdigest()[:32]
+
+    def build_extension(self, ext) -> None:
+        target = Path(self.get_ext_fullpath(ext.name))
+        cached = CACHE / self._cache_key(ext) / target.name
+        if cached.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cached, target)
+            with self._lock:
+                self._reused += 1
+            how = "from the cache"
+        else:
+            super().build_extension(ext)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_name(cached.name + ".part")
+            shutil.copyfile(target, partial)
+            partial.replace(cached)
+            how = "compiled"
+        with self._lock:
+            self._done += 1
+            if ext.name.endswith("__mypyc"):
+                group = ext.name.removesuffix("__mypyc")
+                self._announce(
+                    f"[{self._done}/{len(self.extensions)}] {group} "
+                    f"({len(compiled.GROUPS[group])} modules) {how}, "
+                    f"{time.monotonic() - self._started:.0f} s"
+                )
+
+
 def ext_modules():
     if PURE or _no_compiler():
         _remove_compiled_copies()
         return []
+    _remove_compiled_copies(keep_groups=True)
     from mypyc.build import mypycify
 
-    paths = [str(compiled.source_file(m, SRC).relative_to(SRC.parent)) for m in compiled.MODULES]
+    def path(module: str) -> str:
+        return str(compiled.source_file(module, SRC).relative_to(SRC.parent))
+
+    groups = [([path(m) for m in modules], group) for group, modules in compiled.GROUPS.items()]
     # The modules they import run as Python: their types inform the compiled code,
-    # and their own type errors are no reason to fail a build.
-    return mypycify([*paths, "--follow-imports=silent"], opt_level="3")
+    # and their own type errors are no reason to fail a build. No mypy cache: from
+    # one, mypyc would regenerate only some groups' C, and the others' tables of
+    # exports can then lack what the regenerated ones call (a build error); each
+    # build generates all the C afresh, and build/ext-cache/ skips compiling what
+    # came out the same.
+    options = ["--follow-imports=silent", f"--cache-dir={os.devnull}"]
+    return mypycify(
+        [*(p for paths, _ in groups for p in paths), *options],
+        opt_level="3",
+        separate=groups,
+    )
 
 
-setup(ext_modules=ext_modules())
+setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildExt})

@@ -44,6 +44,45 @@ def test_a_source_edited_after_compiling_is_refused_with_the_fix(tmp_path):
     assert "IOTBENCH_PURE_PYTHON=1" in str(err.value)
 
 
+def _group_library(src, module: str, mtime: int) -> None:
+    """The compiled library of `module`'s group, as mypyc places it, built at `mtime`."""
+    group = compiled.group_of(module)
+    library = src.joinpath(*group.split("."))
+    library = library.with_name(library.name + "__mypyc" + EXTENSION_SUFFIXES[0])
+    library.write_bytes(b"\0")
+    os.utime(library, (mtime, mtime))
+
+
+def test_an_in_place_rebuild_that_kept_a_modules_own_extension_is_current(tmp_path):
+    """A rebuild after an edit rewrites the group's library, which holds the code, and
+    may leave the module's own extension, which only loads it, with its old time."""
+    src = tmp_path / "src"
+    for module in compiled.MODULES:
+        _tree(src, module, built_after_source=module != "iotbench.net.radio.medium")
+    _group_library(src, "iotbench.net.radio.medium", 1_000_000_200)
+    assert compiled.stale_modules(src) == []
+    compiled.check_current(src)
+
+
+def test_a_source_edited_after_its_group_library_was_built_is_stale(tmp_path):
+    src = tmp_path / "src"
+    for module in compiled.MODULES:
+        _tree(src, module, built_after_source=module != "iotbench.proto.ndn.pit")
+    for modules in compiled.GROUPS.values():
+        _group_library(src, modules[0], 1_000_000_000)  # as old as the edited source's build
+    assert compiled.stale_modules(src) == ["iotbench.proto.ndn.pit"]
+    with pytest.raises(compiled.StaleBuildError):
+        compiled.check_current(src)
+
+
+def test_every_module_is_in_one_group():
+    assert len(set(compiled.MODULES)) == len(compiled.MODULES)
+    for group, modules in compiled.GROUPS.items():
+        assert group.startswith("iotbench.") and group.count(".") == 1
+        for module in modules:
+            assert compiled.group_of(module) == group
+
+
 def test_an_installed_package_is_not_checked(tmp_path):
     """A wheel unpacks its sources and compiled modules in no meaningful order."""
     site = tmp_path / "site-packages"

@@ -12,7 +12,8 @@ compiler, or with `IOTBENCH_PURE_PYTHON=1 pip install ...`, the sources run
 as they are.
 
 An editable install (`pip install -e .`) puts the compiled modules beside
-their sources, and Python imports an extension before a source of the same
+their sources (each module's own small extension, and its group's library,
+GROUPS below), and Python imports an extension before a source of the same
 name. An edit to one of these files would then be silently ignored until the
 next install, so `check_current` refuses to run a checkout's compiled module
 that is older than its source. (An installed wheel is not checked: its
@@ -29,49 +30,69 @@ import os
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
-MODULES = (
-    "iotbench.sim.kernel",
-    "iotbench.net.packet",
-    "iotbench.net.pktbuf",
-    "iotbench.net.radio.phy",
-    "iotbench.net.radio.energy",
-    "iotbench.net.radio.propagation",
-    "iotbench.net.radio.medium",
-    "iotbench.net.ieee802154",
-    "iotbench.net.mac.csma",
-    "iotbench.net.mac.contiki_csma",
-    "iotbench.net.lowpan.codec",
-    "iotbench.net.lowpan.fragments",
-    "iotbench.net.lowpan.interface",
-    "iotbench.net.ip",
-    "iotbench.net.node",
-    "iotbench.net.l2",
-    "iotbench.sim.deadline",
-    "iotbench.sim.cpu",
-    "iotbench.proto.retransmit",
-    "iotbench.proto.timers",
-    "iotbench.proto.ndn.tlv",
-    "iotbench.proto.ndn.name",
-    "iotbench.proto.ndn.interest",
-    "iotbench.proto.ndn.data",
-    "iotbench.proto.ndn.siginfo",
-    "iotbench.proto.ndn.lp",
-    "iotbench.proto.ndn.heap",
-    "iotbench.proto.ndn.pit",
-    "iotbench.proto.ndn.cs",
-    "iotbench.proto.ndn.fib",
-    "iotbench.proto.ndn.strategy",
-    "iotbench.proto.ndn.dead_nonce",
-    "iotbench.proto.ndn.forwarder",
-    "iotbench.metrics.observers",
-    "iotbench.metrics.traffic",
-    "iotbench.proto.ndn.hopp",
-    "iotbench.proto.ndn.app",
-    "iotbench.apps.readings",
-    "iotbench.apps.ndn",
-    "iotbench.world.workloads.publish.hopp_agent",
-    "iotbench.metrics.publish",
-)
+# The modules compile in groups, each one C extension (`iotbench/NAME__mypyc`,
+# "the group library") that holds the group's code, plus a small extension
+# per module under the module's own name that loads it. The groups compile
+# in parallel; a call inside a group is a direct C call, one between groups
+# goes through a table of pointers, so each group keeps together modules that
+# call each other on every frame.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "iotbench.compiled_core": (
+        "iotbench.sim.kernel",
+        "iotbench.sim.deadline",
+        "iotbench.sim.cpu",
+        "iotbench.proto.timers",
+        "iotbench.proto.retransmit",
+        "iotbench.net.packet",
+        "iotbench.net.pktbuf",
+        "iotbench.net.l2",
+        "iotbench.net.ip",
+        "iotbench.net.node",
+    ),
+    "iotbench.compiled_radio": (
+        "iotbench.net.radio.phy",
+        "iotbench.net.radio.energy",
+        "iotbench.net.radio.propagation",
+        "iotbench.net.radio.medium",
+        "iotbench.net.ieee802154",
+        "iotbench.net.mac.csma",
+        "iotbench.net.mac.contiki_csma",
+    ),
+    "iotbench.compiled_lowpan": (
+        "iotbench.net.lowpan.codec",
+        "iotbench.net.lowpan.fragments",
+        "iotbench.net.lowpan.interface",
+    ),
+    "iotbench.compiled_ndn_packets": (
+        "iotbench.proto.ndn.tlv",
+        "iotbench.proto.ndn.name",
+        "iotbench.proto.ndn.interest",
+        "iotbench.proto.ndn.data",
+        "iotbench.proto.ndn.siginfo",
+        "iotbench.proto.ndn.lp",
+    ),
+    "iotbench.compiled_ndn_forwarder": (
+        "iotbench.proto.ndn.heap",
+        "iotbench.proto.ndn.pit",
+        "iotbench.proto.ndn.cs",
+        "iotbench.proto.ndn.fib",
+        "iotbench.proto.ndn.strategy",
+        "iotbench.proto.ndn.dead_nonce",
+        "iotbench.proto.ndn.forwarder",
+    ),
+    "iotbench.compiled_apps": (
+        "iotbench.proto.ndn.hopp",
+        "iotbench.proto.ndn.app",
+        "iotbench.apps.readings",
+        "iotbench.apps.ndn",
+        "iotbench.world.workloads.publish.hopp_agent",
+        "iotbench.metrics.observers",
+        "iotbench.metrics.traffic",
+        "iotbench.metrics.publish",
+    ),
+}
+
+MODULES = tuple(module for modules in GROUPS.values() for module in modules)
 
 # Set at install time for no compilation; read here to say so in errors.
 PURE_PYTHON_ENV = "IOTBENCH_PURE_PYTHON"
@@ -85,15 +106,45 @@ def _package_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def compiled_files(module: str, root: Path | None = None) -> list[Path]:
-    """The compiled copies of `module` beside its source (none in a pure install)."""
-    base = (root or _package_root()).joinpath(*module.split("."))
+def _extension_files(name: str, root: Path | None) -> list[Path]:
+    base = (root or _package_root()).joinpath(*name.split("."))
     candidates = (base.with_name(base.name + suffix) for suffix in EXTENSION_SUFFIXES)
     return [path for path in candidates if path.exists()]
 
 
+def compiled_files(module: str, root: Path | None = None) -> list[Path]:
+    """The compiled copies of `module` beside its source (none in a pure install)."""
+    return _extension_files(module, root)
+
+
+def group_of(module: str) -> str:
+    return next(group for group, modules in GROUPS.items() if module in modules)
+
+
+def group_library_files(group: str, root: Path | None = None) -> list[Path]:
+    """The compiled group library that holds the code of `group`'s modules (mypyc
+    names it GROUP__mypyc)."""
+    return _extension_files(group + "__mypyc", root)
+
+
 def source_file(module: str, root: Path | None = None) -> Path:
     return (root or _package_root()).joinpath(*module.split(".")).with_suffix(".py")
+
+
+def _compiled_at(module: str, root: Path | None) -> float | None:
+    """When `module`'s compiled code was built: the newer of its own extension and
+    its group's library. A rebuild in place rewrites the library, which holds the
+    code, but may leave the module's own extension (which only loads the library)
+    untouched with its old time; and an edit rebuilds neither until the next
+    install."""
+    own = compiled_files(module, root)
+    if not own:
+        return None
+    times = [min(p.stat().st_mtime for p in own)]
+    library = group_library_files(group_of(module), root)
+    if library:
+        times.append(min(p.stat().st_mtime for p in library))
+    return max(times)
 
 
 def stale_modules(root: Path | None = None) -> list[str]:
@@ -103,8 +154,8 @@ def stale_modules(root: Path | None = None) -> list[str]:
         source = source_file(module, root)
         if not source.exists():
             continue  # an installed wheel may carry only the extension
-        built = compiled_files(module, root)
-        if built and min(p.stat().st_mtime for p in built) < source.stat().st_mtime:
+        built = _compiled_at(module, root)
+        if built is not None and built < source.stat().st_mtime:
             stale.append(module)
     return stale
 
