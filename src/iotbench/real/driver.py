@@ -16,6 +16,7 @@ import socket
 import struct
 import sys
 from collections.abc import Callable, Hashable
+from typing import cast
 
 from iotbench.proto.sansio import drain_with
 from iotbench.real.timer import LoopTimer
@@ -70,14 +71,15 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
 
     # ---- asyncio.DatagramProtocol -------------------------------------------------
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)  # a UDP endpoint's
         self.peer = transport.get_extra_info("peername")
         self.loop = asyncio.get_running_loop()
         self._timer = LoopTimer(self.loop, self._on_timer)
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:
         # IPv6 sockets report (host, port, flowinfo, scope_id); the stack sees (host, port).
+        assert self.loop is not None  # set in connection_made
         self.stack.receive(self.loop.time(), data, (addr[0], addr[1]))
         self.pump()
         if self.sock is not None:
@@ -92,6 +94,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         Each is answered before the next is read, as before; at most
         READ_BATCH, so that timers and other sockets still get their turn.
         """
+        assert self.loop is not None  # set in connection_made
         stack, time = self.stack, self.loop.time
         for _ in range(READ_BATCH):
             if self.transport is None or self.transport.is_closing():
@@ -134,6 +137,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     # ---- driving the stack --------------------------------------------------------
 
     def now(self) -> float:
+        assert self.loop is not None  # set in connection_made
         return self.loop.time()
 
     def pump(self) -> None:
@@ -143,6 +147,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
         """
         if self.transport is None or self.transport.is_closing():
             return
+        assert self._timer is not None  # set with the transport
         self._timer.arm(drain_with(self.stack, self._flush, self._deliver))
 
     def _flush(self) -> None:
@@ -153,9 +158,12 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
     def _send(self, data: bytes, addr: Hashable) -> None:
         # A connected socket (a client's) has one peer, whatever spelling of its
         # address the stack uses, and takes no address.
+        assert self.transport is not None  # only sent from pump() with a transport
+        # A UDP stack's addresses are (host, port) tuples (the module docstring).
+        to = None if self.peer is not None else cast("tuple[str, int]", addr)
         self._sending = addr
         try:
-            self.transport.sendto(data, None if self.peer is not None else addr)
+            self.transport.sendto(data, to)
         finally:
             self._sending = None
 
@@ -166,7 +174,7 @@ class AsyncDatagramDriver(asyncio.DatagramProtocol):
             log.exception("event handler failed for %r", event)
 
     def _on_timer(self) -> None:
-        self.stack.handle_timer(self.loop.time())
+        self.stack.handle_timer(self.now())
         self.pump()
 
     def close(self) -> None:

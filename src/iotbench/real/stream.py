@@ -38,6 +38,7 @@ import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from iotbench.proto.sansio import drain_with
 from iotbench.real.timer import LoopTimer
@@ -98,27 +99,29 @@ class StreamClientDriver(asyncio.Protocol):
 
     # ---- asyncio.Protocol ---------------------------------------------------------------
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a TCP connection's
         self.loop = asyncio.get_running_loop()
         self._timer = LoopTimer(self.loop, self._on_timer)
 
     def data_received(self, data: bytes) -> None:
-        self.stack.receive_data(self.loop.time(), data)
+        self.stack.receive_data(self.now(), data)
         self.pump()
 
     def eof_received(self) -> bool:
         return False  # the peer closed its side: close ours too, connection_lost follows
 
     def connection_lost(self, exc: Exception | None) -> None:
+        assert self._timer is not None  # set in connection_made
         self._timer.cancel()
-        self.stack.connection_lost(self.loop.time())
+        self.stack.connection_lost(self.now())
         self.pump()  # deliver the stack's last events; nothing can be written now
         self.closed.set()
 
     # ---- driving the stack --------------------------------------------------------------
 
     def now(self) -> float:
+        assert self.loop is not None  # set in connection_made
         return self.loop.time()
 
     def pump(self) -> None:
@@ -126,6 +129,7 @@ class StreamClientDriver(asyncio.Protocol):
         if self.transport is None:
             return
         deadline = drain_with(self.stack, self._flush, lambda e: _deliver(self.on_event, e))
+        assert self._timer is not None  # set with the transport
         if self.closed.is_set() or self.transport.is_closing():
             self._timer.cancel()
         else:
@@ -134,6 +138,7 @@ class StreamClientDriver(asyncio.Protocol):
     def _flush(self) -> None:
         data = self.stack.data_to_send()
         transport = self.transport
+        assert transport is not None  # only flushed from pump() with a transport
         if transport.is_closing():
             return
         if data:
@@ -142,7 +147,7 @@ class StreamClientDriver(asyncio.Protocol):
             transport.close()  # after the buffered bytes are written
 
     def _on_timer(self) -> None:
-        self.stack.handle_timer(self.loop.time())
+        self.stack.handle_timer(self.now())
         self.pump()
 
     def close(self) -> None:
@@ -338,8 +343,8 @@ class _ServerConnection(asyncio.Protocol):
         self.server = server
         self.conn = 0
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.conn = self.server._connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn = self.server._connection_made(cast(asyncio.Transport, transport))
 
     def data_received(self, data: bytes) -> None:
         self.server._data_received(self.conn, data)
