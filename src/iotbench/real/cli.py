@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import random
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,9 @@ from collections.abc import Awaitable, Callable
 from iotbench.apps.coap_resources import REAL_RESOURCES
 from iotbench.proto.coap.codec import Message
 from iotbench.proto.coap.params import CoapParams
+from iotbench.proto.coap.secured import DatagramSecurity
+from iotbench.proto.dtls.params import DtlsParams
+from iotbench.proto.oscore.context import SecurityContext
 from iotbench.real.coap import RealModeError, coap_request, describe, serve_coap
 from iotbench.real.coap_oscore import open_contexts, oscore_client, oscore_server
 from iotbench.real.coap_security import (
@@ -29,6 +33,7 @@ from iotbench.real.coap_security import (
 )
 from iotbench.real.driver import AsyncDatagramDriver
 from iotbench.real.http import serve_http
+from iotbench.real.stream import Listener
 from iotbench.scenarios import UserError
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -93,6 +98,7 @@ def serve(args: argparse.Namespace) -> int:
 def _run_until_stopped(server: Callable[[], Awaitable[None]], args, label: str) -> None:
     async def main() -> None:
         task = asyncio.current_task()
+        assert task is not None  # main() runs as a task
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):  # platforms without signal handlers
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
@@ -121,6 +127,7 @@ async def _coap_server(args: argparse.Namespace) -> None:
     with _oscore_contexts(psk, args.oscore or []) as oscore:
 
         def ready(driver: AsyncDatagramDriver) -> None:
+            assert driver.transport is not None  # an open driver's
             host, port = driver.transport.get_extra_info("sockname")[:2]
             lines = [f"iotbench: CoAP server listening on {scheme}://{_shown(host)}:{port}"]
             if psk:
@@ -149,7 +156,13 @@ def _oscore_contexts(psk: object, paths: list) -> contextlib.AbstractContextMana
     return open_contexts(paths)
 
 
-def _security(psk, oscore, *, client: bool, params=None):
+def _security(
+    psk: tuple[bytes, bytes] | None,
+    oscore: list[SecurityContext],
+    *,
+    client: bool,
+    params: DtlsParams | None = None,
+) -> Callable[[random.Random], DatagramSecurity] | None:
     """The layer factory of --psk-identity/--psk-key (DTLS) or --oscore, or None;
     `params`: a DTLS server's."""
     if oscore:
@@ -159,7 +172,7 @@ def _security(psk, oscore, *, client: bool, params=None):
     return None
 
 
-def _dtls_params(args: argparse.Namespace):
+def _dtls_params(args: argparse.Namespace) -> DtlsParams:
     """--dtls-max-sessions and --dtls-max-handshakes as a DTLS server's parameters."""
     return server_params(args.dtls_max_sessions, args.dtls_max_handshakes)
 
@@ -173,11 +186,12 @@ def _describe_context(path, ctx) -> str:
 
 
 async def _coap_em_server(args: argparse.Namespace) -> None:
-    from iotbench.real.coap_em import REAL_MODE_PARAMS, serve_coap_em
+    from iotbench.real.coap_em import REAL_MODE_PARAMS, ClientSecurity, serve_coap_em
 
     psk = psk_pair(args.psk_identity, args.psk_key)
 
     def ready(driver: AsyncDatagramDriver) -> None:
+        assert driver.transport is not None  # an open driver's
         host, port = driver.transport.get_extra_info("sockname")[:2]
         base = f"{'coaps' if psk else 'coap'}://{_shown(host)}:{port}"
         _announce(
@@ -195,14 +209,17 @@ async def _coap_em_server(args: argparse.Namespace) -> None:
         for key in EM_LIMIT_OPTIONS
         if (value := getattr(args, key.removesuffix("_s"))) is not None
     }
+    loopback = REAL_MODE_PARAMS.allowed_members
+    assert loopback is not None  # REAL_MODE_PARAMS allows this host's networks
     params = dataclasses.replace(
         REAL_MODE_PARAMS,
         **given,
-        allowed_members=_allowed_members(args.allow_members, REAL_MODE_PARAMS.allowed_members),
+        allowed_members=_allowed_members(args.allow_members, loopback),
         allowed_creators=tuple(args.allow_creators) if args.allow_creators else None,
         shared_entities=bool(args.shared_entities),
     )
     with _oscore_contexts(psk, args.oscore or []) as oscore:
+        security: Callable[[random.Random, Callable[[object], bool]], ClientSecurity] | None
         security = None
         if oscore:
             server = oscore_server(*oscore)
@@ -250,7 +267,7 @@ def _allowed_members(
 
 
 async def _http_server(args: argparse.Namespace) -> None:
-    def ready(listener: asyncio.AbstractServer) -> None:
+    def ready(listener: Listener) -> None:
         host, port = listener.sockets[0].getsockname()[:2]
         lines = [f"iotbench: HTTP/1.1 server listening on http://{_shown(host)}:{port}"]
         lines += [
@@ -364,6 +381,7 @@ def client(args: argparse.Namespace) -> int:
         print(f"iotbench: no response ({result.failure})", file=sys.stderr)
         return EXIT_FAILED
     msg = result.response
+    assert result.rtt_s is not None  # measured with the response
     timing = f"rtt {1000 * result.rtt_s:.1f} ms, {result.transmissions} transmission(s)"
     if not args.observe:
         print(f"{describe(msg)}; {timing}", file=sys.stderr)

@@ -77,20 +77,24 @@ async def serve_coap(
     joins and leaves IPv6 groups (proto/coap/group.py, real/coap_group.py).
     """
     rng = random.SystemRandom()
-    endpoint = CoapEndpoint(
+    coap = CoapEndpoint(
         rng, params or SERVER_PARAMS, strict=False
     )  # real sockets: our own errors logged, not raised
+    endpoint: CoapEndpoint | SecuredEndpoint = coap
     if security is not None:
-        endpoint = SecuredEndpoint(endpoint, security(rng))
-    serve_sensor_set(endpoint, rng, object_size_bytes)
+        endpoint = SecuredEndpoint(coap, security(rng))
+    # The resources live on the CoAP endpoint itself (a security layer hands it
+    # add_resource as it is).
+    serve_sensor_set(coap, rng, object_size_bytes)
     driver: AsyncDatagramDriver | None = None
 
     def unreachable_peer(addr: tuple[str, int]) -> None:
+        assert driver is not None  # reported by the driver's own socket
         endpoint.peer_unreachable(driver.now(), addr)
 
     driver = await open_server_driver(endpoint, host, port, on_unreachable=unreachable_peer)
     groups = GroupSockets(driver)
-    serve_membership(endpoint, groups.join, groups.leave, groups.groups)
+    serve_membership(coap, groups.join, groups.leave, groups.groups)
     try:
         if on_ready is not None:
             on_ready(driver)
@@ -136,7 +140,7 @@ async def _resolve(host: str, port: int) -> tuple[str, int, int]:
     except OSError as exc:
         raise RealModeError(f"cannot resolve host {host!r}: {exc}") from None
     family, _, _, _, sockaddr = infos[0]
-    return sockaddr[0], sockaddr[1], family
+    return str(sockaddr[0]), int(sockaddr[1]), family  # an IP socket address
 
 
 async def coap_request(
@@ -188,9 +192,10 @@ async def coap_request(
         options.append((Opt.CONTENT_FORMAT, content_format))
 
     rng = random.SystemRandom()
-    endpoint = CoapEndpoint(rng, params or CoapParams(), strict=False)
+    coap = CoapEndpoint(rng, params or CoapParams(), strict=False)
+    endpoint: CoapEndpoint | SecuredEndpoint = coap
     if security is not None:
-        endpoint = SecuredEndpoint(endpoint, security(rng))
+        endpoint = SecuredEndpoint(coap, security(rng))
     result = CoapResult()
     done = asyncio.Event()
     ids = {"request": -1, "dereg": -1}

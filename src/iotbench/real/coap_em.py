@@ -15,11 +15,12 @@ from __future__ import annotations
 import dataclasses
 import random
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Protocol
 
 from iotbench.apps.em.manager import EmParams, EntityManager
 from iotbench.proto.coap.endpoint import CoapEndpoint
-from iotbench.proto.coap.secured import SecuredEndpoint
+from iotbench.proto.coap.secured import DatagramSecurity, SecuredEndpoint
 from iotbench.real.coap import SERVER_PARAMS
 from iotbench.real.coap_group import interface_index
 from iotbench.real.driver import AsyncDatagramDriver, open_server_driver, serve_until_cancelled
@@ -53,12 +54,18 @@ _LOOPBACK_NAMES = {
 }
 
 
+class ClientSecurity(DatagramSecurity, Protocol):
+    """A security layer that says who a client proved to be (DTLS's and OSCORE's)."""
+
+    def peer_identity(self, addr: Hashable) -> str | None: ...
+
+
 async def serve_coap_em(
     host: str = "127.0.0.1",
     port: int = 5683,
     *,
     params: EmParams | None = None,
-    security: Callable[[random.Random, Callable[[object], bool]], object] | None = None,
+    security: Callable[[random.Random, Callable[[object], bool]], ClientSecurity] | None = None,
     on_ready: Callable[[AsyncDatagramDriver], None] | None = None,
 ) -> None:
     """Serve an Entity Manager at host:port until cancelled.
@@ -70,27 +77,31 @@ async def serve_coap_em(
     what they create. `params`: REAL_MODE_PARAMS when None."""
     coap = dataclasses.replace(SERVER_PARAMS, separate_response_after_s=SEPARATE_AFTER_S)
     rng = random.SystemRandom()
-    endpoint = CoapEndpoint(
-        rng, coap, strict=False
-    )  # real sockets: our own errors logged, not raised
+    plain = CoapEndpoint(rng, coap, strict=False)  # real sockets: our own errors logged, not raised
+    endpoint: CoapEndpoint | SecuredEndpoint = plain
     identity_of = None
     if security is not None:
         layer = security(rng, lambda addr: em.is_member_address(addr))
-        endpoint = SecuredEndpoint(endpoint, layer)
+        endpoint = SecuredEndpoint(plain, layer)
         identity_of = layer.peer_identity
-    em = EntityManager(endpoint, params or REAL_MODE_PARAMS, identity_of)
+    # EntityManager is typed for a CoapEndpoint; a SecuredEndpoint takes the same
+    # calls (those with a time itself, the rest forwarded to its endpoint).
+    em = EntityManager(endpoint, params or REAL_MODE_PARAMS, identity_of)  # type: ignore[arg-type]
     driver: AsyncDatagramDriver | None = None
 
     def unreachable_peer(addr, exc: OSError | None = None) -> None:
         # An ICMP error, or the OS refusing to send (e.g. no multicast route).
+        assert driver is not None  # reported by the driver's own socket
         em.peer_unreachable(driver.now(), addr)
         driver.pump()
 
     driver = await open_server_driver(
         em, host, port, on_unreachable=unreachable_peer, on_send_error=unreachable_peer
     )
-    bound = driver.transport.get_extra_info("sockname")[0]
-    sock = driver.transport.get_extra_info("socket")
+    transport = driver.transport
+    assert transport is not None  # an open driver's
+    bound = transport.get_extra_info("sockname")[0]
+    sock = transport.get_extra_info("socket")
     if sock.family == socket.AF_INET6 and (ifindex := interface_index(bound)):
         # Group requests leave by the interface the EM serves on.
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, ifindex)
@@ -104,7 +115,7 @@ async def serve_coap_em(
     em.params = dataclasses.replace(
         em.params,
         local_hosts=tuple(sorted(names | set(em.params.local_hosts))),
-        port=driver.transport.get_extra_info("sockname")[1],
+        port=transport.get_extra_info("sockname")[1],
         multicast_unavailable=reason,
     )
     await serve_until_cancelled(driver, on_ready)

@@ -23,9 +23,11 @@ class GroupSockets:
     def __init__(self, driver: AsyncDatagramDriver) -> None:
         self.driver = driver
         self._sockets: dict[bytes, socket.socket] = {}
-        host, port = driver.transport.get_extra_info("sockname")[:2]
+        transport = driver.transport
+        assert transport is not None  # the driver of a server that is open
+        host, port = transport.get_extra_info("sockname")[:2]
         self.port = port
-        self.family = driver.transport.get_extra_info("socket").family
+        self.family = transport.get_extra_info("socket").family
         self.ifindex = interface_index(host)
 
     def groups(self) -> list[bytes]:
@@ -48,10 +50,12 @@ class GroupSockets:
             sock.close()
             raise
         self._sockets[group] = sock
+        assert self.driver.loop is not None  # set with the transport
         self.driver.loop.add_reader(sock.fileno(), self._readable, sock)
 
     def leave(self, group: bytes) -> None:
         sock = self._sockets.pop(group)
+        assert self.driver.loop is not None  # set with the transport
         self.driver.loop.remove_reader(sock.fileno())
         sock.close()
 

@@ -44,7 +44,7 @@ from iotbench.scenarios import UserError
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; the documentation says so
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # tested for None where it is used
 
 #: The byte-string keys of aiocoap's format: (key, required).
 BYTE_KEYS = (

@@ -44,8 +44,11 @@ def dtls_client(identity: bytes, key: bytes) -> Callable[[random.Random], DtlsLa
 
 def server_params(max_sessions: int | None, max_handshakes: int | None) -> DtlsParams:
     """DtlsParams with a server's two limits, each left at its default when None."""
-    limits = {"max_sessions": max_sessions, "max_handshakes": max_handshakes}
-    return DtlsParams(**{name: n for name, n in limits.items() if n is not None})
+    defaults = DtlsParams()
+    return DtlsParams(
+        max_sessions=defaults.max_sessions if max_sessions is None else max_sessions,
+        max_handshakes=defaults.max_handshakes if max_handshakes is None else max_handshakes,
+    )
 
 
 def dtls_server(

@@ -68,6 +68,7 @@ class HttpServer:
                 request = event
             elif isinstance(event, h11.EndOfMessage):
                 self.requests += 1
+                assert request is not None  # h11 ends a message only after its Request
                 await self._answer(conn, writer, request)
                 if conn.our_state is h11.MUST_CLOSE:
                     return

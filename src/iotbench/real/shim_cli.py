@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         task = asyncio.current_task()
+        assert task is not None  # main() runs as a task
         with contextlib.suppress(NotImplementedError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         shim = ImpairmentShim(
