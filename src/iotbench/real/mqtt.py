@@ -114,7 +114,7 @@ class MqttResult:
         return self.failure is None
 
 
-_REFUSALS = {
+_REFUSALS: dict[int, str] = {
     ConnectReturnCode.UNACCEPTABLE_PROTOCOL_VERSION: "unacceptable protocol version",
     ConnectReturnCode.IDENTIFIER_REJECTED: "client identifier rejected",
     ConnectReturnCode.SERVER_UNAVAILABLE: "server unavailable",
@@ -236,6 +236,7 @@ async def mqtt_publish(
         client, driver = session.client, session.driver
         pending = count
         while result.failure is None and result.published < count:
+            assert driver is not None  # open() connected it
             # Hand over as many as the window and queue take; wait for completions.
             while pending and client.in_flight + client.queued < client.params.max_inflight:
                 client.publish(driver.now(), target.topic, payload, qos, retain)
@@ -272,13 +273,15 @@ async def mqtt_subscribe(
         raise RealModeError(f"QoS must be 0, 1 or 2, not {qos}")
     deadline = _deadline(timeout_s)
     session = _Session(_client(target, params))
-    result = MqttResult(messages=[])
+    messages: list[MessageReceived] = []
+    result = MqttResult(messages=messages)
     try:
         result.failure = await session.open(target, deadline)
         if result.failure is None:
+            assert session.driver is not None  # open() connected it
             session.client.subscribe(session.driver.now(), [(target.topic, qos)])
             session.driver.pump()
-        while result.failure is None and not (count and len(result.messages) >= count):
+        while result.failure is None and not (count and len(messages) >= count):
             event = await session.next(deadline)
             if event is None:
                 result.failure = "timeout" if count else None
@@ -288,7 +291,7 @@ async def mqtt_subscribe(
                 if result.granted == SUBACK_FAILURE:
                     result.failure = "subscription refused by the broker"
             elif isinstance(event, MessageReceived):
-                result.messages.append(event)
+                messages.append(event)
                 if on_message is not None:
                     on_message(event)
             else:

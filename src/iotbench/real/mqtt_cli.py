@@ -32,6 +32,7 @@ async def server(args: argparse.Namespace) -> None:
     params = broker_params(args)
 
     def ready(driver: StreamServerDriver) -> None:
+        assert driver.server is not None  # listening when ready
         host, port = driver.server.sockets[0].getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         lines = [f"iotbench: MQTT broker listening on mqtt://{shown}:{port}"]
@@ -138,6 +139,7 @@ def run_pub_sub(action: str, qos: int, count: int | None, work: Coroutine) -> in
 def summary(action: str, qos: int, count: int | None, result) -> str:
     """One line that says what happened: "published 3 message(s), QoS 1", or on a
     failure "iotbench: published 0 of 1 message(s), QoS 1: timeout: no CONNACK ..."."""
+    wanted: int | None
     if action == "pub":
         done, wanted, what = result.published, count or 1, f"message(s), QoS {qos}"
         verb = "published"
