@@ -44,6 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, cast
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -81,6 +82,12 @@ SIGNERS = ("ecdsa", "hmac", "digest")
 MAX_OBJECT_BYTES = 8000
 #: A server's tables: bounded, and larger than a constrained node's defaults.
 SERVER_FORWARDER = ForwarderConfig(pit_max_entries=4096, cs_max_bytes=1 << 20)
+
+
+class Reading(Protocol):
+    """A sensor of apps/sensors.py: each read() is the next reading's bytes."""
+
+    def read(self) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -163,10 +170,9 @@ class SensorProducer:
         self.prefix = Name(config.prefix)
         self.freshness_ms = config.freshness_ms
         self.signer, self.key_data = make_signer(config, self.prefix, rng)
-        self.resources = {
-            path.lstrip("/").encode(): sensor
-            for path, sensor in sensor_set(rng, config.object_size_bytes).items()
-        }
+        # sensor_set's values are the sensors, each with read() -> bytes
+        sensors = cast("dict[str, Reading]", sensor_set(rng, config.object_size_bytes))
+        self.resources = {path.lstrip("/").encode(): sensor for path, sensor in sensors.items()}
         self.stats = ProducerStats()
         app.register_prefix(self.prefix, self._on_interest)
 
@@ -394,6 +400,7 @@ class NdnServer:
         """Pump both drivers soon (once, however many inputs ask before it runs)."""
         if not self._pump_scheduled:
             self._pump_scheduled = True
+            assert self.udp.loop is not None  # an open driver's
             self.udp.loop.call_soon(self._pump)
 
     def _pump(self) -> None:
@@ -418,6 +425,7 @@ async def serve_ndn(
     node = NdnServerNode(config, rng or random.SystemRandom())
     udp = await open_datagram_driver(node, local_addr=(host, port))
     try:
+        assert udp.transport is not None  # an open driver's
         host, port = udp.transport.get_extra_info("sockname")[:2]
         tcp = await start_stream_server(node, host, port)
     except BaseException:
@@ -509,6 +517,7 @@ def banner(server: NdnServer) -> str:
         lines.append(f"  signed with ECDSA P-256, key {producer.key_data.name}")
         lines.append(f"    public key (DER, hex) {producer.key_data.content.hex()}")
     elif isinstance(signer, HmacSha256Signer):
+        assert signer.key_locator is not None  # make_signer names the HMAC key
         lines.append(f"  signed with HMAC-SHA256, key name {signer.key_locator.name}")
     else:
         lines.append("  signed with DigestSha256 (integrity only)")
