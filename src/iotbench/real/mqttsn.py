@@ -19,7 +19,7 @@ import asyncio
 import logging
 import random
 import socket
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
@@ -65,7 +65,8 @@ class _BrokerConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closing = False
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)  # a TCP connection's
         self.transport = transport
         if self.closing:
             transport.close()  # the gateway gave up on it while it was opening
@@ -121,9 +122,9 @@ class GatewayDriver(AsyncDatagramDriver):
         self._streams: dict[int, _BrokerConnection] = {}
         self._opening: set[asyncio.Task] = set()
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self.stack.start(self.loop.time())
+        self.stack.start(self.now())
         self.pump()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -134,12 +135,15 @@ class GatewayDriver(AsyncDatagramDriver):
             task.cancel()
 
     @property
-    def sockname(self) -> tuple:
-        return self.transport.get_extra_info("sockname")
+    def sockname(self) -> tuple[str, int]:
+        assert self.transport is not None  # bound before anyone asks
+        name = self.transport.get_extra_info("sockname")
+        return (str(name[0]), int(name[1]))
 
     def pump(self) -> None:
         if self.transport is None or self.transport.is_closing():
             return
+        assert self._timer is not None  # set with the transport
         self._timer.arm(drain_with(self.stack, self._flush, self._deliver))
 
     def _flush(self) -> None:
@@ -162,8 +166,10 @@ class GatewayDriver(AsyncDatagramDriver):
     def _open(self, stream: int) -> None:
         conn = _BrokerConnection(self, stream)
         self._streams[stream] = conn
-        task = self.loop.create_task(
-            self.loop.create_connection(lambda: conn, self.broker_host, self.broker_port)
+        loop = self.loop
+        assert loop is not None  # streams open once the gateway's socket is
+        task = loop.create_task(
+            loop.create_connection(lambda: conn, self.broker_host, self.broker_port)
         )
         self._opening.add(task)
         task.add_done_callback(lambda t: self._opened(t, stream))
@@ -176,16 +182,16 @@ class GatewayDriver(AsyncDatagramDriver):
             self._stream_lost(stream)
 
     def _stream_connected(self, stream: int) -> None:
-        self.stack.stream_connected(self.loop.time(), stream)
+        self.stack.stream_connected(self.now(), stream)
         self.pump()
 
     def _stream_data(self, stream: int, data: bytes) -> None:
-        self.stack.stream_receive(self.loop.time(), stream, data)
+        self.stack.stream_receive(self.now(), stream, data)
         self.pump()
 
     def _stream_lost(self, stream: int) -> None:
         if self._streams.pop(stream, None) is not None:
-            self.stack.stream_lost(self.loop.time(), stream)
+            self.stack.stream_lost(self.now(), stream)
             self.pump()
 
 
@@ -267,14 +273,16 @@ class MqttSnResult:
         return self.failure is None
 
 
-_RETURN_CODES = {
+_RETURN_CODES: dict[int, str] = {
     ReturnCode.CONGESTION: "rejected: congestion",
     ReturnCode.INVALID_TOPIC_ID: "rejected: invalid topic ID",
     ReturnCode.NOT_SUPPORTED: "rejected: not supported",
 }
 
 
-def _return_code(code: int) -> str:
+def _return_code(code: int | None) -> str:
+    if code is None:
+        return "rejected"
     return _RETURN_CODES.get(code, f"rejected: return code {code}")
 
 
@@ -329,7 +337,7 @@ class _Session:
         except OSError as exc:
             raise RealModeError(f"cannot resolve {host}: {exc.strerror or exc}") from None
         family, _, _, _, sockaddr = infos[0]
-        self.gateway = (sockaddr[0], sockaddr[1])
+        self.gateway = (str(sockaddr[0]), int(sockaddr[1]))
         self.driver = await open_datagram_driver(
             self.client,
             self.queue.put_nowait,
@@ -338,9 +346,17 @@ class _Session:
             on_error=self._unreachable,
         )
 
+    @property
+    def opened(self) -> tuple[AsyncDatagramDriver, tuple[str, int]]:
+        """The driver and the gateway's address, once open() has run."""
+        if self.driver is None or self.gateway is None:
+            raise RealModeError("the MQTT-SN session is not open")
+        return self.driver, self.gateway
+
     def _unreachable(self, exc: OSError) -> None:
         self.gone = True
-        self.queue.put_nowait(Unreachable(unreachable(self.gateway, exc)))
+        _, gateway = self.opened
+        self.queue.put_nowait(Unreachable(unreachable(gateway, exc)))
 
     async def next(self, deadline: float | None) -> object | None:
         """The next event, or None at the deadline."""
@@ -355,7 +371,8 @@ class _Session:
             event = await self.next(deadline)
             if event is None:
                 waited = WAITING_FOR.get(kind, kind.__name__)
-                return None, f"timeout: no {waited} from the gateway at {_shown(self.gateway)}"
+                _, gateway = self.opened
+                return None, f"timeout: no {waited} from the gateway at {_shown(gateway)}"
             if isinstance(event, kind):
                 return event, None
             failure = _failure(event)
@@ -363,8 +380,9 @@ class _Session:
                 return None, failure
 
     async def connect(self, deadline: float | None) -> str | None:
-        self.client.connect(self.driver.now(), self.gateway)
-        self.driver.pump()
+        driver, gateway = self.opened
+        self.client.connect(driver.now(), gateway)
+        driver.pump()
         _, failure = await self.expect(Connected, deadline)
         return failure
 
@@ -443,20 +461,23 @@ async def mqttsn_publish(
     session = _Session(_client(params))
     result = MqttSnResult()
     await session.open(host, port)
+    driver, _ = session.opened
     client = session.client
     try:
         if qos == -1:
             for _ in range(count):
                 _publish(client, session, topic, payload, qos, retain, kind)
                 result.published += 1
-            session.driver.pump()
+            driver.pump()
             return result
         result.failure = await session.connect(deadline)
         if result.failure is None and kind == TopicIdType.NORMAL:
-            client.register(session.driver.now(), topic)
-            session.driver.pump()
+            if not isinstance(topic, str):
+                raise RealModeError(f"topic {topic}: a topic name for a normal topic id")
+            client.register(driver.now(), topic)
+            driver.pump()
             event, result.failure = await session.expect(Registered, deadline)
-            if event is not None:
+            if isinstance(event, Registered):
                 result.topic_id = topic = event.topic_id
         pending = count
         while result.failure is None and result.published < count:
@@ -464,7 +485,7 @@ async def mqttsn_publish(
             while pending and client.queued < client.params.max_queued:
                 _publish(client, session, topic, payload, qos, retain, kind)
                 pending -= 1
-            session.driver.pump()
+            driver.pump()
             _, result.failure = await session.expect(Published, deadline)
             if result.failure is None:
                 result.published += 1
@@ -473,10 +494,19 @@ async def mqttsn_publish(
     return result
 
 
-def _publish(client, session, topic, payload, qos, retain, kind) -> None:
+def _publish(
+    client: MqttSnClient,
+    session: _Session,
+    topic: str | int,
+    payload: bytes,
+    qos: int,
+    retain: bool,
+    kind: TopicIdType,
+) -> None:
+    driver, gateway = session.opened
     try:
-        now = session.driver.now()
-        client.publish(now, topic, payload, qos, retain, topic_id_type=kind, addr=session.gateway)
+        now = driver.now()
+        client.publish(now, topic, payload, qos, retain, topic_id_type=kind, addr=gateway)
     except ValueError as exc:
         raise RealModeError(str(exc)) from None
 
@@ -503,14 +533,15 @@ async def mqttsn_subscribe(
     session = _Session(_client(params))
     result = MqttSnResult()
     await session.open(host, port)
+    driver, _ = session.opened
     try:
         result.failure = await session.connect(deadline)
         if result.failure is None:
             try:
-                session.client.subscribe(session.driver.now(), topic, qos, topic_id_type=kind)
+                session.client.subscribe(driver.now(), topic, qos, topic_id_type=kind)
             except ValueError as exc:
                 raise RealModeError(str(exc)) from None
-            session.driver.pump()
+            driver.pump()
         while result.failure is None and not (count and len(result.messages) >= count):
             event = await session.next(deadline)
             if event is None:
@@ -531,7 +562,6 @@ async def mqttsn_subscribe(
     return result
 
 
-def gateway_address(driver: GatewayDriver) -> Hashable:
+def gateway_address(driver: GatewayDriver) -> tuple[str, int]:
     """(host, port) the gateway's UDP socket is bound to (port 0 picks a free one)."""
-    name = driver.sockname
-    return (name[0], name[1])
+    return driver.sockname
