@@ -19,7 +19,7 @@ a user's `--run-fn`), a plain mapping of metric names to numbers
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from iotbench.metrics.derive import ItemSummary
 from iotbench.metrics.timeseries import SeriesTable
@@ -70,7 +70,7 @@ class RunResult:
     metrics: Row
     counters: RunCounters
     failures: RunFailures
-    series: SeriesTable | None = field(default=None, compare=True)
+    series: SeriesTable | None = None
 
     @classmethod
     def assemble(
