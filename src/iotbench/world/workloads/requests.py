@@ -17,6 +17,7 @@ from iotbench.metrics.items import DELIVERED, Item, ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.traffic import TrafficMeter
+from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import RunSettings, WorkloadSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network
@@ -76,9 +77,7 @@ class PeriodicRequests(SequentialRequests):
         count: int,
         workload: WorkloadSettings,
     ) -> SequentialRequester | PeriodicRequester | PoissonRequester:
-        interval_s = workload.interval_s
-        if interval_s is None:  # the schema requires it for this kind (scenarios/schema.py)
-            raise ValueError("workload.interval_s: required for kind = periodic")
+        interval_s = required(workload.interval_s, "workload.interval_s")
         return PeriodicRequester(sim, client, items, count, interval_s)
 
 
@@ -95,9 +94,7 @@ class PoissonRequests(SequentialRequests):
         count: int,
         workload: WorkloadSettings,
     ) -> SequentialRequester | PeriodicRequester | PoissonRequester:
-        interval_s = workload.interval_s
-        if interval_s is None:  # the schema requires it for this kind (scenarios/schema.py)
-            raise ValueError("workload.interval_s: required for kind = poisson")
+        interval_s = required(workload.interval_s, "workload.interval_s")
         return PoissonRequester(sim, client, items, count, interval_s, sim.rng("workload/arrivals"))
 
 

@@ -64,6 +64,7 @@ from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
 from iotbench.proto.ndn.types import TT
+from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
 from iotbench.sim.cpu import Cpu
@@ -96,9 +97,7 @@ class NdnTree:
     ) -> None:
         if not isinstance(network, RadioNetwork):  # NDN runs straight over 802.15.4
             raise TypeError("NDN's publish exchanges need a radio network")
-        cfg = config.protocol.ndn
-        if cfg is None:  # the loader fills the selected protocol's section
-            raise ValueError("protocol.ndn: missing for protocol ndn")
+        cfg = required(config.protocol.ndn, "protocol.ndn")
         net = network
         self.sim = sim
         self.net = net

@@ -79,6 +79,7 @@ from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import SeriesTable
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.proto.ndn.forwarder import Forwarder
+from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
 from iotbench.world.networks import Network, RadioNetwork
@@ -111,9 +112,7 @@ class PublishWorkload(Workload):
         self.net = net
         self.items = items
         self.planned_items = workload.items
-        if workload.interval_s is None:  # the schema requires it for this kind
-            raise ValueError("workload.interval_s: required for kind = publish")
-        self.interval_s: float = workload.interval_s
+        self.interval_s = required(workload.interval_s, "workload.interval_s")
         self.jitter = workload.jitter
         self.poll_s = workload.poll_interval_s
         self.start_s = workload.start_s
