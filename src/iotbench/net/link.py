@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from iotbench.metrics.observers import Observers
 from iotbench.net.impairments import Impairment
 from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
-from iotbench.sim import Simulator
+from iotbench.sim.clock import Clock
 
 if TYPE_CHECKING:
     from iotbench.net.l2 import L2Interface
@@ -28,7 +28,7 @@ class Channel:
 
     def __init__(
         self,
-        sim: Simulator,
+        sim: Clock,
         src: str,
         dst: str,
         deliver: Callable[[Packet], None],
@@ -128,7 +128,7 @@ class PointToPointLink:
 
     def __init__(
         self,
-        sim: Simulator,
+        sim: Clock,
         a: Interface | L2Interface,
         b: Interface | L2Interface,
         *,

@@ -11,6 +11,7 @@ since the clock was made, as a run's virtual time starts at 0.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from iotbench.sim.rng import RngStreams
 
 
 class RealTimeClock:
-    def __init__(self, loop: asyncio.AbstractEventLoop, seed: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, seed: int | None) -> None:
         self.loop = loop
         self.t0 = loop.time()
         self._rngs = RngStreams(seed)
@@ -27,7 +28,7 @@ class RealTimeClock:
     def now(self) -> float:
         return self.loop.time() - self.t0
 
-    def rng(self, name: str):
+    def rng(self, name: str) -> random.Random:
         return self._rngs.stream(name)
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:

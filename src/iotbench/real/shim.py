@@ -32,13 +32,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from iotbench.metrics.observers import Observer, Observers
 from iotbench.metrics.pcap import pcap_header, pcap_record
+from iotbench.net.link import Channel
 from iotbench.net.packet import Packet
 from iotbench.real.clock import RealTimeClock
 from iotbench.scenarios.settings import network_settings
-from iotbench.world.networks import Network, build_two_node_network
+from iotbench.world.networks import build_two_node_network
+from iotbench.world.networks.base import PairNetwork
 
 #: UDP payload that fits one IP datagram (65535 minus the IP and UDP headers).
 MAX_PAYLOAD = {4: 65535 - 20 - 8, 6: 65535 - 8}
@@ -99,7 +102,8 @@ class LinkLog(Observer):
             self._records.append(pcap_record(self.epoch + pkt.t_sent, pkt.data))
 
     def finished(self, pkt: Packet) -> None:
-        self.stats.packets[(pkt.medium.name, pkt.fate)] += 1
+        channel = cast(Channel, pkt.medium)  # the shim's network is one point-to-point link
+        self.stats.packets[(channel.name, pkt.fate)] += 1
 
     def flush(self) -> None:
         records, self._records = self._records, []
@@ -176,11 +180,12 @@ class ImpairmentShim:
         if pcap is not None:
             pcap.write(pcap_header())
         self.items = DatagramItems()
-        self.net: Network = build_two_node_network(self.clock, settings, Observers(self.log))
+        self.net: PairNetwork = build_two_node_network(self.clock, settings, Observers(self.log))
         self.net.follow_items(self.items, total_items)
         self.ip_version = settings.ip_version
-        self.client_node = self.net.node("client")
-        self.server_node = self.net.node("producer")
+        # IP hosts: shim_cli refuses a network whose link layer is not IP.
+        self.client_node = self.net.ip_node("client")
+        self.server_node = self.net.ip_node("producer")
         self._sim_client = self.net.address(self.client_node)
         self._sim_server = self.net.address(self.server_node)
         self._server_port = server[1]

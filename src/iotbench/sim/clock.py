@@ -1,7 +1,8 @@
 """What the network model asks of its clock: the simulator's, or real mode's.
 
 Nodes and point-to-point links ask their `sim` for the time (`now`), schedule
-callbacks and draw from named random streams. In a simulation that is the
+callbacks (`post` for a packet's arrival, `at` and `schedule` for timers)
+and draw from named random streams. In a simulation that is the
 event kernel's `Simulator`; the impairment shim (real/shim.py) gives them a
 `RealTimeClock` (real/clock.py) instead. Code that both run is typed with
 this protocol, so that compiled modules (src/iotbench/compiled.py) accept
@@ -22,3 +23,7 @@ class Clock(Protocol):
     def rng(self, name: str) -> random.Random: ...
 
     def post(self, time: float, fn: Callable[..., Any], *args: Any) -> object: ...
+
+    def at(self, time: float, fn: Callable[..., Any], *args: Any) -> object: ...
+
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> object: ...

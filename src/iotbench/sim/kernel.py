@@ -14,6 +14,7 @@ events in the same order.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,9 @@ class Timer:
 
     __slots__ = ("args", "fn", "seq", "time")
 
-    def __init__(self, time: float, seq: int, fn: Callable[..., Any] | None, args: tuple) -> None:
+    def __init__(
+        self, time: float, seq: int, fn: Callable[..., Any] | None, args: tuple[Any, ...]
+    ) -> None:
         self.time = time
         self.seq = seq
         self.fn = fn
@@ -104,7 +107,7 @@ class Simulator:
         self.events_processed = 0
         self._rngs = RngStreams(seed)
 
-    def rng(self, name: str):
+    def rng(self, name: str) -> random.Random:
         """The random stream of component `name` (same seed + name, same stream)."""
         return self._rngs.stream(name)
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
@@ -423,7 +423,7 @@ class RadioMedium:
                 observers.received(pkt, rcv.name)
         elif dst in decoded:
             pkt.fate = DELIVERED
-            observers.received(pkt, cast(Radio, dst).name)
+            observers.received(pkt, dst.name)
         else:
             pkt.fate = CORRUPTED if dst_locked else MISSED
         observers.finished(pkt)

@@ -487,16 +487,16 @@ class Name(tuple):
     def __contains__(self, component: object) -> bool:
         return any(c == component for c in self)
 
-    def index(self, component: object, *args: SupportsIndex) -> int:  # type: ignore[override]
+    def index(self, component: object, *args: SupportsIndex) -> int:
         return self.components.index(component, *args)
 
-    def count(self, component: object) -> int:  # type: ignore[override]
+    def count(self, component: object) -> int:
         return self.components.count(component)
 
-    def __mul__(self, n: SupportsIndex) -> Name:  # type: ignore[override]
+    def __mul__(self, n: SupportsIndex) -> Name:
         return Name(self.components * n)
 
-    def __rmul__(self, n: SupportsIndex) -> Name:  # type: ignore[override]
+    def __rmul__(self, n: SupportsIndex) -> Name:
         return self.__mul__(n)
 
     @property

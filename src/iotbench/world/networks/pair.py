@@ -44,7 +44,8 @@ from iotbench.scenarios.settings_types import (
     NetworkSettings,
     RedrawSettings,
 )
-from iotbench.sim import RngStreams, Simulator
+from iotbench.sim import RngStreams
+from iotbench.sim.clock import Clock
 from iotbench.world.networks.base import ItemFollower, PairNetwork, Streams
 
 ADDRESSES = {4: ("10.0.0.1", "10.0.0.2"), 6: ("fd00::1", "fd00::2")}
@@ -73,7 +74,7 @@ DelayModel = ConstantDelay | UniformDelay | NormalDelay
 
 
 def build_two_node_network(
-    sim: Simulator, network: NetworkSettings, observers: Observers
+    sim: Clock, network: NetworkSettings, observers: Observers
 ) -> PairNetwork:
     """The pair network of `network` (a scenario's section, as settings). Its
     per-item impairments (random-items outages, parameters redrawn every n items)
@@ -224,7 +225,7 @@ def _delay(streams: Streams, name: str, spec: DelaySpec | None) -> DelayModel | 
 
 
 def _outages(
-    sim: Simulator,
+    sim: Clock,
     streams: Streams,
     name: str,
     spec: OutagesSpec | None,
@@ -252,7 +253,7 @@ class OutagesAtItems:
     said how many it starts, each begin an outage of `duration_s` as they start."""
 
     def __init__(
-        self, sim: Simulator, rng: random.Random, outages: Outages, count: int, duration_s: float
+        self, sim: Clock, rng: random.Random, outages: Outages, count: int, duration_s: float
     ) -> None:
         self.sim, self.rng, self.outages = sim, rng, outages
         self.count, self.duration_s = count, duration_s
@@ -281,7 +282,7 @@ class RedrawEveryItems:
 
 
 def _schedule_redraw(
-    sim: Simulator, redraw: Redraw, value: RedrawSettings, followers: list[ItemFollower]
+    sim: Clock, redraw: Redraw, value: RedrawSettings, followers: list[ItemFollower]
 ) -> None:
     if value.every_items is not None:
         followers.append(RedrawEveryItems(redraw, value.every_items))
