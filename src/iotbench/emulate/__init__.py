@@ -1,0 +1,1 @@
+"""Emulation: real programs on the host exchange IP packets through the simulated network."""
