@@ -28,6 +28,7 @@ from iotbench.argtypes import (
     positive_float,
     positive_int,
 )
+from iotbench.emulate.cli import add_emulate_command
 from iotbench.real.arguments import add_real_commands
 from iotbench.scenarios import (
     Run,
@@ -71,6 +72,8 @@ examples:
   iotbench serve ndn                              an NDN forwarder and producer, port 6363
   iotbench shim --listen 127.0.0.1:5684 --to 127.0.0.1:5683 --scenario s3-robustness \\
       --filter condition=loss-10                  real UDP through a simulated lossy link
+  iotbench emulate s4-multi-hop --filter variant=coap-get-con --attach n3 \\
+      --duration 60                               real programs in S4's building, in real time
   iotbench bench ndn-api                          NDN API speed against python-ndn (S5)
   iotbench bench security                         DTLS on CoAP against NDN HMAC signatures (S4)
 
@@ -152,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_command(commands, formatter)
     _add_reproduce_command(commands, formatter)
     add_real_commands(commands, formatter, serve=cmd_serve, client=cmd_client, shim=cmd_shim)
+    add_emulate_command(commands, formatter, _add_selection, cmd_emulate)
     _add_bench_command(commands, formatter)
     return parser
 
@@ -717,6 +721,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_client(args: argparse.Namespace) -> int:
     return _real_cli().client(args) or EXIT_OK
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    return int(importlib.import_module("iotbench.emulate.cli").run(args, _select))
 
 
 def cmd_shim(args: argparse.Namespace) -> int:

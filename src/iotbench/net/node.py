@@ -204,6 +204,10 @@ class Node:
     def udp_unbind(self, port: int) -> None:
         self._udp.pop(port, None)
 
+    def udp_bound(self, port: int) -> bool:
+        """Whether an application on this node listens on UDP `port`."""
+        return port in self._udp
+
     # ------------------------------------------------------------ sending
 
     def route(self, dst: bytes) -> Route | None:

@@ -13,7 +13,7 @@ import itertools
 import json
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,15 +92,23 @@ def network_key(config: Mapping[str, Any]) -> str:
     return json.dumps(config["network"], sort_keys=True)
 
 
-def one_network(runs: Sequence[Run], label: str) -> Run:
+def config_key(config: Mapping[str, Any]) -> str:
+    """A whole run config as text: runs with equal keys run the same thing."""
+    return json.dumps(config, sort_keys=True)
+
+
+def one_network(
+    runs: Sequence[Run], label: str, key: Callable[[Mapping[str, Any]], str] = network_key
+) -> Run:
     """The first of `runs` when they all simulate one network (what `iotbench topology`
     draws and the impairment shim relays); otherwise a UserError naming the axes that
-    tell the networks apart and their values, to pick one with --filter."""
+    tell the networks apart and their values, to pick one with --filter. With
+    key=config_key, the runs must agree on everything (what `iotbench emulate` builds)."""
     if not runs:
         raise UserError(f"{label}: --filter selects no run")
     networks: dict[str, Run] = {}
     for run in runs:  # each network's first run stands for it
-        networks.setdefault(network_key(run.config), run)
+        networks.setdefault(key(run.config), run)
     if len(networks) > 1:
         first = runs[0].params
         differ = sorted(
@@ -111,7 +119,8 @@ def one_network(runs: Sequence[Run], label: str) -> Run:
             for a in differ
         )
         raise UserError(
-            f"{label}: the selected runs have {len(networks)} different networks; pick one "
+            f"{label}: the selected runs have {len(networks)} different "
+            f"{'networks' if key is network_key else 'configurations'}; pick one "
             f"with --filter ({choices})"
         )
     return runs[0]

@@ -172,6 +172,14 @@ class Simulator:
         self.events_processed += processed
 
     @property
+    def next_time(self) -> float | None:
+        """When the earliest queued entry is due (None: nothing queued). A cancelled
+        entry counts until `run` pops it, so this may be early, never late: what a
+        driver that waits for the next event (emulate/realtime.py) needs."""
+        queue = self._queue
+        return queue[0].time if queue else None
+
+    @property
     def pending(self) -> int:
         """Number of queued entries (cancelled ones included until they are popped)."""
         return len(self._queue)

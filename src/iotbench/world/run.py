@@ -10,6 +10,7 @@ can execute in any process, in any order.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from iotbench.metrics.derive import NdnFrameMeter, rtt_ms_metrics, summarize_items
@@ -27,13 +28,14 @@ from iotbench.metrics.result import Row, RunCounters, RunFailures, RunMeasures, 
 from iotbench.metrics.series import NodeSeries
 from iotbench.metrics.traffic import TrafficMeter
 from iotbench.scenarios.settings import run_settings
-from iotbench.scenarios.settings_types import NetworkSettings
+from iotbench.scenarios.settings_types import NetworkSettings, RunSettings
 from iotbench.sim import Simulator
 from iotbench.sim.garbage import paced_collections
 from iotbench.world.networks import Network, RadioNetwork, build_network, is_radio_network
 from iotbench.world.networks.radio import check_network
 from iotbench.world.networks.topology import TopologyError
 from iotbench.world.workloads import WORKLOADS
+from iotbench.world.workloads.base import Workload
 
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
@@ -50,10 +52,30 @@ def run_one(
         return _run(config, seed, pcap_path, series_path)
 
 
-def _run(
-    config: dict[str, Any], seed: int, pcap_path: str | None, series_path: str | None
-) -> RunResult:
-    settings = run_settings(config)
+@dataclass
+class World:
+    """What a run builds before anything happens: the kernel, the network with its
+    observers, and the workload's kind (built by the caller, who may leave it
+    out: `iotbench emulate` runs a network with or without its workload)."""
+
+    settings: RunSettings
+    sim: Simulator
+    items: ItemLog
+    kind: type[Workload]
+    traffic: TrafficMeter
+    observers: Observers
+    net: Network
+    sensor: str | None
+    frames: NdnFrameMeter | None
+    pcap: PcapWriter | None
+
+    def workload(self) -> Workload:
+        return self.kind(
+            self.sim, self.net, self.settings, self.items, self.observers, self.traffic
+        )
+
+
+def build_world(settings: RunSettings, seed: int, pcap_path: str | None) -> World:
     sim = Simulator(seed)
     items = ItemLog()
     kind = WORKLOADS[settings.workload.kind]
@@ -67,9 +89,20 @@ def _run(
     frames = NdnFrameMeter(sensor) if protocol == "ndn" and sensor is not None else None
     if frames is not None:
         observers.add(frames)
-    pcap = _pcap_writer(sim, net, settings.network, pcap_path)
+    pcap = pcap_writer(sim, net, settings.network, pcap_path)
     if pcap is not None:
         observers.add(pcap)
+    return World(settings, sim, items, kind, traffic, observers, net, sensor, frames, pcap)
+
+
+def _run(
+    config: dict[str, Any], seed: int, pcap_path: str | None, series_path: str | None
+) -> RunResult:
+    settings = run_settings(config)
+    world = build_world(settings, seed, pcap_path)
+    sim, net, items, traffic = world.sim, world.net, world.items, world.traffic
+    observers, sensor, frames, pcap = world.observers, world.sensor, world.frames, world.pcap
+    protocol = settings.protocol.name
     series = None
     radio_settings = settings.network.radio
     if series_path and isinstance(net, RadioNetwork) and radio_settings is not None:
@@ -85,7 +118,7 @@ def _run(
         )
     outputs = [o for o in (pcap, series) if o is not None]
     try:
-        workload = kind(sim, net, settings, items, observers, traffic)
+        workload = world.workload()
         net.follow_items(items, workload.planned_items)
         workload.start()
         sim.run(until=settings.max_sim_time_s)
@@ -144,7 +177,7 @@ def check_networks(configs: Iterable[dict[str, Any]], label: str = "") -> None:
                 raise TopologyError(f"{label}: {exc}" if label else str(exc)) from None
 
 
-def _pcap_writer(
+def pcap_writer(
     sim: Simulator, net: Network, network: NetworkSettings, path: str | None
 ) -> PcapWriter | None:
     if not path:

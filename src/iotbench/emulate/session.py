@@ -1,0 +1,224 @@
+"""One emulation: a scenario's network in real time, with real hosts attached.
+
+The network is built exactly as a simulation builds it (world/run.py's
+`build_world`), from the same settings and seed. It first runs a warm-up in
+virtual time, as fast as the machine goes (by default up to the moment the
+scenario's workload would start: routing has converged by then, as the study
+let it), and then follows the wall clock (emulate/realtime.py). Each attached
+node gets a network namespace with a TUN device (emulate/netns.py) and an
+`AttachedHost` (emulate/attach.py) that joins the two.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from iotbench.emulate.attach import AttachedHost, AttachStats
+from iotbench.emulate.netns import (
+    DEFAULT_STATE_DIR,
+    AttachedNamespace,
+    HostAddress,
+    create_namespace,
+    remove_stale,
+)
+from iotbench.emulate.realtime import LagHistogram, LagSummary, RealTimeDriver
+from iotbench.net import ip
+from iotbench.net.node import Node
+from iotbench.scenarios import UserError
+from iotbench.scenarios.settings_types import RunSettings
+from iotbench.world.run import World, build_world
+
+
+@dataclass
+class EmulationOptions:
+    attach: list[str]
+    duration_s: float | None = None  # None: until Ctrl-C or SIGTERM
+    warmup_s: float | None = None  # None: the workload's start_s
+    workload: bool = False  # the scenario's own traffic beside the attached hosts
+    pcap_path: str | None = None
+    lag_warn_s: float = 1e-3  # warn when a second's p99 lag passes this
+    state_dir: Path = DEFAULT_STATE_DIR
+
+
+@dataclass
+class EmulationReport:
+    warmup_s: float
+    real_s: float
+    sim_time_s: float
+    events: int
+    lag: LagSummary
+    hosts: dict[str, AttachStats] = field(default_factory=dict)
+    warnings: int = 0
+
+    def lines(self) -> list[str]:
+        out = [
+            f"warm-up {self.warmup_s:g} s in virtual time, then {self.real_s:.1f} s in real "
+            f"time; virtual clock at {self.sim_time_s:.3f} s, {self.events:,} events",
+            self.lag.text(),
+        ]
+        for name, s in self.hosts.items():
+            out.append(
+                f"{name}: {s.from_host} packets from the host, {s.to_host} to it; dropped: "
+                f"no route {s.no_route}, too big {s.too_big}, host chatter {s.chatter_dropped}, "
+                f"link-local {s.link_local_dropped}, multicast {s.multicast_dropped}, "
+                f"malformed {s.malformed}"
+            )
+        return out
+
+
+def attachable_node(world: World, name: str) -> Node:
+    """The IP host `name` of the world's network, or a UserError naming the choices."""
+    host = world.net.hosts.get(name)
+    if host is None:
+        names = sorted(world.net.hosts)
+        shown = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+        raise UserError(
+            f"--attach {name}: the network has no node of that name; its nodes: {shown} "
+            "(`iotbench topology` draws them)"
+        )
+    if not isinstance(host, Node):
+        raise UserError(
+            f"--attach {name}: the node speaks NDN straight over 802.15.4, not IP; "
+            "a host attaches to an IP node (pick a run of an IP protocol with --filter)"
+        )
+    return host
+
+
+def host_addresses(node: Node) -> tuple[list[HostAddress], list[str]]:
+    """The node's address for its namespace, and the routes that send everything
+    else into the simulated network."""
+    address = ip.address_text(node.address)
+    if len(node.address) == 4:
+        return [HostAddress(address, 32)], ["0.0.0.0/0"]
+    return [HostAddress(address, 128)], ["::/0"]
+
+
+class Emulation:
+    def __init__(self, settings: RunSettings, seed: int, options: EmulationOptions) -> None:
+        self.options = options
+        self.world = build_world(settings, seed, options.pcap_path)
+        self.nodes = [attachable_node(self.world, name) for name in options.attach]
+        if len(set(options.attach)) != len(options.attach):
+            raise UserError("--attach: a node is named twice")
+        self.driver = RealTimeDriver(self.world.sim)
+        self.namespaces: list[AttachedNamespace] = []
+        self.hosts: dict[str, AttachedHost] = {}
+        self.warnings = 0
+
+    def run(
+        self,
+        out: TextIO = sys.stderr,
+        on_attached: Callable[[list[str]], None] | None = None,
+    ) -> EmulationReport:
+        """Warm up, attach the hosts, run in real time; the namespaces are gone
+        when this returns or raises. `on_attached` hears when programs may start."""
+        world, options = self.world, self.options
+        warmup = (
+            options.warmup_s if options.warmup_s is not None else world.settings.workload.start_s
+        )
+        try:
+            if options.workload:
+                workload = world.workload()
+                world.net.follow_items(world.items, workload.planned_items)
+                workload.start()
+            world.sim.run(until=warmup)
+            self._attach_all()
+            if on_attached is not None:
+                on_attached(list(self.hosts))
+            start = self.driver.clock()
+            with _stop_on_sigterm(self.driver):
+                try:
+                    self.driver.run(options.duration_s, on_tick=lambda: self._tick(out))
+                except KeyboardInterrupt:
+                    pass  # Ctrl-C ends an emulation; the summary still follows
+            real_s = self.driver.clock() - start
+            if world.pcap is not None:
+                world.pcap.close()
+        except BaseException:
+            if world.pcap is not None:
+                world.pcap.abort()
+            raise
+        finally:
+            self.close()
+        return EmulationReport(
+            warmup_s=warmup,
+            real_s=real_s,
+            sim_time_s=world.sim.now,
+            events=world.sim.events_processed,
+            lag=self.driver.lag.summary(),
+            hosts={name: host.stats for name, host in self.hosts.items()},
+            warnings=self.warnings,
+        )
+
+    def _attach_all(self) -> None:
+        removed = remove_stale(self.options.state_dir)
+        if removed:
+            print(
+                f"iotbench: removed namespaces a stopped run left: {', '.join(removed)}",
+                file=sys.stderr,
+            )
+        for node in self.nodes:
+            try:
+                host = AttachedHost(node, lambda p: None, keep_simulated_udp=self.options.workload)
+            except ValueError as exc:
+                raise UserError(f"--attach {node.name}: {exc}") from None
+            addresses, routes = host_addresses(node)
+            ns = create_namespace(
+                node.name, addresses, mtu=host.mtu, routes=routes, state_dir=self.options.state_dir
+            )
+            self.namespaces.append(ns)
+            host.to_host = ns.write_packet
+            self.hosts[node.name] = host
+            self.driver.add_reader(ns.fd, self._reader(ns, host))
+
+    def _reader(self, ns: AttachedNamespace, host: AttachedHost) -> Callable[[], None]:
+        inject = self.driver.inject
+
+        def read() -> None:
+            for packet in ns.read_packets():
+                inject(host.from_host, packet)
+
+        return read
+
+    def _tick(self, out: TextIO) -> None:
+        recent = self.driver.recent.summary()
+        self.driver.recent = LagHistogram()  # a fresh window for the next line
+        line = (
+            f"t={self.driver.now():9.3f} s  events {self.world.sim.events_processed:,}  "
+            f"{recent.text()}"
+        )
+        if recent.p99_s > self.options.lag_warn_s:
+            self.warnings += 1
+            line += f"  WARNING: p99 lag over {self.options.lag_warn_s * 1e3:g} ms"
+        print(line, file=out, flush=True)
+
+    def close(self) -> None:
+        for ns in self.namespaces:
+            self.driver.remove_reader(ns.fd)
+            ns.close()
+        self.namespaces.clear()
+
+
+@contextmanager
+def _stop_on_sigterm(driver: RealTimeDriver) -> Iterator[None]:
+    """SIGTERM ends the emulation as Ctrl-C does: at the driver's next turn."""
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        driver.stop()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
