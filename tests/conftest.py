@@ -81,6 +81,14 @@ def require_peer() -> Callable[[str], str]:
 
 
 @pytest.fixture
+def require_root() -> None:
+    """Network namespaces and TUN devices (`iotbench emulate`): root, or skip
+    (fail under IOTBENCH_REQUIRE_PEERS=1, as CI runs them)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+        _missing("network namespaces and TUN devices need root and /dev/net/tun")
+
+
+@pytest.fixture
 def require_module() -> Callable[[str], ModuleType]:
     """`require_module("aiocoap.oscore")` -> the module (skip or fail when missing)."""
     return import_peer

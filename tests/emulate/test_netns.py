@@ -34,13 +34,7 @@ from iotbench.emulate.netns import (
     remove_stale,
 )
 
-pytestmark = [
-    pytest.mark.skipif(
-        not hasattr(os, "geteuid") or os.geteuid() != 0,
-        reason="network namespaces and TUN devices need root",
-    ),
-    pytest.mark.timeout(60),
-]
+pytestmark = [pytest.mark.usefixtures("require_root"), pytest.mark.timeout(60)]
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 TIMEOUT_S = 10.0

@@ -79,6 +79,12 @@ def add_emulate_command(commands, formatter: type, add_selection, handler) -> No
         metavar="MS",
         help="flag a second whose p99 lag passes MS milliseconds (default 1)",
     )
+    p.add_argument(
+        "--netns-prefix",
+        default="",
+        metavar="P",
+        help="name the namespaces P + node name (two emulations side by side)",
+    )
     p.set_defaults(handler=handler)
 
 
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace, select) -> int:  # noqa: ANN001 - cli._select
     if args.warmup is not None and args.warmup < 0:
         raise UserError(f"--warmup {args.warmup}: a number of seconds, 0 or more")
     for name in args.attach:
-        check_name(name)
+        check_name(args.netns_prefix + name)
     if args.rep is None:
         args.rep = 0
     scenario, runs = select(args)
@@ -101,6 +107,7 @@ def run(args: argparse.Namespace, select) -> int:  # noqa: ANN001 - cli._select
         pcap_path=str(args.pcap) if args.pcap is not None else None,
         lag_warn_s=args.lag_warn_ms / 1e3,
         state_dir=DEFAULT_STATE_DIR,
+        netns_prefix=args.netns_prefix,
     )
     emulation = Emulation(run_settings(picked.config), picked.seed, options)
     print(f"iotbench: emulating {scenario.name} ({picked.label()})", file=sys.stderr)

@@ -400,11 +400,15 @@ def _configure(
     if any(interface.version == 6 for interface in interfaces):
         # A link-local address among the given ones would still solicit routers
         # (and accept their advertisements): the simulated network has none to ask.
+        # No flow labels: Linux gives every flow one (RFC 6437), which 6LoWPAN then
+        # carries inline in every frame (RFC 6282 TF); Contiki and RIOT send zero,
+        # so the host's packets compress as the node's own would.
         _ip(
             name,
             *("netns", "exec", name, SYSCTL, "-q", "-w"),
             f"net.ipv6.conf.{DEVICE}.accept_ra=0",
             f"net.ipv6.conf.{DEVICE}.router_solicitations=0",
+            "net.ipv6.auto_flowlabels=0",
         )
     for interface in interfaces:
         # nodad: duplicate address detection would hold the address back for

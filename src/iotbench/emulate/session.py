@@ -29,6 +29,7 @@ from iotbench.emulate.netns import (
     remove_stale,
 )
 from iotbench.emulate.realtime import LagHistogram, LagSummary, RealTimeDriver
+from iotbench.metrics.derive import ItemSummary, summarize_items
 from iotbench.net import ip
 from iotbench.net.node import Node
 from iotbench.scenarios import UserError
@@ -45,6 +46,9 @@ class EmulationOptions:
     pcap_path: str | None = None
     lag_warn_s: float = 1e-3  # warn when a second's p99 lag passes this
     state_dir: Path = DEFAULT_STATE_DIR
+    # Namespaces are named PREFIX + node name: two emulations side by side (or
+    # tests) need not share names.
+    netns_prefix: str = ""
 
 
 @dataclass
@@ -56,6 +60,7 @@ class EmulationReport:
     lag: LagSummary
     hosts: dict[str, AttachStats] = field(default_factory=dict)
     warnings: int = 0
+    items: ItemSummary | None = None  # the scenario's workload, when it ran
 
     def lines(self) -> list[str]:
         out = [
@@ -63,6 +68,12 @@ class EmulationReport:
             f"time; virtual clock at {self.sim_time_s:.3f} s, {self.events:,} events",
             self.lag.text(),
         ]
+        if self.items is not None:
+            i = self.items
+            out.append(
+                f"workload: {i.started} items started, {i.delivered} delivered, "
+                f"{i.given_up} given up; latency mean {i.latency_mean_s * 1e3:.1f} ms"
+            )
         for name, s in self.hosts.items():
             out.append(
                 f"{name}: {s.from_host} packets from the host, {s.to_host} to it; dropped: "
@@ -150,12 +161,17 @@ class Emulation:
         return EmulationReport(
             warmup_s=warmup,
             real_s=real_s,
-            sim_time_s=world.sim.now,
+            sim_time_s=max(world.sim.now, self.driver.now()),
             events=world.sim.events_processed,
             lag=self.driver.lag.summary(),
             hosts={name: host.stats for name, host in self.hosts.items()},
             warnings=self.warnings,
+            items=self._items() if options.workload else None,
         )
+
+    def _items(self) -> ItemSummary:
+        self.world.items.close_undelivered()
+        return summarize_items(self.world.items.stats, self.world.traffic.window_start)
 
     def _attach_all(self) -> None:
         removed = remove_stale(self.options.state_dir)
@@ -171,7 +187,11 @@ class Emulation:
                 raise UserError(f"--attach {node.name}: {exc}") from None
             addresses, routes = host_addresses(node)
             ns = create_namespace(
-                node.name, addresses, mtu=host.mtu, routes=routes, state_dir=self.options.state_dir
+                self.options.netns_prefix + node.name,
+                addresses,
+                mtu=host.mtu,
+                routes=routes,
+                state_dir=self.options.state_dir,
             )
             self.namespaces.append(ns)
             host.to_host = ns.write_packet

@@ -1,0 +1,309 @@
+"""`iotbench emulate` end to end: real programs in network namespaces talk across
+simulated networks in real time (radio meshes with RPL, lossy links), and the
+namespaces go however the emulation ends.
+
+These run real time (10 to 25 s each) and need root, namespaces and TUN, as CI
+has; the programs are peers we did not write (aiocoap, mosquitto, paho-mqtt).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iotbench.emulate.session import Emulation, EmulationOptions, EmulationReport
+from iotbench.scenarios import expand, load_scenario
+from iotbench.scenarios.settings import run_settings
+from iotbench.world import run_one
+
+pytestmark = [pytest.mark.usefixtures("require_root"), pytest.mark.timeout(180)]
+
+PROGRAMS = Path(__file__).parent / "programs"
+IP = "/usr/sbin/ip"
+PREFIX = "ibt"  # the tests' namespaces: ibtn0, ibtclient, ...
+
+LINE = """\
+name = "line"
+description = "NODES nodes 20 m apart in a line, RPL from n0"
+seed = 1
+max_sim_time_s = 100000.0
+[network]
+topology = "line"
+[network.nodes]
+count = NODES
+spacing_m = 20.0
+[network.roles]
+producers = ["PRODUCER"]
+[network.radio]
+channel = 26
+[network.routing]
+protocol = "rpl"
+[workload]
+kind = "sequential"
+items = ITEMS
+resource = "voltage"
+path = "/t"
+start_s = 60.0
+[protocol]
+name = "coap"
+[protocol.coap]
+type = "con"
+"""
+
+LOSSY_PAIR = """\
+name = "lossy"
+description = "a pair link losing 10 % of packets each way"
+seed = 4
+max_sim_time_s = 100000.0
+[network]
+ip_version = 6
+[network.link]
+rate_bps = 1000000
+delay_s = 0.01
+mtu_bytes = 1280
+[network.impair.both.loss]
+model = "bernoulli"
+p = 0.1
+[workload]
+kind = "sequential"
+items = ITEMS
+resource = "voltage"
+path = "/t"
+[protocol]
+name = "coap"
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_test_namespaces():
+    """The tests' namespaces (PREFIX...) neither before nor after a test: a test
+    that failed half-way, or was killed, leaves none for the next."""
+
+    def sweep() -> None:
+        for line in namespaces().splitlines():
+            name = line.split()[0] if line.strip() else ""
+            if name.startswith(PREFIX):
+                subprocess.run([IP, "netns", "del", name], capture_output=True)
+
+    sweep()
+    yield
+    sweep()
+
+
+def scenario(tmp_path: Path, text: str, **values: object) -> Path:
+    for key, value in values.items():
+        text = text.replace(key, str(value))
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    return path
+
+
+def emulation(path: Path, tmp_path: Path, **options: object) -> Emulation:
+    run = expand(load_scenario(str(path)), {}, {}, reps=1)[0]
+    opts = EmulationOptions(
+        state_dir=tmp_path / "state",
+        netns_prefix=PREFIX,
+        **options,  # type: ignore[arg-type]
+    )
+    return Emulation(run_settings(run.config), run.seed, opts)
+
+
+def in_namespace(node: str, *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [IP, "netns", "exec", PREFIX + node, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def address(emu: Emulation, node: str) -> str:
+    from iotbench.net import ip
+
+    return ip.address_text(emu.world.net.hosts[node].address)  # type: ignore[union-attr]
+
+
+def wait_ready(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
+
+
+def namespaces() -> str:
+    return subprocess.run([IP, "netns", "list"], capture_output=True, text=True).stdout
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    assert proc.returncode in (0, -signal.SIGTERM, -signal.SIGKILL), err
+    return out
+
+
+def coap_round_trips(
+    emu: Emulation, server: str, client: str, count: int, size: int
+) -> tuple[EmulationReport, list[float]]:
+    """aiocoap's server on `server`, its client on `client`: the client's round trips."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+
+    def attached(_names: list[str]) -> None:
+        procs["server"] = in_namespace(
+            server, sys.executable, str(PROGRAMS / "coap_server.py"), "::", str(size)
+        )
+        wait_ready(procs["server"])
+        procs["client"] = in_namespace(
+            client,
+            sys.executable,
+            str(PROGRAMS / "coap_client.py"),
+            address(emu, server),
+            str(count),
+        )
+
+    report = emu.run(out=open(os.devnull, "w"), on_attached=attached)  # noqa: SIM115
+    procs["server"].terminate()
+    finish(procs["server"])
+    lines = finish(procs["client"]).split()
+    sizes, rtts = lines[0::2], [float(x) for x in lines[1::2]]
+    assert sizes == [str(size)] * count
+    return report, rtts
+
+
+def test_aiocoap_across_four_radio_hops(tmp_path):
+    path = scenario(tmp_path, LINE, NODES=5, ITEMS=1, PRODUCER="n4")
+    emu = emulation(path, tmp_path, attach=["n0", "n4"], duration_s=15.0)
+    report, rtts = coap_round_trips(emu, "n0", "n4", count=5, size=20)
+    assert len(rtts) == 5
+    # Four hops each way, every one 802.15.4 at 250 kbit/s: far from loopback.
+    assert min(rtts) > 8.0
+    assert report.hosts["n4"].from_host >= 5 and report.hosts["n0"].to_host >= 5
+    assert PREFIX + "n0" not in namespaces()
+
+
+def test_a_real_round_trip_matches_the_simulated_one_on_the_same_path(tmp_path):
+    """aiocoap's GET across four hops against our stack's GET on the same network,
+    seed and path (from the gateway n0 to the sensor n4). The real one adds what the simulation leaves out: the two hosts'
+    kernels and Python (about a millisecond each way, measured on loopback)."""
+    path = scenario(tmp_path, LINE, NODES=5, ITEMS=20, PRODUCER="n4")
+    run = expand(load_scenario(str(path)), {}, {}, reps=1)[0]
+    config = {**run.config, "workload": {**run.config["workload"]}}
+    simulated = run_one(config, run.seed).metrics
+    sim_ms = float(simulated["latency_p50_s"]) * 1e3
+    emu = emulation(path, tmp_path, attach=["n0", "n4"], duration_s=20.0)
+    _report, rtts = coap_round_trips(emu, "n4", "n0", count=20, size=6)
+    real_ms = statistics.median(rtts)
+    assert abs(real_ms - sim_ms) <= 0.2 * sim_ms, (real_ms, sim_ms)
+
+
+def test_mosquitto_and_paho_over_tcp_across_a_lossy_link(tmp_path, require_peer):
+    mosquitto = require_peer("mosquitto")
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text("listener 1883 ::\nallow_anonymous true\n")
+    path = scenario(tmp_path, LOSSY_PAIR, ITEMS=1)
+    emu = emulation(path, tmp_path, attach=["client", "server"], duration_s=25.0)
+    procs: dict[str, subprocess.Popen[str]] = {}
+
+    def attached(_names: list[str]) -> None:
+        procs["broker"] = in_namespace("server", mosquitto, "-c", str(conf))
+        time.sleep(0.5)
+        procs["client"] = in_namespace(
+            "client",
+            sys.executable,
+            str(PROGRAMS / "mqtt_roundtrip.py"),
+            address(emu, "server"),
+            "20",
+            "20",
+        )
+
+    report = emu.run(out=open(os.devnull, "w"), on_attached=attached)  # noqa: SIM115
+    procs["broker"].terminate()
+    finish(procs["broker"])
+    assert finish(procs["client"]).strip() == "20"
+    # Every message crossed the link twice, in TCP segments the kernels sent.
+    assert report.hosts["client"].from_host >= 5 and report.hosts["client"].to_host >= 5
+
+
+def test_our_simulated_coap_client_against_a_real_server(tmp_path):
+    path = scenario(tmp_path, LOSSY_PAIR, ITEMS=10)
+    emu = emulation(path, tmp_path, attach=["server"], duration_s=12.0, workload=True, warmup_s=0.0)
+    procs: dict[str, subprocess.Popen[str]] = {}
+
+    def attached(_names: list[str]) -> None:
+        procs["server"] = in_namespace(
+            "server", sys.executable, str(PROGRAMS / "coap_server.py"), "::", "12"
+        )
+        wait_ready(procs["server"])
+
+    report = emu.run(out=open(os.devnull, "w"), on_attached=attached)  # noqa: SIM115
+    procs["server"].terminate()
+    finish(procs["server"])
+    assert report.items is not None
+    assert report.items.started == 10 and report.items.delivered == 10
+
+
+def cli(*args: str, state: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "IOTBENCH_EMULATE_STATE": str(state / "state")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "iotbench", "emulate", *args, "--netns-prefix", PREFIX],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_attached(proc: subprocess.Popen[str]) -> None:
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "attached" in line:
+            return
+    raise AssertionError("the emulation ended before attaching")
+
+
+@pytest.mark.parametrize("ending", ["duration", "sigint", "sigterm"])
+def test_the_namespaces_go_however_the_emulation_ends(tmp_path, ending):
+    path = scenario(tmp_path, LOSSY_PAIR, ITEMS=1)
+    extra = ["--duration", "2"] if ending == "duration" else []
+    proc = cli(str(path), "--attach", "client", *extra, state=tmp_path)
+    wait_attached(proc)
+    assert PREFIX + "client" in namespaces()
+    if ending == "sigint":
+        proc.send_signal(signal.SIGINT)
+    elif ending == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "lag p50" in err
+    assert PREFIX + "client" not in namespaces()
+
+
+def test_a_later_start_removes_what_a_killed_run_left(tmp_path):
+    path = scenario(tmp_path, LOSSY_PAIR, ITEMS=1)
+    proc = cli(str(path), "--attach", "client", state=tmp_path)
+    wait_attached(proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert PREFIX + "client" in namespaces()
+    again = cli(str(path), "--attach", "client", "--duration", "1", state=tmp_path)
+    _out, err = again.communicate(timeout=30)
+    assert again.returncode == 0, err
+    assert "removed namespaces a stopped run left: ibtclient" in err
+    assert PREFIX + "client" not in namespaces()
+
+
+def test_bad_input_is_one_clear_error(tmp_path):
+    path = scenario(tmp_path, LOSSY_PAIR, ITEMS=1)
+    proc = cli(str(path), "--attach", "n9", "--duration", "1", state=tmp_path)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "--attach n9: the network has no node of that name; its nodes: client, server" in err
+    assert "Traceback" not in err
