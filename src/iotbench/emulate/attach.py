@@ -67,12 +67,9 @@ class AttachedHost:
         node.protocols[IPPROTO_ICMP] = self._deliver(IPPROTO_ICMP)
 
     @property
-    def interface(self):  # noqa: ANN201 - a point-to-point or a 6LoWPAN interface
-        return self.node.interfaces[0]
-
-    @property
     def mtu(self) -> int:
-        return int(self.interface.mtu)
+        """The node's interface MTU (a link end's, or 6LoWPAN's 1280): the TUN's."""
+        return int(self.node.interfaces[0].mtu)
 
     # ------------------------------------------------------------ host -> network
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from iotbench.argtypes import positive_float
 from iotbench.emulate.netns import DEFAULT_STATE_DIR, check_name
-from iotbench.scenarios import UserError
+from iotbench.scenarios import Run, Scenario, UserError
 from iotbench.scenarios.settings import run_settings
 from iotbench.scenarios.sweep import config_key, one_network
 
@@ -38,7 +39,12 @@ exit status: 0 ended (duration, Ctrl-C or SIGTERM), 2 usage error.
 """
 
 
-def add_emulate_command(commands, formatter: type, add_selection, handler) -> None:  # noqa: ANN001
+def add_emulate_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    formatter: type[argparse.HelpFormatter],
+    add_selection: Callable[[argparse.ArgumentParser], None],
+    handler: Callable[[argparse.Namespace], int],
+) -> None:
     p = commands.add_parser(
         "emulate",
         help="run a scenario's network in real time with real programs attached",
@@ -88,7 +94,11 @@ def add_emulate_command(commands, formatter: type, add_selection, handler) -> No
     p.set_defaults(handler=handler)
 
 
-def run(args: argparse.Namespace, select) -> int:  # noqa: ANN001 - cli._select
+def run(
+    args: argparse.Namespace,
+    select: Callable[[argparse.Namespace], tuple[Scenario, list[Run]]],
+) -> int:
+    """`iotbench emulate`; `select` is the CLI's run selection (cli._select)."""
     from iotbench.emulate.session import Emulation, EmulationOptions
 
     if args.warmup is not None and args.warmup < 0:
