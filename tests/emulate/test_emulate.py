@@ -334,3 +334,54 @@ def test_bad_input_is_one_clear_error(tmp_path):
     assert proc.returncode == 2
     assert "--attach n9: the network has no node of that name; its nodes: client, server" in err
     assert "Traceback" not in err
+
+
+def test_a_zep_peer_plays_a_node_of_the_mesh(tmp_path):
+    """A RIOT process's side, written here: it registers with a hello carrying its
+    EUI-64, and hears its neighbours' RPL broadcasts as ZEP frames from our
+    medium while the emulation runs (RIOT's own run is a documented check)."""
+    import socket
+    import threading
+
+    from iotbench.emulate.zep import decode_zep, encode_hello
+
+    path = scenario(tmp_path, LINE, NODES=4, ITEMS=1, PRODUCER="n3")
+    peer = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    peer.bind(("::1", 0))
+    peer.settimeout(0.5)
+    probe = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    probe.bind(("::1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    emu = emulation(
+        path,
+        tmp_path,
+        attach=[],
+        duration_s=8.0,
+        zep=("::1", port),
+        zep_nodes=["n2"],
+        warmup_s=30.0,
+    )
+    radio = emu.world.net.radios["n2"]  # type: ignore[attr-defined]
+    heard: list[bytes] = []
+
+    def riot() -> None:
+        peer.sendto(encode_hello(radio.address), ("::1", port))
+        deadline = time.monotonic() + 7.0
+        while time.monotonic() < deadline:
+            try:
+                data, _ = peer.recvfrom(2048)
+            except TimeoutError:
+                continue
+            heard.append(decode_zep(data).psdu)  # type: ignore[union-attr]
+
+    thread = threading.Thread(target=riot)
+
+    def attached(_names: list[str]) -> None:
+        thread.start()
+
+    report = emu.run(out=open(os.devnull, "w"), on_attached=attached)  # noqa: SIM115
+    thread.join(10)
+    peer.close()
+    assert report.zep is not None and report.zep.registered == 1 and report.zep.hellos == 1
+    assert heard and report.zep.frames_out == len(heard)

@@ -91,7 +91,37 @@ def add_emulate_command(
         metavar="P",
         help="name the namespaces P + node name (two emulations side by side)",
     )
+    p.add_argument(
+        "--zep",
+        type=zep_address,
+        metavar="ADDR:PORT",
+        help="be a ZEP dispatcher for RIOT socket_zep processes (e.g. [::1]:17754); "
+        "start RIOT with -z ADDR:PORT",
+    )
+    p.add_argument(
+        "--zep-node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="a node a RIOT process plays, in the order they start (repeatable)",
+    )
+    p.add_argument(
+        "--zep-ack",
+        choices=("early", "medium"),
+        default="early",
+        help="early: ACK RIOT's unicasts when a transceiver's ACK would arrive "
+        "(default); medium: pass on the medium's ACK frames, later than RIOT waits "
+        "(docs/emulate.md)",
+    )
     p.set_defaults(handler=handler)
+
+
+def zep_address(text: str) -> tuple[str, int]:
+    """ADDR:PORT, an IPv6 address in brackets: [::1]:17754, 127.0.0.1:17754."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or not host:
+        raise argparse.ArgumentTypeError(f"{text!r}: give ADDR:PORT, e.g. [::1]:17754")
+    return host.strip("[]"), int(port)
 
 
 def run(
@@ -118,6 +148,9 @@ def run(
         lag_warn_s=args.lag_warn_ms / 1e3,
         state_dir=DEFAULT_STATE_DIR,
         netns_prefix=args.netns_prefix,
+        zep=args.zep,
+        zep_nodes=list(args.zep_node),
+        zep_early_ack=args.zep_ack == "early",
     )
     emulation = Emulation(run_settings(picked.config), picked.seed, options)
     print(f"iotbench: emulating {scenario.name} ({picked.label()})", file=sys.stderr)

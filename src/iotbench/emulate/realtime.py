@@ -111,12 +111,12 @@ class RealTimeDriver:
         self.wait = wait
         self.lag = LagHistogram()  # the whole run
         self.recent = LagHistogram()  # since the caller last replaced it (a progress line's)
-        self._readers: dict[int, Callable[[], None]] = {}
+        self._readers: dict[int, Callable[[], object]] = {}
         self._origin = 0.0  # the wall time at which virtual time would be 0
         self._started = False
         self._stopped = False
 
-    def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
+    def add_reader(self, fd: int, callback: Callable[[], object]) -> None:
         """Call `callback` whenever `fd` is readable (it reads what is there)."""
         self._readers[fd] = callback
 

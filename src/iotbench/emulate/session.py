@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,11 +30,14 @@ from iotbench.emulate.netns import (
     remove_stale,
 )
 from iotbench.emulate.realtime import LagHistogram, LagSummary, RealTimeDriver
+from iotbench.emulate.zep import ZepDispatcher, ZepSocket, ZepStats
 from iotbench.metrics.derive import ItemSummary, summarize_items
 from iotbench.net import ip
 from iotbench.net.node import Node
+from iotbench.net.radio.medium import Radio
 from iotbench.scenarios import UserError
 from iotbench.scenarios.settings_types import RunSettings
+from iotbench.world.networks import RadioNetwork
 from iotbench.world.run import World, build_world
 
 
@@ -49,6 +53,13 @@ class EmulationOptions:
     # Namespaces are named PREFIX + node name: two emulations side by side (or
     # tests) need not share names.
     netns_prefix: str = ""
+    # RIOT processes over ZEP: where the dispatcher listens, and the nodes the
+    # processes play in the order they register.
+    zep: tuple[str, int] | None = None
+    zep_nodes: list[str] = field(default_factory=list)
+    # ACK RIOT's unicasts as its transceiver's would arrive (see docs/emulate.md,
+    # "RIOT over ZEP"), not when the medium's ACK frame ends.
+    zep_early_ack: bool = True
 
 
 @dataclass
@@ -61,6 +72,7 @@ class EmulationReport:
     hosts: dict[str, AttachStats] = field(default_factory=dict)
     warnings: int = 0
     items: ItemSummary | None = None  # the scenario's workload, when it ran
+    zep: ZepStats | None = None
 
     def lines(self) -> list[str]:
         out = [
@@ -73,6 +85,14 @@ class EmulationReport:
             out.append(
                 f"workload: {i.started} items started, {i.delivered} delivered, "
                 f"{i.given_up} given up; latency mean {i.latency_mean_s * 1e3:.1f} ms"
+            )
+        if self.zep is not None:
+            z = self.zep
+            out.append(
+                f"ZEP: {z.registered} RIOT processes registered, {z.frames_in} frames from "
+                f"them on the air, {z.frames_out} to them; dropped: refused {z.refused}, "
+                f"malformed {z.malformed + z.invalid_unregistered}, bad PSDU {z.bad_psdu}, "
+                f"wrong channel {z.wrong_channel}, queue full {z.queue_drops}"
             )
         for name, s in self.hosts.items():
             out.append(
@@ -102,6 +122,19 @@ def attachable_node(world: World, name: str) -> Node:
     return host
 
 
+def zep_radio(world: World, name: str) -> Radio:
+    """The radio of node `name`, which a RIOT process will play."""
+    net = world.net
+    if not isinstance(net, RadioNetwork):
+        raise UserError(f"--zep-node {name}: RIOT joins radio networks; this one is a pair link")
+    radio = net.radios.get(name)
+    if radio is None:
+        names = sorted(net.radios)
+        shown = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
+        raise UserError(f"--zep-node {name}: the network has no radio node of that name: {shown}")
+    return radio
+
+
 def host_addresses(node: Node) -> tuple[list[HostAddress], list[str]]:
     """The node's address for its namespace, and the routes that send everything
     else into the simulated network."""
@@ -121,7 +154,18 @@ class Emulation:
         self.driver = RealTimeDriver(self.world.sim)
         self.namespaces: list[AttachedNamespace] = []
         self.hosts: dict[str, AttachedHost] = {}
+        self.zep: ZepSocket | None = None
         self.warnings = 0
+        self._zep_radios = [zep_radio(self.world, name) for name in options.zep_nodes]
+        if options.zep is None and options.zep_nodes:
+            raise UserError("--zep-node: give the dispatcher's address with --zep ADDR:PORT")
+        if options.zep is not None and not options.zep_nodes:
+            raise UserError("--zep: name the nodes RIOT plays with --zep-node NODE")
+        if len(set(options.zep_nodes)) != len(options.zep_nodes):
+            raise UserError("--zep-node: a node is named twice")
+        both = set(options.zep_nodes) & set(options.attach)
+        if both:
+            raise UserError(f"{', '.join(sorted(both))}: a node is either --attach or --zep-node")
 
     def run(
         self,
@@ -141,6 +185,7 @@ class Emulation:
                 workload.start()
             world.sim.run(until=warmup)
             self._attach_all()
+            self._open_zep()
             if on_attached is not None:
                 on_attached(list(self.hosts))
             start = self.driver.clock()
@@ -166,6 +211,7 @@ class Emulation:
             lag=self.driver.lag.summary(),
             hosts={name: host.stats for name, host in self.hosts.items()},
             warnings=self.warnings,
+            zep=self.zep.dispatcher.stats if self.zep is not None else None,
             items=self._items() if options.workload else None,
         )
 
@@ -219,7 +265,26 @@ class Emulation:
             line += f"  WARNING: p99 lag over {self.options.lag_warn_s * 1e3:g} ms"
         print(line, file=out, flush=True)
 
+    def _open_zep(self) -> None:
+        if self.options.zep is None:
+            return
+        host, port = self.options.zep
+        # ZEP stamps frames with Unix time: virtual time 0 is this long ago.
+        epoch = time.time() - self.world.sim.now
+        dispatcher = ZepDispatcher(
+            self._zep_radios, epoch_unix_s=epoch, early_ack=self.options.zep_early_ack
+        )
+        try:
+            self.zep = ZepSocket(dispatcher, host, port)
+        except OSError as exc:
+            raise UserError(f"--zep {host}:{port}: {exc.strerror or exc}") from None
+        zep, now = self.zep, self.driver.now
+        self.driver.add_reader(zep.fileno(), lambda: zep.on_readable(now()))
+
     def close(self) -> None:
+        if self.zep is not None:
+            self.driver.remove_reader(self.zep.fileno())
+            self.zep.close()
         for ns in self.namespaces:
             self.driver.remove_reader(ns.fd)
             ns.close()
