@@ -68,6 +68,7 @@ class EmulationReport:
     real_s: float
     sim_time_s: float
     events: int
+    realtime_events: int  # of those, in real time (after the warm-up)
     lag: LagSummary
     hosts: dict[str, AttachStats] = field(default_factory=dict)
     warnings: int = 0
@@ -189,6 +190,7 @@ class Emulation:
             if on_attached is not None:
                 on_attached(list(self.hosts))
             start = self.driver.clock()
+            events_at_start = world.sim.events_processed
             with _stop_on_sigterm(self.driver):
                 try:
                     self.driver.run(options.duration_s, on_tick=lambda: self._tick(out))
@@ -208,6 +210,7 @@ class Emulation:
             real_s=real_s,
             sim_time_s=max(world.sim.now, self.driver.now()),
             events=world.sim.events_processed,
+            realtime_events=world.sim.events_processed - events_at_start,
             lag=self.driver.lag.summary(),
             hosts={name: host.stats for name, host in self.hosts.items()},
             warnings=self.warnings,
