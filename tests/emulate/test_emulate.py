@@ -385,3 +385,38 @@ def test_a_zep_peer_plays_a_node_of_the_mesh(tmp_path):
     peer.close()
     assert report.zep is not None and report.zep.registered == 1 and report.zep.hellos == 1
     assert heard and report.zep.frames_out == len(heard)
+
+
+ECHO = """
+import socket, sys
+family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(family, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 7777)); s.settimeout(15)
+print("ready", flush=True)
+data, addr = s.recvfrom(2048); s.sendto(data, addr)
+"""
+
+ASK = """
+import socket, sys
+family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(family, socket.SOCK_DGRAM); s.settimeout(10)
+s.sendto(b"over IPv4", (sys.argv[1], 7777)); print(s.recv(2048).decode())
+"""
+
+
+def test_an_ipv4_network_gives_its_hosts_ipv4(tmp_path):
+    text = LOSSY_PAIR.replace("ip_version = 6", "ip_version = 4").replace("p = 0.1", "p = 0.0")
+    path = scenario(tmp_path, text, ITEMS=1)
+    emu = emulation(path, tmp_path, attach=["client", "server"], duration_s=6.0)
+    procs: dict[str, subprocess.Popen[str]] = {}
+
+    def attached(_names: list[str]) -> None:
+        server = address(emu, "server")
+        assert server.count(".") == 3
+        procs["echo"] = in_namespace("server", sys.executable, "-c", ECHO, server)
+        wait_ready(procs["echo"])
+        procs["ask"] = in_namespace("client", sys.executable, "-c", ASK, server)
+
+    emu.run(out=open(os.devnull, "w"), on_attached=attached)  # noqa: SIM115
+    finish(procs["echo"])
+    assert finish(procs["ask"]).strip() == "over IPv4"

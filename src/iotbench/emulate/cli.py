@@ -157,8 +157,8 @@ def run(
     report = emulation.run(
         on_attached=lambda names: print(
             "iotbench: attached "
-            + ", ".join(names)
-            + " (run programs with `ip netns exec NODE PROGRAM`)",
+            + ", ".join(f"{name} ({emulation.address(name)})" for name in names)
+            + f" (run programs with `ip netns exec {args.netns_prefix}NODE PROGRAM`)",
             file=sys.stderr,
             flush=True,
         )

@@ -218,6 +218,10 @@ class Emulation:
             items=self._items() if options.workload else None,
         )
 
+    def address(self, name: str) -> str:
+        """The address of attached node `name`, as its namespace has it."""
+        return ip.address_text(self.hosts[name].node.address)
+
     def _items(self) -> ItemSummary:
         self.world.items.close_undelivered()
         return summarize_items(self.world.items.stats, self.world.traffic.window_start)
