@@ -1,26 +1,28 @@
 """Speed of S4's multi-hop runs: one simulated hour per variant, against the goal.
 
-S4 asks that a 1-hour `s4-multi-hop` run (51 nodes, readings every 5 s) take
-at most 60 s of wall time. This runs the selected variants of that scenario
+The goal (the performance issue's; S4's own was 60 s) is a 1-hour
+`s4-multi-hop` run (51 nodes, readings every 5 s) in at most 30 s of wall time. This runs the selected variants of that scenario
 (default: every variant at 5 s on the first network seed) through the
 project's own run function, `iotbench.world.run_one`, exactly as a campaign
 would (without storing results), one at a time, and prints per run: wall
 seconds, the goal's ratio (wall / 60 s), simulated seconds per wall second,
 kernel events per wall second, frames on the air per wall second.
 
-    python bench/s4_hour.py [--minutes M] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R]
+    python bench/s4_hour.py [--minutes M] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R] [--json]
 
 `--minutes` shortens the simulated publishing period (default 60) and scales
 the goal with it (the minute before publishing, in which RPL builds its
 routes, is in every run's time). `--filter` works as in `iotbench run` (e.g.
 `--filter variant=coap-put-con,hopp --filter interval=15s`). `--repeat R`
 keeps the fastest of R runs (a shared machine's wall times vary by tens of
-percent).
+percent). `--json` prints one JSON object per run instead of the table:
+`variant`, `interval`, `network_seed`, `wall_s`, `sim_s`, `events`, `frames`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -32,7 +34,7 @@ from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filte
 from iotbench.world import run_one
 
 SCENARIO = "s4-multi-hop"
-GOAL_S_PER_HOUR = 60.0
+GOAL_S_PER_HOUR = 30.0
 
 
 def main() -> None:
@@ -47,6 +49,7 @@ def main() -> None:
         "network seed",
     )
     parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of R runs")
+    parser.add_argument("--json", action="store_true", help="one JSON object per run")
     args = parser.parse_args()
     scenario = load_scenario(SCENARIO)
     try:
@@ -69,6 +72,12 @@ def main() -> None:
             metrics = run_one(run.config, run.seed).metrics
             best = min(best, time.perf_counter() - start)
         total += best
+        if args.json:
+            row = {str(k): str(v) for k, v in run.params.items()}
+            row |= {"wall_s": round(best, 3), "sim_s": metrics["sim_time_s"]}
+            row |= {"events": metrics["sim_events"], "frames": metrics["mac_frames"]}
+            print(json.dumps(row), flush=True)
+            continue
         table.add_row(
             " ".join(str(v) for v in run.params.values()),
             f"{best:.1f}",
@@ -77,6 +86,8 @@ def main() -> None:
             f"{metrics['sim_events'] / best:,.0f}",
             f"{metrics['mac_frames'] / best:,.0f}",
         )
+    if args.json:
+        return
     Console().print(table)
     print(f"{len(runs)} runs in {total:.1f} s; the goal is {goal:g} s a run")
     print(f"per-frame modules: {compiled.describe()}")
