@@ -11,6 +11,7 @@ node gets a network namespace with a TUN device (emulate/netns.py) and an
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import time
@@ -37,6 +38,7 @@ from iotbench.net.node import Node
 from iotbench.net.radio.medium import Radio
 from iotbench.scenarios import UserError
 from iotbench.scenarios.settings_types import RunSettings
+from iotbench.sim.garbage import paced_collections
 from iotbench.world.networks import RadioNetwork
 from iotbench.world.run import World, build_world
 
@@ -184,7 +186,13 @@ class Emulation:
                 workload = world.workload()
                 world.net.follow_items(world.items, workload.planned_items)
                 workload.start()
-            world.sim.run(until=warmup)
+            with paced_collections():  # as a simulation runs (sim/garbage.py)
+                world.sim.run(until=warmup)
+            # What the network built and the warm-up made lives to the end: out
+            # of the collector's way, a full collection in real time does not
+            # walk it all while events wait.
+            gc.collect()
+            gc.freeze()
             self._attach_all()
             self._open_zep()
             if on_attached is not None:
@@ -204,6 +212,7 @@ class Emulation:
                 world.pcap.abort()
             raise
         finally:
+            gc.unfreeze()
             self.close()
         return EmulationReport(
             warmup_s=warmup,
