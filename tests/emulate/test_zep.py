@@ -41,7 +41,7 @@ from iotbench.emulate.zep import (  # noqa: E402
 from iotbench.metrics.observers import Observers, PacketRecorder  # noqa: E402
 from iotbench.net import ieee802154 as mac  # noqa: E402
 from iotbench.net.mac.csma import NO_ACK, SENT  # noqa: E402
-from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet  # noqa: E402
+from iotbench.net.packet import ACK, BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet  # noqa: E402
 from iotbench.net.radio import phy  # noqa: E402
 from iotbench.proto.errors import DecodeError  # noqa: E402
 from iotbench.scenarios import expand, parse_scenario  # noqa: E402
@@ -477,6 +477,44 @@ def test_early_ack_answers_riot_in_time_and_withholds_the_medium_ack() -> None:
     assert t - 1.0 < 864 * US  # within RIOT's ACK_TIMEOUT_US
     assert len(_received(net, "n1")) == 1  # the frame went on the air once
     assert (zep.stats.early_acks, zep.stats.acks_withheld) == (1, 1)
+
+
+@pytest.mark.parametrize("after_us", [250, 600])
+def test_early_ack_acknowledges_frames_to_riot_on_the_air_as_a_transceiver(
+    after_us: int,
+) -> None:
+    """With early ACKs, the dispatcher is the transceiver both ways: it puts the
+    ACK of a frame for RIOT on the air a turnaround after the frame, so the
+    simulated sender is done in one transmission however late RIOT's own ACK
+    comes through the socket; RIOT's ACK frame is dropped (sent already)."""
+    net, zep, peers = _net([(0, 0, 0), (10, 0, 0)], early_ack=True)
+    peers.ack_after_s = after_us * US  # RIOT's soft ACK, early or too late
+    zep.datagram_received(encode_hello(RIOT), A, 0.0)
+    net.sim.at(1.0, net.macs[1].send, RIOT, b"to riot")
+    net.sim.run(until=2.0)
+    ((_, name, dst, status, transmissions),) = net.sent
+    assert (name, dst, status, transmissions) == ("n1", RIOT, SENT, 1)
+    (ack,) = net.frames(0)
+    (data,) = [p for p in net.frames(1) if p.kind != ACK]
+    assert ack.data[:3] == mac.encode_ack(data.data[2])[:3] and ack.fate == DELIVERED
+    assert ack.t_sent == pytest.approx(data.t_done + phy.TURNAROUND_S)
+    assert (zep.stats.auto_acks, zep.stats.riot_acks_dropped) == (1, 1)
+
+
+def test_early_ack_leaves_the_ack_its_time_before_riots_next_frame() -> None:
+    """RIOT, told early that its frame arrived, may hand over the next one at once
+    (a second 6LoWPAN fragment): it goes on the air after the addressee's ACK
+    has had its time, not over it."""
+    net, zep, peers = _net([(0, 0, 0), (10, 0, 0)], early_ack=True)
+    zep.datagram_received(_riot_frame(net.address(1), b"one", seq=1), A, 1.0)
+    zep.datagram_received(_riot_frame(net.address(1), b"two", seq=2), A, 1.0)
+    net.sim.run(until=2.0)
+    first, second = [p for p in net.frames(0) if p.kind != ACK]
+    assert second.t_sent == pytest.approx(
+        first.t_done + 2 * phy.TURNAROUND_S + phy.frame_airtime_s(5)
+    )
+    assert [p for _, _, p in _received(net, "n1")] == [b"one", b"two"]
+    assert [p.fate for p in net.frames(1)] == [DELIVERED, DELIVERED]  # both ACKs heard
 
 
 def test_take_over_silences_the_simulated_mac() -> None:

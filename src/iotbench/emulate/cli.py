@@ -70,7 +70,8 @@ def add_emulate_command(
         "--warmup",
         type=float,
         metavar="S",
-        help="virtual seconds to run first, as fast as possible (default: workload.start_s)",
+        help="virtual seconds to run first, as fast as possible (default: when the "
+        "workload's first item starts, workload.start_s or query_start_s)",
     )
     p.add_argument(
         "--workload",

@@ -125,6 +125,13 @@ def attachable_node(world: World, name: str) -> Node:
     return host
 
 
+def first_item_s(world: World) -> float:
+    """When the scenario's workload starts its first item: the default warm-up.
+    A group query's first query waits for its entity (workload.query_start_s)."""
+    workload = world.settings.workload
+    return workload.query_start_s if workload.query_start_s is not None else workload.start_s
+
+
 def zep_radio(world: World, name: str) -> Radio:
     """The radio of node `name`, which a RIOT process will play."""
     net = world.net
@@ -178,9 +185,7 @@ class Emulation:
         """Warm up, attach the hosts, run in real time; the namespaces are gone
         when this returns or raises. `on_attached` hears when programs may start."""
         world, options = self.world, self.options
-        warmup = (
-            options.warmup_s if options.warmup_s is not None else world.settings.workload.start_s
-        )
+        warmup = options.warmup_s if options.warmup_s is not None else first_item_s(world)
         try:
             if options.workload:
                 workload = world.workload()
