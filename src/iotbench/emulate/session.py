@@ -95,7 +95,9 @@ class EmulationReport:
                 f"ZEP: {z.registered} RIOT processes registered, {z.frames_in} frames from "
                 f"them on the air, {z.frames_out} to them; dropped: refused {z.refused}, "
                 f"malformed {z.malformed + z.invalid_unregistered}, bad PSDU {z.bad_psdu}, "
-                f"wrong channel {z.wrong_channel}, queue full {z.queue_drops}"
+                f"wrong channel {z.wrong_channel}, queue full {z.queue_drops}; "
+                f"ACKs: {z.early_acks} to RIOT early, {z.auto_acks} on the air for it "
+                f"({z.auto_acks_missed} missed while it sent)"
             )
         for name, s in self.hosts.items():
             out.append(
