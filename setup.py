@@ -121,10 +121,12 @@ class BuildExt(build_ext):
         h.update(repr(sysconfig.get_config_var("EXT_SUFFIX")).encode())
         h.update(repr((self.compiler.compiler_so, self.compiler.linker_so)).encode())
         _digest_files(h, sorted(set(ext.sources) | set(ext.depends)))
-        # mypyc's runtime, by content: pip builds in a new temporary environment each time.
+        # mypyc's runtime, by content: pip builds in a new temporary environment each
+        # time. Its C only: the bytecode caches Python writes there carry their
+        # sources' times, new in every environment, and made every group's key new.
         for include in map(Path, ext.include_dirs):
             if include != Path("build"):  # the generated headers are in depends
-                files = sorted(p for p in include.rglob("*") if p.is_file())
+                files = sorted(p for p in include.rglob("*") if p.suffix in (".c", ".h"))
                 _digest_files(h, files, include)
         return h.hexdigest()[:32]
 
