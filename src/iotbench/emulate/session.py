@@ -15,7 +15,7 @@ import gc
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +47,7 @@ from iotbench.world.run import World, build_world
 class EmulationOptions:
     attach: list[str]
     duration_s: float | None = None  # None: until Ctrl-C or SIGTERM
-    warmup_s: float | None = None  # None: the workload's start_s
+    warmup_s: float | None = None  # None: when the workload's first item starts
     workload: bool = False  # the scenario's own traffic beside the attached hosts
     pcap_path: str | None = None
     lag_warn_s: float = 1e-3  # warn when a second's p99 lag passes this
@@ -113,11 +113,9 @@ def attachable_node(world: World, name: str) -> Node:
     """The IP host `name` of the world's network, or a UserError naming the choices."""
     host = world.net.hosts.get(name)
     if host is None:
-        names = sorted(world.net.hosts)
-        shown = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
         raise UserError(
-            f"--attach {name}: the network has no node of that name; its nodes: {shown} "
-            "(`iotbench topology` draws them)"
+            f"--attach {name}: the network has no node of that name; its nodes: "
+            f"{_some(world.net.hosts)} (`iotbench topology` draws them)"
         )
     if not isinstance(host, Node):
         raise UserError(
@@ -141,10 +139,17 @@ def zep_radio(world: World, name: str) -> Radio:
         raise UserError(f"--zep-node {name}: RIOT joins radio networks; this one is a pair link")
     radio = net.radios.get(name)
     if radio is None:
-        names = sorted(net.radios)
-        shown = ", ".join(names[:12]) + (f" ... ({len(names)} in all)" if len(names) > 12 else "")
-        raise UserError(f"--zep-node {name}: the network has no radio node of that name: {shown}")
+        raise UserError(
+            f"--zep-node {name}: the network has no radio node of that name: {_some(net.radios)}"
+        )
     return radio
+
+
+def _some(names: Iterable[str]) -> str:
+    """The first dozen of `names`, sorted, and how many there are in all."""
+    ordered = sorted(names)
+    more = f" ... ({len(ordered)} in all)" if len(ordered) > 12 else ""
+    return ", ".join(ordered[:12]) + more
 
 
 def host_addresses(node: Node) -> tuple[list[HostAddress], list[str]]:
