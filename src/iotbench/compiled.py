@@ -4,7 +4,9 @@ Every frame of a radio network runs through the event kernel, the medium
 and its link-variation draws, the 802.15.4 codec and MACs, and then 6LoWPAN,
 IP and the IP node, or NDN's forwarder, tables, codecs and faces (with
 HoPP's agent), and S4's metrics see every frame (docs/performance.md,
-"S4's runs"). setup.py compiles these modules with
+"S4's runs"). Every packet of a point-to-point network (S1 to S3) runs
+through the link and its impairments, the checksum, IP and the node
+(docs/performance.md, "iotbench versus ns-3"). setup.py compiles these modules with
 mypyc: the same Python source becomes a C extension, with the same results
 to the bit (the regression check compares every metric and pcap digest of
 every built-in scenario). No other code exists for them; without a C
@@ -46,7 +48,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.net.packet",
         "iotbench.net.pktbuf",
         "iotbench.net.l2",
+        "iotbench.net.checksum",
         "iotbench.net.ip",
+        "iotbench.net.impairments",
+        "iotbench.net.link",
         "iotbench.net.node",
     ),
     "iotbench.compiled_radio": (
@@ -85,6 +90,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.ndn.app",
     ),
     "iotbench.compiled_apps": (
+        "iotbench.apps.echo",
         "iotbench.apps.readings",
         "iotbench.apps.ndn",
         "iotbench.world.workloads.publish.hopp_agent",

@@ -160,16 +160,17 @@ def test_split_layers_reference_cases():
 def test_lost_fragment_means_no_delivery(version):
     net = Pair(version, mtu=128)
     net.listen(net.server, 9000)
-    sent = []
-    original_send = net.link.a_to_b.send
 
-    def drop_third(pkt):
-        sent.append(pkt)
-        if len(sent) == 3:
-            return  # vanished before the channel saw it
-        original_send(pkt)
+    class ThirdLost:
+        """A loss model that loses the third fragment only."""
 
-    net.link.a_to_b.send = drop_third
+        sent = 0
+
+        def lost(self) -> bool:
+            self.sent += 1
+            return self.sent == 3
+
+    net.link.a_to_b.impairment.loss = ThirdLost()
     net.client.udp_send(1, net.server.address, 9000, _payload(1000))
     net.sim.run()
     assert net.got == []

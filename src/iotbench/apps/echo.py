@@ -30,8 +30,8 @@ class UdpEchoClient:
         node: Node,
         server: bytes,
         *,
-        port: int = 9,
         count: int,
+        port: int = 9,
         size: int = 32,
         interval_s: float = 0.01,
     ) -> None:

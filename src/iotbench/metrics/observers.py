@@ -19,12 +19,13 @@ when none does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
 from iotbench.net.packet import QUEUE_FULL, Packet
 
-HOOKS = ("transmitted", "received", "finished")
+HOOKS: Final = ("transmitted", "received", "finished")
 
 
 # Compiled (src/iotbench/compiled.py); every run's metrics and writers derive from it.

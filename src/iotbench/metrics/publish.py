@@ -14,7 +14,7 @@ import math
 import statistics
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from iotbench.apps.readings import reading_producer
 from iotbench.metrics.derive import percentile
@@ -28,7 +28,7 @@ from iotbench.sim import Simulator
 if TYPE_CHECKING:
     from iotbench.net.routing.tree import Tree
 
-CDF_POINTS = 101  # the time-to-content-arrival CDF: every percentile
+CDF_POINTS: Final = 101  # the time-to-content-arrival CDF: every percentile
 
 
 class NdnTables(NamedTuple):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 # Bound once: looking the method up on `int` costs more than converting a header.
-_from_bytes = int.from_bytes
+_from_bytes: Final = int.from_bytes
 
 
 def ones_complement_sum(data: bytes, start: int = 0) -> int:

@@ -10,26 +10,28 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from iotbench.net.checksum import internet_checksum, ones_complement_sum
 from iotbench.proto.errors import DecodeError
 
-IPPROTO_TCP = 6
-IPPROTO_UDP = 17
-IPPROTO_ICMPV6 = 58
-IPPROTO_IPV6_FRAGMENT = 44
+IPPROTO_TCP: Final = 6
+IPPROTO_UDP: Final = 17
+IPPROTO_ICMPV6: Final = 58
+IPPROTO_IPV6_FRAGMENT: Final = 44
 
-IPV4_HEADER_LEN = 20
-IPV6_HEADER_LEN = 40
-IPV6_FRAGMENT_HEADER_LEN = 8
-UDP_HEADER_LEN = 8
+IPV4_HEADER_LEN: Final = 20
+IPV6_HEADER_LEN: Final = 40
+IPV6_FRAGMENT_HEADER_LEN: Final = 8
+UDP_HEADER_LEN: Final = 8
 
-_IPV4 = struct.Struct("!BBHHHBBH4s4s")
-_IPV6 = struct.Struct("!IHBB16s16s")
-_IPV6_FRAG = struct.Struct("!BBHI")
-_UDP = struct.Struct("!HHHH")
-_new_tuple = tuple.__new__
+# Packers bound once, so that compiled callers call them without a method
+# lookup; headers are parsed byte by byte instead (see ipv4_fields).
+_pack_ipv4: Final = struct.Struct("!BBHHHBBH4s4s").pack
+_pack_ipv6: Final = struct.Struct("!IHBB16s16s").pack
+_pack_ipv6_frag: Final = struct.Struct("!BBHI").pack
+_pack_udp: Final = struct.Struct("!HHHH").pack
+_new_tuple: Final = tuple.__new__
 
 
 class IpDecodeError(DecodeError):
@@ -89,43 +91,54 @@ def build_ipv4(
     # so the header is packed once, with its checksum, instead of twice.
     words = (0x4500 | tos) + total + ident + flags_offset + ((ttl << 8) | proto)
     checksum = internet_checksum(src + dst, words)
-    header = _IPV4.pack(0x45, tos, total, ident, flags_offset, ttl, proto, checksum, src, dst)
+    header = _pack_ipv4(0x45, tos, total, ident, flags_offset, ttl, proto, checksum, src, dst)
     return header + payload
 
 
 def parse_ipv4(data: bytes, *, verify: bool = False) -> IPv4Header:
     """Parse and sanity-check an IPv4 header; `verify` also checks the checksum."""
+    fields = ipv4_fields(data)
+    if verify and internet_checksum(data[: fields[0]]) != 0:
+        raise IpDecodeError("IPv4 header checksum mismatch")
+    # tuple.__new__ directly: the named tuple's own __new__ is a Python-level
+    # call that costs as much as the parsing, and this runs per packet.
+    return _new_tuple(IPv4Header, fields)
+
+
+def ipv4_fields(data: bytes) -> tuple[int, int, int, bool, bool, int, int, int, bytes, bytes]:
+    """parse_ipv4's fields (checksum not verified) as a plain tuple, in IPv4Header's order.
+
+    The node's receive path unpacks it at once: compiled, a fixed tuple of
+    typed fields is returned without creating an object, and the header's
+    bytes are read one by one instead of through `struct`, whose call costs
+    more than the reading.
+    """
     size = len(data)
     if size < IPV4_HEADER_LEN:
         raise IpDecodeError(f"IPv4 packet of {size} bytes is shorter than a header")
-    vihl, _tos, total, ident, flags_off, ttl, proto, _ck, src, dst = _IPV4.unpack_from(data)
+    vihl = data[0]
     if vihl >> 4 != 4:
         raise IpDecodeError(f"IP version {vihl >> 4} is not 4")
     header_len = (vihl & 0x0F) * 4
     if header_len < IPV4_HEADER_LEN:
         raise IpDecodeError(f"IPv4 IHL {header_len} bytes is below 20")
+    total = data[2] << 8 | data[3]
     if total < header_len or total > size:
         raise IpDecodeError(f"IPv4 total length {total} does not fit the {size} bytes")
+    flags_off = data[6] << 8 | data[7]
     if flags_off & 0x8000:
         raise IpDecodeError("IPv4 reserved flag set")
-    if verify and internet_checksum(data[:header_len]) != 0:
-        raise IpDecodeError("IPv4 header checksum mismatch")
-    # tuple.__new__ directly: the named tuple's own __new__ is a Python-level
-    # call that costs as much as the parsing above, and this runs per packet.
-    return _new_tuple(
-        IPv4Header,
-        (
-            header_len,
-            total,
-            ident,
-            flags_off & 0x4000 != 0,
-            flags_off & 0x2000 != 0,
-            (flags_off & 0x1FFF) << 3,
-            ttl,
-            proto,
-            src,
-            dst,
-        ),
+    return (
+        header_len,
+        total,
+        data[4] << 8 | data[5],
+        flags_off & 0x4000 != 0,
+        flags_off & 0x2000 != 0,
+        (flags_off & 0x1FFF) << 3,
+        data[8],
+        data[9],
+        data[12:16],
+        data[16:20],
     )
 
 
@@ -192,33 +205,44 @@ def build_ipv6(
     if len(payload) > 0xFFFF:
         raise ValueError("IPv6 payload above 65535 bytes needs a jumbogram")
     first = (6 << 28) | (traffic_class << 20) | (flow_label & 0xFFFFF)
-    return _IPV6.pack(first, len(payload), proto, hop_limit, src, dst) + payload
+    return _pack_ipv6(first, len(payload), proto, hop_limit, src, dst) + payload
 
 
 def parse_ipv6(data: bytes) -> IPv6Header:
-    if len(data) < IPV6_HEADER_LEN:
-        raise IpDecodeError(f"IPv6 packet of {len(data)} bytes is shorter than a header")
-    first, plen, nxt, hop, src, dst = _IPV6.unpack_from(data)
-    if first >> 28 != 6:
-        raise IpDecodeError(f"IP version {first >> 28} is not 6")
-    if IPV6_HEADER_LEN + plen > len(data):
-        raise IpDecodeError(f"IPv6 payload length {plen} exceeds the {len(data)} bytes")
+    size = len(data)
+    if size < IPV6_HEADER_LEN:
+        raise IpDecodeError(f"IPv6 packet of {size} bytes is shorter than a header")
+    version = data[0] >> 4
+    if version != 6:
+        raise IpDecodeError(f"IP version {version} is not 6")
+    plen = data[4] << 8 | data[5]
+    if IPV6_HEADER_LEN + plen > size:
+        raise IpDecodeError(f"IPv6 payload length {plen} exceeds the {size} bytes")
+    nxt = data[6]
+    # Read byte by byte and built with tuple.__new__, as parse_ipv4 is: every
+    # radio hop parses a header.
     if nxt != IPPROTO_IPV6_FRAGMENT:
-        return IPv6Header(IPV6_HEADER_LEN, plen, nxt, hop, src, dst, False, 0, False, 0)
+        return _new_tuple(
+            IPv6Header,
+            (IPV6_HEADER_LEN, plen, nxt, data[7], data[8:24], data[24:40], False, 0, False, 0),
+        )
     if plen < IPV6_FRAGMENT_HEADER_LEN:
         raise IpDecodeError("IPv6 Fragment header truncated")
-    inner, _res, off_m, ident = _IPV6_FRAG.unpack_from(data, IPV6_HEADER_LEN)
-    return IPv6Header(
-        IPV6_HEADER_LEN + IPV6_FRAGMENT_HEADER_LEN,
-        plen - IPV6_FRAGMENT_HEADER_LEN,
-        inner,
-        hop,
-        src,
-        dst,
-        True,
-        ident,
-        bool(off_m & 1),
-        off_m & 0xFFF8,
+    off_m = data[42] << 8 | data[43]
+    return _new_tuple(
+        IPv6Header,
+        (
+            IPV6_HEADER_LEN + IPV6_FRAGMENT_HEADER_LEN,
+            plen - IPV6_FRAGMENT_HEADER_LEN,
+            data[40],
+            data[7],
+            data[8:24],
+            data[24:40],
+            True,
+            int.from_bytes(data[44:48], "big"),
+            bool(off_m & 1),
+            off_m & 0xFFF8,
+        ),
     )
 
 
@@ -236,7 +260,7 @@ def fragment_ipv6(packet: bytes, mtu: int, ident: int) -> list[bytes]:
     for start in range(0, len(body), chunk):
         part = body[start : start + chunk]
         more = 1 if start + chunk < len(body) else 0
-        frag_header = _IPV6_FRAG.pack(h.next_header, 0, start | more, ident & 0xFFFFFFFF)
+        frag_header = _pack_ipv6_frag(h.next_header, 0, start | more, ident & 0xFFFFFFFF)
         plen = IPV6_FRAGMENT_HEADER_LEN + len(part)
         fragments.append(
             fixed
@@ -269,7 +293,7 @@ def build_udp(src: bytes, dst: bytes, sport: int, dport: int, payload: bytes) ->
     checksum = internet_checksum(src + dst + payload, start)
     if checksum == 0:
         checksum = 0xFFFF  # RFC 768: a computed zero is sent as all ones
-    return _UDP.pack(sport, dport, length, checksum) + payload
+    return _pack_udp(sport, dport, length, checksum) + payload
 
 
 def parse_udp(
@@ -279,9 +303,11 @@ def parse_udp(
     size = len(segment)
     if size < UDP_HEADER_LEN:
         raise IpDecodeError(f"UDP datagram of {size} bytes is shorter than a header")
-    sport, dport, length, checksum = _UDP.unpack_from(segment)
+    # Read byte by byte, not through `struct`: see ipv4_fields.
+    length = segment[4] << 8 | segment[5]
     if length < UDP_HEADER_LEN or length > size:
         raise IpDecodeError(f"UDP length {length} does not fit the {size} bytes")
+    checksum = segment[6] << 8 | segment[7]
     if verify:
         if checksum == 0 and len(src) == 16:
             raise IpDecodeError("UDP over IPv6 requires a checksum")
@@ -293,4 +319,8 @@ def parse_udp(
             != 0xFFFF
         ):
             raise IpDecodeError("UDP checksum mismatch")
-    return sport, dport, segment[UDP_HEADER_LEN:length]
+    return (
+        segment[0] << 8 | segment[1],
+        segment[2] << 8 | segment[3],
+        segment[UDP_HEADER_LEN:length],
+    )

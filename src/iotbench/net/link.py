@@ -9,7 +9,6 @@ run's observers (metrics/observers.py) hear of each packet as it passes.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -60,8 +59,11 @@ class Channel:
         self.impairment = impairment
         self.observers = observers
         self._busy_until = 0.0
-        # Finish times of packets accepted and not yet fully transmitted.
-        self._finishes: deque[float] = deque()
+        # Finish times of packets accepted and not yet fully transmitted (at
+        # most queue_packets + 1, so a list's pop from the front is cheap).
+        self._finishes: list[float] = []
+        # Bound once: each packet's arrival is posted with it.
+        self._arrive_callback = self._arrive
 
     def send(self, pkt: Packet) -> None:
         sim = self.sim
@@ -74,7 +76,7 @@ class Channel:
             if self._busy_until > now:
                 # Busy: forget the packets that have left; the last one has not.
                 while finishes[0] <= now:
-                    finishes.popleft()
+                    finishes.pop(0)
                 # The head of `finishes` is on the wire; the others wait in the queue.
                 if len(finishes) > self.queue_packets:
                     pkt.t_sent = pkt.t_done = now
@@ -101,7 +103,7 @@ class Channel:
             pkt.t_done = finish
             observers.finished(pkt)
             return
-        sim.post(finish + self.delay_s + imp.delay.extra(), self._arrive, pkt)
+        sim.post(finish + self.delay_s + imp.delay.extra(), self._arrive_callback, pkt)
 
     def _arrive(self, pkt: Packet) -> None:
         now = self.sim.now
@@ -132,12 +134,12 @@ class PointToPointLink:
         a: Interface | L2Interface,
         b: Interface | L2Interface,
         *,
+        observers: Observers,
         rate_bps: float = 0.0,
         delay_s: float = 0.0,
         queue_packets: int = 100,
         impair_a_to_b: Impairment | None = None,
         impair_b_to_a: Impairment | None = None,
-        observers: Observers,
         overhead_bytes: int = 0,
         framed_bytes: Callable[[bytes], int] | None = None,
     ) -> None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from iotbench.net import ip
+from iotbench.net.link import Channel
 from iotbench.net.packet import Packet, split_layers
 from iotbench.net.reassembly import Reassembler
 from iotbench.proto.errors import DecodeError
@@ -44,9 +45,9 @@ AppLayers = dict[tuple[bytes, int], Callable[[bytes], int]]
 # forwarding tells the default route by identity (mypyc unpacks fixed-length
 # tuples into C structs and boxes them anew when read).
 Route = tuple[Any, ...]
-EPHEMERAL_PORTS = 65536 - 49152
-HOP_LIMIT = 64
-LINK_LOCAL_PREFIX = bytes.fromhex("fe80000000000000")
+EPHEMERAL_PORTS: Final = 65536 - 49152
+HOP_LIMIT: Final = 64
+LINK_LOCAL_PREFIX: Final = bytes.fromhex("fe80000000000000")
 
 
 def is_multicast(address: bytes) -> bool:
@@ -71,9 +72,9 @@ class Interface:
         self.address = address
         self.link_local: bytes | None = None
         self.mtu = mtu
-        self.channel: Any = None  # the outgoing channel (link.Channel), set when a link attaches
+        self.channel: Channel | None = None  # the outgoing channel, set when a link attaches
 
-    def attach(self, channel) -> None:
+    def attach(self, channel: Channel) -> None:
         self.channel = channel
 
     def send(
@@ -85,7 +86,10 @@ class Interface:
         next_hop: bytes | None = None,
     ) -> None:
         # A point-to-point link has one neighbour: the next hop needs no address.
-        self.channel.send(Packet(data, ip_header_len, transport_header_len, app_header_len))
+        channel = self.channel
+        if channel is None:
+            raise RuntimeError(f"{self.name} has no link")
+        channel.send(Packet(data, ip_header_len, transport_header_len, app_header_len))
 
     def receive(self, pkt: Packet) -> None:
         self.node.receive_ip(pkt.data, arrived_on=self)
@@ -325,8 +329,9 @@ class Node:
         try:
             if data[0] >> 4 == 4:
                 # Unpacked at once: cheaper than reading the named fields one by one.
-                h = ip.parse_ipv4(data)
-                header_len, total, ident, _df, more, offset, _ttl, proto, src, dst = h
+                header_len, total, ident, _df, more, offset, _ttl, proto, src, dst = ip.ipv4_fields(
+                    data
+                )
                 body = data[header_len:total]
                 if more or offset:
                     whole = self.reassembler.add(

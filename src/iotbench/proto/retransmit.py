@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = [
     "BackoffSchedule",
@@ -231,7 +232,7 @@ def cocoa_backoff_factor(rto_s: float) -> float:
 
 # CoCoA's blind estimate (4.1), named outside the class because a default
 # argument cannot name a class attribute in a compiled module.
-COCOA_INITIAL_RTO_S = 2.0
+COCOA_INITIAL_RTO_S: Final = 2.0
 
 
 class CocoaEstimator:

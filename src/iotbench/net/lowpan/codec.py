@@ -26,33 +26,34 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from iotbench.net.ip import IPPROTO_UDP, IPV6_HEADER_LEN, UDP_HEADER_LEN
 from iotbench.net.lowpan.dispatch import DISPATCH_IPHC, DISPATCH_IPV6, Dispatch, classify
 from iotbench.proto.errors import DecodeError
 from iotbench.proto.reader import ByteReader
 
-_IPV6 = struct.Struct("!IHBB16s16s")
-_UDP = struct.Struct("!HHHH")
+_IPV6: Final = struct.Struct("!IHBB16s16s")
+_UDP: Final = struct.Struct("!HHHH")
 
-LINK_LOCAL_PREFIX = bytes.fromhex("fe80000000000000")  # fe80::/64
-_SHORT_IID_PREFIX = bytes.fromhex("000000fffe00")  # IID 0000:00ff:fe00:XXXX
-_UNSPECIFIED = bytes(16)  # ::
-MAX_CONTEXTS = 16  # the context identifier is 4 bits
-CONTEXT_PREFIX_LEN = 8  # contexts are /64 prefixes
+LINK_LOCAL_PREFIX: Final = bytes.fromhex("fe80000000000000")  # fe80::/64
+_SHORT_IID_PREFIX: Final = bytes.fromhex("000000fffe00")  # IID 0000:00ff:fe00:XXXX
+_UNSPECIFIED: Final = bytes(16)  # ::
+MAX_CONTEXTS: Final = 16  # the context identifier is 4 bits
+CONTEXT_PREFIX_LEN: Final = 8  # contexts are /64 prefixes
 
 # Hop limit values IPHC encodes in the 2-bit HLIM field (00 means carried inline).
-_HLIM_CODE = {1: 0b01, 64: 0b10, 255: 0b11}
-_HLIM_VALUE = {code: value for value, code in _HLIM_CODE.items()}
+_HLIM_CODE: Final = {1: 0b01, 64: 0b10, 255: 0b11}
+_HLIM_VALUE: Final = {code: value for value, code in _HLIM_CODE.items()}
 
 # UDP LOWPAN_NHC (RFC 6282 4.3.3): 11110CPP. C: checksum elided; PP: port forms.
-NHC_UDP = 0b1111_0000
-_NHC_UDP_MASK = 0b1111_1000
-_NHC_UDP_CHECKSUM_ELIDED = 0b0000_0100
-_PORTS_4BIT = 0xF0B0  # both ports 0xF0B0..0xF0BF: 4 bits each inline
-_PORTS_8BIT = 0xF000  # one port 0xF000..0xF0FF: 8 bits inline
+NHC_UDP: Final = 0b1111_0000
+_NHC_UDP_MASK: Final = 0b1111_1000
+_NHC_UDP_CHECKSUM_ELIDED: Final = 0b0000_0100
+_PORTS_4BIT: Final = 0xF0B0  # both ports 0xF0B0..0xF0BF: 4 bits each inline
+_PORTS_8BIT: Final = 0xF000  # one port 0xF000..0xF0FF: 8 bits inline
 
-MODES = ("none", "iphc")
+MODES: Final = ("none", "iphc")
 
 
 class LowpanDecodeError(DecodeError):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from iotbench.net.lowpan.codec import (
     Compressed,
@@ -41,15 +42,15 @@ from iotbench.net.lowpan.codec import (
 from iotbench.net.lowpan.dispatch import DISPATCH_FRAG1, DISPATCH_FRAGN, Dispatch, classify
 from iotbench.net.pktbuf import PacketBuffer
 
-FRAG1_HEADER_LEN = 4
-FRAGN_HEADER_LEN = 5
-MAX_DATAGRAM_SIZE = 0x7FF  # 11 bits
-MAX_TAG = 0xFFFF
-OFFSET_UNIT = 8
-MIN_DATAGRAM_SIZE = 40  # an IPv6 header
-DEFAULT_TIMEOUT_S = 60.0  # RFC 4944 5.3: at most 60 seconds
-_FRAG1 = struct.Struct("!HH")
-_FRAGN = struct.Struct("!HHB")
+FRAG1_HEADER_LEN: Final = 4
+FRAGN_HEADER_LEN: Final = 5
+MAX_DATAGRAM_SIZE: Final = 0x7FF  # 11 bits
+MAX_TAG: Final = 0xFFFF
+OFFSET_UNIT: Final = 8
+MIN_DATAGRAM_SIZE: Final = 40  # an IPv6 header
+DEFAULT_TIMEOUT_S: Final = 60.0  # RFC 4944 5.3: at most 60 seconds
+_FRAG1: Final = struct.Struct("!HH")
+_FRAGN: Final = struct.Struct("!HHB")
 
 
 def frag1_header(size: int, tag: int) -> bytes:

@@ -21,6 +21,7 @@ fragment header belong to the link layer, with the MAC header and FCS; the
 from __future__ import annotations
 
 import random
+from typing import Final
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.ip import IPPROTO_ICMPV6
@@ -30,7 +31,7 @@ from iotbench.net.mac.csma import CsmaMac
 from iotbench.net.node import LINK_LOCAL_PREFIX, Node, is_multicast
 from iotbench.net.packet import CONTROL, DATA, Packet
 
-IPV6_MIN_MTU = 1280
+IPV6_MIN_MTU: Final = 1280
 
 
 def mac_of(address: bytes, length: int) -> bytes:

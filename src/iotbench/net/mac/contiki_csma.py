@@ -44,6 +44,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from dataclasses import dataclass
+from typing import Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.busy_wait import SerialBusyWait
@@ -52,7 +53,7 @@ from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
 from iotbench.sim import Simulator
 
-COLLISION = "collision"  # MAC_TX_COLLISION: the channel was busy; nothing sent
+COLLISION: Final = "collision"  # MAC_TX_COLLISION: the channel was busy; nothing sent
 
 
 @dataclass(frozen=True)

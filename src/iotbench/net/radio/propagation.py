@@ -40,18 +40,18 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Final
 
-SPEED_OF_LIGHT = 299_792_458.0
+SPEED_OF_LIGHT: Final = 299_792_458.0
 
 # How far above its mean a link's power may rise through temporal variation,
 # for deciding which receivers a transmission can reach at all: Rayleigh fading
 # exceeds 8 dB with probability e^-6.3 = 0.2 %; a Gaussian 4 deviations with
 # probability 3e-5.
-RAYLEIGH_MARGIN_DB = 8.0
-GAUSS_MARGIN_SIGMAS = 4.0
+RAYLEIGH_MARGIN_DB: Final = 8.0
+GAUSS_MARGIN_SIGMAS: Final = 4.0
 # Equally likely values of a link's gain that average its reception over its
 # variation (`spread`): a reception ratio that drops from 1 to 0 at one power
 # (the sensitivity) is averaged within 1 / (2 x 100).
-SPREAD_POINTS = 100
+SPREAD_POINTS: Final = 100
 _DB_TO_LN: Final = math.log(10.0) / 10.0  # 10^(x/10) = e^(x * _DB_TO_LN)
 _TWO_PI: Final = 2.0 * math.pi  # (random.py's TWOPI)
 

@@ -288,7 +288,7 @@ def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
 
 
 # Component(t, v) without the named tuple's Python-level __new__ (decoded values are valid).
-_new_component = tuple.__new__
+_new_component: Final = tuple.__new__
 # TLV-TYPE and TLV-LENGTH of a generic component with a value of 0..252 bytes.
 _GENERIC_TL: Final = tuple(bytes((ComponentType.GENERIC, n)) for n in range(253))
 
@@ -581,9 +581,9 @@ class Name(tuple):
         return f"Name({self.to_uri()!r})"
 
 
-_tuple_new = tuple.__new__
-_tuple_len = tuple.__len__
-_tuple_getitem = tuple.__getitem__
+_tuple_new: Final = tuple.__new__
+_tuple_len: Final = tuple.__len__
+_tuple_getitem: Final = tuple.__getitem__
 _ALL: Final = slice(None)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -51,8 +51,8 @@ class HoppParams:
     nam_cache_entries: int = 20  # COMPAS_NAM_CACHE_LEN of examples/hopp
 
 
-UNICAST_SOLS = 4
-SOLS_BEFORE_TRICKLE = 3
+UNICAST_SOLS: Final = 4
+SOLS_BEFORE_TRICKLE: Final = 3
 
 
 def uniform(rng: random.Random, low: float, high: float) -> float:
