@@ -139,3 +139,18 @@ def test_an_l2_mtu_must_fit_the_frame():
     node = L2Node(Simulator(1), "a", 1)
     with pytest.raises(ValueError, match="1..104"):
         node.add_interface(105)
+
+
+def test_extended_addresses_of_large_networks_are_distinct_and_keep_small_ones():
+    # Below 65,536 nodes the addresses are the ones every baseline was made with.
+    assert mac.extended_address(1).hex() == "020000fffe000001"
+    assert mac.extended_address(0xFFFF, 3).hex() == "020000fffe03ffff"
+    # Beyond, the index's high byte goes into the third byte (100,000 nodes and more).
+    assert mac.extended_address(0x10000).hex() == "020001fffe000000"
+    assert mac.extended_address(100_000).hex() == "020001fffe0086a0"
+    many = {mac.extended_address(i) for i in range(0, 1 << 24, 4099)}
+    assert len(many) == len(range(0, 1 << 24, 4099))
+    with pytest.raises(ValueError, match="node index"):
+        mac.extended_address(1 << 24)
+    with pytest.raises(ValueError, match="radio network"):
+        mac.extended_address(1, 256)

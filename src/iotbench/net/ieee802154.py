@@ -183,9 +183,17 @@ def decode(data: bytes) -> Frame | Ack:
 
 
 def extended_address(index: int, network: int = 0) -> bytes:
-    """A node's EUI-64, locally administered (so it names no real vendor); `network`
-    tells the radio networks of one run apart (their nodes' addresses never repeat)."""
-    return bytes((0x02, 0x00, 0x00, 0xFF, 0xFE, network)) + index.to_bytes(2, "big")
+    """A node's EUI-64, locally administered (so it names no real vendor):
+    02:00:HH:ff:fe:NN:LL:LL, the node's `index` in HH and LLLL and `network` in NN,
+    which tells the radio networks of one run apart (their nodes' addresses never
+    repeat). HH is 0 below 65,536 nodes; it takes networks of up to 2**24 nodes."""
+    if not 0 <= index < 1 << 24:
+        raise ValueError(f"no extended address for node index {index}")
+    if not 0 <= network < 256:
+        raise ValueError(f"no extended address for radio network {network}")
+    return bytes((0x02, 0x00, index >> 16, 0xFF, 0xFE, network)) + (index & 0xFFFF).to_bytes(
+        2, "big"
+    )
 
 
 def short_address(index: int) -> bytes:
