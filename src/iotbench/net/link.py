@@ -10,16 +10,28 @@ run's observers (metrics/observers.py) hear of each packet as it passes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.impairments import Impairment
 from iotbench.net.packet import DELIVERED, LOST, OUTAGE, QUEUE_FULL, Packet
 from iotbench.sim.clock import Clock
 
-if TYPE_CHECKING:
-    from iotbench.net.l2 import L2Interface
-    from iotbench.net.node import Interface
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class LinkEnd(Protocol):
+    """What a link joins: an IP interface (net/node.py) or an 802.15.4 one (net/l2.py)."""
+
+    @property
+    def node(self) -> _Named: ...
+
+    def receive(self, pkt: Packet) -> None: ...
+
+    def attach(self, channel: Channel) -> None: ...
 
 
 class Channel:
@@ -131,8 +143,8 @@ class PointToPointLink:
     def __init__(
         self,
         sim: Clock,
-        a: Interface | L2Interface,
-        b: Interface | L2Interface,
+        a: LinkEnd,
+        b: LinkEnd,
         *,
         observers: Observers,
         rate_bps: float = 0.0,
