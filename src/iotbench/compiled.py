@@ -59,6 +59,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.net.radio.energy",
         "iotbench.net.radio.propagation",
         "iotbench.net.radio.medium",
+        "iotbench.net.radio.neighbours",
+        "iotbench.net.routing.tree",
         "iotbench.net.ieee802154",
         "iotbench.net.mac.csma",
         "iotbench.net.mac.contiki_csma",

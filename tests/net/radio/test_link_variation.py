@@ -10,7 +10,8 @@ import statistics
 
 import pytest
 
-from iotbench.net.radio import phy
+from iotbench.metrics.observers import Observers
+from iotbench.net.radio.medium import Radio, RadioMedium
 from iotbench.net.radio.propagation import (
     GAUSS_MARGIN_SIGMAS,
     GaussMarkovLinks,
@@ -19,6 +20,7 @@ from iotbench.net.radio.propagation import (
     pair_uniform,
 )
 from iotbench.net.routing.tree import least_etx_tree, reception_ratio
+from iotbench.sim import Simulator
 
 # The Mercator datasets' static links in FIT IoT-LAB's Grenoble building (S4's site):
 # a deviation of 0.4 dB about a link's mean, decorrelated within hours.
@@ -105,20 +107,20 @@ def test_the_normal_draws_are_random_gauss_s_own():
         assert got == want
 
 
-class _Radio:
-    """What the routing tree reads of a radio: its sensitivity, noise and neighbours."""
+def _radios(count: int) -> list[Radio]:
+    """Radios of -101 dBm sensitivity on one medium, without links yet (the routing
+    tree reads their sensitivity, noise and neighbours)."""
+    medium = RadioMedium(Simulator(1), 26, random.Random(1), Observers())
+    return [
+        Radio(medium, i, f"r{i}", tx_power_dbm=0.0, sensitivity_dbm=-101.0, cca_threshold_dbm=-77.0)
+        for i in range(count)
+    ]
 
-    def __init__(self, index: int, sensitivity_dbm: float = -101.0) -> None:
-        self.index = index
-        self.sensitivity_mw = 10 ** (sensitivity_dbm / 10)
-        self.noise_mw = 10 ** (phy.noise_floor_dbm(sensitivity_dbm) / 10)
-        self.neighbours: list = []
 
-
-def _link(a: _Radio, b: _Radio, dbm: float) -> None:
+def _link(a: Radio, b: Radio, dbm: float) -> None:
     mw = 10 ** (dbm / 10)
-    a.neighbours.append((b, mw, 0))
-    b.neighbours.append((a, mw, 0))
+    a.neighbours = [*a.neighbours, (b, mw, 0)]
+    b.neighbours = [*b.neighbours, (a, mw, 0)]
 
 
 def test_a_links_expected_reception_averages_its_variation():
@@ -126,7 +128,7 @@ def test_a_links_expected_reception_averages_its_variation():
     below it: varying by 0.4 dB it receives about half the time; well above it, all."""
     spread = GaussMarkovLinks(random.Random(1), 1, SIGMA_DB, TAU_S).spread()
     assert sum(w for w, _ in spread) == pytest.approx(1.0)
-    a, b = _Radio(0), _Radio(1)
+    a, b = _radios(2)
     edge, strong = 10 ** (-100.96 / 10), 10 ** (-90.0 / 10)
     steady = reception_ratio(a, b, edge, 50)
     assert steady > 0.95
@@ -143,7 +145,7 @@ def test_a_links_expected_reception_averages_its_variation():
 def test_the_tree_of_least_expected_transmissions_avoids_a_link_at_the_sensitivity():
     """One hop at the sensitivity's edge or two strong ones: at the mean power the
     one hop costs fewer transmissions; over links that vary, the two."""
-    root, relay, leaf = _Radio(0), _Radio(1), _Radio(2)
+    root, relay, leaf = _radios(3)
     _link(leaf, root, -100.96)
     _link(leaf, relay, -85.0)
     _link(relay, root, -85.0)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import Radio
@@ -40,10 +41,11 @@ from iotbench.net.radio.propagation import PathLoss
 
 Position = tuple[float, float, float]
 
-SHADOWING_CUTOFF_SIGMAS = 3.0
-REACH_FREQUENCY_MHZ = phy.channel_center_mhz(26)  # see the module doc
+SHADOWING_CUTOFF_SIGMAS: Final = 3.0
+_TWO_PI: Final = 2.0 * math.pi
+REACH_FREQUENCY_MHZ: Final = phy.channel_center_mhz(26)  # see the module doc
 # A PRR of 1 cannot come from an SNR; links given as 1 get this one.
-PRR_CEILING = 1.0 - 1e-9
+PRR_CEILING: Final = 1.0 - 1e-9
 
 
 def connect(
@@ -84,28 +86,50 @@ def connect(
     sigma = path_loss.shadowing_db
     floors_db = path_loss.floors_db
     tx_dbm = [r.tx_power_dbm for r in radios]
-    dist = math.dist
-    log = math.log
-    gauss = rng.gauss
+    # random.Random.gauss written out (the same two uniforms, the same
+    # Box-Muller formulas, the second value kept for the next draw, in the
+    # generator's own `gauss_next`): compiled, it costs a fraction of the
+    # library's Python-level call, a few million of which build a large network.
+    uniform = rng.random
+    spare: float | None = rng.gauss_next  # type: ignore[attr-defined]
+    # Most candidates from neighbouring cells are out of reach: a squared
+    # distance clearly beyond it (by more than rounding could explain) rules
+    # them out cheaply; math.dist decides the others, as it always has.
+    points: list[tuple[float, float, float]] = [(p[0], p[1], p[2]) for p in positions]
+    clearly_out = reach * reach * (1.0 + 1e-9)
     for i in range(n):
-        cx, cy, cz = (int(c // reach) for c in positions[i])
+        x, y, z = points[i]
+        cx, cy, cz = int(x // reach), int(y // reach), int(z // reach)
         candidates: list[int] = []
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
                 for dz in (-1, 0, 1):
-                    candidates.extend(
-                        j for j in cells.get((cx + dx, cy + dy, cz + dz), ()) if j > i
-                    )
+                    for j in cells.get((cx + dx, cy + dy, cz + dz), ()):
+                        if j > i:
+                            candidates.append(j)
         candidates.sort()
-        here, floor_i = positions[i], floors[i]
+        here, floor_i = points[i], floors[i]
         for j in candidates:
-            d = dist(here, positions[j])
+            there = points[j]
+            ddx, ddy, ddz = x - there[0], y - there[1], z - there[2]
+            if ddx * ddx + ddy * ddy + ddz * ddz > clearly_out:
+                continue
+            d = math.dist(here, there)
             if d > reach or (explicit and (i, j) in explicit):
                 continue
-            loss = reference + per_ln * log(d / d0) if d > d0 else reference
+            loss = reference + per_ln * math.log(d / d0) if d > d0 else reference
             if floors[j] != floor_i:
                 loss += floors_db(abs(floors[j] - floor_i))
-            loss += gauss(0.0, sigma)  # shadowing: one draw per pair
+            # Shadowing: one draw per pair (rng.gauss(0.0, sigma)).
+            if spare is None:
+                angle = uniform() * _TWO_PI
+                radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
+                normal = math.cos(angle) * radius
+                spare = math.sin(angle) * radius
+            else:
+                normal = spare
+                spare = None
+            loss += 0.0 + normal * sigma
             got = False
             rx_dbm = tx_dbm[i] - loss
             if rx_dbm + margin_db >= floor_dbm[j]:
@@ -116,6 +140,7 @@ def connect(
                 entries[j].append((i, rx_dbm, pairs))
                 got = True
             pairs += got
+    rng.gauss_next = spare  # type: ignore[attr-defined]
     for a, b in sorted(explicit):
         got = False
         for src, dst in ((a, b), (b, a)):
