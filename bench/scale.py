@@ -99,6 +99,7 @@ def run(
     from iotbench.scenarios import expand, parse_scenario
     from iotbench.scenarios.settings import run_settings
     from iotbench.sim import Simulator
+    from iotbench.sim.garbage import no_collections, paced_collections
     from iotbench.world.networks import build_network
     from iotbench.world.workloads.publish import PublishWorkload
 
@@ -110,11 +111,13 @@ def run(
     items = ItemLog()
     traffic = TrafficMeter(sim)
     settings = run_settings(config)
-    net = build_network(sim, settings.network, Observers(traffic), settings.protocol)
+    with no_collections():  # as every run builds its network (world/run.py)
+        net = build_network(sim, settings.network, Observers(traffic), settings.protocol)
     workload = PublishWorkload(sim, net, settings, items)
     workload.start()
     t1 = time.perf_counter()
-    sim.run(until=config["max_sim_time_s"])
+    with paced_collections():  # as every simulation run has it (world/run.py)
+        sim.run(until=config["max_sim_time_s"])
     t2 = time.perf_counter()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {

@@ -8,7 +8,7 @@ import gc
 import pytest
 
 import iotbench.world.run as world_run
-from iotbench.sim.garbage import MAX_YOUNG_THRESHOLD, paced_collections
+from iotbench.sim.garbage import MAX_YOUNG_THRESHOLD, no_collections, paced_collections
 
 DEFAULT = (700, 10, 10)
 
@@ -88,3 +88,52 @@ def test_a_run_is_paced_and_leaves_the_process_as_it_was(default_pace, monkeypat
         world_run.run_one({}, 1)
     assert seen == [(1_400, 10, 10)]
     assert gc.get_threshold() == DEFAULT
+
+
+def test_no_pass_runs_while_a_network_is_built_and_its_garbage_is_freed_after():
+    passes = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            passes.append(info["collected"])
+
+    gc.callbacks.append(count)
+    try:
+        with no_collections():
+            kept = allocate_live(50_000)
+            for _ in range(1_000):
+                Cycle()
+            assert passes == []
+        assert gc.isenabled()
+        gc.collect()
+        assert sum(passes) >= 1_000  # the cycles made inside were freed after it
+    finally:
+        gc.callbacks.remove(count)
+    assert len(kept) == 50_000
+
+
+def test_no_collections_keeps_a_disabled_collector_disabled():
+    gc.disable()
+    try:
+        with no_collections():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_every_run_builds_its_network_without_collector_passes(monkeypatch):
+    seen = []
+    real = world_run.build_network
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(world_run, "build_network", spy)
+    from iotbench.scenarios import expand, load_scenario
+
+    run = expand(load_scenario("s1-object-download"))[0]
+    world_run.run_one(run.config, run.seed)
+    assert seen == [False]
+    assert gc.isenabled()

@@ -30,7 +30,7 @@ from iotbench.metrics.traffic import TrafficMeter
 from iotbench.scenarios.settings import run_settings
 from iotbench.scenarios.settings_types import NetworkSettings, RunSettings
 from iotbench.sim import Simulator
-from iotbench.sim.garbage import paced_collections
+from iotbench.sim.garbage import no_collections, paced_collections
 from iotbench.world.networks import Network, RadioNetwork, build_network, is_radio_network
 from iotbench.world.networks.radio import check_network
 from iotbench.world.networks.topology import TopologyError
@@ -82,7 +82,8 @@ def build_world(settings: RunSettings, seed: int, pcap_path: str | None) -> Worl
     traffic = TrafficMeter(sim, windowed=kind.windowed_traffic)
     observers = Observers(traffic)
     protocol = settings.protocol.name
-    net = build_network(sim, settings.network, observers, settings.protocol)
+    with no_collections():  # sim/garbage.py: what it builds lives to the end
+        net = build_network(sim, settings.network, observers, settings.protocol)
     # The node whose packets S3's `packets_total` counts: the sensor, which is the
     # producer (the server in request-response scenarios).
     sensor = net.ids("producer")[0] if len(net.ids("producer")) == 1 else None
