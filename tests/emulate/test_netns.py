@@ -383,7 +383,10 @@ def test_deleting_the_namespace_under_us_is_reported(attach: Attach) -> None:
 
 
 CHILD = """
-import sys, time
+import signal, sys, time
+# Ctrl-C's KeyboardInterrupt even if this test runs as a background job (which
+# starts its children with SIGINT ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from typing import Any
 from iotbench.emulate.netns import HostAddress, create_namespace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -132,6 +133,10 @@ def run(
     """`iotbench emulate`; `select` is the CLI's run selection (cli._select)."""
     from iotbench.emulate.session import Emulation, EmulationOptions
 
+    # Started with SIGINT ignored (a shell's background job), `kill -INT` would
+    # not end the emulation; it ends it as Ctrl-C does.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.warmup is not None and args.warmup < 0:
         raise UserError(f"--warmup {args.warmup}: a number of seconds, 0 or more")
     for name in args.attach:
