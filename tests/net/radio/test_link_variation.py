@@ -17,6 +17,7 @@ from iotbench.net.radio.propagation import (
     GaussMarkovLinks,
     GilbertElliottLinks,
     RayleighFading,
+    box_muller,
     pair_uniform,
 )
 from iotbench.net.routing.tree import least_etx_tree, reception_ratio
@@ -174,3 +175,12 @@ def test_every_variant_starts_from_the_same_links_whatever_frames_come_first():
     assert [ge_a.powers([(None, 1.0, p)], 0.0) for p in range(9)] == [
         ge_b.powers([(None, 1.0, p)], 0.0) for p in range(9)
     ]
+
+
+def test_box_muller_gives_random_gauss_s_pair():
+    # One call: the value gauss returns and the one it keeps, from the same draws.
+    ours, library = random.Random(7), random.Random(7)
+    for _ in range(1000):
+        first, second = box_muller(ours.random)
+        assert (first, second) == (library.gauss(0.0, 1.0), library.gauss(0.0, 1.0))
+    assert ours.random() == library.random()  # the same stream consumed

@@ -37,12 +37,11 @@ from typing import Final
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import Radio
-from iotbench.net.radio.propagation import PathLoss
+from iotbench.net.radio.propagation import PathLoss, box_muller
 
 Position = tuple[float, float, float]
 
 SHADOWING_CUTOFF_SIGMAS: Final = 3.0
-_TWO_PI: Final = 2.0 * math.pi
 REACH_FREQUENCY_MHZ: Final = phy.channel_center_mhz(26)  # see the module doc
 # A PRR of 1 cannot come from an SNR; links given as 1 get this one.
 PRR_CEILING: Final = 1.0 - 1e-9
@@ -86,10 +85,10 @@ def connect(
     sigma = path_loss.shadowing_db
     floors_db = path_loss.floors_db
     tx_dbm = [r.tx_power_dbm for r in radios]
-    # random.Random.gauss written out (the same two uniforms, the same
-    # Box-Muller formulas, the second value kept for the next draw, in the
-    # generator's own `gauss_next`): compiled, it costs a fraction of the
-    # library's Python-level call, a few million of which build a large network.
+    # random.Random.gauss written out (box_muller; the second value kept for
+    # the next draw in the generator's own `gauss_next`): compiled, it costs a
+    # fraction of the library's Python-level call, a few million of which
+    # build a large network.
     uniform = rng.random
     spare: float | None = rng.gauss_next  # type: ignore[attr-defined]
     # Most candidates from neighbouring cells are out of reach: a squared
@@ -122,10 +121,7 @@ def connect(
                 loss += floors_db(abs(floors[j] - floor_i))
             # Shadowing: one draw per pair (rng.gauss(0.0, sigma)).
             if spare is None:
-                angle = uniform() * _TWO_PI
-                radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
-                normal = math.cos(angle) * radius
-                spare = math.sin(angle) * radius
+                normal, spare = box_muller(uniform)
             else:
                 normal = spare
                 spare = None

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Final
@@ -54,6 +55,16 @@ GAUSS_MARGIN_SIGMAS: Final = 4.0
 SPREAD_POINTS: Final = 100
 _DB_TO_LN: Final = math.log(10.0) / 10.0  # 10^(x/10) = e^(x * _DB_TO_LN)
 _TWO_PI: Final = 2.0 * math.pi  # (random.py's TWOPI)
+
+
+def box_muller(uniform: Callable[[], float]) -> tuple[float, float]:
+    """Two standard normal deviates from two of `uniform`'s draws, as
+    random.Random.gauss makes them: (the one it returns, the one it keeps for
+    its next call). Written out so that compiled callers draw without gauss's
+    Python-level call; each caller keeps the second value itself."""
+    angle = uniform() * _TWO_PI
+    radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
+    return math.cos(angle) * radius, math.sin(angle) * radius
 
 
 def free_space_loss_db(distance_m: float, frequency_mhz: float) -> float:
@@ -248,9 +259,8 @@ class GaussMarkovLinks:
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with locals.
-        # The normal draws are random.Random.gauss's, written out here so that they
-        # run compiled (CPython's gauss is Python code, and was most of the model's
-        # cost): the same two uniforms per pair, the same Box-Muller formulas, the
+        # The normal draws are random.Random.gauss's (box_muller), compiled
+        # (CPython's gauss is Python code, and was most of the model's cost): the
         # second value kept for the next draw; so the same numbers from the same
         # stream (tests/net/radio/test_link_variation.py compares them).
         since_of, x_of = self._since, self._x
@@ -267,10 +277,7 @@ class GaussMarkovLinks:
                 z = spare
                 spare = math.nan
             else:
-                angle = uniform() * _TWO_PI
-                radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
-                z = math.cos(angle) * radius
-                spare = math.sin(angle) * radius
+                z, spare = box_muller(uniform)
             a = math.exp(neg_rate * (now - since))
             x = a * x_of[pair] + sigma * math.sqrt(1.0 - a * a) * z
             x_of[pair] = x
