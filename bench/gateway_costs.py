@@ -2,7 +2,7 @@
 
     python bench/gateway_costs.py [--quick] [--repeat R] [--seconds S] [--rate MSG_PER_S]
                                   [--coremark SCORE] [--quiet-peers]
-                                  [--peer-python EXE]
+                                  [--peer-python EXE] [--answers N]
 
 S4's gateway was a FIT IoT-LAB A8 node (ARM Cortex-A8, TI AM3505 at 600 MHz,
 Linux). It ran aiocoap 0.3 (a CoAP server answering each PUT /i3/gasval with
@@ -63,8 +63,18 @@ datagram and answers it (no CoAP), measured in the same two ways.
 Printed per program: the median of each kind and its range, and both scaled
 to the A8. The ratio to the A8: this machine's CoreMark (HOST_COREMARK, or
 --coremark) over a Cortex-A8's at 600 MHz (A8_COREMARK_PER_MHZ x 600); one
-ratio serves both the Python and the C programs. Method, sources and
-figures: docs/performance.md, "Gateway software costs".
+ratio serves both the Python and the C programs.
+
+--answers N adds each PUT's own time: N PUTs (CON and NON) sent one at a
+time at the study's pace at its 50 ms interval (a wait drawn from 25 to
+75 ms), the server's CPU time from one PUT to the next, scaled to the A8:
+its quantiles, and how often the A8 would still be working on a PUT when
+the producer sends the next one (what every loss mechanism of the
+gateway's path needs, docs/studies/s4.md, "PUT at 50 ms"), also were the
+A8 slower than CoreMark says (SLOWER_FACTORS). CoreMark moves with the
+machine's speed: measure it the same hour and pass it with --coremark.
+
+Method, sources and figures: docs/performance.md, "Gateway software costs".
 """
 
 from __future__ import annotations
@@ -72,6 +82,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -110,6 +121,15 @@ WARMUP_MESSAGES = 200
 #: Over UDP, at most this many messages outstanding while saturating (a full
 #: socket buffer would drop the rest, and dropped messages cost no CPU).
 SATURATION_WINDOW = 64
+#: The study's wait between readings at its 50 ms interval: MEDIAN_WAIT = 50 in
+#: its apps draws it uniformly from MEDIAN_WAIT / 2 to 3 * MEDIAN_WAIT / 2 ms.
+STUDY_WAIT_S = (0.025, 0.075)
+#: The quantiles printed of the per-PUT times.
+ANSWER_QUANTILES = (0.5, 0.9, 0.99, 0.999)
+#: The A8 slower than CoreMark says by these factors: how the share of readings
+#: it is behind at depends on the ratio (CoreMark likely flatters the A8 on
+#: Python, whose code and data overflow its caches; docs/performance.md).
+SLOWER_FACTORS = (1.25, 1.5, 2.0)
 #: After the last message is handled, the program may still finish its work
 #: (a timer, a log line) before its CPU clock is read.
 SETTLE_S = 0.05
@@ -532,6 +552,101 @@ def measure(
     return result
 
 
+def answer_times(peer: Peer, messages: int, seed: int) -> list[float]:
+    """CPU seconds the peer spends on each of `messages` sent one at a time, a
+    study's wait apart: from just before a message to just before the next, so
+    whatever it does after answering (timers, logging) counts too; its idle CPU
+    is zero for the aiocoap programs (measured) and not subtracted."""
+    rng = random.Random(seed)
+    peer.sync()
+    times = []
+    before = peer.cpu()
+    for _ in range(messages):
+        peer.send()
+        peer.sync()
+        time.sleep(rng.uniform(*STUDY_WAIT_S))
+        now = peer.cpu()
+        times.append(now - before)
+        before = now
+    return times
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """The value below which a share `q` of `sorted_values` lies (nearest rank)."""
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def share_still_busy(a8_times_s: list[float]) -> float:
+    """The share of readings whose PUT the A8 is still working on when the
+    producer sends the next: the mean over the PUTs of P(wait < time), the
+    study's wait uniform over STUDY_WAIT_S."""
+    low, high = STUDY_WAIT_S
+    return sum(min(1.0, max(0.0, (t - low) / (high - low))) for t in a8_times_s) / len(a8_times_s)
+
+
+def answers_row(name: str, times_s: list[float], ratio: float) -> str:
+    """A PUT server's per-PUT times: quantiles and most here in us, the same scaled
+    to the A8 in ms, and the share of readings the A8 is still busy at."""
+    ordered = sorted(times_s)
+    here = [quantile(ordered, q) * 1e6 for q in ANSWER_QUANTILES] + [ordered[-1] * 1e6]
+    a8 = [t * ratio / 1e3 for t in here]
+    busy = share_still_busy([t * ratio for t in ordered])
+    return (
+        f"{name:<26} {len(ordered):>5} "
+        + " ".join(f"{t:>6,.0f}" for t in here)
+        + "  "
+        + " ".join(f"{t:>5.1f}" for t in a8)
+        + f"  {busy:>9.2%}"
+    )
+
+
+def print_answers(messages: int, quiet: bool, ratio: float) -> None:
+    """--answers: each PUT's own time at the study's 50 ms pace, CON and NON, and
+    the floor: a plain loop's time per datagram received and answered so."""
+    labels = [f"p{q * 100:g}" for q in ANSWER_QUANTILES] + ["max"]
+    print(
+        f"\nEach PUT's CPU time, {messages} PUTs one at a time, a wait of "
+        f"{STUDY_WAIT_S[0] * 1e3:g} to {STUDY_WAIT_S[1] * 1e3:g} ms apart (the study's "
+        "50 ms interval), from one PUT to the next"
+    )
+    header = (
+        f"{'program, message':<26} {'PUTs':>5} "
+        + " ".join(f"{label:>6}" for label in labels)
+        + "  "
+        + " ".join(f"{label:>5}" for label in labels)
+        + f"  {'A8 busy at':>9}"
+    )
+    print(f"{'':<32} {' here, us ':-^34}  {' A8, ms ':-^29}  {'next PUT':>9}")
+    print(header)
+    print("-" * len(header))
+    servers = [
+        ("plain UDP echo (floor)", lambda: CoapServer(True, echo=True)),
+        ("aiocoap server, PUT CON", lambda: CoapServer(True, quiet)),
+        ("aiocoap server, PUT NON", lambda: CoapServer(False, quiet)),
+    ]
+    for name, start in servers:
+        peer = start()
+        try:
+            run(peer, WARMUP_MESSAGES, None, 0.0)
+            times = answer_times(peer, messages, seed=1)
+        finally:
+            peer.close()
+        print(answers_row(name, times, ratio), flush=True)
+        if name.startswith("aiocoap"):
+            shares = [share_still_busy([t * ratio * f for t in times]) for f in SLOWER_FACTORS]
+            factors = " / ".join(f"{f:g}x" for f in SLOWER_FACTORS)
+            print(
+                f"  A8 busy at next PUT were the A8 {factors} slower than CoreMark says: "
+                + " / ".join(f"{share:.2%}" for share in shares),
+                flush=True,
+            )
+    print("-" * len(header))
+    print(
+        "A8 busy at next PUT: the share of readings whose PUT the A8 is still working on "
+        "when the producer sends the next one"
+    )
+
+
 def a8_ratio(host_coremark: float) -> float:
     """How many times longer the A8 takes for the same work: the CoreMark ratio."""
     return host_coremark / (A8_COREMARK_PER_MHZ * A8_MHZ)
@@ -592,6 +707,13 @@ def main(argv: list[str] | None = None) -> None:
         metavar="EXE",
         help="the Python that runs the aiocoap programs, e.g. a Python 3.6 with aiocoap 0.3",
     )
+    parser.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time each of N PUTs at the study's 50 ms pace (CON, NON and a plain loop; about N x 0.16 s)",
+    )
     args = parser.parse_args(argv)
     global peer_python
     peer_python = args.peer_python
@@ -637,6 +759,8 @@ def main(argv: list[str] | None = None) -> None:
             f"a8 profile's {operation}: {profile.cost_s(operation) * 1e6:.0f} us today; "
             f"busy figures scaled: {min(busy):,.0f} to {max(busy):,.0f} us"
         )
+    if args.answers:
+        print_answers(args.answers, args.quiet_peers, ratio)
 
 
 # ---- The aiocoap programs' own process ------------------------------------------------------

@@ -84,3 +84,41 @@ def test_the_a8_figures_are_the_medians_times_the_coremark_ratio():
         "1.0", "(1.0", "to", "4.0)", "2",
         "100", "2.0", "(1.0", "to", "3.0)", "4",
     ]  # fmt: skip
+
+
+def test_the_share_still_busy_is_the_chance_the_wait_is_shorter():
+    # The study's wait is uniform over 25 to 75 ms.
+    assert bench.share_still_busy([0.010, 0.025]) == 0.0
+    assert bench.share_still_busy([0.050]) == pytest.approx(0.5)
+    assert bench.share_still_busy([0.075, 0.200]) == 1.0
+    assert bench.share_still_busy([0.010, 0.050, 0.100]) == pytest.approx(0.5)
+
+
+def test_a_row_of_answer_times_scales_them_to_the_a8():
+    times = [0.001] * 9 + [0.004]  # seconds here
+    line = bench.answers_row("aiocoap server, PUT NON", times, 10.0).split()
+    # PUTs; p50, p90, p99, p99.9, max here in us; the same on the A8 in ms; busy share
+    # (nearest rank: p90 of ten values is the tenth; 40 ms outlasts 30 % of the waits)
+    assert line[4:] == ["10", "1,000"] + ["4,000"] * 4 + ["10.0"] + ["40.0"] * 4 + ["3.00%"]
+
+
+def test_quantiles_are_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert bench.quantile(values, 0.5) == 51.0
+    assert bench.quantile(values, 0.99) == 100.0
+    assert bench.quantile(values, 0.999) == 100.0
+
+
+@pytest.mark.interop
+def test_each_put_is_timed_at_the_study_pace(monkeypatch):
+    monkeypatch.setattr(bench, "STUDY_WAIT_S", (0.001, 0.002))  # a tiny run
+    peer = bench.CoapServer(True)
+    try:
+        times = bench.answer_times(peer, 20, seed=1)
+    finally:
+        peer.close()
+    assert len(times) == 20 and all(t > 0 for t in times)
+    assert peer.handled >= 20
+    line = bench.answers_row("aiocoap server, PUT CON", times, 14.0).split()
+    assert line[:5] == ["aiocoap", "server,", "PUT", "CON", "20"]
+    assert line[-1].endswith("%")
