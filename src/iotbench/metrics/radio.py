@@ -45,6 +45,8 @@ def radio_metrics(
         "duplicates",
     ):
         out[f"mac_{name}"] = sum(getattr(m.counters, name) for m in macs)
+    if any(m.extended for m in macs):  # the AT86RF231's one frame buffer (mac kind at86rf2xx)
+        out["mac_overwritten"] = sum(m.counters.overwritten for m in macs)
     for name in ("received", "corrupted", "collisions", "aborted", "missed_busy"):
         out[f"phy_{name}"] = sum(getattr(r.counters, name) for r in radios)
     energies = [r.power.joules(now) for r in radios]

@@ -315,10 +315,14 @@ MAC = Section(
         "kind": Field(
             "str",
             "ieee802154: the standard's CSMA/CA with its backoffs and frame retries "
-            "(net/mac/csma.py); contiki: Contiki's csma.c over NullRDC, per-neighbour "
-            "queues and backoffs of 125 ms and more (net/mac/contiki_csma.py; S6's nodes).",
+            "(net/mac/csma.py); at86rf2xx: the same run by the AT86RF231 itself under "
+            "RIOT's driver, which takes no frame but the awaited ACK while it sends and "
+            "has one frame buffer, so a frame arriving as the next is loaded is lost "
+            "after its ACK (csma.py, extended mode); contiki: Contiki's csma.c over "
+            "NullRDC, per-neighbour queues and backoffs of 125 ms and more "
+            "(net/mac/contiki_csma.py; S6's nodes).",
             "ieee802154",
-            choices=("ieee802154", "contiki"),
+            choices=("ieee802154", "at86rf2xx", "contiki"),
         ),
         "max_transmissions": Field(
             "int",

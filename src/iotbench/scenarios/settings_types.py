@@ -451,7 +451,7 @@ class NetworkRadioEnergySettings(Settings):
 class NetworkMacSettings(Settings):
     """The MAC: IEEE 802.15.4 unslotted CSMA/CA (defaults: the standard's), or Contiki's CSMA over NullRDC (docs/radio.md)."""
 
-    #: ieee802154: the standard's CSMA/CA with its backoffs and frame retries (net/mac/csma.py); contiki: Contiki's csma.c over NullRDC, per-neighbour queues and backoffs of 125 ms and more (net/mac/contiki_csma.py; S6's nodes). (default 'ieee802154')
+    #: ieee802154: the standard's CSMA/CA with its backoffs and frame retries (net/mac/csma.py); at86rf2xx: the same run by the AT86RF231 itself under RIOT's driver, which takes no frame but the awaited ACK while it sends and has one frame buffer, so a frame arriving as the next is loaded is lost after its ACK (csma.py, extended mode); contiki: Contiki's csma.c over NullRDC, per-neighbour queues and backoffs of 125 ms and more (net/mac/contiki_csma.py; S6's nodes). (default 'ieee802154')
     kind: str
     #: contiki: transmissions of a frame before it is given up (a busy channel costs none); 5, SICSLOWPAN_CONF_MAX_MAC_TRANSMISSIONS on the RM090/WiSMote. (default 5)
     max_transmissions: int

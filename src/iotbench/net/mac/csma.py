@@ -19,6 +19,18 @@ A receiver drops a data frame whose source and sequence number repeat the
 last one from that source (a retransmission after a lost ACK), after
 acknowledging it again.
 
+With `extended_mode`, the CSMA-CA and retries are the radio chip's own, as
+the AT86RF231's extended operating mode runs them under RIOT's at86rf2xx
+driver (S4's M3 nodes). The chip has one frame buffer, and from the moment a
+frame is loaded into it until its transaction ends (TX_ARET: backoffs, CCA,
+the frame, the ACK waits and retries) it takes no frame but the ACK it waits
+for ("Received frames other than the expected ACK frame are discarded",
+AT86RF231 datasheet, 7.2.4). The driver loads a frame only once the radio is
+done receiving (at86rf2xx_set_state waits out BUSY_RX_AACK, the frame and
+its automatic ACK): a frame for this node that was arriving then is
+acknowledged, and then overwritten in the buffer before the driver reads it,
+so it is lost though its sender saw the ACK (`counters.overwritten`).
+
 Frames wait in a bounded transmit queue; a frame that finds it full is
 dropped. The radio stays on (no duty cycling). A duty-cycling MAC (a
 low-power listening layer, say) would sit between this MAC and the radio and
@@ -67,6 +79,7 @@ class MacParams:
     ack_wait_s: float = phy.ACK_WAIT_S  # macAckWaitDuration
     interframe_spacing: bool = True
     pan_id: int = mac.DEFAULT_PAN_ID
+    extended_mode: bool = False  # the chip's CSMA-CA and one frame buffer (see above)
 
 
 class MacCounters:
@@ -82,6 +95,7 @@ class MacCounters:
         "duplicates",
         "frames",
         "no_ack",
+        "overwritten",
         "queue_drops",
         "retries",
     )
@@ -90,6 +104,7 @@ class MacCounters:
         self.acks_received = self.acks_sent = self.broadcasts = self.cca_busy = 0
         self.channel_access_failures = self.delivered_up = self.duplicates = 0
         self.frames = self.no_ack = self.queue_drops = self.retries = 0
+        self.overwritten = 0  # extended mode: acknowledged, then lost in the frame buffer
 
 
 class LinkCounters:
@@ -178,6 +193,11 @@ class CsmaMac:
         self._ack_token = 0
         self._committed = False  # turning around for a data frame, or sending it
         self._acking = False  # turning around for an ACK, or sending it
+        self.extended = params.extended_mode
+        # Extended mode: the frame being received when the current frame was to
+        # be loaded (it will be overwritten), and whether the load waits for an ACK.
+        self._overwriting: Transmission | None = None
+        self._load_after_ack = False
         # The node's packet memory (net/pktbuf.py), which queued frames take from;
         # None: only queue_frames bounds the queue.
         self.pktbuf: PacketBuffer | None = None
@@ -259,6 +279,28 @@ class CsmaMac:
             return
         out = self._queue.popleft()
         self._current = out
+        if self.extended:
+            self._load()
+        else:
+            self._start_csma(out)
+
+    def _load(self) -> None:
+        """Extended mode: load the current frame into the chip once the radio is
+        done receiving (a frame, and the ACK it answers with), then start its
+        transaction."""
+        radio = self.radio
+        rec = radio.locked
+        if rec is not None:  # wait for its end; the medium ends it first
+            self._overwriting = rec.tx
+            self.sim.post(rec.tx.end, self._load)
+            return
+        if self._acking:
+            self._load_after_ack = True
+            return
+        self._overwriting = None
+        radio.frames_off = True  # TX_ARET: only the awaited ACK is taken
+        out = self._current
+        assert out is not None  # a frame is in the MAC's hands
         self._start_csma(out)
 
     def _start_csma(self, out: _Outgoing) -> None:
@@ -357,6 +399,7 @@ class CsmaMac:
 
     def _finish(self, out: _Outgoing, status: str) -> None:
         """The frame is done with (sent, or given up); on to the next after the IFS."""
+        self.radio.frames_off = False  # (extended mode: the transaction is over)
         self._release(out, status, out.retries + 1)
         if status == SENT and self.params.interframe_spacing:
             long = len(out.frame) > phy.MAX_SIFS_FRAME_BYTES
@@ -396,6 +439,10 @@ class CsmaMac:
             return
         if fc & mac.ACK_REQUEST:
             self._send_ack(seq, sender)
+        overwriting = self._overwriting
+        if overwriting is not None and overwriting.pkt is pkt:
+            self.counters.overwritten += 1  # loaded over before the driver read it
+            return
         self._take(pkt, fc, seq)
 
     def _take(self, pkt: Packet, fc: int, seq: int) -> None:
@@ -434,6 +481,9 @@ class CsmaMac:
 
     def _ack_done(self, tx: Transmission, delivered: bool) -> None:
         self._acking = False
+        if self._load_after_ack:
+            self._load_after_ack = False
+            self._load()
 
 
 def randbelow(rng: random.Random, n: int) -> int:

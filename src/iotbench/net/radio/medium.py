@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from iotbench.metrics.observers import Observers
-from iotbench.net.packet import BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
+from iotbench.net.packet import ACK, BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.energy import STATES, RadioEnergy
 from iotbench.net.radio.propagation import NoVariation
@@ -127,6 +127,7 @@ class Radio:
         "deaf_until",
         "energy",
         "energy_t",
+        "frames_off",
         "incoming",
         "index",
         "interferers",
@@ -181,6 +182,9 @@ class Radio:
         self.energy_t = 0.0
         self.locked: Reception | None = None
         self.deaf_until = 0.0
+        # Set by a MAC whose chip, while it sends, takes no frame but an ACK
+        # (the AT86RF231's TX_ARET; net/mac/csma.py's extended mode).
+        self.frames_off = False
         self.state = LISTEN
         self.power = energy or RadioEnergy(medium.sim.now)
         self.counters = RadioCounters()
@@ -328,6 +332,7 @@ class RadioMedium:
         # shares one undecided Reception: only its `tx` is ever read (its MAC
         # would drop the frame by address, so its bits are never decided).
         overheard = None
+        is_ack = pkt.kind == ACK
         # What each receiver does as the signal starts, written out: this loop and
         # the one in _end run for every receiver within reach of every frame, the
         # most frequent code of a radio network. The receiver integrates the power
@@ -345,7 +350,12 @@ class RadioMedium:
                 rec.interfered = True
                 if dst is rcv:
                     rcv.counters.missed_busy += 1
-            elif mw >= rcv.sensitivity_mw and rcv.state == LISTEN and now >= rcv.deaf_until:
+            elif (
+                mw >= rcv.sensitivity_mw
+                and rcv.state == LISTEN
+                and now >= rcv.deaf_until
+                and (is_ack or not rcv.frames_off)
+            ):
                 if dst is None or dst is rcv:
                     rcv.locked = Reception(tx, mw, now, True)
                 else:

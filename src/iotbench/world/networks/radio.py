@@ -214,6 +214,7 @@ def _one_network(
         queue_frames=mac_cfg.queue_frames,
         pan_id=mac_cfg.pan_id,
         interframe_spacing=mac_cfg.interframe_spacing,
+        extended_mode=mac_cfg.kind == "at86rf2xx",
     )
     contiki = ContikiParams(
         backoff_unit_s=mac_cfg.backoff_unit_s,
