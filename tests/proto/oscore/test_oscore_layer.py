@@ -143,6 +143,29 @@ def test_a_tampered_request_is_refused_with_4_00_and_a_bad_option_with_4_02():
     assert pair.failures("server") == ["decrypt", "decode"]
 
 
+def test_a_response_with_the_oscore_option_twice_is_rejected():
+    # RFC 7252 5.4.5: a second occurrence of a non-repeatable option is an
+    # unrecognized option; OSCORE's is critical, so the response is rejected
+    # (5.4.1), not read by its first copy.
+    def repeat_option(src, dst, data):
+        if src != SERVER:
+            return data
+        msg = decode(data)
+        msg.add_option(Opt.OSCORE, msg.get_option(Opt.OSCORE))
+        return encode(msg)
+
+    pair = Pair(wire=repeat_option)
+    pair.client.request(0.0, SERVER, Code.GET, "/temp")
+    pair.run(1.0)
+    assert pair.failures("client") == ["decode"]
+    assert pair.events_of("client", ResponseReceived) == []
+    # The same response without the copy is read.
+    clean = Pair()
+    clean.client.request(0.0, SERVER, Code.GET, "/temp")
+    clean.run(1.0)
+    assert len(clean.events_of("client", ResponseReceived)) == 1
+
+
 def test_an_unknown_kid_and_an_unprotected_request_get_4_01():
     client_ctx = SecurityContext(b"secret", b"\x09", b"\x01")
     server_ctx = SecurityContext(b"secret", b"\x01", b"\x02")

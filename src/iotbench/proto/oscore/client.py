@@ -98,7 +98,8 @@ class ClientSide:
             msg.message_id = self._endpoint_mid_of(addr, msg.message_id)
         key = (addr, msg.token)
         binding = self._clients.get(key)
-        value = msg.get_option(Opt.OSCORE)  # None: not protected
+        values = msg.get_options(Opt.OSCORE)
+        value = values[0] if values else None  # None: not protected
         if binding is None:
             if value is None and self._peer_context(addr) is None:
                 self.stats.plain += 1
@@ -114,6 +115,8 @@ class ClientSide:
             return
         ctx = binding.ctx
         try:
+            if len(values) > 1:  # not repeatable and critical: rejected (RFC 7252 5.4.5)
+                raise OscoreOptionError("the OSCORE option is repeated")
             option = OscoreOption.decode(value)
         except OscoreOptionError as exc:
             self._drop_response(msg, addr, "decode", str(exc))
