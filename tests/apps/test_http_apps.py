@@ -129,6 +129,44 @@ def test_servers_survive_garbage(version):
     assert sock.state == "CLOSED"
 
 
+def raw_http1(request: bytes) -> tuple[bytes, int]:
+    """`request`'s bytes to the HTTP/1.1 server; (what came back, protocol errors)."""
+    sim, _log, _client, server, cs, _ss = setup("1.1")
+    got = []
+
+    def on_event(event):
+        if type(event).__name__ == "DataReceived":
+            got.append(event.data)
+
+    cs.connect(bytes([10, 0, 0, 2]), 80, on_event, data=request)
+    sim.run(until=5)
+    return b"".join(got), server.protocol_errors
+
+
+def test_http1_head_gets_the_get_headers_and_no_content():
+    response, errors = raw_http1(b"HEAD /o HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, _, rest = response.partition(b"\r\n\r\n")
+    assert errors == 0 and head.startswith(b"HTTP/1.1 200 OK")
+    assert b"Content-Length: 300" in head.split(b"\r\n") and rest == b""
+    # The connection stays open for the next request: a GET after it is answered in full.
+    response, errors = raw_http1(
+        b"HEAD /o HTTP/1.1\r\nHost: x\r\n\r\nGET /o HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    assert errors == 0 and response.count(b"HTTP/1.1 200 OK") == 2
+    assert response.endswith(ObjectResource(300).read())
+
+
+def test_other_methods_get_405_with_allow():
+    response, errors = raw_http1(b"POST /o HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    head = response.split(b"\r\n")
+    assert errors == 0 and head[0] == b"HTTP/1.1 405 Method Not Allowed"
+    assert b"Allow: GET, HEAD" in head and b"Content-Length: 0" in head
+    status, headers, body = answer({PATH: ObjectResource(3)}, PATH, [], "DELETE")
+    assert (status, body) == (405, b"") and ("Allow", "GET, HEAD") in headers
+    status, headers, body = answer({PATH: ObjectResource(3)}, PATH, [], "HEAD")
+    assert (status, body) == (200, b"") and ("Content-Length", "3") in headers
+
+
 def test_unknown_path_is_404():
     status, headers, body = answer({PATH: ObjectResource(3)}, "/nothing", [])
     assert status == 404 and ("Content-Length", str(len(body))) in headers

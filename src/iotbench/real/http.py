@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import h11
 
-from iotbench.apps.http.content import answer
+from iotbench.apps.http.content import REASONS, answer
 from iotbench.apps.sensors import sensor_set
 from iotbench.real.driver import serve_until_cancelled
 from iotbench.real.stream import Listener
@@ -27,7 +27,6 @@ IDLE_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 512
 READ_SIZE = 16384
 SERVER_HEADERS = [("Server", "iotbench")]
-REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not Allowed"}
 
 
 class HttpServer:
@@ -78,13 +77,9 @@ class HttpServer:
 
     async def _answer(self, conn, writer, request: h11.Request) -> None:
         method = request.method.decode("ascii", "replace")
-        if method not in ("GET", "HEAD"):
-            headers = [*SERVER_HEADERS, ("Allow", "GET, HEAD"), ("Content-Length", "0")]
-            await self._respond(conn, writer, 405, headers, b"")
-            return
         target = request.target.decode("ascii", "replace")
-        status, headers, body = answer(self.resources, target, SERVER_HEADERS)
-        await self._respond(conn, writer, status, headers, b"" if method == "HEAD" else body)
+        status, headers, body = answer(self.resources, target, SERVER_HEADERS, method)
+        await self._respond(conn, writer, status, headers, body)
 
     @staticmethod
     async def _respond(conn, writer, status: int, headers, body: bytes) -> None:

@@ -34,10 +34,30 @@ MEDIA_TYPES = {
 }
 
 
+#: Status lines' reason phrases, for the statuses the servers send.
+REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not Allowed"}
+#: The methods the servers' read-only resources answer.
+METHODS = ("GET", "HEAD")
+
+
 def answer(
+    resources: Mapping[str, object],
+    path: str,
+    extra_headers: Sequence[Header],
+    method: str = "GET",
+) -> tuple[int, list[Header], bytes]:
+    """(status, headers, body) for a request of `path`: GET's; HEAD's, which is
+    GET's headers without the content (RFC 9110 9.3.2); 405 with Allow for any
+    other method, the resources being read-only (15.5.6)."""
+    if method not in METHODS:
+        return 405, [*extra_headers, ("Allow", ", ".join(METHODS)), ("Content-Length", "0")], b""
+    status, headers, body = _get(resources, path, extra_headers)
+    return status, headers, b"" if method == "HEAD" else body
+
+
+def _get(
     resources: Mapping[str, object], path: str, extra_headers: Sequence[Header]
 ) -> tuple[int, list[Header], bytes]:
-    """(status, headers, body) for a GET of `path`."""
     # apps/sensors.py hands its sensors out as plain objects; they are all Sensors.
     sensor = cast("Sensor | None", resources.get(path.split("?", 1)[0]))
     if sensor is None:

@@ -16,13 +16,11 @@ from collections.abc import Mapping, Sequence
 
 import h11
 
-from iotbench.apps.http.content import Exchange, Header, answer
+from iotbench.apps.http.content import REASONS, Exchange, Header, answer
 from iotbench.apps.requesters import Done
 from iotbench.metrics.items import Item
 from iotbench.net.tcp import Closed, DataReceived, PeerClosed, TcpSocket, TcpStack
 from iotbench.net.tcp.events import TcpEvent
-
-REASONS = {200: b"OK", 404: b"Not Found"}
 
 
 class Http1Server:
@@ -58,19 +56,24 @@ class Http1Server:
             sock.abort()
 
     def _serve(self, sock: TcpSocket, conn: h11.Connection) -> None:
-        target = "/"
+        target, method = "/", "GET"
         while True:
             event = conn.next_event()
             if isinstance(event, h11.Request):
                 target = event.target.decode("ascii", "replace")
+                method = event.method.decode("ascii", "replace")
             elif isinstance(event, h11.EndOfMessage):
-                status, headers, body = answer(self.resources, target, self.response_headers)
+                status, headers, body = answer(
+                    self.resources, target, self.response_headers, method
+                )
                 head = conn.send(
                     h11.Response(
                         status_code=status, headers=headers, reason=REASONS.get(status, b"")
                     )
                 )
-                message = head + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+                # (A HEAD's or a 405's response has no content to send.)
+                content = conn.send(h11.Data(data=body)) if body else b""
+                message = head + content + conn.send(h11.EndOfMessage())
                 sock.send(message, header_len=len(head))
                 if conn.our_state is h11.MUST_CLOSE:
                     sock.close()

@@ -136,8 +136,9 @@ class Http2Server:
             return
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
-                path = _headers(ev.headers).get(":path", "/")
-                status, headers, body = answer(self.resources, path, self.response_headers)
+                request = _headers(ev.headers)
+                path, method = request.get(":path", "/"), request.get(":method", "GET")
+                status, headers, body = answer(self.resources, path, self.response_headers, method)
                 try:
                     conn.send_headers(ev.stream_id, [(":status", str(status)), *_lower(headers)])
                 except h2.exceptions.ProtocolError:
