@@ -491,3 +491,22 @@ def test_a_fixed_parent_is_the_only_parent_and_rank_counts_hops():
         assert not others[1].link_result(60.0, ll(1), False, 4)
     assert others[1].preferred_parent == ll(1) and others[1].rank == 3 * step
     assert set(root.routes) == {gl(1), gl(2), gl(3)}
+
+
+@pytest.mark.parametrize("hop_rank", [False, True])
+def test_no_node_joins_at_infinite_rank(hop_rank):
+    """A parent so deep that a Rank through it would be INFINITE_RANK (0xFFFF)
+    offers no route (RFC 6550 3.5.1): the node does not join through it, and
+    joins through a parent one Rank shallower."""
+    params = RplParams(objective="of0", hop_rank=hop_rank)
+    node = RplNode(random.Random(1), params, ll(50), gl(50))
+    node.start(0.0)
+    # What a Rank grows by through a new neighbour: a hop, or OF0's steps for its ETX.
+    step = Of0().min_hop_rank_increase if hop_rank else Of0().rank_via(0, params.etx_initial)
+    deep = INFINITE_RANK - step  # through it: exactly 0xFFFF
+    code, body = encode(Dio(0, 240, deep, gl(0)))
+    node.receive(1.0, ll(1), ALL_RPL_NODES, code, body)
+    assert not node.joined and node.rank == INFINITE_RANK
+    code, body = encode(Dio(0, 240, deep - 1, gl(0)))  # through it: 0xFFFE
+    node.receive(2.0, ll(2), ALL_RPL_NODES, code, body)
+    assert node.joined and node.preferred_parent == ll(2) and node.rank < INFINITE_RANK

@@ -417,6 +417,12 @@ class RplNode:
             self._trickle.consistent()
         self._select_parent(now)
 
+    def _rank_through(self, n: _Neighbour) -> int:
+        """This node's Rank with `n` as its parent (INFINITE_RANK or more: none)."""
+        if self.params.hop_rank:
+            return n.rank + self.of.min_hop_rank_increase
+        return self.of.rank_via(n.rank, n.etx)
+
     def _adopt(self, dio: Dio) -> None:
         self.dodag_id, self.version = dio.dodag_id, dio.version
         if dio.configuration is not None:
@@ -460,6 +466,8 @@ class RplNode:
                     continue
             elif n.rank == INFINITE_RANK or not of.acceptable(n.rank, n.etx):
                 continue
+            if self._rank_through(n) >= INFINITE_RANK:
+                continue  # no Rank to be had through it: INFINITE_RANK is no route (3.5.1)
             # Loop avoidance: a parent ranks below us (in DAGRank), unless it is
             # the one we have and we are about to recompute our Rank from it.
             if (
@@ -480,11 +488,7 @@ class RplNode:
         if best is None:
             self._detach(now)
             return
-        parent = self._neighbours[best]
-        if self.params.hop_rank:
-            rank = min(INFINITE_RANK - 1, parent.rank + of.min_hop_rank_increase)
-        else:
-            rank = of.rank_via(parent.rank, parent.etx)
+        rank = self._rank_through(self._neighbours[best])
         limit = self.lowest_rank + self.config.max_rank_increase
         if self.lowest_rank != INFINITE_RANK and rank > limit:
             self._detach(now)  # 8.2.2.4: the Rank may not grow past L + MaxRankIncrease
