@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import random
 import socket
 from pathlib import Path
@@ -23,6 +24,7 @@ from iotbench.proto.ndn.signing import (
     generate_ecdsa_key,
 )
 from iotbench.proto.ndn.types import ContentType, NackReason
+from iotbench.real import ndn as real_ndn
 from iotbench.real.ndn import (
     DEFAULT_PREFIX,
     NdnServerConfig,
@@ -333,3 +335,46 @@ def test_serve_ndn_on_loopback_udp_and_tcp_on_one_port():
     assert Data(udp).name.to_uri() == f"{DEFAULT_PREFIX}/voltage/udp"
     assert Data(tcp).name.to_uri() == f"{DEFAULT_PREFIX}/json/tcp"
     assert server.node.stats.udp_faces_opened == 1 and server.node.stats.tcp_faces_opened == 1
+
+
+def test_port_0_picks_again_when_tcp_cannot_have_the_udp_port(monkeypatch):
+    # Another program may hold for TCP the number UDP was given; with port 0 the
+    # server takes another one instead of failing (or a test failing by chance).
+    start = real_ndn.start_stream_server
+    tried = []
+
+    async def taken_once(node, host, port):
+        tried.append(port)
+        if len(tried) == 1:
+            raise OSError(errno.EADDRINUSE, "address already in use")
+        return await start(node, host, port)
+
+    monkeypatch.setattr(real_ndn, "start_stream_server", taken_once)
+
+    async def main():
+        ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        config = NdnServerConfig(signer="digest")
+        task = asyncio.create_task(serve_ndn(config, "127.0.0.1", 0, on_ready=ready.set_result))
+        server = await asyncio.wait_for(ready, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return server
+
+    server = asyncio.run(main())
+    assert len(tried) == 2 and server.port == tried[1]
+    # A port the user named is not changed: the error is theirs to see.
+    tried.clear()
+
+    async def named():
+        await serve_ndn(NdnServerConfig(signer="digest"), "127.0.0.1", free_udp_port())
+
+    with pytest.raises(OSError):
+        asyncio.run(named())
+    assert len(tried) == 1
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -37,6 +37,7 @@ datagram stack (real/driver.py) and that of a many-connection stream stack
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import random
 import sys
@@ -77,6 +78,8 @@ from iotbench.scenarios import UserError
 
 DEFAULT_PORT = 6363
 DEFAULT_PREFIX = "/iotbench/sensor"
+#: With port 0, how many UDP ports to try before one is free for TCP too.
+PORT_ATTEMPTS = 10
 SIGNERS = ("ecdsa", "hmac", "digest")
 #: The largest /o object whose Data still fits NDN's 8800-byte packet limit with room to spare.
 MAX_OBJECT_BYTES = 8000
@@ -421,17 +424,25 @@ async def serve_ndn(
     rng: random.Random | None = None,
     on_ready: Callable[[NdnServer], None] | None = None,
 ) -> None:
-    """Serve until cancelled: UDP and TCP on the same port (0: UDP picks, TCP follows)."""
+    """Serve until cancelled: UDP and TCP on the same port (0: UDP picks, TCP follows;
+    if another program holds that number for TCP, UDP picks again)."""
     node = NdnServerNode(config, rng or random.SystemRandom())
-    udp = await open_datagram_driver(node, local_addr=(host, port))
-    try:
-        assert udp.transport is not None  # an open driver's
-        host, port = udp.transport.get_extra_info("sockname")[:2]
-        tcp = await start_stream_server(node, host, port)
-    except BaseException:
-        udp.close()
-        raise
-    server = NdnServer(node, udp, tcp, host, port)
+    attempts = PORT_ATTEMPTS if port == 0 else 1
+    for attempt in range(1, attempts + 1):
+        udp = await open_datagram_driver(node, local_addr=(host, port))
+        try:
+            assert udp.transport is not None  # an open driver's
+            bound_host, bound_port = udp.transport.get_extra_info("sockname")[:2]
+            tcp = await start_stream_server(node, bound_host, bound_port)
+            break
+        except OSError as exc:
+            udp.close()
+            if exc.errno != errno.EADDRINUSE or attempt == attempts:
+                raise
+        except BaseException:
+            udp.close()
+            raise
+    server = NdnServer(node, udp, tcp, bound_host, bound_port)
     node.wakeup = server.wakeup
     await serve_until_cancelled(server, on_ready)
 
