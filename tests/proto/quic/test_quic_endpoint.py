@@ -117,6 +117,32 @@ def test_the_server_remembers_a_bounded_number_of_session_tickets():
     assert len(w.server._tickets) == MAX_TICKETS  # every connection got one; the oldest went
 
 
+def test_a_server_holds_a_bounded_number_of_connections():
+    w = Wire()
+    w.server.max_connections = 1
+    first = w.request(0.0)  # a connection per request: two at once
+    second = w.request(0.001)
+    w.run(0.5)
+    got = [e.request_id for _, e in w.responses()]
+    assert got == [first]  # the second Initial found the server full and was dropped
+    assert w.server.refused_connections >= 1
+    w.run(10.0)  # once the first is over, the second's retransmitted Initial gets in
+    assert sorted(e.request_id for _, e in w.responses()) == [first, second]
+
+
+def test_a_request_longer_than_the_bound_closes_its_connection():
+    w = Wire()
+    w.server.max_request_bytes = 4096
+    w.request(0.0, b"x" * 6000)
+    w.run(60.0)
+    assert w.server.oversize_requests == 1 and w.server._requests == {}
+    assert w.responses() == [] and w.server.requests_served == 0
+    assert any(isinstance(e, RequestFailed) for _, e in w.events)  # the client hears of it
+    w.request(61.0, b"/short")  # the server still serves
+    w.run(62.0)
+    assert [e.data for _, e in w.responses()] == [b"reading:/short"]
+
+
 def test_reuse_keeps_one_connection():
     w = Wire(client_params=QuicParams(connection="reuse"))
     for i in range(3):

@@ -45,6 +45,14 @@ SMALLEST_INITIAL = 1200
 # servers keep, so that a server handing a ticket to every connection does not
 # grow without end. The oldest ticket goes first.
 MAX_TICKETS = 64
+#: Connections a server holds at once; an Initial beyond them is dropped, so a
+#: flood of Initials takes bounded memory (far above any scenario's needs).
+MAX_SERVER_CONNECTIONS = 1024
+#: Most bytes of one request a server keeps while its stream is open; a longer
+#: request closes its connection.
+MAX_REQUEST_BYTES = 16 * 1024
+#: The application error code of that close.
+REQUEST_TOO_LARGE = 0x1
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,15 +231,21 @@ class QuicServer(_Endpoint):
         private_key,
         handler: Callable[[bytes], bytes],
         strict: bool = True,
+        max_connections: int = MAX_SERVER_CONNECTIONS,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         super().__init__(strict)
         self.configuration = _configuration(params, is_client=False)
         self.configuration.certificate = certificate
         self.configuration.private_key = private_key
         self.handler = handler
+        self.max_connections = max_connections
+        self.max_request_bytes = max_request_bytes
         self._requests: dict[tuple[int, int], bytearray] = {}
         self._tickets: dict[bytes, SessionTicket] = {}  # for resumption and 0-RTT
         self.requests_served = 0
+        self.refused_connections = 0  # Initials dropped at max_connections
+        self.oversize_requests = 0  # connections closed for a request too long
 
     def _accept(self, header, data: bytes) -> QuicConnection | None:
         if header.packet_type != QuicPacketType.INITIAL or len(data) < SMALLEST_INITIAL:
@@ -239,6 +253,9 @@ class QuicServer(_Endpoint):
         if header.version not in self.configuration.supported_versions:
             # aioquic drops the packet, and a connection without a network path
             # cannot even be asked for datagrams (it raises).
+            return None
+        if len(self._connections) >= self.max_connections:
+            self.refused_connections += 1
             return None
         conn = QuicConnection(
             configuration=self.configuration,
@@ -259,6 +276,11 @@ class QuicServer(_Endpoint):
             key = (id(conn), event.stream_id)
             buf = self._requests.setdefault(key, bytearray())
             buf += event.data
+            if len(buf) > self.max_request_bytes:
+                del self._requests[key]
+                self.oversize_requests += 1
+                conn.close(error_code=REQUEST_TOO_LARGE, reason_phrase="request too large")
+                return
             if event.end_stream:
                 request = bytes(self._requests.pop(key))
                 conn.send_stream_data(event.stream_id, self.handler(request), end_stream=True)
