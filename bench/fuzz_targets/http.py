@@ -115,8 +115,46 @@ _STATUS = re.compile(rb"HTTP/1\.1 (\d{3}) [^\r\n]*\r\n")
 _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+): ?([^\r\n]*)\r\n")
 
 
-def check_http1_message(data: bytes, header_len: int) -> None:
-    """One sock.send of Http1Server: a whole response, its head counted as header."""
+class RequestMethods:
+    """The methods of the requests a server reads from a byte stream, in order: h11
+    parses the same bytes as the server's (answering each with an empty response,
+    discarded, to go on to the next); after a protocol error nothing more is read."""
+
+    def __init__(self) -> None:
+        self.conn = h11.Connection(h11.SERVER)
+        self.methods: list[bytes] = []
+        self.broken = False
+
+    def feed(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            self.conn.receive_data(data)
+            while True:
+                event = self.conn.next_event()
+                if isinstance(event, h11.Request):
+                    self.methods.append(event.method)
+                elif isinstance(event, h11.EndOfMessage):
+                    self.conn.send(h11.Response(status_code=200, headers=[("Content-Length", "0")]))
+                    self.conn.send(h11.EndOfMessage())
+                    if self.conn.our_state is not h11.DONE or self.conn.their_state is not h11.DONE:
+                        self.broken = True  # (closing: the server reads no more either)
+                        return
+                    self.conn.start_next_cycle()
+                elif (
+                    event is h11.NEED_DATA
+                    or event is h11.PAUSED
+                    or isinstance(event, h11.ConnectionClosed)
+                ):
+                    return
+        except h11.ProtocolError:
+            self.broken = True
+
+
+def check_http1_message(data: bytes, header_len: int, method: bytes = b"GET") -> None:
+    """One sock.send of Http1Server: a whole response, its head counted as header;
+    its content as long as its Content-Length says, or none if it answers a HEAD
+    (RFC 9110 9.3.2: the length is the one a GET's content would have)."""
     head, body = data[:header_len], data[header_len:]
     m = _STATUS.match(head)
     assert m, f"not a status line: {head[:40]!r}"
@@ -128,7 +166,10 @@ def check_http1_message(data: bytes, header_len: int) -> None:
         if h.group(1).lower() == b"content-length":
             length = int(h.group(2))
         pos = h.end()
-    assert length == len(body), f"Content-Length {length} for {len(body)} bytes"
+    if method == b"HEAD":
+        assert body == b"" and length is not None, f"{len(body)} bytes after a HEAD"
+    else:
+        assert length == len(body), f"Content-Length {length} for {len(body)} bytes"
 
 
 # ---- http1-server -----------------------------------------------------------------------
@@ -145,6 +186,8 @@ def run_http1_server_case(case: StackCase, count: int, stats: dict) -> None:
     sock.deliver(Connected())
     queue: list[bytes] = []
     ended = False
+    requests = RequestMethods()  # what each response answers, in order
+    answered = 0
     for _ in range(count):
         if not queue:
             queue = pieces(rng, http1_stream(rng, False))
@@ -161,9 +204,12 @@ def run_http1_server_case(case: StackCase, count: int, stats: dict) -> None:
             ended = True
             sock.deliver(Closed("reset"))
         else:
+            requests.feed(chunk)
             sock.deliver(DataReceived(case.note("data", chunk)))
         for data, header_len in sock.sent:
-            check_http1_message(data, header_len)
+            assert answered < len(requests.methods), "a response to no request"
+            check_http1_message(data, header_len, requests.methods[answered])
+            answered += 1
         sock.sent.clear()
         assert server.protocol_errors <= 1, "errors counted after the connection was aborted"
         stats["inputs"] += 1
