@@ -410,6 +410,15 @@ ROUTING = Section(
             OPTIONAL,
             gt=0,
         ),
+        "dao_style": Field(
+            "str",
+            "RPL: refresh (absent), a node's own targets in a DAO every half lifetime and "
+            "its children's news passed up as it comes; gnrc, RIOT's gnrc_rpl: one DAO with "
+            "every route the node holds, 1 to 2 s after each DAO from a child and 60 to 61 s "
+            "after the last one was acknowledged or given up (docs/sixlowpan-rpl.md).",
+            OPTIONAL,
+            choices=("refresh", "gnrc"),
+        ),
         "default_lifetime": Field(
             "int",
             "RPL: route lifetime in lifetime units (DAOs are refreshed at half); absent: 30.",

@@ -509,6 +509,8 @@ class NetworkRoutingSettings(Settings):
     dao_ack: bool
     #: RPL: a DAO unacknowledged this long is sent again; absent: 5 s. (optional)
     dao_ack_timeout_s: float | None
+    #: RPL: refresh (absent), a node's own targets in a DAO every half lifetime and its children's news passed up as it comes; gnrc, RIOT's gnrc_rpl: one DAO with every route the node holds, 1 to 2 s after each DAO from a child and 60 to 61 s after the last one was acknowledged or given up (docs/sixlowpan-rpl.md). (optional)
+    dao_style: str | None
     #: RPL: route lifetime in lifetime units (DAOs are refreshed at half); absent: 30. (optional)
     default_lifetime: int | None
     #: RPL: the lifetime unit, seconds; absent: 60. (optional)

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from iotbench.net.rpl.codec import (
+    DAO,
     DIO,
     DIS,
     INFINITE_RANK,
@@ -432,6 +433,68 @@ def test_a_dao_awaiting_its_ack_never_repeats_news_that_newer_news_replaced():
     about_group = [tr.path_lifetime for m in sent for t, tr in m.targets if t.prefix == GROUP]
     assert about_group[0] == 0  # the No-Path itself, once
     assert len(about_group) > 2 and 0 not in about_group[1:]  # the DAO, and its retries
+
+
+GNRC = RplParams(dis_start_delay_s=1.0, dao_ack_timeout_s=3.0, dao_style="gnrc")
+
+
+def daos_from(net: Net, i: int, since: int = 0) -> list[Dao]:
+    return [m for j, m in net.messages[since:] if j == i and isinstance(m, Dao)]
+
+
+def test_gnrc_sends_every_route_in_one_dao_a_minute():
+    """RIOT's gnrc_rpl: n1's DAO names itself and everything below it, in one DAO,
+    and a DAO-ACK sends the next one 60 to 61 s later (gnrc_rpl_long_delay_dao)."""
+    net = Net(5, TREE, GNRC)
+    net.run(60.0)
+    assert {gl(i): ll(1) for i in range(1, 5)}.items() <= net.nodes[0].routes.items()
+    before = len(net.messages)
+    net.run(600.0)
+    own = [m for m in daos_from(net, 4, before)]  # a leaf: nothing below to trigger it
+    assert 8 <= len(own) <= 9  # 540 s at one DAO every 60 to 61 s (and its ACK's 10 ms)
+    assert all([t.prefix for t, _ in m.targets] == [gl(4)] for m in own)
+    n1 = daos_from(net, 1, before)
+    assert all({t.prefix for t, _ in m.targets} == {gl(1), gl(2), gl(3), gl(4)} for m in n1)
+    # n1 answers each DAO of its children (n2's, itself triggered by n4's, and n3's)
+    # with its own 1 to 2 s later: at least one a minute for each of its two children.
+    assert len(n1) >= 2 * 8
+
+
+def test_gnrc_tries_four_times_then_waits_a_minute():
+    net = Net(2, {(0, 1)}, GNRC)
+    net.run(30.0)
+    assert gl(1) in net.nodes[0].routes
+    net.links.clear()  # no DAO-ACK comes back any more
+    before = len(net.messages)
+    net.run(net.now + 140.0)
+    times = [t for t, i, code in net.sent[before:] if i == 1 and code == DAO]
+    # The minute's DAO, then three more 3 s apart (GNRC_RPL_DAO_SEND_RETRIES = 4),
+    # then a minute's wait (GNRC_RPL_DAO_DELAY_LONG) before the next.
+    gaps = [round(b - a, 3) for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[:3] == [3.0, 3.0, 3.0]
+    assert 63.0 <= gaps[3] <= 64.0
+    assert net.nodes[1].counters["dao_ack_timeouts"] >= 1
+
+
+def test_gnrc_postpones_a_parents_dao_while_its_children_keep_sending():
+    """gnrc_rpl_delay_dao restarts the 1 to 2 s wait: while a child's DAOs keep
+    coming less than a second apart, the parent sends none; 1 to 2 s after the
+    last, it sends one."""
+    net = Net(3, {(0, 1), (1, 2)}, GNRC)
+    net.run(30.0)
+    last = max(t for t, i, code in net.sent if i == 1 and code == DAO)
+    net.run(last + 5.0)  # acknowledged: the parent's next DAO is a minute on
+    parent = net.nodes[1]
+    before = len(net.messages)
+    for k in range(12):
+        net.run(net.now + 0.9)
+        code, body = encode(Dao(0, k, ((Target(gl(2), 128), Transit(30, 9 + k)),), True))
+        parent.receive(net.now, ll(2), ll(1), code, body)
+    barrage_end = net.now
+    net.run(barrage_end + 0.99)
+    assert daos_from(net, 1, before) == []
+    net.run(barrage_end + 2.0)
+    assert len(daos_from(net, 1, before)) == 1
 
 
 def test_bad_messages_are_counted_never_raised():

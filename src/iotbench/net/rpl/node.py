@@ -30,6 +30,15 @@ What it does:
   a parent change sends the old parent a No-Path DAO for everything below;
   DAOs are acknowledged hop by hop (K flag) and resent up to `dao_retries`
   times;
+- or, with `dao_style = "gnrc"`, DAOs as RIOT's gnrc_rpl sends them (at
+  the S4 study's commit, sys/net/gnrc/routing/rpl/gnrc_rpl.c and
+  gnrc_rpl_control_messages.c): one DAO carries this node's address and
+  every route it holds (gnrc_rpl_send_DAO walks the forwarding table), and
+  is sent 1 to 2 s after joining and after every DAO a child sends
+  (gnrc_rpl_delay_dao, which restarts the wait), up to `dao_retries` times
+  `dao_ack_timeout_s` apart until its ACK comes, and again 60 to 61 s after
+  the ACK or the last try (gnrc_rpl_long_delay_dao): a DAO a minute from
+  every node, and one up each path whenever a node below sends one;
 - a group's route remembers every child below which a member announced it
   (with each one's lifetime), so one child's No-Path or expiry leaves the
   group to the others; a node that is itself a member keeps its children's
@@ -49,6 +58,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, replace
+from typing import Final
 
 from iotbench.net.rpl import codec
 from iotbench.net.rpl.codec import (
@@ -114,6 +124,17 @@ class RplParams:
     #: Rank grows by one MinHopRankIncrease per hop whatever the link (RIOT's OF0,
     #: gnrc_rpl's of0.c); False: as the objective function computes it from ETX.
     hop_rank: bool = False
+    #: "refresh": own targets every half lifetime, children's news passed on (above);
+    #: "gnrc": RIOT's schedule, every route in one DAO a minute (the module's doc).
+    dao_style: str = "refresh"
+
+
+# RIOT's gnrc_rpl (sys/include/net/gnrc/rpl.h at the S4 study's commit): the wait
+# before a DAO after joining or a child's DAO (GNRC_RPL_DAO_DELAY_DEFAULT plus up
+# to GNRC_RPL_DAO_DELAY_JITTER), and before the next once one is acknowledged or
+# given up (GNRC_RPL_DAO_DELAY_LONG plus the same jitter).
+GNRC_DAO_DELAY_S: Final = (1.0, 2.0)
+GNRC_DAO_DELAY_LONG_S: Final = (60.0, 61.0)
 
 
 @dataclass(frozen=True)
@@ -221,6 +242,8 @@ class RplNode:
         self._forward_at: float | None = None
         self._dis_at: float | None = None
         self._refresh_at: float | None = None
+        self._gnrc = params.dao_style == "gnrc"
+        self._dao_tries = 0  # gnrc: DAOs sent since the last ACK or long wait
         self._now = 0.0
 
     # ------------------------------------------------------------------ state read
@@ -287,7 +310,13 @@ class RplNode:
         elif isinstance(message, Dao):
             self._on_dao(now, src, message)
         elif isinstance(message, DaoAck):
-            self._awaiting_ack.pop(message.sequence, None)
+            if self._gnrc:
+                # gnrc_rpl_recv_DAO_ACK: an accepted ACK ends the tries, whatever
+                # DAO it answers; the next DAO comes a minute on.
+                if message.status == 0 or message.sequence == self._dao_seq:
+                    self._long_wait(now)
+            else:
+                self._awaiting_ack.pop(message.sequence, None)
 
     def link_result(self, now: float, neighbour: bytes, acked: bool, transmissions: int) -> bool:
         """A unicast to `neighbour` ended. False: nothing here can have changed but the
@@ -334,7 +363,9 @@ class RplNode:
                 self._dis_at = now + self.params.dis_interval_s
         if self._dao_at is not None and now >= self._dao_at:
             self._dao_at = None
-            if self._dao_all:
+            if self._gnrc:
+                self._gnrc_dao(now)
+            elif self._dao_all:
                 self._advertise_all(now)
             else:
                 self._advertise_own(now)
@@ -548,10 +579,41 @@ class RplNode:
     def _schedule_dao(self, now: float, everything: bool = True) -> None:
         if self.root or not self.joined:
             return
+        if self._gnrc:  # gnrc_rpl_delay_dao: 1 to 2 s from now, tries afresh
+            self._dao_at = now + self.rng.uniform(*GNRC_DAO_DELAY_S)
+            self._dao_tries = 0
+            return
         self._dao_all = self._dao_all or everything
         delay = self.params.dao_delay_s * (0.5 + 0.5 * self.rng.random())
         if self._dao_at is None or now + delay < self._dao_at:
             self._dao_at = now + delay
+
+    def _gnrc_dao(self, now: float) -> None:
+        """gnrc_rpl's _dao_handle_send: the next try, or after the last the long wait."""
+        if self.root or not self.joined or self.preferred_parent is None:
+            return
+        if self._dao_tries >= self.params.dao_retries:
+            self._count("dao_ack_timeouts")
+            self._long_wait(now)
+            return
+        self._dao_tries += 1
+        for target in self.targets:
+            self.targets[target] = sequence_increment(self.targets[target])
+        everything = list(self.targets) + [t for t in self._routes if t not in self.targets]
+        pairs = [
+            (_target(t), Transit(self.config.default_lifetime, self._path_sequence(t)))
+            for t in everything
+        ]
+        self._dao_seq = sequence_increment(self._dao_seq)
+        self._send(self.preferred_parent, Dao(self.instance_id, self._dao_seq, tuple(pairs), True))
+        self._dao_at = now + self.params.dao_ack_timeout_s
+
+    def _long_wait(self, now: float) -> None:
+        """gnrc_rpl_long_delay_dao: the next DAO a minute on, tries afresh."""
+        if self.root or not self.joined:
+            return
+        self._dao_at = now + self.rng.uniform(*GNRC_DAO_DELAY_LONG_S)
+        self._dao_tries = 0
 
     def _lifetime_s(self, lifetime: int) -> float:
         return lifetime * self.config.lifetime_unit
@@ -652,6 +714,9 @@ class RplNode:
             route = self._store_route(now, address, src, transit)
             if route is not None:
                 passing.append((target, transit))
+        if self._gnrc:  # gnrc_rpl_recv_DAO: every route goes up in our next DAO
+            self._schedule_dao(now)
+            return
         if passing and not self.root:
             for target, transit in passing:
                 self._forward[target.prefix] = (target, transit)

@@ -675,6 +675,7 @@ def start_rpl(
         "max_neighbours": routing.max_neighbours,
         "etx_noack_penalty": routing.etx_noack_penalty,
         "max_group_routes": routing.max_group_routes,
+        "dao_style": routing.dao_style,
     }
     params = replace(params, **{k: v for k, v in given.items() if v is not None})
     gateway = topology.ids("gateway")[0]
