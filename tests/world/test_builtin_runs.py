@@ -511,8 +511,10 @@ def test_s4_ip_variants_run_rpl_on_the_shared_tree():
 
 def test_s4_wifi_costs_channel_11_frames_and_leaves_26_alone():
     """s4-wifi's office Wi-Fi, on Wi-Fi channel 1 as the Mercator measurements saw it at
-    S4's site: an IP variant on the study's channel 11 repeats more frames under it; on
-    26, which Wi-Fi channel 1 does not reach, it changes almost nothing."""
+    S4's site: an IP variant on the study's channel 11 finds its channel busy more
+    often and loses more frames to it; on 26, which Wi-Fi channel 1 does not reach, it
+    changes almost nothing. (Its frames' retransmissions are mostly the chips' own
+    deafness to each other, docs/studies/s4.md, which Wi-Fi adds to little.)"""
     m = {}
     for wifi in ("none", "office"):
         for channel in ("study", "26"):
@@ -529,9 +531,10 @@ def test_s4_wifi_costs_channel_11_frames_and_leaves_26_alone():
                 assert not aps
             expected = 11 if channel == "study" else 26
             assert run.config["network"]["radio"]["channel"] == expected
-            m[wifi, channel] = run_one(run.config, run.seed).metrics["mac_retransmissions_per_item"]
-    assert m["office", "study"] > 1.2 * m["none", "study"]
-    assert m["office", "26"] < 1.1 * m["none", "26"]
+            m[wifi, channel] = run_one(run.config, run.seed).metrics
+    for metric, more in (("mac_cca_busy", 2.0), ("phy_corrupted", 1.2)):
+        assert m["office", "study"][metric] > more * m["none", "study"][metric], metric
+        assert m["office", "26"][metric] < 1.1 * m["none", "26"][metric], metric
 
 
 # ---- S5: NDN over 802.15.4 ----------------------------------------------------------------

@@ -7,11 +7,13 @@ simulator. Addresses cross the boundary as (text address, port) tuples, like a
 real socket's, so the stack cannot tell the two worlds apart.
 
 On a node with a CPU (a device profile, network.device), each datagram in
-and out costs the profile's price of `operation`, and a stack behind a
-security layer (proto/coap/secured.py) also has its cryptography charged:
-what the layer counted since the last call (proto/crypto_work.py), priced
-by the profile, is spent before what that work produced is sent or handed
-on. The layer did the work at the call's time; its outputs wait for the CPU.
+and out costs the profile's price of `operation` (each datagram in only,
+where the profile's prices include what is sent in answer: the a8's). A
+stack behind a security layer (proto/coap/secured.py) also has its
+cryptography charged: what the layer counted since the last call
+(proto/crypto_work.py), priced by the profile, is spent before what that
+work produced is sent or handed on. The layer did the work at the call's
+time; its outputs wait for the CPU.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class DatagramDriver:
         self.header_length = header_length = functools.lru_cache(maxsize=64)(header_length)
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
+        # What a datagram sent costs: nothing where the profile's figures already
+        # include a message's answer (the a8's), else the same as one received.
+        self._send_cpu = None if self._cpu is None or node.profile.answers_included else self._cpu
         self._charged = getattr(stack, "crypto_work", None) if self._cpu is not None else None
         # Without a CPU the stack gets each datagram straight from UDP (the per-packet
         # path of most runs); with one, once the CPU has handled it.
@@ -93,8 +98,8 @@ class DatagramDriver:
         raw = self._raw.get(host)
         if raw is None:
             raw = self._raw[host] = address_bytes(host)
-        if self._cpu is not None:  # it leaves once the CPU has built it
-            self._cpu.run(
+        if self._send_cpu is not None:  # it leaves once the CPU has built it
+            self._send_cpu.run(
                 self._cost_s,
                 lambda: self.node.udp_send(self.port, raw, port, data, self.header_length(data)),
             )

@@ -113,12 +113,20 @@ class LinkStress(Observer):
         return sum(n * t / h for (t, h), n in self.histogram.items()) / total
 
 
+class FrameKeeper(Protocol):
+    """The gateway's MAC, as far as arrivals go (net/mac/csma.py)."""
+
+    def loses(self, pkt: Packet) -> bool: ...
+
+
 class GatewayArrivals(Observer):
     """When an item's content first reaches the gateway's radio: S4's time to content
     arrival ends there, where the study's packet counter (RIOT's pktcnt on the
     gateway's radio node) saw it, whether the application is on that node or on its
     host behind the serial line. `arrived(item id)` is called for every frame the
-    gateway receives with an item's content in it (`find_id`)."""
+    gateway receives with an item's content in it (`find_id`), except one its MAC
+    `mac` loses before the stack reads it (the AT86RF231's buffer overwritten): pktcnt
+    counts what the network stack hands it, which that frame never reaches."""
 
     def __init__(
         self,
@@ -126,14 +134,18 @@ class GatewayArrivals(Observer):
         media: Collection[object],
         find_id: Callable[[bytes], int | None],
         arrived: Callable[[int], None],
+        mac: FrameKeeper | None = None,
     ) -> None:
         self.gateway = gateway
         self.media = frozenset(media)
         self.find_id = find_id
         self.arrived = arrived
+        self.mac = mac
 
     def received(self, pkt: Packet, node: str) -> None:
         if node != self.gateway or pkt.medium not in self.media:
+            return
+        if self.mac is not None and self.mac.loses(pkt):
             return
         rid = self.find_id(pkt.data)
         if rid is not None:

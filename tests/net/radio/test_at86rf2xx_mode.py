@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 from radio_harness import RadioNet
 
+from iotbench.metrics.publish import GatewayArrivals
 from iotbench.net.mac.csma import SENT, MacParams
 from iotbench.net.packet import DATA, DELIVERED, MISSED
 from iotbench.net.radio import phy
@@ -95,12 +96,67 @@ def test_a_frame_arriving_as_the_next_is_loaded_is_acknowledged_then_lost(seed):
             assert n1_data.t_sent > ack.t_done  # loaded only after its ACK went out
 
 
+def n0s_reading(data: bytes) -> int | None:
+    """Reading 7 in n0's frame (RadioNet's payload), nothing in any other."""
+    return 7 if b"x" * 50 in data else None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_frame_the_chip_loses_never_counts_as_arrived_at_the_gateway(seed):
+    """S4's time to content arrival ends where the study's packet counter saw a
+    frame: in the gateway's network stack, which an overwritten frame never reaches
+    (metrics/publish.py's GatewayArrivals asks the gateway's MAC)."""
+    t0 = frame_start(seed)
+    airtime = (50 + 25 + phy.PHY_HEADER_BYTES) * phy.BYTE_S
+    for params, counted in ((EXTENDED, []), (MacParams(), [7])):
+        net = RadioNet([(0, 0, 0), (10, 0, 0)], seed=seed, params=params)
+        arrived: list[int] = []
+        net.observers.add(
+            GatewayArrivals("n1", (net.medium,), n0s_reading, arrived.append, net.macs[1])
+        )
+        net.send_at(1.0, 0, 1)
+        net.sim.at(t0 + airtime / 2, net.macs[1].send, net.address(0), b"z" * 20)
+        net.sim.run()
+        assert net.frames(0)[0].fate == DELIVERED  # on the air, it reached n1's radio
+        assert arrived == counted
+
+
+def two_frames(params: MacParams, seed: int, probe_after: float | None = None):
+    """n1 queues two frames for n0 at once; with `probe_after`, whether n1's radio
+    takes frames that long after its first transaction ended."""
+    net = RadioNet([(0, 0, 0), (10, 0, 0)], seed=seed, params=params)
+    for payload in (b"a" * 30, b"b" * 30):
+        net.sim.at(1.0, net.macs[1].send, net.address(0), payload)
+    listening: list[bool] = []
+    if probe_after is not None:
+        net.sim.at(probe_after, lambda: listening.append(not net.radios[1].frames_off))
+    net.sim.run()
+    return net, listening
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_queued_frames_follow_each_other_with_the_chip_deaf_in_between(seed):
+    """With a second frame queued, the driver loads it as the first transaction
+    ends and the chip stays in TX_ARET: no interframe space, and no moment in
+    which it takes a frame. The standard's MAC listens through its IFS."""
+    net, _ = two_frames(EXTENDED, seed)
+    first_done = net.sent[0][0]
+    gap = 0.5 * phy.SIFS_S
+    for params, listens in ((EXTENDED, False), (MacParams(), True)):
+        net, listening = two_frames(params, seed, probe_after=first_done + gap)
+        assert [status for _t, _n, _d, status, _x in net.sent] == [SENT, SENT]
+        assert net.sent[0][0] == first_done  # the same first transaction
+        assert listening == [listens]
+
+
 def test_the_scenario_kind_at86rf2xx_runs_the_extended_mode():
+    # S4's scenarios run their nodes' AT86RF231 as it is (bases/s4.toml).
     (run,) = expand(
         load_scenario("s4-single-hop-scheduled"),
         {"variant": ["coap-put-non"], "interval": ["5s"]},
-        {"network.mac.kind": "at86rf2xx", "workload.duration_s": 30.0},
+        {"workload.duration_s": 30.0},
     )
+    assert run.config["network"]["mac"]["kind"] == "at86rf2xx"
     metrics = run_one(run.config, run.seed).metrics
     # RPL's first DIOs come fast enough to meet a load now and then; readings
     # every 5 s do not, and all of them arrive.
@@ -109,7 +165,7 @@ def test_the_scenario_kind_at86rf2xx_runs_the_extended_mode():
     (plain,) = expand(
         load_scenario("s4-single-hop-scheduled"),
         {"variant": ["coap-put-non"], "interval": ["5s"]},
-        {"workload.duration_s": 30.0},
+        {"network.mac.kind": "ieee802154", "workload.duration_s": 30.0},
     )
     assert "mac_overwritten" not in run_one(plain.config, plain.seed).metrics
 

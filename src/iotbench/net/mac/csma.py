@@ -29,7 +29,10 @@ AT86RF231 datasheet, 7.2.4). The driver loads a frame only once the radio is
 done receiving (at86rf2xx_set_state waits out BUSY_RX_AACK, the frame and
 its automatic ACK): a frame for this node that was arriving then is
 acknowledged, and then overwritten in the buffer before the driver reads it,
-so it is lost though its sender saw the ACK (`counters.overwritten`).
+so it is lost though its sender saw the ACK (`counters.overwritten`). With
+more frames queued, the next transaction follows at once, the chip deaf in
+between (at86rf2xx_tx_prepare waits out BUSY_TX_ARET to load it); only an
+empty queue returns the chip to receiving.
 
 Frames wait in a bounded transmit queue; a frame that finds it full is
 dropped. The radio stays on (no duty cycling). A duty-cycling MAC (a
@@ -399,6 +402,13 @@ class CsmaMac:
 
     def _finish(self, out: _Outgoing, status: str) -> None:
         """The frame is done with (sent, or given up); on to the next after the IFS."""
+        if self.extended and self._queue:
+            # The driver's thread waits to load the next frame as the transaction
+            # ends (at86rf2xx_tx_prepare), and the chip stays in TX_ARET_ON: the
+            # next transaction starts at once, the radio deaf in between.
+            self._release(out, status, out.retries + 1)
+            self._next()
+            return
         self.radio.frames_off = False  # (extended mode: the transaction is over)
         self._release(out, status, out.retries + 1)
         if status == SENT and self.params.interframe_spacing:
@@ -439,11 +449,17 @@ class CsmaMac:
             return
         if fc & mac.ACK_REQUEST:
             self._send_ack(seq, sender)
-        overwriting = self._overwriting
-        if overwriting is not None and overwriting.pkt is pkt:
+        if self.loses(pkt):
             self.counters.overwritten += 1  # loaded over before the driver read it
             return
         self._take(pkt, fc, seq)
+
+    def loses(self, pkt: Packet) -> bool:
+        """Whether this frame, which the radio is taking, is lost in the chip's buffer
+        though acknowledged (extended mode: the driver loaded a frame over it), so
+        that nothing above the radio ever sees it."""
+        overwriting = self._overwriting
+        return overwriting is not None and overwriting.pkt is pkt
 
     def _take(self, pkt: Packet, fc: int, seq: int) -> None:
         """A data frame for this node, acknowledged: on to the upper layer, unless it

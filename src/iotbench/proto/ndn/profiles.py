@@ -130,6 +130,11 @@ class DeviceProfile:
     #: Operations a profile may leave out: a device measured for its IP stack only
     #: (rm090) has no NDN or cryptography costs, and asking for one is an error.
     partial: bool = False
+    #: The IP stacks' message costs price a message received together with what
+    #: is sent in answer (a8: measured per PUT answered, per notification taken),
+    #: so an application's datagrams are charged when they arrive, not again when
+    #: its answers leave. Otherwise (m3, rm090: per message in or out) both are.
+    answers_included: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.costs_s) - set(OPERATIONS)
@@ -311,6 +316,7 @@ PROFILES: dict[str, DeviceProfile] = {
         pit_budget_bytes=4096 * PIT_ENTRY_BYTES,
         fib_budget_bytes=4096 * FIB_ENTRY_BYTES,
         pktbuf_bytes=212_992,
+        answers_included=True,
     ),
     "rm090": DeviceProfile(
         name="rm090",

@@ -167,6 +167,7 @@ class PublishWorkload(Workload):
                     (radio.medium,),
                     getattr(self.sender, "content_id", find_reading_id),
                     self._at_gateway,
+                    radio.macs[gateway],
                 )
             )
         self.period: PeriodTraffic | None = None
