@@ -71,8 +71,10 @@ time at the study's pace at its 50 ms interval (a wait drawn from 25 to
 its quantiles, and how often the A8 would still be working on a PUT when
 the producer sends the next one (what every loss mechanism of the
 gateway's path needs, docs/studies/s4.md, "PUT at 50 ms"), also were the
-A8 slower than CoreMark says (SLOWER_FACTORS). CoreMark moves with the
-machine's speed: measure it the same hour and pass it with --coremark.
+A8 slower than CoreMark says (SLOWER_FACTORS), and their spread relative to
+the median (the profiles' MEASURED_SPREADS, which `network.uplink.cost_spread`
+draws from). CoreMark moves with the machine's speed: measure it the same hour
+and pass it with --coremark.
 
 Method, sources and figures: docs/performance.md, "Gateway software costs".
 """
@@ -94,6 +96,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from iotbench.proto.ndn.profiles import SPREAD_PROBABILITIES
 
 #: CoreMark 1.0 of this machine, one core (2-core AMD EPYC virtual machine; 2026-11-26):
 #: github.com/eembc/coremark at d5fad6b, `make compile` (GCC 12.2.0, -O2, the
@@ -600,6 +604,23 @@ def answers_row(name: str, times_s: list[float], ratio: float) -> str:
     )
 
 
+def spread_row(times_s: list[float]) -> str:
+    """A PUT server's per-PUT times relative to their median at SPREAD_PROBABILITIES:
+    the form the device profiles keep a measured spread in (MEASURED_SPREADS), which
+    runs draw from with `network.uplink.cost_spread`."""
+    ordered = sorted(times_s)
+    median = statistics.median(ordered)
+    knots = [quantile(ordered, p) / median for p in SPREAD_PROBABILITIES[:-1]]
+    knots.append(ordered[-1] / median)
+    return (
+        "  spread, time / median at p"
+        + ", ".join(f"{p * 100:g}" for p in SPREAD_PROBABILITIES)
+        + ":\n    ("
+        + ", ".join(f"{k:.3f}" for k in knots)
+        + ")"
+    )
+
+
 def print_answers(messages: int, quiet: bool, ratio: float) -> None:
     """--answers: each PUT's own time at the study's 50 ms pace, CON and NON, and
     the floor: a plain loop's time per datagram received and answered so."""
@@ -640,6 +661,7 @@ def print_answers(messages: int, quiet: bool, ratio: float) -> None:
                 + " / ".join(f"{share:.2%}" for share in shares),
                 flush=True,
             )
+            print(spread_row(times), flush=True)
     print("-" * len(header))
     print(
         "A8 busy at next PUT: the share of readings whose PUT the A8 is still working on "

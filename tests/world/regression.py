@@ -48,6 +48,7 @@ CASES: list[tuple[str, dict, dict]] = [
     ("s4-single-hop-scheduled", {"workload.items": 100}, {}),
     ("s4-single-hop-unscheduled", {"workload.items": 100}, {}),
     ("s4-security", {"workload.items": 50}, {}),
+    ("s4-gateway-speed", {"workload.items": 100, "repetitions": 1}, {"a8_slowdown": [1.0, 2.0]}),
     ("s4-multi-hop", {"workload.duration_s": 300.0}, {"interval": ["30s"], "network_seed": [8]}),
     (
         "s4-wifi",

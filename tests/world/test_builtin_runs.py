@@ -26,6 +26,7 @@ def test_every_builtin_is_covered_here() -> None:
         "s1-object-download",
         "s2-coap-vs-http",
         "s3-robustness",
+        "s4-gateway-speed",
         "s4-multi-hop",
         "s4-security",
         "s4-single-hop-scheduled",
@@ -464,6 +465,24 @@ def test_s4_unscheduled_ndn_interests_wait_in_the_pits():
     # heap holds them all.
     assert m["pit_occupancy_max"] >= 8 and m["pit_full_drops"] == 0
     assert m["tta_mean_s"] > 1.0
+
+
+def test_s4_gateway_speed_loses_more_readings_the_slower_the_a8():
+    """s4-gateway-speed: the slower the A8 answers PUTs at 50 ms, the more often its
+    2.04 is loaded into the border router's AT86RF231 as the next PUT arrives, which
+    overwrites it there (a NON reading lost though its ACK came)."""
+    metrics = {}
+    for slowdown in (1.0, 2.0):
+        (run,) = runs(
+            "s4-gateway-speed",
+            {"variant": ["coap-put-non"], "a8_time": ["spread"], "a8_slowdown": [slowdown]},
+            {"workload.items": 300, "repetitions": 1},
+        )
+        metrics[slowdown] = run_one(run.config, run.seed).metrics
+    fast, slow = metrics[1.0], metrics[2.0]
+    assert fast["delivery_ratio"] > 0.98
+    assert slow["delivery_ratio"] < fast["delivery_ratio"] - 0.03
+    assert slow["mac_overwritten"] > fast["mac_overwritten"] + 5
 
 
 def test_s4_multi_hop_shares_one_tree_four_to_six_hops_deep():

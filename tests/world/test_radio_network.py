@@ -555,6 +555,70 @@ def test_the_gateway_host_pays_once_per_put_answered(monkeypatch, coap_type):
     assert producer.cpu.busy_s == pytest.approx(20 * get_profile("m3").cost_s("coap_message"))
 
 
+def _a8_host_after_puts(monkeypatch, tmp_path, a8_time: str, slowdown: float = 1.0):
+    """The a8 host after 10 PUTs NON of s4-gateway-speed, 5 s apart (so that each
+    arrives and the host has handled each when the run ends)."""
+    from spies import instances
+
+    from iotbench.apps.driver import DatagramDriver
+    from iotbench.scenarios import load_scenario
+
+    path = tmp_path / "unhurried.toml"
+    path.write_text(
+        'extends = "s4-gateway-speed"\nname = "unhurried"\n'
+        "[axes.interval.5s]\nworkload = { interval_s = 5.0 }\n"
+    )
+    drivers = instances(monkeypatch, DatagramDriver)
+    (run, *_) = expand(
+        load_scenario(path),
+        {"variant": ["coap-put-non"], "a8_time": [a8_time], "a8_slowdown": [slowdown]},
+        {"workload.items": 10},
+    )
+    metrics = run_one(run.config, run.seed).metrics
+    assert metrics["delivery_ratio"] == 1.0
+    (host,) = [d.node for d in drivers if d.node.profile.name == "a8"]
+    return host
+
+
+def test_the_gateway_host_draws_each_puts_time_from_its_measured_spread(monkeypatch, tmp_path):
+    """network.uplink.cost_spread: each PUT costs the a8's median times a factor drawn
+    from the measured spread, seeded with the run: the same run charges the same."""
+    from iotbench.proto.ndn.profiles import MEASURED_SPREADS, get_profile
+
+    median_s = get_profile("a8").cost_s("coap_message")
+    knots = MEASURED_SPREADS["a8"]["coap_message"].knots
+    busy = [_a8_host_after_puts(monkeypatch, tmp_path, "spread").cpu.busy_s for _ in range(2)]
+    assert busy[0] == busy[1]
+    assert busy[0] != pytest.approx(10 * median_s, rel=1e-6)
+    assert 10 * knots[0] * median_s < busy[0] < 10 * knots[-1] * median_s
+    # Without it, the median every time.
+    host = _a8_host_after_puts(monkeypatch, tmp_path, "median")
+    assert host.cpu.busy_s == pytest.approx(10 * median_s)
+
+
+def test_the_gateway_host_can_run_slower_than_its_profile(monkeypatch, tmp_path):
+    from iotbench.proto.ndn.profiles import get_profile
+
+    host = _a8_host_after_puts(monkeypatch, tmp_path, "median", slowdown=1.5)
+    assert host.cpu.busy_s == pytest.approx(10 * 1.5 * get_profile("a8").cost_s("coap_message"))
+
+
+def test_a_spread_the_profile_was_not_measured_for_is_a_clear_error(tmp_path):
+    """Found when the scenario is read, before any run: the key, what it needs."""
+    from iotbench.scenarios import load_scenario
+    from iotbench.scenarios.errors import ScenarioError
+
+    path = tmp_path / "slow.toml"
+    path.write_text(
+        'extends = "s4-single-hop-scheduled"\nname = "slow"\n'
+        "[axes.variant.put]\n"
+        'network = { roles = { client = "uplink" }, uplink = { kind = "serial", '
+        'profile = "m3", cost_spread = true } }\n'
+    )
+    with pytest.raises(ScenarioError, match=r"uplink\.cost_spread.*profile = 'a8'.*not 'm3'"):
+        expand(load_scenario(path), {}, {})
+
+
 def test_a_busy_node_queues_its_work():
     from iotbench.sim import Simulator
     from iotbench.sim.cpu import Cpu

@@ -52,6 +52,13 @@ class DatagramDriver:
         self.header_length = header_length = functools.lru_cache(maxsize=64)(header_length)
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
+        # Where the profile has a measured spread for the operation, each message
+        # draws its time from it (network.uplink.cost_spread), seeded per node.
+        spread = node.profile.spreads.get(operation) if self._cpu is not None else None
+        self._cost_factor: Callable[[], float] | None = None
+        if spread is not None:
+            rng = sim.rng(f"cpu-spread/{node.name}/{operation}")
+            self._cost_factor = lambda: spread.factor(rng.random())
         # What a datagram sent costs: nothing where the profile's figures already
         # include a message's answer (the a8's), else the same as one received.
         self._send_cpu = None if self._cpu is None or node.profile.answers_included else self._cpu
@@ -74,7 +81,10 @@ class DatagramDriver:
     ) -> None:
         cpu = self._cpu
         assert cpu is not None  # (bound as the port's handler only on a node with a CPU)
-        cpu.run(self._cost_s, lambda: self._receive(payload, src, sport, dport, dst))
+        cost_s = self._cost_s
+        if self._cost_factor is not None:
+            cost_s *= self._cost_factor()
+        cpu.run(cost_s, lambda: self._receive(payload, src, sport, dport, dst))
 
     def _receive(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         host = self._text.get(src)

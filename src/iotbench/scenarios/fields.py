@@ -50,6 +50,9 @@ OPTIONAL = _Marker("OPTIONAL")  # may be absent, and then stays absent
 #: operation, which rm090 (measured for Contiki's IP stack only) does not.
 DEVICE_PROFILES = ("m3", "samr21", "a8", "host", "rm090", "em-host")
 NDN_DEVICE_PROFILES = ("m3", "samr21", "a8", "host")
+#: The profiles with a measured spread of their costs (proto/ndn/profiles.py
+#: MEASURED_SPREADS), which network.uplink.cost_spread draws from.
+SPREAD_DEVICE_PROFILES = ("a8",)
 
 
 class Invalid(Exception):

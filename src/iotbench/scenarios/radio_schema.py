@@ -17,6 +17,7 @@ from iotbench.net.radio.chips import CHIPS
 from iotbench.scenarios.fields import (
     DEVICE_PROFILES,
     OPTIONAL,
+    SPREAD_DEVICE_PROFILES,
     Field,
     Invalid,
     Section,
@@ -652,6 +653,22 @@ UPLINK = Section(
             OPTIONAL,
             choices=DEVICE_PROFILES,
         ),
+        "cost_spread": Field(
+            "bool",
+            "Each message's CPU time drawn from the spread measured for the profile's "
+            "program (a8: the study's aiocoap PUT server one PUT at a time, "
+            "bench/gateway_costs.py --answers) instead of its median; operations without "
+            "a measured spread keep their median; absent: false.",
+            OPTIONAL,
+        ),
+        "cpu_slowdown": Field(
+            "float",
+            "The host runs its programs this many times slower than its profile says: a "
+            "what-if for a factor nobody measured (the A8's Python against CoreMark, "
+            "docs/studies/s4.md); absent: 1.",
+            OPTIONAL,
+            gt=0,
+        ),
     },
     optional=True,
 )
@@ -742,6 +759,14 @@ def check_radio_network(network: Table) -> None:
     client = network["roles"]["client"]
     if client == "uplink" and "uplink" not in network:
         raise Invalid(("roles", "client"), "uplink needs a network.uplink section")
+    uplink = network.get("uplink", {})
+    if uplink.get("cost_spread") and uplink.get("profile") not in SPREAD_DEVICE_PROFILES:
+        raise Invalid(
+            ("uplink", "cost_spread"),
+            f"needs a profile with a measured spread (network.uplink.profile = "
+            f"{', '.join(repr(p) for p in SPREAD_DEVICE_PROFILES)}), not "
+            f"{uplink.get('profile')!r}",
+        )
     second = network.get("second")
     if second is not None and second["channel"] == network["radio"]["channel"]:
         raise Invalid(

@@ -601,6 +601,10 @@ class NetworkUplinkSettings(Settings):
     queue_packets: int
     #: The host's device profile (proto/ndn/profiles.py): CPU time of each message its applications handle; absent: no CPU time. (optional)
     profile: str | None
+    #: Each message's CPU time drawn from the spread measured for the profile's program (a8: the study's aiocoap PUT server one PUT at a time, bench/gateway_costs.py --answers) instead of its median; operations without a measured spread keep their median; absent: false. (optional)
+    cost_spread: bool | None
+    #: The host runs its programs this many times slower than its profile says: a what-if for a factor nobody measured (the A8's Python against CoreMark, docs/studies/s4.md); absent: 1. (optional)
+    cpu_slowdown: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,21 @@ from iotbench.proto.ndn.app import NdnApp
 from iotbench.proto.ndn.data import make_data
 from iotbench.proto.ndn.interest import make_interest
 from iotbench.proto.ndn.name import Name
-from iotbench.proto.ndn.profiles import OPERATIONS, PROFILES, get_profile
+from iotbench.proto.ndn.profiles import (
+    MEASURED_SPREADS,
+    OPERATIONS,
+    PROFILES,
+    SPREAD_PROBABILITIES,
+    CostSpread,
+    get_profile,
+)
 from iotbench.proto.ndn.signing import HmacSha256Signer, HmacSha256Verifier, verify
 from iotbench.proto.ndn.types import NackReason
-from iotbench.scenarios.fields import DEVICE_PROFILES, NDN_DEVICE_PROFILES
+from iotbench.scenarios.fields import (
+    DEVICE_PROFILES,
+    NDN_DEVICE_PROFILES,
+    SPREAD_DEVICE_PROFILES,
+)
 
 
 def _pair(**config):
@@ -248,3 +259,48 @@ def test_a_partial_profile_names_what_it_was_measured_for():
 def test_scenarios_offer_every_profile_and_ndn_only_the_whole_ones():
     assert set(DEVICE_PROFILES) == set(PROFILES)
     assert all(not PROFILES[name].partial for name in NDN_DEVICE_PROFILES)
+    assert set(SPREAD_DEVICE_PROFILES) == set(MEASURED_SPREADS)
+
+
+def test_a_cost_spread_is_drawn_through_its_knots():
+    """A measured spread is a piecewise-linear distribution through its quantiles:
+    drawn at evenly spaced probabilities, its values fall between the knots they lie
+    between, and their quantiles are the knots."""
+    spread = MEASURED_SPREADS["a8"]["coap_message"]
+    assert spread.factor(0.0) == spread.knots[0]
+    assert spread.factor(0.5) == 1.0
+    assert spread.factor(1.0) == spread.knots[-1]
+    # Halfway between p90 and p95, halfway between their knots.
+    p90, p95 = spread.knots[18], spread.knots[19]
+    assert spread.factor(0.925) == pytest.approx((p90 + p95) / 2)
+    draws = sorted(spread.factor((i + 0.5) / 20_000) for i in range(20_000))
+    for probability, knot in zip(SPREAD_PROBABILITIES[1:-1], spread.knots[1:-1], strict=True):
+        assert spread.factor(probability) == pytest.approx(knot)
+        assert draws[int(probability * 20_000)] == pytest.approx(knot, abs=1e-2)
+    assert sum(draws) / len(draws) == pytest.approx(spread.mean(), rel=1e-3)
+    # Its median is the profile's figure: the spread lengthens some PUTs and
+    # shortens others about as much (the mean is within 3 % of the median).
+    assert 1.0 < spread.mean() < 1.03
+
+
+def test_a_cost_spread_refuses_knots_it_cannot_draw_from():
+    with pytest.raises(ValueError, match="knots"):
+        CostSpread((1.0, 2.0))
+    with pytest.raises(ValueError, match="rising"):
+        CostSpread(tuple(reversed(MEASURED_SPREADS["a8"]["coap_message"].knots)))
+
+
+def test_a_profile_takes_its_measured_spread_and_a_slowdown():
+    a8 = get_profile("a8")
+    assert a8.spreads == {}  # the median, unless a run asks for the spread
+    assert (
+        a8.with_measured_spread().spreads["coap_message"]
+        is (MEASURED_SPREADS["a8"]["coap_message"])
+    )
+    slowed = a8.slowed(1.5)
+    assert slowed.cost_s("coap_message") == pytest.approx(1.5 * a8.cost_s("coap_message"))
+    assert slowed.cost_s("mqttsn_message") == pytest.approx(1.5 * a8.cost_s("mqttsn_message"))
+    with pytest.raises(ValueError, match="above 0"):
+        a8.slowed(0)
+    with pytest.raises(ValueError, match="m3.*no measured spread.*measured: a8"):
+        get_profile("m3").with_measured_spread()

@@ -72,6 +72,7 @@ what one application has in flight; the interface queue behind it holds
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -110,6 +111,46 @@ OPERATIONS = (
     "mqttsn_message",
 )
 
+#: Where a measured spread of an operation's CPU time is kept: its time relative
+#: to the median at these probabilities (the minimum, every 5 %, p99, p99.9 and
+#: the maximum), printed so by `bench/gateway_costs.py --answers`.
+SPREAD_PROBABILITIES = (*(i / 20 for i in range(20)), 0.99, 0.999, 1.0)
+
+
+@dataclass(frozen=True)
+class CostSpread:
+    """A measured distribution of an operation's CPU time relative to its median:
+    `knots[i]` is the time / median at SPREAD_PROBABILITIES[i]. Drawn by inverting
+    the piecewise-linear distribution function through the knots."""
+
+    knots: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.knots) != len(SPREAD_PROBABILITIES):
+            raise ValueError(
+                f"a cost spread has {len(SPREAD_PROBABILITIES)} knots, not {len(self.knots)}"
+            )
+        if any(b < a for a, b in zip(self.knots, self.knots[1:])) or self.knots[0] <= 0:
+            raise ValueError(f"a cost spread's knots must be positive and rising: {self.knots}")
+
+    def factor(self, u: float) -> float:
+        """The time / median at probability `u` (0 <= u <= 1)."""
+        probabilities, knots = SPREAD_PROBABILITIES, self.knots
+        i = bisect.bisect_right(probabilities, u) - 1
+        if i >= len(knots) - 1:
+            return knots[-1]
+        p0, p1 = probabilities[i], probabilities[i + 1]
+        return knots[i] + (knots[i + 1] - knots[i]) * (u - p0) / (p1 - p0)
+
+    def mean(self) -> float:
+        """The mean time / median (the distribution is linear between knots)."""
+        probabilities, knots = SPREAD_PROBABILITIES, self.knots
+        return sum(
+            (p1 - p0) * (k0 + k1) / 2
+            for p0, p1, k0, k1 in zip(probabilities, probabilities[1:], knots, knots[1:])
+        )
+
+
 PIT_ENTRY_BYTES = 128
 FIB_ENTRY_BYTES = 64
 
@@ -135,6 +176,10 @@ class DeviceProfile:
     #: so an application's datagrams are charged when they arrive, not again when
     #: its answers leave. Otherwise (m3, rm090: per message in or out) both are.
     answers_included: bool = False
+    #: Operations whose CPU time each message draws from a measured spread
+    #: (CostSpread) instead of charging its median: empty unless a run asks
+    #: for it (`with_measured_spread`).
+    spreads: Mapping[str, CostSpread] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.costs_s) - set(OPERATIONS)
@@ -158,6 +203,24 @@ class DeviceProfile:
             raise ValueError(
                 f"unknown operation {operation!r}; known: {', '.join(OPERATIONS)}"
             ) from None
+
+    def with_measured_spread(self) -> DeviceProfile:
+        """This profile, its measured operations' times drawn from their spread."""
+        measured = MEASURED_SPREADS.get(self.name)
+        if not measured:
+            raise ValueError(
+                f"device profile {self.name!r} has no measured spread; "
+                f"measured: {', '.join(sorted(MEASURED_SPREADS))}"
+            )
+        return dataclasses.replace(self, spreads=measured)
+
+    def slowed(self, factor: float) -> DeviceProfile:
+        """This profile on a processor `factor` times slower (every cost times it)."""
+        if not factor > 0:
+            raise ValueError(f"a CPU slowdown must be above 0, not {factor!r}")
+        return dataclasses.replace(
+            self, costs_s={op: cost * factor for op, cost in self.costs_s.items()}
+        )
 
     def crypto_s(self, work: Work) -> float:
         """CPU time of a security layer's `work` (proto/crypto_work.py): its AES
@@ -363,6 +426,22 @@ PROFILES["em-host"] = dataclasses.replace(
     description="Linux host running S6's Entity Manager (apps/em, Python), measured",
     costs_s={**_HOST_COSTS, "coap_message": 21.5 * _US},
 )
+
+# The spread of the a8's `coap_message`: the study's PUT server (aiocoap 0.3 on
+# Python 3.6, printing each PUT) taking 1,000 PUTs one at a time, 25 to 75 ms
+# apart as the study's producer sent them at 50 ms, its CPU time from one PUT to
+# the next relative to the median (`python bench/gateway_costs.py --quick
+# --peer-python <py3.6 with aiocoap 0.3> --answers 1000`, 2026-11-29,
+# docs/performance.md); CON's and NON's quantiles averaged. A run that draws it
+# charges the profile's median (12 ms) times a factor drawn from it.
+MEASURED_SPREADS: dict[str, dict[str, CostSpread]] = {
+    "a8": {
+        "coap_message": CostSpread(
+            (0.642, 0.799, 0.853, 0.885, 0.908, 0.925, 0.942, 0.956, 0.972, 0.986, 1.0, 1.011)
+            + (1.029, 1.047, 1.067, 1.087, 1.114, 1.143, 1.184, 1.265, 1.504, 2.634, 2.634)
+        ),
+    },
+}
 
 
 def get_profile(name: str) -> DeviceProfile:

@@ -736,7 +736,7 @@ def _uplink(
             sim, cfg, gateway, where.gateway_address, host, where.host_address, observers
         )
     if cfg.profile is not None:
-        host.use_cpu(Cpu(sim), get_profile(cfg.profile))
+        host.use_cpu(Cpu(sim), uplink_profile(cfg))
     hosts[where.name], interfaces[where.name] = host, host_if
     net.roles["uplink"] = (where.name,)
     # The border router's default route leads out of the radio network, to the uplink;
@@ -771,6 +771,18 @@ def _ethernet(
         observers=observers,
     )
     return a_if, b_if, link
+
+
+def uplink_profile(cfg: NetworkUplinkSettings) -> DeviceProfile:
+    """The uplink host's device profile, slowed by `cpu_slowdown` and with its
+    measured spreads drawn if `cost_spread` asks for them."""
+    assert cfg.profile is not None
+    profile = get_profile(cfg.profile)
+    if cfg.cpu_slowdown is not None and cfg.cpu_slowdown != 1:
+        profile = profile.slowed(cfg.cpu_slowdown)
+    if cfg.cost_spread:  # (the schema checked the profile has one)
+        profile = profile.with_measured_spread()
+    return profile
 
 
 def _serial(
