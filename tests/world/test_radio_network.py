@@ -617,6 +617,11 @@ def test_a_spread_the_profile_was_not_measured_for_is_a_clear_error(tmp_path):
     )
     with pytest.raises(ScenarioError, match=r"uplink\.cost_spread.*profile = 'a8'.*not 'm3'"):
         expand(load_scenario(path), {}, {})
+    path.write_text(
+        path.read_text().replace('profile = "m3", cost_spread = true', "cpu_slowdown = 2.0")
+    )
+    with pytest.raises(ScenarioError, match=r"uplink\.cpu_slowdown.*set network\.uplink\.profile"):
+        expand(load_scenario(path), {}, {})
 
 
 def test_a_busy_node_queues_its_work():

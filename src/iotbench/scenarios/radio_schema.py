@@ -760,6 +760,11 @@ def check_radio_network(network: Table) -> None:
     if client == "uplink" and "uplink" not in network:
         raise Invalid(("roles", "client"), "uplink needs a network.uplink section")
     uplink = network.get("uplink", {})
+    if uplink.get("cpu_slowdown") is not None and uplink.get("profile") is None:
+        raise Invalid(
+            ("uplink", "cpu_slowdown"),
+            "slows the host's device profile: set network.uplink.profile too",
+        )
     if uplink.get("cost_spread") and uplink.get("profile") not in SPREAD_DEVICE_PROFILES:
         raise Invalid(
             ("uplink", "cost_spread"),
