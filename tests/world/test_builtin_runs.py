@@ -574,10 +574,10 @@ def airtime(frame_bytes: int) -> float:
 
 @pytest.mark.parametrize(("size", "fragments"), [(100, 1), (196, 2)])
 def test_s5_remote_cache_round_trip_is_airtime_plus_forwarding_plus_csma(size, fragments):
-    """Over the CSMA/CA MAC every data frame waits a random backoff, a CCA and the
-    RX->TX turnaround before it goes on the air; nothing else adds to the round trip
-    on a clean two-node link (acknowledgments come back while the other side
-    computes, and cost only when a sender's next CCA meets its own ACK)."""
+    """Under the AT86RF231's CSMA every data frame waits a random backoff, a CCA and
+    the RX->TX turnaround before it goes on the air; nothing else adds to the round
+    trip on a clean two-node link (acknowledgments come back while the other side
+    computes, and the chip starts a frame's CSMA only after its own ACK has left)."""
     m = s5("remote-cache", size, items=40)
     assert m["items_delivered"] == 40
     assert m["fragments_per_data"] == fragments
