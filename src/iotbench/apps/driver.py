@@ -81,10 +81,13 @@ class DatagramDriver:
     ) -> None:
         cpu = self._cpu
         assert cpu is not None  # (bound as the port's handler only on a node with a CPU)
-        cost_s = self._cost_s
-        if self._cost_factor is not None:
-            cost_s *= self._cost_factor()
-        cpu.run(cost_s, lambda: self._receive(payload, src, sport, dport, dst))
+        cpu.run(self._message_cost_s(), lambda: self._receive(payload, src, sport, dport, dst))
+
+    def _message_cost_s(self) -> float:
+        """What handling one message costs: the profile's price, or a draw from its
+        measured spread."""
+        factor = self._cost_factor
+        return self._cost_s if factor is None else self._cost_s * factor()
 
     def _receive(self, payload: bytes, src: bytes, sport: int, dport: int, dst: bytes) -> None:
         host = self._text.get(src)
@@ -110,7 +113,7 @@ class DatagramDriver:
             raw = self._raw[host] = address_bytes(host)
         if self._send_cpu is not None:  # it leaves once the CPU has built it
             self._send_cpu.run(
-                self._cost_s,
+                self._message_cost_s(),
                 lambda: self.node.udp_send(self.port, raw, port, data, self.header_length(data)),
             )
         else:
