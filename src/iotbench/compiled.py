@@ -66,9 +66,21 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.net.mac.contiki_csma",
     ),
     "iotbench.compiled_lowpan": (
+        "iotbench.net.lowpan.dispatch",
         "iotbench.net.lowpan.codec",
         "iotbench.net.lowpan.fragments",
         "iotbench.net.lowpan.interface",
+    ),
+    # RPL's state machine and its driver: the MAC's result for every unicast
+    # frame a node sends updates a link's ETX and re-arms RPL's timer.
+    "iotbench.compiled_rpl": (
+        "iotbench.net.icmpv6",
+        "iotbench.net.rpl.sequence",
+        "iotbench.net.rpl.trickle",
+        "iotbench.net.rpl.objective",
+        "iotbench.net.rpl.codec",
+        "iotbench.net.rpl.node",
+        "iotbench.net.rpl.driver",
     ),
     # NDN's packets, tables, forwarder and app API in one: the forwarder parses
     # and builds packets and calls its faces' apps on every packet, and with

@@ -236,18 +236,28 @@ def test_em_manager_detects_a_receive_that_raises(capsys, monkeypatch):
 
 
 def test_rpl_node_detects_a_timer_due_forever(capsys, monkeypatch):
-    """The refresh as it was before the fuzz found it: due at once for a 0 s lifetime."""
-    from iotbench.net.rpl.node import RplNode
-
-    advertise = RplNode._advertise_own
-
-    def advertise_own(self, now):
-        advertise(self, now)
-        if self._lifetime_s(self.config.default_lifetime) == 0:
-            self._refresh_at = now
-
+    """The refresh as it was before the fuzz found it: due at once for a 0 s lifetime.
+    (RplNode is compiled, so the bug is planted around it: after each timer.)"""
     fuzz = load()
-    monkeypatch.setattr(RplNode, "_advertise_own", advertise_own)
+    import fuzz_targets.rpl
+
+    real = fuzz_targets.rpl.RplNode
+
+    class RefreshDueAtOnce:
+        def __init__(self, *args, **kwargs):
+            self._node = real(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._node, name)
+
+        def handle_timer(self, now):
+            node = self._node
+            node.handle_timer(now)
+            config = node.config
+            if node.joined and config is not None and config.default_lifetime == 0:
+                node._refresh_at = now
+
+    monkeypatch.setattr(fuzz_targets.rpl, "RplNode", RefreshDueAtOnce)
     _fails(fuzz, capsys, "rpl-node", 32_000, "stays due")
 
 

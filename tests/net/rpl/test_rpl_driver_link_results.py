@@ -4,29 +4,49 @@ rpl_link_neighbor_callback ignores MAC_TX_COLLISION)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from iotbench.metrics.observers import Observers
 from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT
-from iotbench.net.rpl.driver import RplDriver
+from iotbench.scenarios import expand, parse_scenario
+from iotbench.scenarios.settings import run_settings
 from iotbench.sim import Simulator
+from iotbench.world.networks import build_network
 
-
-class _Rpl:
-    def __init__(self) -> None:
-        self.results: list[tuple] = []
-
-    def link_result(self, now, neighbour, acked, transmissions) -> bool:
-        self.results.append((neighbour[-2:], acked, transmissions))
-        return False
+TWO_NODES = """
+name = "two"
+description = "two nodes in reach of each other, RPL"
+[network]
+topology = "line"
+[network.nodes]
+count = 2
+spacing_m = 20.0
+[network.radio.path_loss]
+shadowing_db = 0.0
+[network.routing]
+protocol = "rpl"
+[workload]
+kind = "sequential"
+items = 1
+[protocol]
+name = "coap"
+"""
 
 
 def test_channel_access_failures_do_not_reach_etx():
-    mac = SimpleNamespace(on_sent=None, address=bytes(8))
-    node = SimpleNamespace(protocols={}, group_listeners=[], loop_check=None)
-    rpl = _Rpl()
-    RplDriver(Simulator(1), node, SimpleNamespace(mac=mac), rpl)
-    neighbour = bytes(range(8))
-    mac.on_sent(neighbour, SENT, 2)
-    mac.on_sent(neighbour, NO_ACK, 4)
-    mac.on_sent(neighbour, CHANNEL_ACCESS_FAILURE, 1)
-    assert rpl.results == [(b"\x06\x07", True, 2), (b"\x06\x07", False, 4)]
+    (run,) = expand(parse_scenario(TWO_NODES), {}, {})
+    settings = run_settings(run.config)
+    sim = Simulator(1)
+    net = build_network(sim, settings.network, Observers(), settings.protocol)
+    sim.run(until=30.0)  # n1 has heard the root's DIOs
+    root, node = net.interfaces["n0"], net.interfaces["n1"]
+    rpl = net.rpl[1]
+    alpha = rpl.params.etx_alpha
+    etx = rpl.link_etx(root.link_local)
+    assert etx is not None
+    node.mac.on_sent(root.mac.address, SENT, 2)
+    etx = alpha * etx + (1 - alpha) * 2
+    assert rpl.link_etx(root.link_local) == etx
+    node.mac.on_sent(root.mac.address, NO_ACK, 4)
+    etx = alpha * etx + (1 - alpha) * rpl.params.etx_noack_penalty
+    assert rpl.link_etx(root.link_local) == etx
+    node.mac.on_sent(root.mac.address, CHANNEL_ACCESS_FAILURE, 1)
+    assert rpl.link_etx(root.link_local) == etx

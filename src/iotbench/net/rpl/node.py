@@ -334,6 +334,11 @@ class RplNode:
 
     # ------------------------------------------------------------------ timers
 
+    def link_etx(self, neighbour: bytes) -> float | None:
+        """The link ETX to `neighbour` (None: not a neighbour)."""
+        n = self._neighbours.get(neighbour)
+        return None if n is None else n.etx
+
     def loop_detected(self, now: float) -> None:
         """Our forwarding saw a packet come back from the parent it was going up to
         (RFC 6550 11.2.2.2, a Rank error without the RPL option): a loop. Reset

@@ -23,6 +23,7 @@ lower by at least one MinHopRankIncrease. MinHopRankIncrease is 256, RFC
 from __future__ import annotations
 
 import math
+from typing import Final
 
 OCP_OF0 = 0
 OCP_MRHOF = 1
@@ -31,9 +32,9 @@ OCP_MRHOF = 1
 class Mrhof:
     ocp = OCP_MRHOF
     min_hop_rank_increase = 128
-    MAX_LINK_METRIC = 512
-    MAX_PATH_COST = 32768
-    PARENT_SWITCH_THRESHOLD = 192
+    MAX_LINK_METRIC: Final = 512
+    MAX_PATH_COST: Final = 32768
+    PARENT_SWITCH_THRESHOLD: Final = 192
 
     def __init__(self, min_hop_rank_increase: int | None = None) -> None:
         if min_hop_rank_increase is not None:
@@ -61,10 +62,10 @@ class Mrhof:
 class Of0:
     ocp = OCP_OF0
     min_hop_rank_increase = 256
-    RANK_FACTOR = 1  # Rf
-    RANK_STRETCH = 0  # Sr
-    MIN_STEP = 1
-    MAX_STEP = 9
+    RANK_FACTOR: Final = 1  # Rf
+    RANK_STRETCH: Final = 0  # Sr
+    MIN_STEP: Final = 1
+    MAX_STEP: Final = 9
 
     def __init__(self, min_hop_rank_increase: int | None = None) -> None:
         if min_hop_rank_increase is not None:
