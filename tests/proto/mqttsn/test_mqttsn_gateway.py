@@ -19,6 +19,7 @@ from iotbench.proto.mqttsn.codec import (
     Register,
     ReturnCode,
     SearchGw,
+    TopicIdType,
     WillTopicReq,
     decode,
     encode,
@@ -133,7 +134,7 @@ def test_stream_interface_on_its_own():
 
 def test_qos_minus_one_connection_is_opened_once_and_reopened_after_loss():
     gw = MqttSnGateway(random.Random(1), MqttSnGatewayParams(predefined_topics={1: "a"}))
-    message = encode(Publish(1, 0, b"x", -1, topic_id_type=1))
+    message = encode(Publish(1, 0, b"x", -1, topic_id_type=TopicIdType.PREDEFINED))
     gw.receive(0.0, message, ("dev", 1))
     gw.receive(0.0, message, ("dev", 2))
     assert gw.streams_to_open() == [1]
