@@ -82,10 +82,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.net.rpl.node",
         "iotbench.net.rpl.driver",
     ),
-    # The MQTT and MQTT-SN codecs: S4's MQTT-SN variants decode and encode every
-    # reading four times on its way (client, gateway, the gateway's MQTT
-    # connection, broker).
-    "iotbench.compiled_mqtt": (
+    # The CoAP, MQTT and MQTT-SN codecs: every message of S4's IP variants is
+    # encoded and decoded at both ends (an MQTT-SN reading four times: client,
+    # gateway, the gateway's MQTT connection, broker).
+    "iotbench.compiled_codecs": (
+        "iotbench.proto.coap.options",
+        "iotbench.proto.coap.codec",
         "iotbench.proto.mqtt.codec",
         "iotbench.proto.mqttsn.codec",
     ),

@@ -272,7 +272,11 @@ class BlockOption(NamedTuple):
         return cls(num, more, szx)
 
 
-def _to_option_value(value: bytes | bytearray | memoryview | str | int) -> bytes:
+#: What an option's value may be given as: bytes-like, a UTF-8 string or a uint.
+OptionValue = bytes | bytearray | memoryview | str | int
+
+
+def _to_option_value(value: OptionValue) -> bytes:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
@@ -349,7 +353,7 @@ class Message:
 
     # ---- generic option access ------------------------------------------------
 
-    def add_option(self, number: int, value: bytes | str | int) -> Message:
+    def add_option(self, number: int, value: OptionValue) -> Message:
         """Append an option; str is UTF-8, int is a minimal uint. Returns self for chaining."""
         self.options.append((number, _to_option_value(value)))
         return self
@@ -384,7 +388,7 @@ class Message:
         self.options[:] = [o for o in self.options if o[0] != number]
         return before - len(self.options)
 
-    def set_option(self, number: int, value: bytes | str | int | None) -> None:
+    def set_option(self, number: int, value: OptionValue | None) -> None:
         """Replace all occurrences of option `number` with one value (None removes it)."""
         self.remove_option(number)
         if value is not None:
