@@ -27,7 +27,6 @@ sensitivity -106.58 dBm.)
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Final
 
@@ -54,8 +53,12 @@ CHANNELS: Final = range(11, 27)
 SENSITIVITY_PER: Final = 0.01
 SENSITIVITY_PSDU_BYTES: Final = 20
 
-# Annex E's sum, term by term: (C(16, k), 1/k - 1, whether the term is added).
-_BER_TERMS: Final = [(math.comb(16, k), 1.0 / k - 1.0, k % 2 == 0) for k in range(2, 17)]
+# Annex E's sum, term by term (k = 2 to 16): C(16, k), 1/k - 1, and whether the
+# term is added (even k) or subtracted. Floats in lists of their own, which
+# compiled code reads without a conversion per term.
+_BER_BINOMIALS: Final = [float(math.comb(16, k)) for k in range(2, 17)]
+_BER_EXPONENTS: Final = [1.0 / k - 1.0 for k in range(2, 17)]
+_BER_ADDED: Final = [k % 2 == 0 for k in range(2, 17)]
 
 
 def channel_center_mhz(channel: int) -> float:
@@ -83,10 +86,9 @@ def ber(sinr: float) -> float:
         return 0.5
     total = 0.0
     x = 20.0 * sinr
-    exp = math.exp
-    for binomial, exponent, added in _BER_TERMS:
-        term = binomial * exp(x * exponent)
-        total += term if added else -term
+    for i in range(len(_BER_BINOMIALS)):
+        term = _BER_BINOMIALS[i] * math.exp(x * _BER_EXPONENTS[i])
+        total += term if _BER_ADDED[i] else -term
     # Cancellation can leave a tiny negative value at high SINR.
     return min(0.5, max(0.0, 8.0 / 15.0 / 16.0 * total))
 
@@ -95,10 +97,9 @@ def ber(sinr: float) -> float:
 _SINR_ERROR_FREE: Final = 8.0
 
 
-# A receiver meets the same few SINRs again and again (a link's power over the
-# noise, in each Gilbert-Elliott state): 97 % of the calls in S4's runs repeat
-# one of the 1,000 commonest values, and Annex E's sum costs 15 exponentials.
-@functools.lru_cache(maxsize=4096)
+# Not cached: with the links' variation in time (propagation.py) a SINR rarely
+# comes again (a cache of 4,096 answered a third of S4's calls), and a call
+# through a cache costs compiled code more than Annex E's 15 exponentials.
 def log_success_per_bit(sinr: float) -> float:
     """ln(1 - BER): a stretch of n bits at this SINR survives with exp(n * this)."""
     if sinr >= _SINR_ERROR_FREE:
