@@ -332,12 +332,12 @@ class RplNode:
             self._select_parent(now)
         return not fixed
 
-    # ------------------------------------------------------------------ timers
-
     def link_etx(self, neighbour: bytes) -> float | None:
         """The link ETX to `neighbour` (None: not a neighbour)."""
         n = self._neighbours.get(neighbour)
         return None if n is None else n.etx
+
+    # ------------------------------------------------------------------ timers
 
     def loop_detected(self, now: float) -> None:
         """Our forwarding saw a packet come back from the parent it was going up to
