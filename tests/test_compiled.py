@@ -127,3 +127,26 @@ def test_reports_say_how_the_per_frame_modules_run(monkeypatch):
     monkeypatch.setattr(compiled, "running_compiled", lambda: dict.fromkeys(compiled.MODULES, True))
     n = len(compiled.MODULES)
     assert compiled.describe() == f"{n} of {n} compiled with mypyc"
+
+
+def test_pips_metadata_steps_do_not_generate_the_c(tmp_path):
+    """pip runs setup.py for the build's requirements (egg_info) and the metadata
+    (dist_info) before it builds; neither needs the extensions, and generating
+    their C each time took a third of a fresh install."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['setup.py', 'egg_info', '--egg-base', {str(tmp_path)!r}]\n"
+        "import runpy\n"
+        "runpy.run_path('setup.py')\n"
+        "assert 'mypyc.build' not in sys.modules, 'the C was generated'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "iotbench.egg-info" / "PKG-INFO").exists()
