@@ -416,22 +416,22 @@ def start_child(name: str, state_dir: Path) -> subprocess.Popen[str]:
 
 
 @pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for child in started:
-        if child.poll() is None:
-            child.kill()
-        child.communicate(timeout=TIMEOUT_S)
-
-
-def test_a_killed_run_leaves_its_namespace_and_remove_stale_deletes_it(
-    state_dir: Path, made: list[str], children: list[subprocess.Popen[str]]
-) -> None:
+def attached_child(state_dir: Path, made: list[str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A fresh node name and a process that has attached it; the process is killed
+    and the namespace removed afterwards, whatever the test did to them."""
     name = node_name()
     made.append(name)
     child = start_child(name, state_dir)
-    children.append(child)
+    yield name, child
+    if child.poll() is None:
+        child.kill()
+    child.communicate(timeout=TIMEOUT_S)
+
+
+def test_a_killed_run_leaves_its_namespace_and_remove_stale_deletes_it(
+    state_dir: Path, attached_child: tuple[str, subprocess.Popen[str]]
+) -> None:
+    name, child = attached_child
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=TIMEOUT_S)
     assert name in namespaces()  # the TUN went with the process; the namespace did not
@@ -441,12 +441,9 @@ def test_a_killed_run_leaves_its_namespace_and_remove_stale_deletes_it(
 
 
 def test_a_live_owners_namespace_stays_and_sigint_leaves_nothing(
-    state_dir: Path, made: list[str], children: list[subprocess.Popen[str]]
+    state_dir: Path, attached_child: tuple[str, subprocess.Popen[str]]
 ) -> None:
-    name = node_name()
-    made.append(name)
-    child = start_child(name, state_dir)
-    children.append(child)
+    name, child = attached_child
     assert remove_stale(state_dir) == []
     assert name in namespaces()
     with pytest.raises(NamespaceError, match=f"attached already, by iotbench process {child.pid}"):
@@ -457,19 +454,21 @@ def test_a_live_owners_namespace_stays_and_sigint_leaves_nothing(
     assert list(state_dir.iterdir()) == []
 
 
-def write_state(state_dir: Path, name: str, pid: int, start_time: int) -> None:
+def killed_runs_namespace(state_dir: Path, made: list[str]) -> str:
+    """A namespace whose state file names our pid with another start time: what a
+    killed run leaves once its pid is reused."""
+    name = node_name()
+    made.append(name)
+    subprocess.run([IP, "netns", "add", name], check=True, timeout=TIMEOUT_S)
     state_dir.mkdir(parents=True, exist_ok=True)
-    (state_dir / name).write_text(json.dumps({"pid": pid, "start_time": start_time}))
+    (state_dir / name).write_text(json.dumps({"pid": os.getpid(), "start_time": 1}))
+    return name
 
 
 def test_an_owner_whose_pid_was_reused_is_gone(
     state_dir: Path, made: list[str], attach: Attach
 ) -> None:
-    stale, ours = node_name(), node_name()
-    made.append(stale)
-    subprocess.run([IP, "netns", "add", stale], check=True, timeout=TIMEOUT_S)
-    # Our pid, but a process that started at another time.
-    write_state(state_dir, stale, os.getpid(), 1)
+    stale, ours = killed_runs_namespace(state_dir, made), node_name()
     attach(ours, [])
     assert remove_stale(state_dir) == [stale]
     assert stale not in namespaces() and ours in namespaces()
@@ -479,10 +478,7 @@ def test_an_owner_whose_pid_was_reused_is_gone(
 def test_attaching_over_a_killed_runs_namespace_replaces_it(
     state_dir: Path, made: list[str], attach: Attach
 ) -> None:
-    name = node_name()
-    made.append(name)
-    subprocess.run([IP, "netns", "add", name], check=True, timeout=TIMEOUT_S)
-    write_state(state_dir, name, os.getpid(), 1)
+    name = killed_runs_namespace(state_dir, made)
     ns = attach(name, [HostAddress("fd00::5", 64)], routes=["fd00::/64"])
     send_from(name, "fd00::9")
     assert [parse_udp6(packet)[4] for packet in wait_for_packets(ns, 1)] == [b"hello fd00::9"]
