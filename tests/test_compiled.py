@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 
 import pytest
 
@@ -133,10 +136,6 @@ def test_pips_metadata_steps_do_not_generate_the_c(tmp_path):
     """pip runs setup.py for the build's requirements (egg_info) and the metadata
     (dist_info) before it builds; neither needs the extensions, and generating
     their C each time took a third of a fresh install."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1]
     probe = (
         "import sys\n"
