@@ -234,7 +234,9 @@ NETWORK = Section(
             "int",
             "Seed of the network's random streams (loss, delay, outages, redraws). Absent: "
             "derived from the scenario seed, the repetition and the network settings, so runs "
-            "that differ only in protocol meet the same network (common random numbers).",
+            "that differ only in protocol meet the same network (common random numbers). "
+            "Every key under `network` enters it, the uplink host's `cpu_slowdown` and "
+            "`cost_spread` too: runs that differ in those meet different draws.",
             OPTIONAL,
             ge=0,
         ),

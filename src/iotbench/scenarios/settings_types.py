@@ -38,7 +38,7 @@ class NetworkSettings(Settings):
     topology: str | None
     #: IP version of the nodes (radio networks: 6, over 6LoWPAN). (default 4)
     ip_version: int
-    #: Seed of the network's random streams (loss, delay, outages, redraws). Absent: derived from the scenario seed, the repetition and the network settings, so runs that differ only in protocol meet the same network (common random numbers). (optional)
+    #: Seed of the network's random streams (loss, delay, outages, redraws). Absent: derived from the scenario seed, the repetition and the network settings, so runs that differ only in protocol meet the same network (common random numbers). Every key under `network` enters it, the uplink host's `cpu_slowdown` and `cost_spread` too: runs that differ in those meet different draws. (optional)
     seed: int | None
     #: The point-to-point link between client and server (both directions alike).
     link: NetworkLinkSettings
