@@ -10,6 +10,8 @@ beside them are removed so that they cannot shadow the sources.
 
 Each group of modules is one C extension, and the groups compile in parallel,
 one compiler per core. `pip install -v` shows a line as each group finishes.
+They compile without debug information; `IOTBENCH_C_DEBUG=1 pip install ...`
+adds mypyc's usual `-g1` (file and line for a profiler or debugger).
 A compiled extension is kept in build/ext-cache/ under a hash of everything
 that went into it (its C sources and the headers they include, mypyc's runtime,
 the compiler and its flags, the Python version): `pip install -e .` after
@@ -47,9 +49,13 @@ def _load_compiled():
 
 compiled = _load_compiled()
 PURE = os.environ.get(compiled.PURE_PYTHON_ENV) == "1"
+C_DEBUG_ENV = "IOTBENCH_C_DEBUG"
 
 
 def _remove_compiled_copies(*, keep_groups: bool = False) -> None:
+    # Those of modules an earlier build compiled and this one does not.
+    for path in compiled.orphaned_files(SRC):
+        path.unlink()
     if not keep_groups:
         for module in compiled.MODULES:
             for path in compiled.compiled_files(module, SRC):
@@ -88,6 +94,10 @@ class BuildExt(build_ext):
         super().finalize_options()
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
+        # build_ext would keep an in-place extension newer than its C even when the
+        # flags changed, and the cache below would file it under the new flags. The
+        # cache is what skips unchanged work here.
+        self.force = True
 
     def build_extensions(self) -> None:
         # The group libraries first, largest first, then the small per-module ones:
@@ -189,9 +199,15 @@ def ext_modules():
     # build generates all the C afresh, and build/ext-cache/ skips compiling what
     # came out the same.
     options = ["--follow-imports=silent", f"--cache-dir={os.devnull}"]
+    # No debug information by default: mypyc's `-g1` took about a tenth of the
+    # compiler's time and none of the code it makes (GCC's code is the same with
+    # and without -g). The symbol table stays, so a profiler still names every
+    # function; IOTBENCH_C_DEBUG=1 adds file and line for one (docs/performance.md).
+    debug = "1" if os.environ.get(C_DEBUG_ENV) == "1" else "0"
     return mypycify(
         [*(p for paths, _ in groups for p in paths), *options],
         opt_level="3",
+        debug_level=debug,
         separate=groups,
     )
 

@@ -149,3 +149,46 @@ def test_pips_metadata_steps_do_not_generate_the_c(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "iotbench.egg-info" / "PKG-INFO").exists()
+
+
+def test_a_compiled_copy_of_a_module_no_longer_compiled_is_refused(tmp_path):
+    """A module taken out of GROUPS keeps the extension an earlier build put beside
+    it, and Python would import that instead of the source."""
+    src = tmp_path / "src"
+    for module in compiled.MODULES:
+        _tree(src, module, built_after_source=True)
+    for modules in compiled.GROUPS.values():
+        _group_library(src, modules[0], 1_000_000_200)
+    assert compiled.orphaned_files(src) == []
+    compiled.check_current(src)
+    _tree(src, "iotbench.proto.ndn.lp", built_after_source=True)  # compiled until 2026-11-29
+    orphan = src / "iotbench" / "proto" / "ndn" / ("lp" + EXTENSION_SUFFIXES[0])
+    assert compiled.orphaned_files(src) == [orphan]
+    with pytest.raises(compiled.StaleBuildError) as err:
+        compiled.check_current(src)
+    assert "iotbench/proto/ndn/lp" in str(err.value)
+    assert "pip install -e ." in str(err.value)
+
+
+def test_the_build_removes_compiled_copies_of_modules_no_longer_compiled(tmp_path):
+    """setup.py clears them before it builds (here in a copy of the checkout's build
+    files, with a pure build, which compiles nothing)."""
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "src" / "iotbench").mkdir(parents=True)
+    (tmp_path / "setup.py").write_bytes((root / "setup.py").read_bytes())
+    compiled_py = root / "src" / "iotbench" / "compiled.py"
+    (tmp_path / "src" / "iotbench" / "compiled.py").write_bytes(compiled_py.read_bytes())
+    _tree(tmp_path / "src", "iotbench.proto.ndn.lp", built_after_source=True)
+    orphan = tmp_path / "src" / "iotbench" / "proto" / "ndn" / ("lp" + EXTENSION_SUFFIXES[0])
+    assert compiled.orphaned_files(tmp_path / "src") == [orphan]
+    env = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
+    done = subprocess.run(
+        [sys.executable, "setup.py", "--name"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not orphan.exists()

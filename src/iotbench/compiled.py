@@ -94,14 +94,16 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # NDN's packets, tables, forwarder and app API in one: the forwarder parses
     # and builds packets and calls its faces' apps on every packet, and with
     # packets and forwarder apart S4's NDN variant ran 3 to 4 % slower
-    # (bench/s4_hour.py, alternated with one group for everything).
+    # (bench/s4_hour.py, alternated with one group for everything). NDNLPv2
+    # (proto/ndn/lp.py) stays Python: the simulated networks send no LpPacket
+    # but a Nack (none in S4's runs: 0.00 % of their time, cProfile), and its
+    # C was a twentieth of all the groups' (docs/performance.md, "Install time").
     "iotbench.compiled_ndn": (
         "iotbench.proto.ndn.tlv",
         "iotbench.proto.ndn.name",
         "iotbench.proto.ndn.interest",
         "iotbench.proto.ndn.data",
         "iotbench.proto.ndn.siginfo",
-        "iotbench.proto.ndn.lp",
         "iotbench.proto.ndn.fragmentation",
         "iotbench.proto.ndn.heap",
         "iotbench.proto.ndn.pit",
@@ -192,19 +194,40 @@ def stale_modules(root: Path | None = None) -> list[str]:
     return stale
 
 
+def orphaned_files(root: Path | None = None) -> list[Path]:
+    """Compiled files an earlier build left for a module or group no longer in
+    GROUPS: Python would import such a module's old copy instead of its source."""
+    root = root or _package_root()
+    current = {path for module in MODULES for path in compiled_files(module, root)}
+    current |= {path for group in GROUPS for path in group_library_files(group, root)}
+    generic = EXTENSION_SUFFIXES[-1]  # every other suffix ends with it (".so", ".pyd")
+    found = {
+        Path(folder, name)
+        for folder, _, names in os.walk(root / "iotbench")
+        for name in names
+        if name.endswith(generic)
+    }
+    return sorted(found - current)
+
+
 def check_current(root: Path | None = None) -> None:
     """In a checkout (src/ beside pyproject.toml), refuse to run compiled modules
     that no longer match their sources."""
     root = root or _package_root()
     if not (root.parent / "pyproject.toml").exists():
         return  # an installed package, not a checkout
+    problems = []
     stale = stale_modules(root)
     if stale:
+        problems.append(f"{', '.join(stale)}: the source changed after it was compiled")
+    orphans = [str(path.relative_to(root)) for path in orphaned_files(root)]
+    if orphans:
+        problems.append(f"{', '.join(orphans)}: left by an earlier build, no longer compiled")
+    if problems:
         raise StaleBuildError(
-            f"{', '.join(stale)}: the source changed after the module was compiled, and "
-            "Python would run the old compiled copy. Run `pip install -e .` again to "
-            f"recompile, or `{PURE_PYTHON_ENV}=1 pip install -e .` to run the sources "
-            "without compiling."
+            f"{'; '.join(problems)}. Python would run the old compiled copy. Run `pip "
+            f"install -e .` again to recompile, or `{PURE_PYTHON_ENV}=1 pip install -e .` "
+            "to run the sources without compiling."
         )
 
 
