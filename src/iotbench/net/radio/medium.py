@@ -42,7 +42,7 @@ from iotbench.metrics.observers import Observers
 from iotbench.net.packet import ACK, BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.energy import STATES, RadioEnergy
-from iotbench.net.radio.propagation import NoVariation
+from iotbench.net.radio.propagation import LinkVariation, NoVariation
 from iotbench.sim import Simulator
 
 OFF: Final = 0
@@ -290,14 +290,14 @@ class RadioMedium:
         channel: int,
         rng: random.Random,
         observers: Observers,
-        variation=None,
+        variation: LinkVariation | None = None,
     ) -> None:
         self.sim = sim
         self.channel = channel
         self.frequency_mhz = phy.channel_center_mhz(channel)
         self.rng = rng  # reception draws
         self.observers = observers
-        self.variation = variation or NoVariation()
+        self.variation: LinkVariation = variation or NoVariation()
         self.radios: list[Radio] = []
         self.by_address: dict[bytes, Radio] = {}
         self.name = f"802.15.4 channel {channel}"

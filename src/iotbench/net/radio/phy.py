@@ -53,13 +53,6 @@ CHANNELS: Final = range(11, 27)
 SENSITIVITY_PER: Final = 0.01
 SENSITIVITY_PSDU_BYTES: Final = 20
 
-# Annex E's sum, term by term (k = 2 to 16): C(16, k), 1/k - 1, and whether the
-# term is added (even k) or subtracted. Floats in lists of their own, which
-# compiled code reads without a conversion per term.
-_BER_BINOMIALS: Final = [float(math.comb(16, k)) for k in range(2, 17)]
-_BER_EXPONENTS: Final = [1.0 / k - 1.0 for k in range(2, 17)]
-_BER_ADDED: Final = [k % 2 == 0 for k in range(2, 17)]
-
 
 def channel_center_mhz(channel: int) -> float:
     if channel not in CHANNELS:
@@ -84,11 +77,16 @@ def ber(sinr: float) -> float:
     """Bit error rate at a linear SINR (Annex E, E.4.1.7); 0.5 at and below SINR 0."""
     if sinr <= 0.0:
         return 0.5
+    # The sum over k = 2..16 of (-1)^k C(16, k) e^(20 SINR (1/k - 1)), with C(16, k)
+    # kept as it goes (every step exact in floating point): compiled, this is
+    # arithmetic on unboxed floats, where tables of floats were boxed reads.
     total = 0.0
     x = 20.0 * sinr
-    for i in range(len(_BER_BINOMIALS)):
-        term = _BER_BINOMIALS[i] * math.exp(x * _BER_EXPONENTS[i])
-        total += term if _BER_ADDED[i] else -term
+    binomial = 120.0  # C(16, 2)
+    for k in range(2, 17):
+        term = binomial * math.exp(x * (1.0 / k - 1.0))
+        total += term if k % 2 == 0 else -term
+        binomial = binomial * (16 - k) / (k + 1)
     # Cancellation can leave a tiny negative value at high SINR.
     return min(0.5, max(0.0, 8.0 / 15.0 / 16.0 * total))
 

@@ -121,19 +121,35 @@ def pair_uniform(key: int, pair: int) -> float:
     return ((z >> 11) + 0.5) / 9007199254740992.0  # / 2^53
 
 
-class NoVariation:
-    """Links keep their mean power.
+class LinkVariation:
+    """What every model of a link's variation in time has (the classes below).
 
-    Every model has `powers(neighbours, now)`: the power (mW) of a frame sent
-    now at each receiver of a neighbour list (neighbours.py), in the list's
-    order, drawing what it draws in that order; and `spread()`: the law of a
-    link's power about its mean over time, as (weight, factor) pairs whose
-    weighted average of a function of the power is its expectation (a
-    quadrature), from which a link's expected reception ratio follows
-    (net/routing/tree.py: the tree of least expected transmissions).
+    `powers(neighbours, now)`: the power (mW) of a frame sent now at each
+    receiver of a neighbour list (neighbours.py), in the list's order, drawing
+    what it draws in that order; `spread()`: the law of a link's power about
+    its mean over time, as (weight, factor) pairs whose weighted average of a
+    function of the power is its expectation (a quadrature), from which a
+    link's expected reception ratio follows (net/routing/tree.py: the tree of
+    least expected transmissions); `margin_db`: how far above its mean a
+    link's power may rise.
+
+    A class, not a protocol, so that the compiled medium calls `powers` through
+    the class's table, with the time unboxed, and knows it returns floats: with
+    the model's type unknown, every receiver's power went through Python's
+    generic float arithmetic (docs/performance.md).
     """
 
-    margin_db = 0.0
+    margin_db: float = 0.0
+
+    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+        raise NotImplementedError
+
+    def spread(self) -> list[tuple[float, float]]:
+        raise NotImplementedError
+
+
+class NoVariation(LinkVariation):
+    """Links keep their mean power."""
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         return [mean_mw for _rcv, mean_mw, _pair in neighbours]
@@ -142,13 +158,12 @@ class NoVariation:
         return [(1.0, 1.0)]
 
 
-class RayleighFading:
+class RayleighFading(LinkVariation):
     """An exponentially distributed power gain per frame and receiver."""
-
-    margin_db = RAYLEIGH_MARGIN_DB
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+        self.margin_db = RAYLEIGH_MARGIN_DB
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         random = self.rng.random
@@ -161,7 +176,7 @@ class RayleighFading:
         return [(1.0 / n, -math.log(1.0 - (i + 0.5) / n)) for i in range(n)]
 
 
-class GilbertElliottLinks:
+class GilbertElliottLinks(LinkVariation):
     """Good and bad states per pair of nodes, in continuous time, followed lazily.
 
     The state is a two-state Markov chain in continuous time (rates 1/good_s
@@ -179,8 +194,6 @@ class GilbertElliottLinks:
     bytes per pair of nodes.
     """
 
-    margin_db = 0.0
-
     def __init__(
         self, rng: random.Random, pairs: int, good_s: float, bad_s: float, bad_loss_db: float
     ) -> None:
@@ -189,7 +202,8 @@ class GilbertElliottLinks:
         self.rate = 1.0 / good_s + 1.0 / bad_s
         self.bad_gain = 10.0 ** (-bad_loss_db / 10.0)
         self._key = rng.getrandbits(64)  # the pairs' states at time 0 (pair_uniform)
-        # Lists, which compiled code indexes without a conversion per element.
+        # (A list of floats boxes each time written; GaussMarkovLinks, the built-in
+        # scenarios' model, keeps an object per pair instead.)
         self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
         self._bad: list[bool] = [False] * pairs
 
@@ -226,7 +240,17 @@ class GilbertElliottLinks:
         return [(1.0 - self.p_bad, 1.0), (self.p_bad, self.bad_gain)]
 
 
-class GaussMarkovLinks:
+class _GaussMarkovPair:
+    """A pair's value (dB about its mean) at its last frame, and that frame's time."""
+
+    __slots__ = ("since", "x")
+
+    def __init__(self, since: float, x: float) -> None:
+        self.since = since
+        self.x = x
+
+
+class GaussMarkovLinks(LinkVariation):
     """Each pair's power varies about its mean as a stationary Gaussian process in dB:
     deviation `sigma_db`, autocorrelation e^-(lag / tau_s) (a first-order Gauss-Markov,
     or Ornstein-Uhlenbeck, process), the same in both directions of a pair.
@@ -241,7 +265,8 @@ class GaussMarkovLinks:
     from the pair and the network's stream's key alone, so every protocol variant
     run over a network starts from the same links (how they move from there
     draws from the stream as frames come). One normal draw and one exponential
-    per receiver and frame; about 40 bytes per pair of nodes.
+    per receiver and frame; 8 bytes per pair of nodes, and about 40 more for a
+    pair that has carried a frame.
     """
 
     def __init__(self, rng: random.Random, pairs: int, sigma_db: float, tau_s: float) -> None:
@@ -251,9 +276,10 @@ class GaussMarkovLinks:
         self.margin_db = GAUSS_MARGIN_SIGMAS * sigma_db
         self._key = rng.getrandbits(64)  # the pairs' values at time 0 (pair_uniform)
         self._unit = NormalDist()
-        # Lists, which compiled code indexes without a conversion per element.
-        self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
-        self._x: list[float] = [0.0] * pairs  # dB about the mean at that frame
+        # Each pair's state, made at its first frame (None until then): compiled,
+        # an object's float fields are read and written in place, where a list
+        # of floats took a new float object for every receiver of every frame.
+        self._pairs: list[_GaussMarkovPair | None] = [None] * pairs
         # The second normal of the last Box-Muller pair (`powers`); NaN: none.
         self._spare = math.nan
 
@@ -263,25 +289,25 @@ class GaussMarkovLinks:
         # (CPython's gauss is Python code, and was most of the model's cost): the
         # second value kept for the next draw; so the same numbers from the same
         # stream (tests/net/radio/test_link_variation.py compares them).
-        since_of, x_of = self._since, self._x
+        pairs = self._pairs
         uniform = self.rng.random
         spare = self._spare
         sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
         out: list[float] = []
         for _rcv, mean_mw, pair in neighbours:
-            since = since_of[pair]
-            if since < 0.0:  # the link's first frame: its value at time 0 first
-                x_of[pair] = sigma * self._unit.inv_cdf(pair_uniform(self._key, pair))
-                since = 0.0
+            state = pairs[pair]
+            if state is None:  # the link's first frame: its value at time 0 first
+                x0 = sigma * self._unit.inv_cdf(pair_uniform(self._key, pair))
+                state = pairs[pair] = _GaussMarkovPair(0.0, x0)
             if spare == spare:  # (not NaN)
                 z = spare
                 spare = math.nan
             else:
                 z, spare = box_muller(uniform)
-            a = math.exp(neg_rate * (now - since))
-            x = a * x_of[pair] + sigma * math.sqrt(1.0 - a * a) * z
-            x_of[pair] = x
-            since_of[pair] = now
+            a = math.exp(neg_rate * (now - state.since))
+            x = a * state.x + sigma * math.sqrt(1.0 - a * a) * z
+            state.x = x
+            state.since = now
             out.append(mean_mw * math.exp(x * _DB_TO_LN))
         self._spare = spare
         return out
