@@ -204,12 +204,17 @@ def ext_modules():
     # and without -g). The symbol table stays, so a profiler still names every
     # function; IOTBENCH_C_DEBUG=1 adds file and line for one (docs/performance.md).
     debug = "1" if os.environ.get(C_DEBUG_ENV) == "1" else "0"
-    return mypycify(
+    extensions = mypycify(
         [*(p for paths, _ in groups for p in paths), *options],
         opt_level="3",
         debug_level=debug,
         separate=groups,
     )
+    for ext in extensions:
+        if ext.name.removesuffix("__mypyc") in compiled.LIGHTLY_OPTIMISED:
+            # The last -O on the command line wins; mypyc's comes after Python's own.
+            ext.extra_compile_args = [*ext.extra_compile_args, "-O1"]
+    return extensions
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildExt})

@@ -86,6 +86,11 @@ def test_every_module_is_in_one_group():
             assert compiled.group_of(module) == group
 
 
+def test_the_lightly_optimised_groups_are_groups():
+    # setup.py matches them by name: a misspelt one would be compiled at -O3, unseen.
+    assert compiled.LIGHTLY_OPTIMISED <= set(compiled.GROUPS)
+
+
 def test_an_installed_package_is_not_checked(tmp_path):
     """A wheel unpacks its sources and compiled modules in no meaningful order."""
     site = tmp_path / "site-packages"
