@@ -11,7 +11,8 @@ beside them are removed so that they cannot shadow the sources.
 Each group of modules is one C extension, and the groups compile in parallel,
 one compiler per core. `pip install -v` shows a line as each group finishes.
 They compile without debug information; `IOTBENCH_C_DEBUG=1 pip install ...`
-adds mypyc's usual `-g1` (file and line for a profiler or debugger).
+adds mypyc's usual `-g1` (file and line for a profiler or debugger). Each
+compiles at mypyc's `-O3` but those `compiled.LIGHTLY_OPTIMISED` names, at `-O1`.
 A compiled extension is kept in build/ext-cache/ under a hash of everything
 that went into it (its C sources and the headers they include, mypyc's runtime,
 the compiler and its flags, the Python version): `pip install -e .` after

@@ -130,11 +130,11 @@ MODULES = tuple(module for modules in GROUPS.values() for module in modules)
 
 # The groups compiled with `-O1` instead of mypyc's `-O3`. The codecs group's
 # code runs a few times per message, not per frame and receiver: `-O1` cost
-# 0.006 to 0.015 % more instructions per run (S4's `coap-put-con` and
-# `mqttsn-qos1`, cachegrind) and takes 30 % less of the compiler's time (26.5
-# s against 18.6 s of CPU). The other groups cost 0.03 to 0.15 % each at `-O1`
-# for what it saves, more than an install is worth against many hours of runs
-# (docs/performance.md, "Each group's optimisation level").
+# at most 0.04 % more instructions per run (S4's `mqttsn-qos1`, cachegrind)
+# and takes 30 % less of the compiler's time (18.6 s of CPU against 26.5 s).
+# The other groups cost 0.03 to 0.15 % each at `-O1`, more than an install's
+# few seconds are worth against many hours of runs (docs/performance.md,
+# "Each group's optimisation level").
 LIGHTLY_OPTIMISED = frozenset({"iotbench.compiled_codecs"})
 
 # Set at install time for no compilation; read here to say so in errors.
