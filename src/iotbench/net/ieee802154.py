@@ -40,7 +40,9 @@ SECURITY_ENABLED: Final = 0x0008
 FRAME_PENDING: Final = 0x0010
 ACK_REQUEST: Final = 0x0020
 PAN_ID_COMPRESSION: Final = 0x0040
-ADDR_NONE, ADDR_SHORT, ADDR_EXTENDED = 0x0, 0x2, 0x3
+ADDR_NONE: Final = 0x0
+ADDR_SHORT: Final = 0x2
+ADDR_EXTENDED: Final = 0x3
 FRAME_VERSION_2006: Final = 0x1
 _ADDR_LEN: Final = {ADDR_SHORT: 2, ADDR_EXTENDED: 8}
 _ADDR_MODE: Final = {2: ADDR_SHORT, 8: ADDR_EXTENDED}
@@ -50,6 +52,8 @@ _U16: Final = struct.Struct("<H")
 # CRC-16/KERMIT through the C implementation of its unreflected twin: reverse
 # the bits of every byte, run CRC-CCITT (XModem), reverse the 16-bit result.
 _REVERSED: Final = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+# A static of the compiled module, not a lookup by name in `binascii` per frame.
+_CRC_HQX: Final = binascii.crc_hqx
 
 
 class MacDecodeError(DecodeError):
@@ -59,7 +63,7 @@ class MacDecodeError(DecodeError):
 def crc16(data: bytes) -> int:
     """The FCS: CRC-16 with polynomial x^16 + x^12 + x^5 + 1, zero initial value,
     bits processed least significant first (IEEE 802.15.4-2006 7.2.1.9)."""
-    crc = binascii.crc_hqx(data.translate(_REVERSED), 0)
+    crc = _CRC_HQX(data.translate(_REVERSED), 0)
     return (_REVERSED[crc & 0xFF] << 8) | _REVERSED[crc >> 8]
 
 

@@ -34,6 +34,9 @@ CANCELLED: Final = -1
 DEADLINE: Final = 0
 KIND: Final = 2
 OBJ: Final = 3
+# Statics of the compiled module, not lookups by name in `heapq` at every call.
+_heappush: Final = heapq.heappush
+_heappop: Final = heapq.heappop
 
 
 def cancel(entry: list | None) -> None:
@@ -62,14 +65,14 @@ class TimerQueue:
         """A timer for `obj` at `deadline`; the entry is what cancel() takes."""
         self._seq += 1
         entry = [deadline, self._seq, kind, obj]
-        heapq.heappush(self._heap, entry)
+        _heappush(self._heap, entry)
         return entry
 
     def next_deadline(self) -> float | None:
         """The earliest deadline not cancelled, or None."""
         heap = self._heap
         while heap and heap[0][2] == CANCELLED:
-            heapq.heappop(heap)
+            _heappop(heap)
         return heap[0][0] if heap else None
 
     def pop_due(self, now: float) -> list | None:
@@ -77,7 +80,7 @@ class TimerQueue:
         of the queue), or None."""
         heap = self._heap
         while heap and heap[0][0] <= now:
-            entry = heapq.heappop(heap)
+            entry = _heappop(heap)
             if entry[2] != CANCELLED:
                 return entry
         return None
@@ -88,4 +91,4 @@ class TimerQueue:
 
     def pop(self) -> list:
         """Take out the earliest entry, cancelled or not."""
-        return heapq.heappop(self._heap)
+        return _heappop(self._heap)

@@ -13,12 +13,13 @@ from iotbench.sim.kernel import Simulator, Timer
 
 
 class DeadlineTimer:
-    __slots__ = ("_callback", "_sim", "_timer")
+    __slots__ = ("_callback", "_fire_cb", "_sim", "_timer")
 
     def __init__(self, sim: Simulator, callback: Callable[[], None]) -> None:
         self._sim = sim
         self._callback = callback
         self._timer: Timer | None = None
+        self._fire_cb: Callable[[], None] = self._fire  # bound once (net/mac/csma.py says why)
 
     def set(self, deadline: float | None) -> None:
         """Fire the callback at absolute time `deadline` (now, if it has passed); None: never."""
@@ -30,7 +31,7 @@ class DeadlineTimer:
             self._timer = None
         if deadline is not None:
             sim = self._sim
-            self._timer = sim.at(deadline if deadline > sim.now else sim.now, self._fire)
+            self._timer = sim.at(deadline if deadline > sim.now else sim.now, self._fire_cb)
 
     def cancel(self) -> None:
         self.set(None)

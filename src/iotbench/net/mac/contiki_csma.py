@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -95,6 +96,7 @@ class ContikiCsmaMac(CsmaMac):
         self.gate: SerialBusyWait | None = None
         unit = self.contiki.backoff_unit_s / self.contiki.clock_tick_s
         self._unit_ticks = max(1, round(unit))
+        self._attempt_cb: Callable[[_NeighbourQueue], None] = self._attempt  # (csma.py: bound once)
 
     @property
     def queued(self) -> int:
@@ -123,7 +125,7 @@ class ContikiCsmaMac(CsmaMac):
         queue.frames.append(out)
         self._frames += 1
         if len(queue.frames) == 1:  # the head: send as soon as possible
-            self.sim.post(self.sim.now, self._attempt, queue)
+            self.sim.post(self.sim.now, self._attempt_cb, queue)
         return True
 
     # ------------------------------------------------------------ one attempt
@@ -132,7 +134,7 @@ class ContikiCsmaMac(CsmaMac):
         gate = self.gate
         if gate is not None and gate.busy():
             # The CPU waits for the serial line: nothing runs until it is done.
-            self.sim.post(gate.until, self._attempt, queue)
+            self.sim.post(gate.until, self._attempt_cb, queue)
             return
         if self._sending is not None or self._acking:
             self._ready.append(queue)
@@ -184,13 +186,13 @@ class ContikiCsmaMac(CsmaMac):
             self._release(out, status, queue.transmissions)
             queue.transmissions = 0
             if queue.frames:
-                self.sim.post(self.sim.now + c.backoff_unit_s, self._attempt, queue)
+                self.sim.post(self.sim.now + c.backoff_unit_s, self._attempt_cb, queue)
             else:
                 del self._queues[queue.dst]
         else:
             exponent = min(queue.transmissions, c.max_backoff_exponent)
             ticks = self._unit_ticks + self.rng.randrange((1 << exponent) * self._unit_ticks)
-            self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt, queue)
+            self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt_cb, queue)
         self._attempt_ready()
 
     def _ack_done(self, tx, delivered: bool) -> None:

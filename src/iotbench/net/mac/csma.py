@@ -204,6 +204,19 @@ class CsmaMac:
         # The node's packet memory (net/pktbuf.py), which queued frames take from;
         # None: only queue_frames bounds the queue.
         self.pktbuf: PacketBuffer | None = None
+        # What the MAC schedules or hands the medium, bound once: `self._cca_end`
+        # as a value is a lookup by name and a new bound method at every use,
+        # several times per frame (docs/performance.md, "Callbacks bound once").
+        # A subclass's override is what gets bound.
+        self._load_cb: Callable[[], None] = self._load
+        self._cca_start_cb: Callable[[], None] = self._cca_start
+        self._cca_end_cb: Callable[[], None] = self._cca_end
+        self._transmit_cb: Callable[[], None] = self._transmit
+        self._transmitted_cb: Callable[[Transmission, bool], None] = self._transmitted
+        self._ack_timeout_cb: Callable[[int], None] = self._ack_timeout
+        self._next_cb: Callable[[], None] = self._next
+        self._ack_start_cb: Callable[[int, Radio], None] = self._ack_start
+        self._ack_done_cb: Callable[[Transmission, bool], None] = self._ack_done
 
     # ------------------------------------------------------------ from above
 
@@ -295,7 +308,7 @@ class CsmaMac:
         rec = radio.locked
         if rec is not None:  # wait for its end; the medium ends it first
             self._overwriting = rec.tx
-            self.sim.post(rec.tx.end, self._load)
+            self.sim.post(rec.tx.end, self._load_cb)
             return
         if self._acking:
             self._load_after_ack = True
@@ -313,7 +326,7 @@ class CsmaMac:
 
     def _backoff(self, out: _Outgoing) -> None:
         delay = randbelow(self.rng, 1 << out.be) * phy.UNIT_BACKOFF_S
-        self.sim.post(self.sim.now + delay, self._cca_start)
+        self.sim.post(self.sim.now + delay, self._cca_start_cb)
 
     def _cca_start(self) -> None:
         now = self.sim.now
@@ -322,14 +335,14 @@ class CsmaMac:
             return
         self._cca_energy = self.radio.cca_start(now)
         self._cca_t0 = now
-        self.sim.post(now + phy.CCA_S, self._cca_end)
+        self.sim.post(now + phy.CCA_S, self._cca_end_cb)
 
     def _cca_end(self) -> None:
         now = self.sim.now
         if not self._acking and self.radio.cca_clear(self._cca_energy, self._cca_t0, now):
             self._committed = True
             self.radio.prepare_tx(now)
-            self.sim.post(now + phy.TURNAROUND_S, self._transmit)
+            self.sim.post(now + phy.TURNAROUND_S, self._transmit_cb)
         else:
             self._channel_busy()
 
@@ -365,7 +378,7 @@ class CsmaMac:
                 link.frames += 1
         elif not out.retries:
             counters.broadcasts += 1
-        self.medium.transmit(self.radio, pkt, out.dst_radio, self._transmitted)
+        self.medium.transmit(self.radio, pkt, out.dst_radio, self._transmitted_cb)
 
     def _packet(self, out: _Outgoing) -> Packet:
         ip, transport, app, link = out.layers
@@ -384,7 +397,7 @@ class CsmaMac:
             return
         self._awaiting_ack = True
         self._ack_token += 1
-        self.sim.post(self.sim.now + self.params.ack_wait_s, self._ack_timeout, self._ack_token)
+        self.sim.post(self.sim.now + self.params.ack_wait_s, self._ack_timeout_cb, self._ack_token)
 
     def _ack_timeout(self, token: int) -> None:
         if token != self._ack_token or not self._awaiting_ack:
@@ -414,7 +427,7 @@ class CsmaMac:
         if status == SENT and self.params.interframe_spacing:
             long = len(out.frame) > phy.MAX_SIFS_FRAME_BYTES
             ifs = phy.LIFS_S if long else phy.SIFS_S
-            self.sim.post(self.sim.now + ifs, self._next)
+            self.sim.post(self.sim.now + ifs, self._next_cb)
         else:
             self._next()
 
@@ -485,7 +498,7 @@ class CsmaMac:
         now = self.sim.now
         self._acking = True
         self.radio.prepare_tx(now)
-        self.sim.post(now + phy.TURNAROUND_S, self._ack_start, seq, to)
+        self.sim.post(now + phy.TURNAROUND_S, self._ack_start_cb, seq, to)
 
     def _ack_start(self, seq: int, to: Radio) -> None:
         pkt = Packet(mac.encode_ack(seq), 0, 0, 0, mac.ACK_FRAME_BYTES)
@@ -493,7 +506,7 @@ class CsmaMac:
         pkt.src = self.name
         pkt.dst = to.name
         self.counters.acks_sent += 1
-        self.medium.transmit(self.radio, pkt, to, self._ack_done)
+        self.medium.transmit(self.radio, pkt, to, self._ack_done_cb)
 
     def _ack_done(self, tx: Transmission, delivered: bool) -> None:
         self._acking = False

@@ -302,6 +302,10 @@ class RadioMedium:
         self.by_address: dict[bytes, Radio] = {}
         self.name = f"802.15.4 channel {channel}"
         self.on_air = 0  # transmissions in progress
+        # Bound once, not at every frame (net/mac/csma.py says why).
+        self._end_cb: Callable[[Transmission, Callable[[Transmission, bool], None]], None] = (
+            self._end
+        )
 
     def add_radio(self, radio: Radio) -> None:
         self.radios.append(radio)
@@ -372,7 +376,7 @@ class RadioMedium:
             rcv.incoming += 1
         self.on_air += 1
         self.observers.transmitted(pkt)
-        sim.post(end, self._end, tx, done)
+        sim.post(end, self._end_cb, tx, done)
         return tx
 
     def _end(self, tx: Transmission, done: Callable[[Transmission, bool], None]) -> None:

@@ -93,6 +93,8 @@ def ber(sinr: float) -> float:
 
 # Above this SINR (about 9 dB) the BER is below 1e-20: a frame cannot fail.
 _SINR_ERROR_FREE: Final = 8.0
+# mypyc has no primitive for log1p: a static, not a lookup by name in `math` per call.
+_LOG1P: Final = math.log1p
 
 
 # Not cached: with the links' variation in time (propagation.py) a SINR rarely
@@ -102,7 +104,7 @@ def log_success_per_bit(sinr: float) -> float:
     """ln(1 - BER): a stretch of n bits at this SINR survives with exp(n * this)."""
     if sinr >= _SINR_ERROR_FREE:
         return 0.0
-    return math.log1p(-ber(sinr))
+    return _LOG1P(-ber(sinr))
 
 
 def packet_success(sinr: float, bits: int) -> float:

@@ -164,9 +164,10 @@ class RayleighFading(LinkVariation):
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.margin_db = RAYLEIGH_MARGIN_DB
+        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
-        random = self.rng.random
+        random = self._uniform
         # -ln(U), U in (0, 1]: exponential with mean 1.
         return [mean_mw * -math.log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
 
@@ -206,6 +207,7 @@ class GilbertElliottLinks(LinkVariation):
         # scenarios' model, keeps an object per pair instead.)
         self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
         self._bad: list[bool] = [False] * pairs
+        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with
@@ -214,7 +216,7 @@ class GilbertElliottLinks(LinkVariation):
         # p_bad plus a term of one sign), so a draw on the far side of p_bad
         # decides the state without the decay term; the draws are the same.
         since_of, bad_of = self._since, self._bad
-        random = self.rng.random
+        random = self._uniform
         p_bad = self.p_bad
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
@@ -282,6 +284,7 @@ class GaussMarkovLinks(LinkVariation):
         self._pairs: list[_GaussMarkovPair | None] = [None] * pairs
         # The second normal of the last Box-Muller pair (`powers`); NaN: none.
         self._spare = math.nan
+        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
     def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with locals.
@@ -290,7 +293,7 @@ class GaussMarkovLinks(LinkVariation):
         # second value kept for the next draw; so the same numbers from the same
         # stream (tests/net/radio/test_link_variation.py compares them).
         pairs = self._pairs
-        uniform = self.rng.random
+        uniform = self._uniform
         spare = self._spare
         sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
         out: list[float] = []

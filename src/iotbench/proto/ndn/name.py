@@ -264,11 +264,10 @@ def _check_component(t: int, length: int) -> None:
 def _component_offsets(buf: bytes, start: int, end: int) -> tuple[int, ...]:
     """Validate the component TLVs in buf[start:end]; returns their starts relative to `start`."""
     offsets: list[int] = []
-    append = offsets.append
     pos = start
     try:
         while pos < end:
-            append(pos - start)
+            offsets.append(pos - start)  # (compiled: a primitive; a bound `append` is not)
             # Nearly every component has a one-byte TLV-TYPE (3..252: no digest rule
             # applies) and a one-byte TLV-LENGTH; walking those inline, without a call,
             # is what makes decoding a name cheap. A length that runs past `end` ends
