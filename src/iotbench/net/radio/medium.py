@@ -134,10 +134,11 @@ class Radio:
         "leak",
         "locked",
         "mac",
+        "mean_mws",
         "medium",
         "name",
-        "_neighbours",
         "noise_mw",
+        "pairs",
         "position",
         "power",
         "power_mw",
@@ -159,45 +160,58 @@ class Radio:
         noise_floor_dbm: float | None = None,
         energy: RadioEnergy | None = None,
     ) -> None:
-        self.medium = medium
-        self.index = index
-        self.name = name
-        self.address: bytes | None = None
-        self.position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-        self.mac: Any = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
-        self.tx_power_dbm = tx_power_dbm
-        self.sensitivity_mw = phy.dbm_to_mw(sensitivity_dbm)
-        noise = phy.noise_floor_dbm(sensitivity_dbm) if noise_floor_dbm is None else noise_floor_dbm
-        self.noise_mw = phy.dbm_to_mw(noise)
-        self.cca_threshold_mw = phy.dbm_to_mw(cca_threshold_dbm)
-        # (receiver, mean received power in mW, pair id), filled by neighbours.py
-        self.neighbours: list[tuple[Radio, float, int]] = []
-        # (interferer, power in mW here while it bursts), filled by WifiInterferer.start
-        self.interferers: list[tuple[Any, float]] = []
-        # Its frames as radios on other channels hear them (interferer.py), if any do.
-        self.leak: Any = None
+        # Compiled, the attributes lie in memory in the order they are first set
+        # here. What the medium's loops touch at every receiver of every frame
+        # comes first, so that it shares two cache lines (the object fills 256
+        # bytes: of 100,000 radios few stay in the processor's caches;
+        # docs/performance.md). `frames_off` first: a byte, it fits the padding
+        # before the first 8-byte field.
+        # Set by a MAC whose chip, while it sends, takes no frame but an ACK
+        # (the AT86RF231's TX_ARET; net/mac/csma.py's extended mode).
+        self.frames_off = False
         self.power_mw = 0.0  # from every signal on the air here, noise excluded
         self.incoming = 0  # how many signals that is
         self.energy = 0.0  # integral of power_mw over time (mW s), for CCA
         self.energy_t = 0.0
         self.locked: Reception | None = None
-        self.deaf_until = 0.0
-        # Set by a MAC whose chip, while it sends, takes no frame but an ACK
-        # (the AT86RF231's TX_ARET; net/mac/csma.py's extended mode).
-        self.frames_off = False
         self.state = LISTEN
+        self.deaf_until = 0.0
+        self.sensitivity_mw = phy.dbm_to_mw(sensitivity_dbm)
         self.power = energy or RadioEnergy(medium.sim.now)
         self.counters = RadioCounters()
+        self.mac: Any = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
+        # The neighbour list (neighbours.py) as three lists in the same order:
+        # the receivers (what the medium's loops walk), the mean power at each
+        # (mW) and the pair's id (link variation's state).
+        self.receivers: tuple[Radio, ...] = ()
+        self.mean_mws: list[float] = []
+        self.pairs: list[int] = []
+        self.medium = medium
+        self.index = index
+        self.name = name
+        self.address: bytes | None = None
+        # Boxed (not a fixed-length tuple, which would lie in the object): the
+        # object stays within 256 bytes. Read when the network is built.
+        self.position: tuple[float, ...] = (0.0, 0.0, 0.0)
+        self.tx_power_dbm = tx_power_dbm
+        noise = phy.noise_floor_dbm(sensitivity_dbm) if noise_floor_dbm is None else noise_floor_dbm
+        self.noise_mw = phy.dbm_to_mw(noise)
+        self.cca_threshold_mw = phy.dbm_to_mw(cca_threshold_dbm)
+        # (interferer, power in mW here while it bursts), filled by WifiInterferer.start
+        self.interferers: list[tuple[Any, float]] = []
+        # Its frames as radios on other channels hear them (interferer.py), if any do.
+        self.leak: Any = None
 
     @property
     def neighbours(self) -> list[tuple[Radio, float, int]]:
-        return self._neighbours
+        """(receiver, mean received power in mW, pair id), as neighbours.py found them."""
+        return list(zip(self.receivers, self.mean_mws, self.pairs))
 
     @neighbours.setter
     def neighbours(self, neighbours: list[tuple[Radio, float, int]]) -> None:
-        self._neighbours = neighbours
-        # The receivers alone, in the same order: what the medium's loops walk.
         self.receivers = tuple(rcv for rcv, _mean_mw, _pair in neighbours)
+        self.mean_mws = [mean_mw for _rcv, mean_mw, _pair in neighbours]
+        self.pairs = [pair for _rcv, _mean_mw, pair in neighbours]
 
     # ------------------------------------------------------------ state
 
@@ -325,7 +339,7 @@ class RadioMedium:
         now = sim.now
         end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S  # phy.frame_airtime_s
         receivers = radio.receivers
-        mws = self.variation.powers(radio.neighbours, now)
+        mws = self.variation.powers(radio.mean_mws, radio.pairs, now)
         tx = Transmission(radio, pkt, dst, now, end, receivers, mws)
         radio.set_state(TX, now)
         if radio.leak is not None:

@@ -39,7 +39,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Final
+from typing import Final
 
 SPEED_OF_LIGHT: Final = 299_792_458.0
 
@@ -124,9 +124,11 @@ def pair_uniform(key: int, pair: int) -> float:
 class LinkVariation:
     """What every model of a link's variation in time has (the classes below).
 
-    `powers(neighbours, now)`: the power (mW) of a frame sent now at each
-    receiver of a neighbour list (neighbours.py), in the list's order, drawing
-    what it draws in that order; `spread()`: the law of a link's power about
+    `powers(means, pairs, now)`: the power (mW) of a frame sent now at each
+    receiver of a radio's neighbour list (neighbours.py), given each link's
+    mean power (mW) and pair id in the list's order, drawing what it draws in
+    that order (the returned list is the medium's to read, never to change:
+    a model may return `means` itself); `spread()`: the law of a link's power about
     its mean over time, as (weight, factor) pairs whose weighted average of a
     function of the power is its expectation (a quadrature), from which a
     link's expected reception ratio follows (net/routing/tree.py: the tree of
@@ -141,7 +143,7 @@ class LinkVariation:
 
     margin_db: float = 0.0
 
-    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
         raise NotImplementedError
 
     def spread(self) -> list[tuple[float, float]]:
@@ -151,8 +153,8 @@ class LinkVariation:
 class NoVariation(LinkVariation):
     """Links keep their mean power."""
 
-    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
-        return [mean_mw for _rcv, mean_mw, _pair in neighbours]
+    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+        return means
 
     def spread(self) -> list[tuple[float, float]]:
         return [(1.0, 1.0)]
@@ -166,10 +168,10 @@ class RayleighFading(LinkVariation):
         self.margin_db = RAYLEIGH_MARGIN_DB
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
         random = self._uniform
         # -ln(U), U in (0, 1]: exponential with mean 1.
-        return [mean_mw * -math.log(1.0 - random()) for _rcv, mean_mw, _pair in neighbours]
+        return [mean_mw * -math.log(1.0 - random()) for mean_mw in means]
 
     def spread(self) -> list[tuple[float, float]]:
         # The exponential gain's quantiles at the middles of equally likely bins.
@@ -209,7 +211,7 @@ class GilbertElliottLinks(LinkVariation):
         self._bad: list[bool] = [False] * pairs
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with
         # locals. The chain's law above puts P(bad) at or below p_bad after a
         # good state and at or above it after a bad one (in floating point too:
@@ -221,7 +223,7 @@ class GilbertElliottLinks(LinkVariation):
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
         out: list[float] = []
-        for _rcv, mean_mw, pair in neighbours:
+        for mean_mw, pair in zip(means, pairs):
             since = since_of[pair]
             if since < 0.0:  # the link's first frame: its state at time 0 first
                 bad_of[pair] = pair_uniform(self._key, pair) < p_bad
@@ -286,22 +288,22 @@ class GaussMarkovLinks(LinkVariation):
         self._spare = math.nan
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, neighbours: list[tuple[Any, float, int]], now: float) -> list[float]:
+    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
         # Runs for every receiver within reach of every frame: written out with locals.
         # The normal draws are random.Random.gauss's (box_muller), compiled
         # (CPython's gauss is Python code, and was most of the model's cost): the
         # second value kept for the next draw; so the same numbers from the same
         # stream (tests/net/radio/test_link_variation.py compares them).
-        pairs = self._pairs
+        states = self._pairs
         uniform = self._uniform
         spare = self._spare
         sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
         out: list[float] = []
-        for _rcv, mean_mw, pair in neighbours:
-            state = pairs[pair]
+        for mean_mw, pair in zip(means, pairs):
+            state = states[pair]
             if state is None:  # the link's first frame: its value at time 0 first
                 x0 = sigma * self._unit.inv_cdf(pair_uniform(self._key, pair))
-                state = pairs[pair] = _GaussMarkovPair(0.0, x0)
+                state = states[pair] = _GaussMarkovPair(0.0, x0)
             if spare == spare:  # (not NaN)
                 z = spare
                 spare = math.nan
