@@ -381,7 +381,7 @@ class RadioMedium:
                         overheard = Reception(tx, mw, now, False)
                     rcv.locked = overheard
                 meter = rcv.power  # meter.change(LISTEN, RX, now), written out
-                meter.time_s[LISTEN] += now - meter.since
+                meter.listen_s += now - meter.since
                 meter.since = now
                 rcv.state = meter.state = RX
             elif dst is rcv:
@@ -418,7 +418,7 @@ class RadioMedium:
                 if rec.tx is tx:
                     rcv.locked = None
                     meter = rcv.power  # meter.change(RX, LISTEN, now), written out
-                    meter.time_s[RX] += now - meter.since
+                    meter.rx_s += now - meter.since
                     meter.since = now
                     rcv.state = meter.state = LISTEN
                 else:
