@@ -59,12 +59,11 @@ _POWER_RESIDUE_MW: Final = 1e-30
 class RadioCounters:
     """What a radio's receiver did with the frames that reached it."""
 
-    __slots__ = ("aborted", "collisions", "corrupted", "missed_busy", "overheard", "received")
+    __slots__ = ("aborted", "collisions", "corrupted", "missed_busy", "received")
 
     def __init__(self) -> None:
         self.received = 0  # decoded intact (frames for it, or broadcast)
         self.corrupted = 0  # locked on, decoded with bit errors
-        self.overheard = 0  # unicasts for other nodes it was busy receiving
         self.collisions = 0  # of those, with another signal on the air meanwhile
         self.aborted = 0  # locked on, then left for a transmission of its own
         self.missed_busy = 0  # addressed to it, but it could not lock on (busy or deaf)
@@ -429,8 +428,7 @@ class RadioMedium:
             rcv.power_mw = power if power > residue else 0.0
             if rec is None:
                 continue
-            if not rec.decided:
-                rcv.counters.overheard += 1
+            if not rec.decided:  # a unicast for another node: nothing to decide
                 continue
             if rcv is dst:
                 dst_locked = True
