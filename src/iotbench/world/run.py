@@ -119,9 +119,10 @@ def _run(
         )
     outputs = [o for o in (pcap, series) if o is not None]
     try:
-        workload = world.workload()
-        net.follow_items(items, workload.planned_items)
-        workload.start()
+        with no_collections():  # the workload's nodes and apps live to the end too
+            workload = world.workload()
+            net.follow_items(items, workload.planned_items)
+            workload.start()
         sim.run(until=settings.max_sim_time_s)
         items.close_undelivered()
     except BaseException:
