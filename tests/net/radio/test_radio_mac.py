@@ -223,6 +223,21 @@ def test_radio_energy_follows_its_states():
     assert net.radios[0].state == LISTEN
 
 
+def test_the_energy_meter_keeps_each_state_s_time_apart():
+    """Each state's time is a field of its own (net/radio/energy.py): a walk through
+    all five states puts every stretch in its state's place, in STATES' order."""
+    from iotbench.net.radio.energy import STATES, RadioEnergy
+
+    meter = RadioEnergy(0.0, state=STATES.index("off"))
+    walk = ["idle", "listen", "rx", "tx", "listen", "off"]
+    for t, state in enumerate(walk, start=1):  # the k-th state of the walk lasts k s
+        meter.change(meter.state, STATES.index(state), t * (t + 1) / 2)
+    # off 1 s, idle 2 s, listen 3 + 6 s, rx 4 s, tx 5 s, and off again from 21 s:
+    assert meter.time_s == [1.0, 2.0, 3.0 + 6.0, 4.0, 5.0]
+    assert meter.times_s(25.0) == [1.0 + 4.0, 2.0, 9.0, 4.0, 5.0]
+    assert meter.time_s == [1.0, 2.0, 9.0, 4.0, 5.0]  # (times_s changed nothing)
+
+
 @pytest.mark.parametrize("snr_db", [0.0, 0.45, 0.7, 1.0, 1.5])
 def test_reception_ratio_of_a_link_follows_the_annex_e_model(snr_db):
     """Frames over a link whose mean power is fixed relative to the noise arrive

@@ -161,8 +161,8 @@ class Radio:
     ) -> None:
         # Compiled, the attributes lie in memory in the order they are first set
         # here. What the medium's loops touch at every receiver of every frame
-        # comes first, so that it shares two cache lines (the object fills 256
-        # bytes: of 100,000 radios few stay in the processor's caches;
+        # comes first, so that it shares two of the object's four cache lines
+        # (of 100,000 radios few stay in the processor's caches;
         # docs/performance.md). `frames_off` first: a byte, it fits the padding
         # before the first 8-byte field.
         # Set by a MAC whose chip, while it sends, takes no frame but an ACK
@@ -189,8 +189,8 @@ class Radio:
         self.index = index
         self.name = name
         self.address: bytes | None = None
-        # Boxed (not a fixed-length tuple, which would lie in the object): the
-        # object stays within 256 bytes. Read when the network is built.
+        # Boxed (a fixed-length tuple would lie in the object, 24 bytes more):
+        # read only when the network is built.
         self.position: tuple[float, ...] = (0.0, 0.0, 0.0)
         self.tx_power_dbm = tx_power_dbm
         noise = phy.noise_floor_dbm(sensitivity_dbm) if noise_floor_dbm is None else noise_floor_dbm
