@@ -573,3 +573,38 @@ def test_no_node_joins_at_infinite_rank(hop_rank):
     code, body = encode(Dio(0, 240, deep - 1, gl(0)))  # through it: 0xFFFE
     node.receive(2.0, ll(2), ALL_RPL_NODES, code, body)
     assert node.joined and node.preferred_parent == ll(2) and node.rank < INFINITE_RANK
+
+
+def _next_timer_from_scratch(node: RplNode) -> float | None:
+    """What next_timer must say, from the node's state alone (it keeps the routes'
+    earliest expiry between changes of its table)."""
+    times = [node._trickle.next_timer(), node._dao_at, node._dis_at, node._refresh_at]
+    times += [node._forward_at, *(entry[0] for entry in node._awaiting_ack.values())]
+    times += [route.expires for route in node._routes.values()]
+    due = [t for t in times if t is not None]
+    return min(due) if due else None
+
+
+def test_next_timer_follows_every_change_of_the_route_table():
+    """Routes added, refreshed, moved (a parent change), withdrawn (No-Path), groups
+    joined and left, and routes expired: next_timer is the earliest of them at every
+    step, as a walk over the whole table gives."""
+    params = RplParams(dis_start_delay_s=1.0, dao_delay_s=0.5, default_lifetime=2)
+    net = Net(5, TREE | {(3, 4)}, params)
+    script = {
+        30.0: lambda: net.nodes[4].add_target(net.now, GROUP),
+        60.0: lambda: net.nodes[3].add_target(net.now, GROUP),
+        90.0: lambda: net.links.discard(frozenset((2, 4))),  # n4 must move below n3
+        200.0: lambda: net.nodes[4].remove_target(net.now, GROUP),
+        260.0: lambda: net.links.discard(frozenset((1, 3))),  # n3 and n4 cut off
+    }
+    expired = 0
+    while net.now < 600.0:
+        net.run(net.now + 0.5)
+        if net.now in script:
+            script.pop(net.now)()
+        for node in net.nodes:
+            assert node.next_timer() == _next_timer_from_scratch(node)
+        expired += sum(isinstance(e, RouteRemoved) for _, e in net.events)
+        net.events.clear()
+    assert not script and expired >= 3  # the scenario did reach the removals

@@ -228,6 +228,10 @@ class RplNode:
         self.counters: dict[str, int] = {}
         self._neighbours: dict[bytes, _Neighbour] = {}
         self._routes: dict[bytes, _Route] = {}
+        # The earliest of the routes' expiries, kept for next_timer (asked after every
+        # frame a node sends; a root's table holds a route per node below it).
+        # None: not known since the table last changed (_routes_changed).
+        self._earliest_expiry: float | None = None
         self._out: list[tuple[bytes, int, bytes]] = []
         self._events: list[object] = []
         self._trickle = self._new_trickle()
@@ -353,7 +357,9 @@ class RplNode:
         times.append(self._forward_at)
         times += [entry[0] for entry in self._awaiting_ack.values()]
         if self._routes:
-            times.append(min(r.expires for r in self._routes.values()))
+            if self._earliest_expiry is None:
+                self._earliest_expiry = min(r.expires for r in self._routes.values())
+            times.append(self._earliest_expiry)
         due = [t for t in times if t is not None]
         return min(due) if due else None
 
@@ -713,6 +719,7 @@ class RplNode:
             if transit.path_lifetime == 0:  # No-Path
                 if route is not None and route.next_hop == src:
                     del self._routes[address]
+                    self._routes_changed()
                     self._events.append(RouteRemoved(address))
                     passing.append((target, transit))
                 continue
@@ -755,6 +762,7 @@ class RplNode:
         """Add or refresh the route to `address` through `src`; None when the table is full."""
         expires = now + self._lifetime_s(transit.path_lifetime)
         route = self._routes.get(address)
+        self._routes_changed()
         if route is None:
             # Groups have a table of their own (max_group_routes), as in Contiki.
             if not _is_group(address) and self._unicast_routes() >= self.params.max_routes:
@@ -777,6 +785,7 @@ class RplNode:
         if transit.path_lifetime == 0:
             if route is None or route.children is None or src not in route.children:
                 return False
+            self._routes_changed()
             del route.children[src]
             if route.children:
                 route.expires = max(route.children.values())
@@ -794,6 +803,7 @@ class RplNode:
             route.children = {}
         route.children[src] = route.expires
         route.expires = max(route.children.values())
+        self._routes_changed()
         return group not in self.targets
 
     def _group_routes(self) -> int:
@@ -802,10 +812,17 @@ class RplNode:
     def _unicast_routes(self) -> int:
         return len(self._routes) - self._group_routes()
 
+    def _routes_changed(self) -> None:
+        """A route was added, removed or given a new expiry."""
+        self._earliest_expiry = None
+
     def _expire_routes(self, now: float) -> None:
+        if self._earliest_expiry is not None and self._earliest_expiry > now:
+            return  # none is due
         for address, route in list(self._routes.items()):
             if route.expires > now:
                 continue
+            self._routes_changed()
             if route.children:  # a group: some children's announcements may live on
                 for child, expires in list(route.children.items()):
                     if expires <= now:
