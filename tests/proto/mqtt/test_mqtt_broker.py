@@ -200,3 +200,36 @@ def test_unknown_acknowledgements_are_counted_and_ignored():
     assert replies(b) == [] and b.stats.unknown_acks == 3
     b.receive_data(0.0, C, h("62 02 00 09"))  # an unknown PUBREL still gets PUBCOMP
     assert [type(p).__name__ for p in replies(b)] == ["PubComp"]
+
+
+def test_a_message_reaches_each_matching_session_once_in_the_order_sessions_were_made():
+    """The broker finds subscribers through its index of filters (exact ones by
+    topic, wildcards one by one); what reaches whom, at which QoS and in which
+    order must be what a walk over every session's filters gives (3.3.5)."""
+    b = broker()
+    for n in (1, 2, 3, 4, 5):
+        connected(b, conn=f"k{n}", client_id=f"c{n}")
+    subscriptions = {
+        "k3": [("a/b", 1)],  # the first to subscribe, made after c1 and c2
+        "k1": [("a/+", 0), ("a/b", 2)],
+        "k2": [("x", 2)],
+        "k4": [("#", 1)],
+    }
+    for conn, topics in subscriptions.items():
+        b.receive_data(0.0, conn, encode(Subscribe(1, tuple(topics))))
+    b.receive_data(0.0, "k4", encode(Unsubscribe(2, ("#", "never-subscribed"))))
+    b.data_to_send()
+    b.receive_data(0.0, "k5", encode(Publish("a/b", b"v", 1, packet_id=9)))
+    out = [(c, decode(p)) for c, data in b.data_to_send() for p in split_packets(data)]
+    deliveries = [(c, p.qos) for c, p in out if isinstance(p, Publish)]
+    assert deliveries == [("k1", 1), ("k3", 1)]  # min(publish 1, best granted), c1 first
+    assert b.stats.messages_routed == 2
+
+    # c1 comes back with a clean session: its filters went with the old one, and
+    # the new session is the newest.
+    connected(b, conn="k6", client_id="c1", clean_session=True)
+    b.receive_data(0.0, "k6", encode(Subscribe(3, (("a/#", 0),))))
+    b.data_to_send()
+    b.receive_data(0.0, "k5", encode(Publish("a/b", b"w")))
+    out = [(c, decode(p)) for c, data in b.data_to_send() for p in split_packets(data)]
+    assert [c for c, p in out if isinstance(p, Publish)] == ["k3", "k6"]

@@ -152,10 +152,12 @@ class MqttBrokerStats:
 class _Session:
     """What the broker keeps per client id (3.1.2.4), online or not."""
 
-    __slots__ = ("acl", "clean", "client_id", "conn", "inbox", "outbox", "subscriptions")
+    __slots__ = ("acl", "clean", "client_id", "conn", "inbox", "made", "outbox", "subscriptions")
 
-    def __init__(self, client_id: str, clean: bool, outbox: Outbox) -> None:
+    def __init__(self, client_id: str, clean: bool, outbox: Outbox, made: int) -> None:
         self.client_id = client_id
+        #: Sessions made before this one: the order the broker delivers a message in.
+        self.made = made
         self.clean = clean
         self.subscriptions: dict[str, int] = {}  # filter -> granted QoS
         self.outbox = outbox
@@ -192,6 +194,10 @@ class _Conn:
         self.wake_at: float | None = None  # time of this connection's live timer entry
 
 
+def _made(session: _Session) -> int:
+    return session.made
+
+
 class MqttBroker:
     """An MQTT 3.1.1 broker as a sans-I/O state machine over many byte streams."""
 
@@ -208,6 +214,13 @@ class MqttBroker:
         self._retry = params.retry_schedule()
         self._conns: dict[Hashable, _Conn] = {}
         self._sessions: dict[str, _Session] = {}
+        self._sessions_made = 0
+        # The sessions subscribed to each filter, so that a message is matched
+        # against each filter once, not against every session's (a broker behind an
+        # MQTT-SN gateway holds a session per sensor): filters without wildcards by
+        # the topic they match, the others to be matched one by one.
+        self._exact: dict[str, dict[_Session, None]] = {}
+        self._wildcard: dict[str, dict[_Session, None]] = {}
         self._retained: dict[str, tuple[bytes, int]] = {}  # topic -> (payload, QoS)
         self._out: dict[Hashable, bytearray] = {}
         self._to_close: list[Hashable] = []
@@ -382,7 +395,7 @@ class MqttBroker:
             session.conn = None
             session.outbox.go_offline()
             if session.clean and self._sessions.get(session.client_id) is session:
-                del self._sessions[session.client_id]  # 3.1.2.4: it lasts as long as the connection
+                self._discard(session)  # 3.1.2.4: it lasts as long as the connection
         if c.will is not None and reason != "disconnect":
             assert session is not None  # a will is kept only once CONNECT made a session
             will, c.will = c.will, None
@@ -519,7 +532,7 @@ class MqttBroker:
             self._close(now, session.conn, "takeover")
             session = self._sessions.get(client_id)  # gone if it was a clean session
         if session is not None and packet.clean_session:
-            del self._sessions[client_id]  # 3.1.2.4: discard the previous session
+            self._discard(session)  # 3.1.2.4: discard the previous session
             session = None
         present = session is not None
         if session is None:
@@ -533,7 +546,9 @@ class MqttBroker:
                 max_queued=p.max_queued_messages,
                 retry=self._retry,
             )
-            session = self._sessions[client_id] = _Session(client_id, packet.clean_session, outbox)
+            session = _Session(client_id, packet.clean_session, outbox, self._sessions_made)
+            self._sessions[client_id] = session
+            self._sessions_made += 1
         session.conn = c
         c.session = session
         if p.acl is not None:
@@ -590,6 +605,7 @@ class MqttBroker:
                 codes.append(SUBACK_FAILURE)
                 continue
             subs[topic_filter] = qos = min(qos, p.max_qos)
+            self._index(topic_filter)[session] = None
             codes.append(qos)
             granted.append((topic_filter, qos))
         self._write(c, SubAck(packet.packet_id, tuple(codes)))
@@ -610,7 +626,8 @@ class MqttBroker:
                 self._violation(now, c, f"invalid topic filter {topic_filter!r} (4.7.1)")
                 return
         for topic_filter in packet.topics:
-            session.subscriptions.pop(topic_filter, None)
+            if session.subscriptions.pop(topic_filter, None) is not None:
+                self._unindex(session, topic_filter)
         self._write(c, UnsubAck(packet.packet_id))  # even when nothing matched (3.10.4)
 
     # =====================================================================
@@ -621,18 +638,42 @@ class MqttBroker:
         """An accepted application message (or will) to every matching session."""
         if retain:
             self._store_retained(topic, payload, qos)
-        for session in list(self._sessions.values()):
-            best = -1
-            for topic_filter, granted in session.subscriptions.items():
-                if granted > best and matches(topic_filter, topic):
-                    best = granted
-            if best < 0:
-                continue
+        best: dict[_Session, int] = {}  # session -> its matching filters' highest QoS
+        for session in self._exact.get(topic, ()):
+            best[session] = session.subscriptions[topic]
+        for topic_filter, sessions in self._wildcard.items():
+            if matches(topic_filter, topic):
+                for session in sessions:
+                    granted = session.subscriptions[topic_filter]
+                    if granted > best.get(session, -1):
+                        best[session] = granted
+        for session in sorted(best, key=_made) if len(best) > 1 else best:
             if session.acl is not None and not session.acl.may_read(topic):
                 self.stats.denied_deliveries += 1
                 continue
             # 3.3.1.3: RETAIN is 0 towards existing subscriptions.
-            self._deliver(now, session, OutMessage(topic, payload, min(qos, best), False))
+            self._deliver(now, session, OutMessage(topic, payload, min(qos, best[session]), False))
+
+    def _index(self, topic_filter: str) -> dict[_Session, None]:
+        """The sessions subscribed to `topic_filter` (made empty if none)."""
+        index = self._wildcard if "+" in topic_filter or "#" in topic_filter else self._exact
+        sessions = index.get(topic_filter)
+        if sessions is None:
+            sessions = index[topic_filter] = {}
+        return sessions
+
+    def _unindex(self, session: _Session, topic_filter: str) -> None:
+        index = self._wildcard if "+" in topic_filter or "#" in topic_filter else self._exact
+        sessions = index[topic_filter]
+        del sessions[session]
+        if not sessions:
+            del index[topic_filter]
+
+    def _discard(self, session: _Session) -> None:
+        """The session ends: it gets no more messages."""
+        del self._sessions[session.client_id]
+        for topic_filter in session.subscriptions:
+            self._unindex(session, topic_filter)
 
     def _deliver(self, now: float, session: _Session, msg: OutMessage) -> None:
         if session.conn is None and msg.qos == 0:
