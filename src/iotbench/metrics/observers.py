@@ -47,16 +47,25 @@ def _nothing(*_args: object) -> None:
     pass
 
 
-def _fan_out(hooks: list[Callable[..., None]]) -> Callable[..., None]:
+def _fan_out(name: str, hooks: list[Callable[..., None]]) -> Callable[..., None]:
     if not hooks:
         return _nothing
     if len(hooks) == 1:
         return hooks[0]
     each = tuple(hooks)
+    # One function per hook's arguments, not one taking *args: compiled, *args
+    # built a tuple for every packet and called each hook through it.
+    if name == "received":
 
-    def call_all(*args: object) -> None:
+        def call_all_received(pkt: Packet, node: str) -> None:
+            for hook in each:
+                hook(pkt, node)
+
+        return call_all_received
+
+    def call_all(pkt: Packet) -> None:
         for hook in each:
-            hook(*args)
+            hook(pkt)
 
     return call_all
 
@@ -87,7 +96,7 @@ class Observers:
                 for o in self._observers
                 if getattr(type(o), hook, None) is not getattr(Observer, hook)
             ]
-            setattr(self, hook, _fan_out(own))
+            setattr(self, hook, _fan_out(hook, own))
 
 
 class PacketRecorder(Observer):
