@@ -115,6 +115,16 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.ndn.hopp",
         "iotbench.proto.ndn.app",
     ),
+    # CoAP's message, client, server and endpoint layers: every CoAP message of
+    # S2, S4 and S6 runs through them at both ends (docs/performance.md, "CoAP's
+    # layers compiled").
+    "iotbench.compiled_coap": (
+        "iotbench.proto.coap.exchange",
+        "iotbench.proto.coap.messaging",
+        "iotbench.proto.coap.client",
+        "iotbench.proto.coap.server",
+        "iotbench.proto.coap.endpoint",
+    ),
     "iotbench.compiled_apps": (
         "iotbench.apps.echo",
         "iotbench.apps.readings",
@@ -135,7 +145,7 @@ MODULES = tuple(module for modules in GROUPS.values() for module in modules)
 # The other groups cost 0.03 to 0.15 % each at `-O1`, more than an install's
 # few seconds are worth against many hours of runs (docs/performance.md,
 # "Each group's optimisation level").
-LIGHTLY_OPTIMISED = frozenset({"iotbench.compiled_codecs"})
+LIGHTLY_OPTIMISED = frozenset({"iotbench.compiled_codecs", "iotbench.compiled_coap"})
 
 # Set at install time for no compilation; read here to say so in errors.
 PURE_PYTHON_ENV = "IOTBENCH_PURE_PYTHON"

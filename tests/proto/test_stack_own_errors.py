@@ -12,7 +12,6 @@ from aioquic.quic.connection import QuicConnection
 
 from iotbench.proto.coap.codec import Code, Message, Type, decode, encode
 from iotbench.proto.coap.endpoint import CoapEndpoint
-from iotbench.proto.coap.messaging import MessageLayer
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.codec import Connect
 from iotbench.proto.mqtt.codec import encode as mqtt_encode
@@ -37,9 +36,17 @@ def fault(*_args, **_kwargs):
     raise Injected("a bug inside the stack")
 
 
+class BrokenServerLayer:
+    """A server layer that breaks as the message layer hands it a request (inside the
+    message layer's guard). CoAP's layers are compiled and take no patches; the
+    message layer takes any object for the layers above it."""
+
+    receive_request = staticmethod(fault)
+
+
 def coap(strict, monkeypatch):
-    monkeypatch.setattr(MessageLayer, "_on_con_or_non", fault)
     ep = CoapEndpoint(random.Random(1), strict=strict)
+    ep.message_layer.connect(ep.client_layer, BrokenServerLayer())
     ep.receive(0.0, encode(Message.request(Type.CON, Code.GET, 1, b"t", "/x")), PEER)
     return ep.stats.internal_errors
 

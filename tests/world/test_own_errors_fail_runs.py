@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from aioquic.quic.connection import QuicConnection
 
-from iotbench.proto.coap.messaging import MessageLayer
+from iotbench.proto.coap.endpoint import CoapEndpoint
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqttsn.client import MqttSnClient
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.runner import ResultStore, run_campaign
 from iotbench.scenarios import expand, load_scenario
 from iotbench.world import run_one
+from iotbench.world.protocols import coap as coap_protocol
 from iotbench.world.workloads.publish.ndn import NdnPull
 
 
@@ -27,18 +28,55 @@ def fault(*_args, **_kwargs):
     raise Injected("a bug inside the stack")
 
 
-# (scenario, point, the stack's method the fault replaces): each is called inside the
+def broken_coap_endpoint(*args, **kwargs) -> CoapEndpoint:
+    """A CoAP endpoint whose message layer hands requests to a server layer that
+    breaks (inside the message layer's guard): the layers are compiled and take no
+    patches, so the run's builder gets this in place of the class."""
+    endpoint = CoapEndpoint(*args, **kwargs)
+    endpoint.message_layer.connect(endpoint.client_layer, BrokenServerLayer())
+    return endpoint
+
+
+class BrokenServerLayer:
+    receive_request = staticmethod(fault)
+
+
+# (scenario, point, what the fault replaces and with what): each is called inside the
 # stack's guard (`except Exception`), which counted and swallowed it before.
 STACKS = {
-    "coap": ("s3-robustness", {"variant": ["coap-con"]}, MessageLayer, "_on_con_or_non"),
-    "mqtt-broker": ("s3-robustness", {"variant": ["mqtt-qos0"]}, MqttBroker, "_receive"),
-    "mqttsn-gateway": ("s3-robustness", {"variant": ["mqttsn-qos0"]}, MqttSnGateway, "_on_message"),
-    "mqttsn-client": ("s3-robustness", {"variant": ["mqttsn-qos1"]}, MqttSnClient, "_on_message"),
+    "coap": (
+        "s3-robustness",
+        {"variant": ["coap-con"]},
+        coap_protocol,
+        "CoapEndpoint",
+        broken_coap_endpoint,
+    ),
+    "mqtt-broker": ("s3-robustness", {"variant": ["mqtt-qos0"]}, MqttBroker, "_receive", fault),
+    "mqttsn-gateway": (
+        "s3-robustness",
+        {"variant": ["mqttsn-qos0"]},
+        MqttSnGateway,
+        "_on_message",
+        fault,
+    ),
+    "mqttsn-client": (
+        "s3-robustness",
+        {"variant": ["mqttsn-qos1"]},
+        MqttSnClient,
+        "_on_message",
+        fault,
+    ),
     # aioquic's connection, which the QUIC endpoint guards.
-    "quic": ("s3-robustness", {"variant": ["quic"]}, QuicConnection, "receive_datagram"),
+    "quic": ("s3-robustness", {"variant": ["quic"]}, QuicConnection, "receive_datagram", fault),
     # The producer's application, which NDN's forwarder calls inside its guard (the
     # forwarder itself is compiled and takes no patches).
-    "ndn-forwarder": ("s4-single-hop-scheduled", {"variant": ["ndn"]}, NdnPull, "_on_interest"),
+    "ndn-forwarder": (
+        "s4-single-hop-scheduled",
+        {"variant": ["ndn"]},
+        NdnPull,
+        "_on_interest",
+        fault,
+    ),
 }
 
 
@@ -53,10 +91,10 @@ def first_run(name: str, point: dict):
 
 @pytest.mark.parametrize("stack", sorted(STACKS))
 def test_a_stacks_own_exception_fails_the_run(stack, monkeypatch):
-    name, point, cls, method = STACKS[stack]
+    name, point, target, attribute, replacement = STACKS[stack]
     run = first_run(name, point)
     assert run_one(run.config, run.seed).metrics["items_delivered"] == 5  # without the fault
-    monkeypatch.setattr(cls, method, fault)
+    monkeypatch.setattr(target, attribute, replacement)
     with pytest.raises(Injected, match="a bug inside the stack"):
         run_one(run.config, run.seed)
 

@@ -150,7 +150,7 @@ class ClientLayer:
         if token is not None and len(token) > MAX_TOKEN_LENGTH:
             raise ValueError(f"token is {len(token)} bytes, at most {MAX_TOKEN_LENGTH} allowed")
         msg = Message(Type.CON if confirmable else Type.NON, int(code), 0, payload=bytes(payload))
-        msg.uri_path = path
+        msg.set_uri_path(path)
         for q in query:
             msg.add_option(Opt.URI_QUERY, q)
         for number, value in options:

@@ -408,6 +408,11 @@ class Message:
 
     @uri_path.setter
     def uri_path(self, path: str | Sequence[str]) -> None:
+        self.set_uri_path(path)
+
+    def set_uri_path(self, path: str | Sequence[str]) -> None:
+        """`uri_path = path`, for compiled callers: mypyc gives a property's setter
+        the getter's type (str), and a list of segments would not pass."""
         self.remove_option(Opt.URI_PATH)
         for seg in _split_path(path):
             self.options.append((Opt.URI_PATH, seg.encode("utf-8")))

@@ -183,9 +183,10 @@ class MessageLayer:
                 self._on_ack(now, msg, addr)
             else:
                 self._on_rst(now, msg, addr)
-        except Exception as exc:  # noqa: BLE001 - a peer's bytes must never crash a node
+        # (Not `exc` again: compiled, a name keeps the type of its first except.)
+        except Exception as error:  # noqa: BLE001 - a peer's bytes must never crash a node
             stats.internal_errors += 1
-            own_error(self._strict, exc, "CoAP endpoint")
+            own_error(self._strict, error, "CoAP endpoint")
 
     def retransmission_due(self, now: float, out: Outgoing) -> None:
         """The retransmission timer of CON `out` fired: send it again, or give up."""
