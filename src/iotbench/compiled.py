@@ -138,10 +138,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 MODULES = tuple(module for modules in GROUPS.values() for module in modules)
 
-# The groups compiled with `-O1` instead of mypyc's `-O3`. The codecs group's
-# code runs a few times per message, not per frame and receiver: `-O1` cost
-# at most 0.04 % more instructions per run (S4's `mqttsn-qos1`, cachegrind)
-# and takes 30 % less of the compiler's time (18.6 s of CPU against 26.5 s).
+# The groups compiled with `-O1` instead of mypyc's `-O3`. The codecs' and
+# CoAP's layers' code runs a few times per message, not per frame and
+# receiver: `-O1` cost at most 0.04 % (codecs, S4's `mqttsn-qos1`) and 0.1 %
+# (CoAP, `coap-put-con`) more instructions per run (cachegrind) and takes 30
+# to 35 % less of the compiler's time (18.6 s of CPU against 26.5 s; 14 s
+# against 22 s).
 # The other groups cost 0.03 to 0.15 % each at `-O1`, more than an install's
 # few seconds are worth against many hours of runs (docs/performance.md,
 # "Each group's optimisation level").
