@@ -6,7 +6,9 @@ IP and the IP node, or NDN's forwarder, tables, codecs and faces (with
 HoPP's agent), and S4's metrics see every frame (docs/performance.md,
 "S4's runs"). Every packet of a point-to-point network (S1 to S3) runs
 through the link and its impairments, the checksum, IP and the node
-(docs/performance.md, "iotbench versus ns-3"). setup.py compiles these modules with
+(docs/performance.md, "iotbench versus ns-3"), and every CoAP message
+through CoAP's codec and its message, client, server and endpoint layers
+at both ends. setup.py compiles these modules with
 mypyc: the same Python source becomes a C extension, with the same results
 to the bit (the regression check compares every metric and pcap digest of
 every built-in scenario). No other code exists for them; without a C
