@@ -118,8 +118,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.ndn.app",
     ),
     # CoAP's message, client, server and endpoint layers: every CoAP message of
-    # S2, S4 and S6 runs through them at both ends (docs/performance.md, "CoAP's
-    # layers compiled").
+    # S2, S4 and S6 runs through them at both ends (docs/performance.md, "Hubs,
+    # fan-outs and CoAP's layers compiled").
     "iotbench.compiled_coap": (
         "iotbench.proto.coap.exchange",
         "iotbench.proto.coap.messaging",
