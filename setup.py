@@ -9,7 +9,9 @@ with the same results, and compiled copies an earlier editable install left
 beside them are removed so that they cannot shadow the sources.
 
 Each group of modules is one C extension, and the groups compile in parallel,
-one compiler per core. `pip install -v` shows a line as each group finishes.
+one compiler per core. mypyc's runtime library, which each group links, is
+compiled once for all of them (mypyc would #include it in every group's C).
+`pip install -v` shows a line as each group finishes.
 They compile without debug information; `IOTBENCH_C_DEBUG=1 pip install ...`
 adds mypyc's usual `-g1` (file and line for a profiler or debugger). Each
 compiles at mypyc's `-O3` but those `compiled.LIGHTLY_OPTIMISED` names, at `-O1`.
@@ -28,7 +30,9 @@ import sys
 import sysconfig
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -88,6 +92,22 @@ def _digest_files(h, paths, root: Path | None = None) -> None:
         h.update(Path(path).read_bytes())
 
 
+# Where mypyc writes the C it generates (mypycify's default target_dir).
+MYPYC_OUTPUT = Path("build")
+
+
+def _runtime_copy(path: str, ext) -> bool:
+    """Whether `path` is mypyc's copy of a file of its runtime library: mypyc puts
+    those at the top of its output directory, under their names in the runtime's
+    own directory (one of `ext`'s include directories)."""
+    name = Path(path).name
+    return Path(path).parent == MYPYC_OUTPUT and any(
+        (Path(folder) / name).is_file()
+        for folder in ext.include_dirs
+        if Path(folder) != MYPYC_OUTPUT
+    )
+
+
 class BuildExt(build_ext):
     """Parallel build_ext, with a line per finished group and a cache of built extensions."""
 
@@ -111,11 +131,13 @@ class BuildExt(build_ext):
         self._started = time.monotonic()
         self._done = 0
         self._reused = 0
-        groups = sum(ext.name.endswith("__mypyc") for ext in self.extensions)
+        groups = [ext for ext in self.extensions if ext.name.endswith("__mypyc")]
         self._announce(
-            f"compiling {groups} groups of {len(compiled.MODULES)} modules, "
+            f"compiling {len(groups)} groups of {len(compiled.MODULES)} modules, "
             f"{self.parallel} at a time (cache: {CACHE})"
         )
+        if RUNTIME is not None and not all(self._cached(ext).exists() for ext in groups):
+            self._build_runtime(groups)
         super().build_extensions()
         self._announce(
             f"{len(self.extensions)} extensions ready, {self._reused} of them from the cache, "
@@ -131,7 +153,12 @@ class BuildExt(build_ext):
         h.update(repr((sys.version, sysconfig.get_paths()["include"])).encode())
         h.update(repr(sysconfig.get_config_var("EXT_SUFFIX")).encode())
         h.update(repr((self.compiler.compiler_so, self.compiler.linker_so)).encode())
-        _digest_files(h, sorted(set(ext.sources) | set(ext.depends)))
+        # The C and headers mypyc generated. Its runtime's copies beside them are the
+        # runtime directory's files, digested below; mypyc lists those headers among
+        # the depends only once an earlier build has copied them, which would give
+        # the first build in a checkout a key of its own.
+        inputs = set(ext.sources) | set(ext.depends)
+        _digest_files(h, sorted(p for p in inputs if not _runtime_copy(p, ext)))
         # mypyc's runtime, by content: pip builds in a new temporary environment each
         # time. Its C only: the bytecode caches Python writes there carry their
         # sources' times, new in every environment, and made every group's key new.
@@ -141,9 +168,35 @@ class BuildExt(build_ext):
                 _digest_files(h, files, include)
         return h.hexdigest()[:32]
 
+    def _cached(self, ext) -> Path:
+        target = Path(self.get_ext_fullpath(ext.name))
+        return CACHE / self._cache_key(ext) / target.name
+
+    def _build_runtime(self, groups) -> None:
+        """mypyc's runtime, compiled once for every group that links it."""
+        started = time.monotonic()
+        output = Path(self.build_temp) / "mypyc-runtime"
+
+        def compile_one(source: str) -> list[str]:
+            return self.compiler.compile(
+                [source],
+                output_dir=str(output),
+                include_dirs=RUNTIME.include_dirs,
+                extra_postargs=RUNTIME.compile_args,
+            )
+
+        with ThreadPoolExecutor(self.parallel) as pool:
+            objects = [obj for objs in pool.map(compile_one, RUNTIME.sources) for obj in objs]
+        for ext in groups:
+            ext.extra_objects = [*ext.extra_objects, *objects]
+        self._announce(
+            f"mypyc's runtime ({len(RUNTIME.sources)} files) compiled once for the groups, "
+            f"{time.monotonic() - started:.0f} s"
+        )
+
     def build_extension(self, ext) -> None:
         target = Path(self.get_ext_fullpath(ext.name))
-        cached = CACHE / self._cache_key(ext) / target.name
+        cached = self._cached(ext)
         if cached.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(cached, target)
@@ -180,6 +233,35 @@ def _metadata_only() -> bool:
     return bool(words & METADATA_COMMANDS) and not words & BUILD_COMMANDS
 
 
+class Runtime(NamedTuple):
+    """mypyc's runtime library: the C files every group library links."""
+
+    sources: list[str]
+    include_dirs: list[str]
+    compile_args: list[str]
+
+
+# Set by ext_modules() when there is C to compile.
+RUNTIME: Runtime | None = None
+
+
+def _share_runtime(groups) -> None:
+    """Take the runtime's C files, the same in every group, out of each group's
+    sources: BuildExt compiles them once and links the objects into every group.
+    mypyc would #include them in each group's C and so compile them once per group
+    (docs/performance.md, "mypyc's runtime compiled once")."""
+    global RUNTIME
+    if not groups:
+        return
+    first = groups[0]
+    sources = [source for source in first.sources if _runtime_copy(source, first)]
+    for ext in groups:
+        if [source for source in ext.sources if _runtime_copy(source, ext)] != sources:
+            raise RuntimeError(f"mypyc gave {ext.name} other runtime files than {first.name}")
+        ext.sources = [source for source in ext.sources if not _runtime_copy(source, ext)]
+    RUNTIME = Runtime(sources, list(first.include_dirs), list(first.extra_compile_args))
+
+
 def ext_modules():
     if _metadata_only():
         return []
@@ -210,7 +292,11 @@ def ext_modules():
         opt_level="3",
         debug_level=debug,
         separate=groups,
+        # The runtime as C files of its own instead of #included in every group's
+        # C: compiled once and linked into each group (BuildExt._build_runtime).
+        include_runtime_files=False,
     )
+    _share_runtime([ext for ext in extensions if ext.name.endswith("__mypyc")])
     for ext in extensions:
         if ext.name.removesuffix("__mypyc") in compiled.LIGHTLY_OPTIMISED:
             # The last -O on the command line wins; mypyc's comes after Python's own.

@@ -197,3 +197,98 @@ def test_the_build_removes_compiled_copies_of_modules_no_longer_compiled(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert not orphan.exists()
+
+
+def test_the_groups_link_one_build_of_mypycs_runtime(tmp_path):
+    """mypyc's runtime (its own C files, not the __native_* it generates) leaves every
+    group's sources, to be compiled once and linked into each group; groups whose
+    runtime files differ are an error, not a silent mix."""
+    _copy_build_files(tmp_path)
+    probe = (
+        "import runpy, sys\n"
+        "from setuptools import Extension\n"
+        "sys.argv = ['setup.py', '--name']\n"
+        "from pathlib import Path\n"
+        "share = runpy.run_path('setup.py')['_share_runtime']\n"
+        "runtime = ['build/init.c', 'build/int_ops.c']\n"
+        "Path('lib-rt').mkdir()\n"
+        "for name in runtime:\n"
+        "    (Path('lib-rt') / Path(name).name).write_text('the runtime')\n"
+        "def group(name, runtime):\n"
+        "    return Extension(f'{name}__mypyc', [f'build/{name}/__native_{name}.c', *runtime],\n"
+        "                     include_dirs=['lib-rt', 'build'], extra_compile_args=['-O3'])\n"
+        "groups = [group('a', runtime), group('b', runtime)]\n"
+        "share(groups)\n"
+        "assert [g.sources for g in groups] == [['build/a/__native_a.c'], ['build/b/__native_b.c']]\n"
+        "shared = share.__globals__['RUNTIME']\n"
+        "assert shared.sources == runtime, shared\n"
+        "assert shared.include_dirs == ['lib-rt', 'build'] and shared.compile_args == ['-O3']\n"
+        "try:\n"
+        "    share([group('a', runtime), group('b', runtime[:1])])\n"
+        "except RuntimeError as error:\n"
+        "    assert 'other runtime files' in str(error)\n"
+        "else:\n"
+        "    raise AssertionError('groups with other runtime files were accepted')\n"
+    )
+    _run_in_copy(tmp_path, probe)
+
+
+def test_the_cache_key_does_not_change_with_the_runtime_headers_mypyc_lists(tmp_path):
+    """mypyc lists its runtime's headers among a group's depends only once an earlier
+    build has copied them into build/, so the first build in a checkout listed fewer:
+    `pip install -e .` after `pip install .` then found no extension in the cache.
+    The key digests the runtime from its own directory, and every other file (the
+    generated C and headers, the module shims) by content."""
+    _copy_build_files(tmp_path)
+    probe = (
+        "import runpy, sys, types\n"
+        "from pathlib import Path\n"
+        "from setuptools import Distribution, Extension\n"
+        "sys.argv = ['setup.py', '--name']\n"
+        "setup = runpy.run_path('setup.py')\n"
+        "for name, text in [('rt/CPy.h', 'rt'), ('rt/bytes_extra_ops.h', 'rt'),\n"
+        "                   ('build/bytes_extra_ops.h', 'rt'), ('build/g/__native_g.c', 'c'),\n"
+        "                   ('build/g/__native_g.h', 'h'), ('build/g/kernel.c', 'shim')]:\n"
+        "    Path(name).parent.mkdir(parents=True, exist_ok=True)\n"
+        "    Path(name).write_text(text)\n"
+        "build = setup['BuildExt'](Distribution())\n"
+        "build.compiler = types.SimpleNamespace(compiler_so=['cc'], linker_so=['cc'])\n"
+        "ext = Extension('g__mypyc', ['build/g/__native_g.c'], include_dirs=['rt', 'build'],\n"
+        "                depends=['build/g/__native_g.h'])\n"
+        "first = build._cache_key(ext)\n"
+        "ext.depends.insert(0, 'build/bytes_extra_ops.h')\n"
+        "assert build._cache_key(ext) == first, 'a listed runtime header changed the key'\n"
+        "Path('build/g/__native_g.h').write_text('h, generated again otherwise')\n"
+        "assert build._cache_key(ext) != first, 'a generated header was not in the key'\n"
+        "Path('build/g/__native_g.h').write_text('h')\n"
+        "Path('rt/CPy.h').write_text('another runtime')\n"
+        "assert build._cache_key(ext) != first, 'the runtime was not in the key'\n"
+        "shim = Extension('g.kernel', ['build/g/kernel.c'], include_dirs=['rt', 'build'])\n"
+        "before = build._cache_key(shim)\n"
+        "Path('build/g/kernel.c').write_text('a shim that loads another group')\n"
+        "assert build._cache_key(shim) != before, 'a module shim was not in the key'\n"
+    )
+    _run_in_copy(tmp_path, probe)
+
+
+def _copy_build_files(tmp_path: Path) -> None:
+    """setup.py and compiled.py in a directory of their own: setup.py, run as a pure
+    build, would clear the checkout's compiled modules."""
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "src" / "iotbench").mkdir(parents=True)
+    (tmp_path / "setup.py").write_bytes((root / "setup.py").read_bytes())
+    compiled_py = root / "src" / "iotbench" / "compiled.py"
+    (tmp_path / "src" / "iotbench" / "compiled.py").write_bytes(compiled_py.read_bytes())
+
+
+def _run_in_copy(tmp_path: Path, probe: str) -> None:
+    env = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
