@@ -178,24 +178,11 @@ def test_a_compiled_copy_of_a_module_no_longer_compiled_is_refused(tmp_path):
 def test_the_build_removes_compiled_copies_of_modules_no_longer_compiled(tmp_path):
     """setup.py clears them before it builds (here in a copy of the checkout's build
     files, with a pure build, which compiles nothing)."""
-    root = Path(__file__).resolve().parents[1]
-    (tmp_path / "src" / "iotbench").mkdir(parents=True)
-    (tmp_path / "setup.py").write_bytes((root / "setup.py").read_bytes())
-    compiled_py = root / "src" / "iotbench" / "compiled.py"
-    (tmp_path / "src" / "iotbench" / "compiled.py").write_bytes(compiled_py.read_bytes())
+    _copy_build_files(tmp_path)
     _tree(tmp_path / "src", "iotbench.proto.ndn.lp", built_after_source=True)
     orphan = tmp_path / "src" / "iotbench" / "proto" / "ndn" / ("lp" + EXTENSION_SUFFIXES[0])
     assert compiled.orphaned_files(tmp_path / "src") == [orphan]
-    env = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
-    done = subprocess.run(
-        [sys.executable, "setup.py", "--name"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    _run_in_copy(tmp_path, "setup.py", "--name")
     assert not orphan.exists()
 
 
@@ -230,7 +217,7 @@ def test_the_groups_link_one_build_of_mypycs_runtime(tmp_path):
         "else:\n"
         "    raise AssertionError('groups with other runtime files were accepted')\n"
     )
-    _run_in_copy(tmp_path, probe)
+    _run_in_copy(tmp_path, "-c", probe)
 
 
 def test_the_cache_key_does_not_change_with_the_runtime_headers_mypyc_lists(tmp_path):
@@ -268,7 +255,7 @@ def test_the_cache_key_does_not_change_with_the_runtime_headers_mypyc_lists(tmp_
         "Path('build/g/kernel.c').write_text('a shim that loads another group')\n"
         "assert build._cache_key(shim) != before, 'a module shim was not in the key'\n"
     )
-    _run_in_copy(tmp_path, probe)
+    _run_in_copy(tmp_path, "-c", probe)
 
 
 def _copy_build_files(tmp_path: Path) -> None:
@@ -281,10 +268,11 @@ def _copy_build_files(tmp_path: Path) -> None:
     (tmp_path / "src" / "iotbench" / "compiled.py").write_bytes(compiled_py.read_bytes())
 
 
-def _run_in_copy(tmp_path: Path, probe: str) -> None:
+def _run_in_copy(tmp_path: Path, *args: str) -> None:
+    """Python with `args` in the copy, as a pure build."""
     env = dict(os.environ, **{compiled.PURE_PYTHON_ENV: "1"})
     done = subprocess.run(
-        [sys.executable, "-c", probe],
+        [sys.executable, *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -11,9 +11,11 @@ variant.
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
@@ -55,31 +57,14 @@ def test_memory_does_not_grow_with_the_number_of_items():
     assert long["rss_mb"] - short["rss_mb"] <= 10.0, (short, long)
 
 
-GRID = """
-name = "growth"
-description = "every node publishes to the gateway every 60 s"
-max_sim_time_s = 2460
-[network]
-topology = "grid"
-[network.nodes]
-count = 100
-spacing_m = 60.0
-[network.roles]
-gateway = "n55"
-[network.routing]
-protocol = "static"
-[workload]
-kind = "publish"
-items = 3900
-interval_s = 60.0
-drain_s = 60.0
-resource = "json"
-path = "/r"
-[protocol]
-name = "coap"
-[protocol.coap]
-type = "non"
-"""
+def scale_scenario(nodes: int, minutes: float) -> str:
+    """The grid bench/scale.py measures: every node publishes to the gateway once a
+    minute."""
+    path = Path(__file__).parents[2] / "bench" / "scale.py"
+    spec = importlib.util.spec_from_file_location("bench_scale", path)
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    return scale.scenario_text(nodes, minutes, "grid", spacing=60.0)
 
 
 def test_a_radio_networks_memory_does_not_grow_with_its_length():
@@ -88,7 +73,7 @@ def test_a_radio_networks_memory_does_not_grow_with_its_length():
     its last 64 payloads for its dissector (apps/driver.py), so every node's share
     grew for an hour: 12,000 blocks more at 40 minutes than at 10 here (16 MB in a
     1,000-node network); now under 200."""
-    (run,) = expand(parse_scenario(GRID, label="test_memory"))
+    (run,) = expand(parse_scenario(scale_scenario(100, 40), label="bench/scale.py"))
     settings = run_settings(run.config)
     sim, items = Simulator(1), ItemLog()
     net = build_network(sim, settings.network, Observers(TrafficMeter(sim)), settings.protocol)
