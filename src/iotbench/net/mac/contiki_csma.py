@@ -32,9 +32,14 @@ its own retry policy above a radio driver that senses the channel once
   frame from the RX FIFO over SPI, runs 6LoWPAN and uIP and writes the TX
   FIFO before it strobes STXONCCA. Were it tried during the ACK, NullRDC
   would see SFD high (`receiving_packet()`) and back off for 125 to 250 ms
-  at every hop, which the real CPU never does. The CPU's own time is not
-  modelled (it is not published); the ACK's end is its lower bound. (A
-  backoff that ends during an ACK waits for it too; the window is 0.54 ms.)
+  at every hop, which the real CPU never does. The CPU's own time (the
+  node's `Cpu`, measured in MSPSim: docs/studies/s6.md) comes before the
+  send; the ACK's end is the send's lower bound. (A backoff that ends
+  during an ACK waits for it too; the window is 0.54 ms.)
+- Contiki's driver and NullRDC busy-wait from the strobe to the ACK's end,
+  the time this MAC's send takes; that the CPU does nothing else meanwhile
+  is not modelled (bench/s6_busy_wait.py counts the work it would hold up:
+  none with S6's requests 25 ms or more apart).
 
 Broadcasts (the null address's queue) are sent once and count as sent.
 """
