@@ -127,6 +127,31 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.coap.server",
         "iotbench.proto.coap.endpoint",
     ),
+    # MQTT and MQTT-SN: the clients, the broker, the MQTT-SN gateway and the
+    # drivers that run a stack on a node. Every reading of S4's MQTT-SN variants
+    # crosses the client, the gateway and its MQTT connection, and the broker
+    # (docs/performance.md, "The MQTT and MQTT-SN stacks compiled"). apps.driver
+    # runs every datagram stack (CoAP's too). proto.sansio stays Python: the
+    # DTLS and OSCORE layers, which are not compiled, subclass its classes.
+    "iotbench.compiled_mqtt": (
+        "iotbench.apps.driver",
+        "iotbench.apps.mqtt",
+        "iotbench.apps.mqttsn",
+        "iotbench.proto.mqtt.topics",
+        "iotbench.proto.mqtt.flows",
+        "iotbench.proto.mqtt.client",
+        "iotbench.proto.mqtt.broker",
+        "iotbench.proto.mqttsn.registry",
+        "iotbench.proto.mqttsn.client",
+        "iotbench.proto.mqttsn.gateway_state",
+        "iotbench.proto.mqttsn.gateway_topics",
+        "iotbench.proto.mqttsn.gateway_clients",
+        "iotbench.proto.mqttsn.gateway_datagrams",
+        "iotbench.proto.mqttsn.gateway_delivery",
+        "iotbench.proto.mqttsn.gateway_forwarding",
+        "iotbench.proto.mqttsn.gateway_broker",
+        "iotbench.proto.mqttsn.gateway",
+    ),
     "iotbench.compiled_apps": (
         "iotbench.apps.echo",
         "iotbench.apps.readings",
@@ -140,16 +165,19 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 MODULES = tuple(module for modules in GROUPS.values() for module in modules)
 
-# The groups compiled with `-O1` instead of mypyc's `-O3`. The codecs' and
-# CoAP's layers' code runs a few times per message, not per frame and
-# receiver: `-O1` cost at most 0.04 % (codecs, S4's `mqttsn-qos1`) and 0.1 %
-# (CoAP, `coap-put-con`) more instructions per run (cachegrind) and takes 30
-# to 35 % less of the compiler's time (18.6 s of CPU against 26.5 s; 14 s
-# against 22 s).
+# The groups compiled with `-O1` instead of mypyc's `-O3`. The codecs', CoAP's
+# layers' and the MQTT stacks' code runs a few times per message, not per frame
+# and receiver: `-O1` cost at most 0.04 % (codecs, S4's `mqttsn-qos1`) and 0.1 %
+# (CoAP, `coap-put-con`) more instructions per run (cachegrind), and the MQTT
+# group's S4 hours were no faster at `-O3` (docs/performance.md, "The MQTT and
+# MQTT-SN stacks compiled"); it takes 30 to 35 % less of the compiler's time
+# (18.6 s of CPU against 26.5 s; 14 s against 22 s; 14.8 s against 21.3 s).
 # The other groups cost 0.03 to 0.15 % each at `-O1`, more than an install's
 # few seconds are worth against many hours of runs (docs/performance.md,
 # "Each group's optimisation level").
-LIGHTLY_OPTIMISED = frozenset({"iotbench.compiled_codecs", "iotbench.compiled_coap"})
+LIGHTLY_OPTIMISED = frozenset(
+    {"iotbench.compiled_codecs", "iotbench.compiled_coap", "iotbench.compiled_mqtt"}
+)
 
 # Set at install time for no compilation; read here to say so in errors.
 PURE_PYTHON_ENV = "IOTBENCH_PURE_PYTHON"

@@ -10,13 +10,15 @@ import random
 import pytest
 from aioquic.quic.connection import QuicConnection
 
+import iotbench.proto.mqttsn.client as mqttsn_client_module
 from iotbench.proto.coap.codec import Code, Message, Type, decode, encode
 from iotbench.proto.coap.endpoint import CoapEndpoint
 from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.codec import Connect
 from iotbench.proto.mqtt.codec import encode as mqtt_encode
 from iotbench.proto.mqttsn.client import MqttSnClient
-from iotbench.proto.mqttsn.codec import GwInfo, SearchGw
+from iotbench.proto.mqttsn.codec import ConnAck
+from iotbench.proto.mqttsn.codec import Connect as SnConnect
 from iotbench.proto.mqttsn.codec import encode as mqttsn_encode
 from iotbench.proto.mqttsn.gateway import MqttSnGateway
 from iotbench.proto.ndn.forwarder import Forwarder
@@ -24,24 +26,16 @@ from iotbench.proto.ndn.interest import make_interest
 from iotbench.proto.quic.certs import certificate_pem, make_certificate
 from iotbench.proto.quic.endpoint import QuicClient, QuicServer
 from iotbench.proto.quic.params import QuicParams
+from stack_faults import (
+    MQTTSN_CLIENT_EVENT,
+    BrokenBrokerParams,
+    BrokenServerLayer,
+    Injected,
+    broken_gateway_params,
+    fault,
+)
 
 PEER = ("10.0.0.1", 5683)
-
-
-class Injected(RuntimeError):
-    pass
-
-
-def fault(*_args, **_kwargs):
-    raise Injected("a bug inside the stack")
-
-
-class BrokenServerLayer:
-    """A server layer that breaks as the message layer hands it a request (inside the
-    message layer's guard). CoAP's layers are compiled and take no patches; the
-    message layer takes any object for the layers above it."""
-
-    receive_request = staticmethod(fault)
 
 
 def coap(strict, monkeypatch):
@@ -70,24 +64,23 @@ def ndn(strict, monkeypatch):
 
 
 def mqtt_broker(strict, monkeypatch):
-    monkeypatch.setattr(MqttBroker, "_receive", fault)
-    broker = MqttBroker(random.Random(1), strict=strict)
+    broker = MqttBroker(random.Random(1), BrokenBrokerParams(), strict=strict)
     broker.connection_made(0.0, "c")
     broker.receive_data(0.0, "c", mqtt_encode(Connect("c1")))
     return broker.stats.internal_errors
 
 
 def mqttsn_gateway(strict, monkeypatch):
-    monkeypatch.setattr(MqttSnGateway, "_on_message", fault)
-    gateway = MqttSnGateway(random.Random(1), strict=strict)
-    gateway.receive(0.0, mqttsn_encode(SearchGw(1)), PEER)
+    gateway = MqttSnGateway(random.Random(1), broken_gateway_params(), strict=strict)
+    gateway.receive(0.0, mqttsn_encode(SnConnect("dev", 60)), PEER)
     return gateway.stats.internal_errors
 
 
 def mqttsn_client(strict, monkeypatch):
-    monkeypatch.setattr(MqttSnClient, "_on_message", fault)
+    monkeypatch.setattr(mqttsn_client_module, MQTTSN_CLIENT_EVENT, fault)
     client = MqttSnClient(random.Random(1), strict=strict)
-    client.receive(0.0, mqttsn_encode(GwInfo(1)), PEER)
+    client.connect(0.0, PEER)
+    client.receive(0.1, mqttsn_encode(ConnAck(0)), PEER)
     return client.stats.internal_errors
 
 

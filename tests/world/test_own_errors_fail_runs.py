@@ -9,40 +9,27 @@ from pathlib import Path
 import pytest
 from aioquic.quic.connection import QuicConnection
 
-from iotbench.proto.coap.endpoint import CoapEndpoint
-from iotbench.proto.mqtt.broker import MqttBroker
-from iotbench.proto.mqttsn.client import MqttSnClient
-from iotbench.proto.mqttsn.gateway import MqttSnGateway
+import iotbench.proto.mqttsn.client as mqttsn_client_module
 from iotbench.runner import ResultStore, run_campaign
 from iotbench.scenarios import expand, load_scenario
 from iotbench.world import run_one
 from iotbench.world.protocols import coap as coap_protocol
+from iotbench.world.protocols import mqtt as mqtt_protocol
+from iotbench.world.protocols import mqttsn as mqttsn_protocol
 from iotbench.world.workloads.publish.ndn import NdnPull
-
-
-class Injected(RuntimeError):
-    """The fault a test puts into a stack."""
-
-
-def fault(*_args, **_kwargs):
-    raise Injected("a bug inside the stack")
-
-
-def broken_coap_endpoint(*args, **kwargs) -> CoapEndpoint:
-    """A CoAP endpoint whose message layer hands requests to a server layer that
-    breaks (inside the message layer's guard): the layers are compiled and take no
-    patches, so the run's builder gets this in place of the class."""
-    endpoint = CoapEndpoint(*args, **kwargs)
-    endpoint.message_layer.connect(endpoint.client_layer, BrokenServerLayer())
-    return endpoint
-
-
-class BrokenServerLayer:
-    receive_request = staticmethod(fault)
-
+from stack_faults import (
+    MQTTSN_CLIENT_EVENT,
+    BrokenBrokerParams,
+    Injected,
+    broken_coap_endpoint,
+    broken_gateway_params,
+    fault,
+)
 
 # (scenario, point, what the fault replaces and with what): each is called inside the
-# stack's guard (`except Exception`), which counted and swallowed it before.
+# stack's guard (`except Exception`), which counted and swallowed it before. Most
+# stacks are compiled and take no patches: the run's builder gets a stack that
+# breaks (tests/stack_faults.py) in place of its class or settings.
 STACKS = {
     "coap": (
         "s3-robustness",
@@ -51,19 +38,25 @@ STACKS = {
         "CoapEndpoint",
         broken_coap_endpoint,
     ),
-    "mqtt-broker": ("s3-robustness", {"variant": ["mqtt-qos0"]}, MqttBroker, "_receive", fault),
+    "mqtt-broker": (
+        "s3-robustness",
+        {"variant": ["mqtt-qos0"]},
+        mqtt_protocol,
+        "MqttBrokerParams",
+        BrokenBrokerParams,
+    ),
     "mqttsn-gateway": (
         "s3-robustness",
         {"variant": ["mqttsn-qos0"]},
-        MqttSnGateway,
-        "_on_message",
-        fault,
+        mqttsn_protocol,
+        "MqttSnGatewayParams",
+        broken_gateway_params,
     ),
     "mqttsn-client": (
         "s3-robustness",
         {"variant": ["mqttsn-qos1"]},
-        MqttSnClient,
-        "_on_message",
+        mqttsn_client_module,
+        MQTTSN_CLIENT_EVENT,
         fault,
     ),
     # aioquic's connection, which the QUIC endpoint guards.
@@ -106,14 +99,14 @@ def test_the_campaign_records_the_failed_run_and_goes_on(monkeypatch, tmp_path: 
         {"variant": ["coap-con", "mqtt-qos0"], "condition": ["base"]},
         {"workload.items": 5},
     )
-    monkeypatch.setattr(MqttBroker, "_receive", fault)
+    monkeypatch.setattr(mqtt_protocol, "MqttBrokerParams", BrokenBrokerParams)
     overrides = {"workload.items": 5}
     result = run_campaign(scenario, runs, tmp_path, jobs=1, progress=False, overrides=overrides)
     assert [r.run.params["variant"] for r in result.results] == ["coap-con"]
     (failure,) = result.failures
     assert failure.run.params["variant"] == "mqtt-qos0"
     assert failure.error == "Injected: a bug inside the stack"
-    assert "_receive" in failure.traceback and "own_error" in failure.traceback
+    assert "passwords" in failure.traceback and "own_error" in failure.traceback
     with ResultStore(tmp_path, read_only=True) as store:
         (recorded,) = store.failures()
     assert recorded.key == failure.run.key and recorded.command == failure.command

@@ -13,7 +13,7 @@ from iotbench.proto.mqtt.broker import MqttBroker
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.mqtt.events import MessageReceived as MqttMessage
 from iotbench.proto.mqtt.params import MqttBrokerParams
-from iotbench.proto.mqttsn.client import QueueFull
+from iotbench.proto.mqttsn.client import ClientState, QueueFull
 from iotbench.proto.mqttsn.codec import (
     ConnAck,
     Connect,
@@ -426,7 +426,7 @@ def test_unknown_clients_are_told_to_connect():
     net = Net()
     c = net.add("dev")
     c.gateway = GW
-    c.state = "active"  # pretend: the gateway restarted and forgot us
+    c.state = ClientState.ACTIVE  # pretend: the gateway restarted and forgot us
     c.register(net.now, "a/b")
     net.step()
     assert [m for _, m in net.sent(GATEWAY, Disconnect)] == [Disconnect()]
@@ -436,7 +436,7 @@ def test_unknown_clients_are_told_to_connect():
 def test_reconnecting_active_client_gets_a_new_connection():
     net = Net()
     c = connected(net)
-    c.state = "disconnected"  # the device rebooted without telling anyone
+    c.state = ClientState.DISCONNECTED  # the device rebooted without telling anyone
     c.connect(net.now, GW)
     net.step()
     assert net.take("dev", Connected) == [Connected(GW)]

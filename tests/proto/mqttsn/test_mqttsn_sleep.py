@@ -9,6 +9,7 @@ from mqttsn_harness import GATEWAY, GW, Net, client_addr
 
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.mqtt.events import MessageReceived as MqttMessage
+from iotbench.proto.mqttsn.client import ClientState
 from iotbench.proto.mqttsn.codec import (
     Disconnect,
     PingReq,
@@ -242,7 +243,7 @@ def test_a_sleeping_client_may_wake_up_at_another_address():
     pub.publish(net.now, "s/a", b"1", 1)
     net.step()
     moved = net.add("moved", client_id="dev")  # the same client at a new address
-    moved.state, moved.gateway = "asleep", GW
+    moved.state, moved.gateway = ClientState.ASLEEP, GW
     start = len(net.log)
     moved.wake(net.now)
     net.step()

@@ -362,9 +362,9 @@ class MqttBroker:
                 else:
                     self._violation(now, c, "second CONNECT (3.1.0-2)")
                 return
-            except MqttDecodeError as exc:
+            except MqttDecodeError as error:  # (not `exc`: compiled, one name has one type)
                 self.stats.decode_errors += 1
-                self._close(now, c, "protocol-error", f"malformed packet: {exc}")
+                self._close(now, c, "protocol-error", f"malformed packet: {error}")
                 return
             self.stats.packets_received += 1
             c.last_received_s = now

@@ -59,6 +59,8 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
+from mypy_extensions import mypyc_attr
+
 from ..keepalive import ping_due_s
 from .codec import (
     MAX_REMAINING_LENGTH,
@@ -119,6 +121,8 @@ _IDLE, _CONNECTING, _CONNECTED = (
 _NEXT = {_IDLE: (_CONNECTING,), _CONNECTING: (_CONNECTED,), _CONNECTED: ()}
 
 
+# mypyc does not compile a subclass of RuntimeError: this one stays a Python class.
+@mypyc_attr(native_class=False)
 class QueueFull(RuntimeError):
     """publish() found the in-flight window and the message queue full."""
 

@@ -79,6 +79,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, cast
 
+from mypy_extensions import mypyc_attr
+
 from iotbench.proto.errors import own_error
 from iotbench.proto.keepalive import ping_due_s
 from iotbench.proto.mqtt.codec import Will
@@ -177,6 +179,8 @@ _NEXT: dict[ClientState, tuple[ClientState, ...]] = {
 MAX_PUBLISH_DATA = 0xFFFF - 9
 
 
+# mypyc does not compile a subclass of RuntimeError: this one stays a Python class.
+@mypyc_attr(native_class=False)
 class QueueFull(RuntimeError):
     """A request found max_queued requests already waiting."""
 
