@@ -64,7 +64,12 @@ def probe(argv: list[str], busy_wait_s: float) -> None:
 
     use_cpu = node_module.Node.use_cpu
 
+    owners: dict[str, int] = {}
+
     def owned_use_cpu(self, cpu, profile):
+        # A node's MAC and CPU are told apart from other nodes' by the node's name.
+        if owners.setdefault(self.name, id(cpu)) != id(cpu):
+            sys.exit(f"two nodes are named {self.name}: this probe tells nodes by name")
         cpu.owner = self.name
         use_cpu(self, cpu, profile)
 
@@ -153,6 +158,8 @@ def measure(root: Path, scenario: str, point: str, busy_wait_s: float, out: Path
         "run",
         scenario,
         *filters,
+        "--rep",
+        "0",
         "--jobs",
         "1",
         "--json",
@@ -165,11 +172,12 @@ def measure(root: Path, scenario: str, point: str, busy_wait_s: float, out: Path
     if done.returncode != 0 or not lines:
         sys.exit(f"{scenario} {point}: the run failed\n{done.stderr[-2000:]}")
     runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if len(runs) != 1:
+        sys.exit(f"{scenario} {point}: {len(runs)} runs; a point names one value of every axis")
+    (run,) = runs
     result = json.loads(lines[-1].removeprefix("PROBE "))
-    result["queries"] = sum(r["metrics"]["queries"] for r in runs)
-    result["response_time_mean_s"] = sum(r["metrics"]["response_time_mean_s"] for r in runs) / len(
-        runs
-    )
+    result["queries"] = run["metrics"]["queries"]
+    result["response_time_mean_s"] = run["metrics"]["response_time_mean_s"]
     return result
 
 
