@@ -175,6 +175,27 @@ def test_no_capture_of_a_later_stronger_frame():
     assert (c.corrupted, c.collisions, c.missed_busy) == (1, 1, 1)
 
 
+def test_a_radio_that_starts_to_send_stops_receiving():
+    """n1 locks onto n0's frame, which begins at the very instant n1's own frame
+    goes out (their backoffs ended together: n0's event runs first). Sending, n1
+    hears nothing more: the reception is aborted, n0's frame is not decoded at
+    n1, and n1 is in TX for exactly its own frame's airtime."""
+    net = RadioNet([(0, 0, 0), (5, 0, 0), (10, 0, 0)])
+    sender, both = net.radios[0], net.radios[1]
+    for radio, to in ((sender, both), (both, net.radios[2])):
+        frame = mac.encode(mac.Frame(1, mac.DEFAULT_PAN_ID, to.address, radio.address, b"p" * 50))
+        pkt = Packet(frame, 0, 0, 0, len(frame) - 50)
+        net.sim.at(1.0, net.medium.transmit, radio, pkt, to, lambda tx, ok: None)
+    net.sim.run(until=1.0 + DATA_AIR / 2)
+    assert both.state == TX and both.locked is None
+    net.sim.run(until=2.0)
+    c = both.counters
+    assert (c.aborted, c.received) == (1, 0)
+    # n1 decoded nothing, and n2, locked onto n0's frame, missed n1's.
+    assert net.received == []
+    assert both.power.times_s(2.0)[TX] == pytest.approx(DATA_AIR, abs=1e-12)
+
+
 def test_csma_gives_up_after_macmaxcsmabackoffs_under_a_saturating_interferer():
     net = RadioNet([(0, 0, 0), (10, 0, 0)])
     # A Wi-Fi transmitter 5 m away sending one endless burst: every CCA is busy.

@@ -340,6 +340,13 @@ class RadioMedium:
         receivers = radio.receivers
         mws = self.variation.powers(radio.mean_mws, radio.pairs, now)
         tx = Transmission(radio, pkt, dst, now, end, receivers, mws)
+        if radio.locked is not None:
+            # A frame that began at the very instant the sender's turnaround ended
+            # (its deafness is over then, its transmitter not yet on): the
+            # transmitter takes the radio, and that frame is lost to it, as a
+            # reception is when a MAC turns around (prepare_tx).
+            radio.locked = None
+            radio.counters.aborted += 1
         radio.set_state(TX, now)
         if radio.leak is not None:
             radio.leak.record(now, end)

@@ -1,0 +1,196 @@
+"""A run's books: counts kept by the media and the MACs that must balance exactly.
+
+The radio model keeps its own counters (each radio's receptions, each MAC's
+transmissions, acknowledgments and frames taken up, each radio's time per
+state) and tells the run's observers of every frame it carries. Those are two
+records of the same events, kept by different code; `Books` listens to the
+observers and `Books.check` compares them, together with what every packet's
+fate and every item's end must satisfy. A difference is a bug that a plausible
+result could hide (a frame counted twice, a state's time lost, an item that
+neither ended nor stayed open), so the tests run every built-in radio scenario
+through it (test_books_balance.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from iotbench.metrics.observers import Observer
+from iotbench.net.packet import ACK, IN_FLIGHT, QUEUE_FULL, TRANSMITTED, Packet
+from iotbench.net.radio import phy
+from iotbench.net.radio.medium import TX, RadioMedium
+from iotbench.world.networks.base import RadioNetwork
+from iotbench.world.run import World
+
+# Float sums over a run of an hour's state changes: relative rounding, no more.
+_TIME_TOLERANCE = 1e-9
+
+
+@dataclass
+class Books(Observer):
+    """What the observers heard, by packet and by (medium, node)."""
+
+    # Transmitted and not yet finished; finished (held, so that no new packet can
+    # take a finished one's id).
+    on_air: dict[int, Packet] = field(default_factory=dict)
+    done: dict[int, Packet] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    sent_data: Counter[tuple[int, str]] = field(default_factory=Counter)
+    sent_acks: Counter[tuple[int, str]] = field(default_factory=Counter)
+    heard: Counter[tuple[int, str]] = field(default_factory=Counter)  # received intact
+    heard_data: Counter[tuple[int, str]] = field(default_factory=Counter)  # of them, not ACKs
+    sending: dict[tuple[int, str], Packet] = field(default_factory=dict)  # on the air, by sender
+    airtime_s: Counter[tuple[int, str]] = field(default_factory=Counter)  # of finished frames
+
+    def transmitted(self, pkt: Packet) -> None:
+        if id(pkt) in self.on_air or id(pkt) in self.done:
+            self.problems.append(f"{pkt!r} transmitted twice")
+        self.on_air[id(pkt)] = pkt
+        medium = pkt.medium
+        if isinstance(medium, RadioMedium):
+            key = (id(medium), str(pkt.src))
+            sending = self.sending.get(key)
+            if sending is not None:
+                self.problems.append(
+                    f"{pkt.src} starts {pkt!r} ({pkt.kind}) while its {sending!r} "
+                    f"({sending.kind}) is on the air"
+                )
+            self.sending[key] = pkt
+            if pkt.kind == ACK:
+                self.sent_acks[key] += 1
+            else:
+                self.sent_data[key] += 1
+
+    def received(self, pkt: Packet, node: str) -> None:
+        if id(pkt) not in self.on_air:
+            self.problems.append(f"{pkt!r} received by {node} but not on the air")
+        medium = pkt.medium
+        if isinstance(medium, RadioMedium):
+            self.heard[(id(medium), node)] += 1
+            if pkt.kind != ACK:
+                self.heard_data[(id(medium), node)] += 1
+
+    def finished(self, pkt: Packet) -> None:  # type: ignore[override]
+        key = id(pkt)
+        if key in self.done:
+            self.problems.append(f"{pkt!r} finished twice")
+        if self.on_air.pop(key, None) is None and pkt.fate != QUEUE_FULL:
+            self.problems.append(f"{pkt!r} finished ({pkt.fate}) but never transmitted")
+        if pkt.fate == IN_FLIGHT or (pkt.fate != QUEUE_FULL and pkt.fate not in TRANSMITTED):
+            self.problems.append(f"{pkt!r} finished with fate {pkt.fate!r}")
+        self.done[key] = pkt
+        medium = pkt.medium
+        if isinstance(medium, RadioMedium) and pkt.fate != QUEUE_FULL:
+            if self.sending.get((id(medium), str(pkt.src))) is pkt:
+                del self.sending[(id(medium), str(pkt.src))]
+            self.airtime_s[(id(medium), str(pkt.src))] += pkt.t_done - pkt.t_sent
+            airtime = (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S
+            if not math.isclose(pkt.t_done - pkt.t_sent, airtime, rel_tol=1e-9, abs_tol=1e-12):
+                self.problems.append(
+                    f"{pkt!r} took {pkt.t_done - pkt.t_sent} s on the air, not {airtime} s"
+                )
+
+    def check(self, world: World) -> list[str]:
+        """Every difference between the two records, and every rule broken."""
+        problems = list(self.problems)
+        net = world.net
+        now = world.sim.now
+        items = world.items
+        stats = items.stats
+        still_open = len(items.open)
+        if stats.started != stats.delivered + stats.given_up + still_open:
+            problems.append(
+                f"items: {stats.started} started, {stats.delivered} delivered, "
+                f"{stats.given_up} given up, {still_open} open"
+            )
+        if not isinstance(net, RadioNetwork):
+            return problems
+        radio_on_air: Counter[int] = Counter()
+        airtime_s = Counter(self.airtime_s)
+        for pkt in self.on_air.values():
+            if isinstance(pkt.medium, RadioMedium):
+                radio_on_air[id(pkt.medium)] += 1
+                airtime_s[(id(pkt.medium), str(pkt.src))] += now - pkt.t_sent
+        for network in net.networks():
+            medium = network.medium
+            m = id(medium)
+            if radio_on_air[m] != medium.on_air:
+                problems.append(
+                    f"{medium.name}: {medium.on_air} frames on the air at the end, "
+                    f"{radio_on_air[m]} transmitted and not finished"
+                )
+            for name, radio in network.radios.items():
+                got = radio.counters.received
+                if got != self.heard[(m, radio.name)]:
+                    problems.append(
+                        f"{name}: the radio counts {got} frames received, the observers "
+                        f"{self.heard[(m, radio.name)]}"
+                    )
+                times = radio.power.times_s(now)
+                spent = sum(times)
+                if not math.isclose(spent, now, rel_tol=_TIME_TOLERANCE, abs_tol=1e-9):
+                    problems.append(f"{name}: its states' times add up to {spent} s of {now} s")
+                # The radio is in TX exactly while a frame of its own is on the air.
+                sent_s = airtime_s[(m, radio.name)]
+                if not math.isclose(times[TX], sent_s, rel_tol=_TIME_TOLERANCE, abs_tol=1e-9):
+                    problems.append(
+                        f"{name}: {times[TX]} s in TX, but its frames took {sent_s} s on the air"
+                    )
+            for name, mac in network.macs.items():
+                c = mac.counters
+                key = (m, mac.name)
+                if c.frames + c.retries != self.sent_data[key]:
+                    problems.append(
+                        f"{name}: the MAC counts {c.frames} frames and {c.retries} retries, "
+                        f"the medium carried {self.sent_data[key]} of its data frames"
+                    )
+                if c.acks_sent != self.sent_acks[key]:
+                    problems.append(
+                        f"{name}: the MAC counts {c.acks_sent} ACKs sent, the medium "
+                        f"carried {self.sent_acks[key]}"
+                    )
+                taken = c.delivered_up + c.duplicates + c.overwritten
+                held, dropped = _held_by_the_cpu(mac)
+                if taken + held + dropped != self.heard_data[key]:
+                    problems.append(
+                        f"{name}: {self.heard_data[key]} data frames received intact, the "
+                        f"MAC took {c.delivered_up} up, {c.duplicates} as duplicates, lost "
+                        f"{c.overwritten} in the chip's buffer, its waiting CPU holds {held} "
+                        f"and lost {dropped}"
+                    )
+        return problems
+
+
+def _held_by_the_cpu(mac: object) -> tuple[int, int]:
+    """Received frames a Contiki border router's CPU, waiting for its serial line
+    (net/busy_wait.py), has yet to take, and those its radio's FIFO lost meanwhile."""
+    gate = getattr(mac, "gate", None)
+    if gate is None:
+        return 0, 0
+    held = sum(1 for kind, _take in gate._waiting if kind == "radio")
+    return held, gate.fifo_drops
+
+
+def balanced_run(config: dict, seed: int) -> tuple[World, Books]:
+    """Run one configured run with `Books` listening: the world it ran and its books
+    (`books.check(world)` lists every problem; none when they balance)."""
+    from iotbench.world import run as world_run
+
+    build = world_run.build_world
+    books = Books()
+    built: list[World] = []
+
+    def build_with_books(settings, seed_, pcap_path):  # type: ignore[no-untyped-def]
+        world = build(settings, seed_, pcap_path)
+        world.observers.add(books)
+        built.append(world)
+        return world
+
+    world_run.build_world = build_with_books
+    try:
+        world_run.run_one(config, seed)
+    finally:
+        world_run.build_world = build
+    return built[0], books
