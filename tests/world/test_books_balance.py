@@ -8,6 +8,8 @@ variant and condition of each scenario, fewer items.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from books import balanced_run
 from regression import CASES
@@ -27,6 +29,16 @@ def test_the_books_of_every_run_balance(name, overrides, filters) -> None:
         assert world.sim.events_processed > 0
         problems += [f"{run.label()}: {problem}" for problem in books.check(world)]
     assert not problems, "\n".join(problems[:20])
+
+
+def test_the_books_of_the_worked_example_balance() -> None:
+    """docs/examples/multihop-coap.toml: the standard MAC's CSMA-CA over many hops,
+    which the studies' scenarios (the chip's own CSMA, Contiki's) do not run."""
+    example = Path(__file__).parents[2] / "docs" / "examples" / "multihop-coap.toml"
+    for run in expand(load_scenario(str(example))):
+        world, books = balanced_run(run.config, run.seed)
+        assert world.items.stats.delivered > 0
+        assert books.check(world) == []
 
 
 def test_the_books_see_what_does_not_add_up() -> None:
