@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from iotbench.metrics.observers import Observer
 from iotbench.net.packet import ACK, IN_FLIGHT, QUEUE_FULL, TRANSMITTED, Packet
@@ -151,6 +152,9 @@ class Books(Observer):
                         f"{name}: the MAC counts {c.acks_sent} ACKs sent, the medium "
                         f"carried {self.sent_acks[key]}"
                     )
+                problem = _packet_memory_problem(mac, net.interfaces.get(name))
+                if problem:
+                    problems.append(f"{name}: {problem}")
                 taken = c.delivered_up + c.duplicates + c.overwritten
                 held, dropped = _held_by_the_cpu(mac)
                 if taken + held + dropped != self.heard_data[key]:
@@ -161,6 +165,34 @@ class Books(Observer):
                         f"and lost {dropped}"
                     )
         return problems
+
+
+def _packet_memory_problem(mac: Any, interface: object) -> str | None:
+    """Whether a node's packet memory (net/pktbuf.py) holds exactly what waits on
+    it: the frames its MAC has queued and the datagrams 6LoWPAN is reassembling.
+    The standard MAC keeps the frame it finished as its current one through the
+    interframe spacing, its bytes given back: that one may count or not."""
+    memory = mac.pktbuf
+    if memory is None:
+        return None
+    reassembler = getattr(interface, "reassembler", None)
+    reserved = (
+        reassembler._reserved if reassembler is not None and reassembler.pktbuf is memory else 0
+    )
+    current = 0
+    if hasattr(mac, "_queues"):  # Contiki's per-neighbour queues
+        queued = sum(len(out.frame) for queue in mac._queues.values() for out in queue.frames)
+    else:
+        queued = sum(len(out.frame) for out in mac._queue)
+        if mac._current is not None:
+            current = len(mac._current.frame)
+    extra = memory.used - reserved - queued
+    if extra in (0, current):
+        return None
+    return (
+        f"its packet memory holds {memory.used} bytes, but {queued} wait in the MAC's "
+        f"queue (and {current} in its hands) and {reserved} in reassembly"
+    )
 
 
 def _held_by_the_cpu(mac: object) -> tuple[int, int]:

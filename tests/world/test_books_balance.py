@@ -42,9 +42,10 @@ def test_the_books_of_the_worked_example_balance() -> None:
 
 
 def test_the_books_see_what_does_not_add_up() -> None:
-    """The check can fail: a MAC that counts an ACK it never sent, and a radio whose
+    """The check can fail: a MAC that counts an ACK it never sent, a radio whose
     meter put a millisecond of sending under listening (what a radio left locked
-    onto a frame while it sent did before 2026-11-30), each show."""
+    onto a frame while it sent did before 2026-11-30), and packet memory that
+    holds bytes nothing waits in, each show."""
     run = expand(load_scenario("s4-single-hop-scheduled"), {"variant": ["coap-put-con"]})[0]
     world, books = balanced_run(run.config, run.seed)
     assert books.check(world) == []
@@ -53,6 +54,9 @@ def test_the_books_see_what_does_not_add_up() -> None:
     meter = world.net.radios[mac.name].power
     meter.tx_s -= 0.001
     meter.listen_s += 0.001
+    memory = next(m for m in world.net.macs.values() if m.pktbuf is not None).pktbuf
+    memory.used += 10  # a leak: taken, never given back
     problems = books.check(world)
     assert any("ACKs sent" in p for p in problems)
+    assert any("packet memory holds" in p for p in problems)
     assert any("s in TX, but its frames took" in p for p in problems)
