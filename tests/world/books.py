@@ -152,7 +152,7 @@ class Books(Observer):
                         f"{name}: the MAC counts {c.acks_sent} ACKs sent, the medium "
                         f"carried {self.sent_acks[key]}"
                     )
-                problem = _packet_memory_problem(mac, net.interfaces.get(name))
+                problem = _packet_memory_problem(mac, network.interfaces.get(name))
                 if problem:
                     problems.append(f"{name}: {problem}")
                 taken = c.delivered_up + c.duplicates + c.overwritten
