@@ -47,7 +47,7 @@ from iotbench.terminal import console, print_table
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from iotbench.runner import RunFailure, RunResult
+    from iotbench.runner import RunFailure, RunFn, RunResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USER_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # What a shell reports for a Unix tool that SIGPIPE ended (128 + 13).
@@ -207,6 +207,13 @@ def _add_run_command(commands, formatter: type) -> None:
         "each node's energy and MAC/PHY counters every network.radio.series_interval_s, "
         "<run>.links.csv, the MAC counters per link, and <run>.frames.csv, the frames "
         "per link and message type",
+    )
+    p.add_argument(
+        "--check-books",
+        action="store_true",
+        help="keep each run's books (world/books.py): the radios', MACs' and items' own "
+        "counts against what the media carried; a run whose books do not balance (a "
+        "bug in the model) fails, naming every difference, and is not stored",
     )
     p.add_argument(
         "--json",
@@ -503,6 +510,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_result=on_result,
             console=err,
             overrides=_overrides(args),
+            run_fn=_books_run_fn() if args.check_books else None,
+            rerun_flags=["--check-books"] if args.check_books else [],
         )
     except KeyboardInterrupt:
         err.print(
@@ -528,6 +537,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         _report_failures(err, result.failures, out)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _books_run_fn() -> RunFn:
+    """`run_one` with the run's books kept (imported only when asked for)."""
+    from iotbench.world.books import run_one_with_books
+
+    return run_one_with_books
 
 
 def _report_time_limits(err: Console, results: Sequence[RunResult]) -> None:

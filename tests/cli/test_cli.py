@@ -282,3 +282,29 @@ def test_run_does_not_import_the_plotting_libraries(tmp_path: Path) -> None:
         [sys.executable, "-c", probe, "run", *argv], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "False 0", done.stdout + done.stderr
+
+
+RADIO_EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "multihop-coap.toml"
+
+
+def test_run_check_books_stores_runs_whose_books_balance(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = ["run", str(RADIO_EXAMPLE), "--check-books", "--jobs", "1", "--out", str(out)]
+    code, _, err = run_cli(capsys, *argv, "--set", "workload.items=3")
+    assert code == 0, err
+    assert "2 runs: 2 executed, 0 already stored, 0 failed" in err
+
+
+def test_run_check_books_fails_a_run_whose_books_do_not_balance(
+    capsys, tmp_path: Path, monkeypatch
+) -> None:
+    from iotbench.world import books
+
+    monkeypatch.setattr(books.Books, "check", lambda self, world: ["n3: an invented difference"])
+    out = tmp_path / "out"
+    argv = ["run", str(RADIO_EXAMPLE), "--check-books", "--jobs", "1", "--out", str(out)]
+    code, _, err = run_cli(capsys, *argv, "--set", "workload.items=3", "--filter", "coap_type=con")
+    assert code == cli.EXIT_RUN_FAILED
+    assert "UnbalancedBooks" in err and "n3: an invented difference" in err
+    assert "1 runs: 0 executed, 0 already stored, 1 failed" in err
+    assert "--rep 0 --check-books --jobs 1" in err  # the command that runs it again

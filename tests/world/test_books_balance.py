@@ -1,6 +1,6 @@
-"""Every built-in scenario's books balance (books.py): the radios', MACs' and items'
-own counts agree with what the media told the observers, and every packet and
-item ended, or is still on its way, exactly once.
+"""Every built-in scenario's books balance (world/books.py): the radios', MACs' and
+items' own counts agree with what the media told the observers, and every packet
+and item ended, or is still on its way, exactly once.
 
 The runs are the regression check's reduced ones (regression.py's CASES): every
 variant and condition of each scenario, fewer items.
@@ -11,10 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from books import balanced_run
 from regression import CASES
 
 from iotbench.scenarios import expand, load_scenario
+from iotbench.world import run_one
+from iotbench.world.books import Books, UnbalancedBooks, run_one_with_books
+from iotbench.world.run import World
+from same_metrics import same_metrics
+
+
+def balanced_run(config: dict, seed: int) -> tuple[World, Books]:
+    """One run with its books kept, not raising: the world it ran and its books."""
+    books = Books(strict=False)
+    run_one(config, seed, watch=books)
+    assert books.world is not None
+    return books.world, books
+
 
 # The point-to-point studies carry no radio: S1 stands for them (the packets' and
 # items' rules); S2's and S3's runs would add a minute and nothing new.
@@ -60,3 +72,19 @@ def test_the_books_see_what_does_not_add_up() -> None:
     assert any("ACKs sent" in p for p in problems)
     assert any("packet memory holds" in p for p in problems)
     assert any("s in TX, but its frames took" in p for p in problems)
+
+
+def test_a_run_whose_books_do_not_balance_fails_loudly() -> None:
+    """`iotbench run --check-books` runs `run_one_with_books`: books that balance
+    give the run's result, books that do not raise, naming what differs."""
+    run = expand(load_scenario("s4-single-hop-scheduled"), {"variant": ["coap-put-con"]})[0]
+    checked = run_one_with_books(run.config, run.seed).metrics
+    assert same_metrics(checked, run_one(run.config, run.seed).metrics)
+
+    class LeakyBooks(Books):
+        def ended(self, world: World) -> None:
+            next(iter(world.net.macs.values())).counters.acks_sent += 1
+            super().ended(world)
+
+    with pytest.raises(UnbalancedBooks, match="ACKs sent"):
+        run_one(run.config, run.seed, watch=LeakyBooks())

@@ -92,6 +92,7 @@ def run_campaign(
     executor: str = "local",
     address: str | None = None,
     overrides: Mapping[str, object] | None = None,
+    rerun_flags: Sequence[str] = (),
 ) -> CampaignResult:
     """Execute `runs` (from `expand(scenario, ...)`) and store them in `out_dir`.
 
@@ -105,7 +106,8 @@ def run_campaign(
     `executor`: "local" (this process, or a pool of `jobs` processes) or
     "ray" (Ray tasks on the cluster at `address`, or on a Ray instance of
     this machine; runner/ray_pool.py). `overrides`: the `--set`s `runs` were
-    expanded with, for the command a failed run is recorded with.
+    expanded with, and `rerun_flags` further options of the command (such as
+    `--check-books`), for the command a failed run is recorded with.
     """
     if executor not in EXECUTORS:
         raise StoreError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
@@ -132,7 +134,7 @@ def run_campaign(
             outcomes = _outcomes(run_fn, jobs, tasks, executor, address, outputs)
             for outcome in outcomes:
                 run = by_key[outcome.key]
-                command = rerun_command(scenario, run, out, overrides or {})
+                command = rerun_command(scenario, run, out, overrides or {}, rerun_flags)
                 finished = _finish(store, run, outcome, out, result, command)
                 if finished is not None and on_result is not None:
                     on_result(finished)
@@ -316,18 +318,22 @@ def write_errors_log(out: Path, failures: list[RunFailure]) -> None:
 
 
 def rerun_command(
-    scenario: Scenario, run: Run, out: Path, overrides: Mapping[str, object] | None = None
+    scenario: Scenario,
+    run: Run,
+    out: Path,
+    overrides: Mapping[str, object] | None = None,
+    flags: Sequence[str] = (),
 ) -> str:
     """The command that runs `run` alone again into the same results: the scenario,
-    the `--set`s, its point (a `--filter` per axis, as `--filter` matches values) and
-    its repetition."""
+    the `--set`s, its point (a `--filter` per axis, as `--filter` matches values),
+    its repetition and the command's other `flags`."""
     words = ["iotbench", "run", scenario.source.removeprefix("builtin:")]
     for key, value in (overrides or {}).items():
         words += ["--set", f"{key}={toml_value(value)}"]
     for axis, value in run.params.items():
         shown = ("true" if value else "false") if isinstance(value, bool) else str(value)
         words += ["--filter", f"{axis}={shown}"]
-    words += ["--rep", str(run.repetition), "--jobs", "1", "--out", str(out)]
+    words += ["--rep", str(run.repetition), *flags, "--jobs", "1", "--out", str(out)]
     return shlex.join(words)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from iotbench.metrics.derive import NdnFrameMeter, rtt_ms_metrics, summarize_items
 from iotbench.metrics.frames import FrameTally
@@ -40,16 +40,30 @@ from iotbench.world.workloads.base import Workload
 LINKTYPES = {"ip": LINKTYPE_RAW, "ieee802154": LINKTYPE_IEEE802_15_4_WITHFCS}
 
 
+class RunWatch(Protocol):
+    """Something that follows a run from outside: told when its world is built
+    (before the workload), and when its simulation has ended (before the metrics
+    are collected). It may raise to fail the run (world/books.py does)."""
+
+    def built(self, world: World) -> None: ...
+
+    def ended(self, world: World) -> None: ...
+
+
 def run_one(
-    config: dict[str, Any], seed: int, pcap_path: str | None = None, series_path: str | None = None
+    config: dict[str, Any],
+    seed: int,
+    pcap_path: str | None = None,
+    series_path: str | None = None,
+    watch: RunWatch | None = None,
 ) -> RunResult:
     """Run one simulation of `config` (a run's validated config, as the results
     store keeps it; parsed into settings here, once) and return its result: the
     metrics, counters, failures and time series (metrics/result.py).
     `pcap_path`: write the packets there; `series_path`: a radio network's
-    per-node energy and counters over time (CSV)."""
+    per-node energy and counters over time (CSV); `watch`: see `RunWatch`."""
     with paced_collections():  # sim/garbage.py
-        return _run(config, seed, pcap_path, series_path)
+        return _run(config, seed, pcap_path, series_path, watch)
 
 
 @dataclass
@@ -97,10 +111,16 @@ def build_world(settings: RunSettings, seed: int, pcap_path: str | None) -> Worl
 
 
 def _run(
-    config: dict[str, Any], seed: int, pcap_path: str | None, series_path: str | None
+    config: dict[str, Any],
+    seed: int,
+    pcap_path: str | None,
+    series_path: str | None,
+    watch: RunWatch | None,
 ) -> RunResult:
     settings = run_settings(config)
     world = build_world(settings, seed, pcap_path)
+    if watch is not None:
+        watch.built(world)
     sim, net, items, traffic = world.sim, world.net, world.items, world.traffic
     observers, sensor, frames, pcap = world.observers, world.sensor, world.frames, world.pcap
     protocol = settings.protocol.name
@@ -125,6 +145,8 @@ def _run(
             workload.start()
         sim.run(until=settings.max_sim_time_s)
         items.close_undelivered()
+        if watch is not None:
+            watch.ended(world)
     except BaseException:
         for output in outputs:
             output.abort()

@@ -2,51 +2,80 @@
 
 The radio model keeps its own counters (each radio's receptions, each MAC's
 transmissions, acknowledgments and frames taken up, each radio's time per
-state) and tells the run's observers of every frame it carries. Those are two
-records of the same events, kept by different code; `Books` listens to the
-observers and `Books.check` compares them, together with what every packet's
-fate and every item's end must satisfy. A difference is a bug that a plausible
-result could hide (a frame counted twice, a state's time lost, an item that
-neither ended nor stayed open), so the tests run every built-in radio scenario
-through it (test_books_balance.py).
+state, each node's packet memory) and tells the run's observers of every frame
+it carries. Those are two records of the same events, kept by different code;
+`Books` listens to the observers and `Books.check` compares them, together
+with what every packet's fate and every item's end must satisfy. A difference
+is a bug that a plausible result could hide (a frame counted twice, a state's
+time lost, memory never given back, an item that neither ended nor stayed
+open).
+
+The tests run every built-in radio scenario through it
+(tests/world/test_books_balance.py), and `iotbench run --check-books` runs a
+campaign's runs with their books kept (`run_one_with_books`): a run whose
+books do not balance fails, with every difference named, and is not stored.
+The books hold only the frames on the air and a few counts per node, so they
+cost little memory however long the run.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from iotbench.metrics.observers import Observer
+from iotbench.metrics.result import RunResult
 from iotbench.net.packet import ACK, IN_FLIGHT, QUEUE_FULL, TRANSMITTED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, RadioMedium
 from iotbench.world.networks.base import RadioNetwork
-from iotbench.world.run import World
+from iotbench.world.run import World, run_one
 
 # Float sums over a run of an hour's state changes: relative rounding, no more.
 _TIME_TOLERANCE = 1e-9
 
 
+class UnbalancedBooks(RuntimeError):
+    """A run's books do not balance: the model contradicts itself (a bug)."""
+
+
 @dataclass
 class Books(Observer):
-    """What the observers heard, by packet and by (medium, node)."""
+    """What the observers heard, by packet and by (medium, node); a `RunWatch`
+    (world/run.py). `strict`: `ended` raises `UnbalancedBooks` when the books do
+    not balance; otherwise the caller reads `check(world)`."""
 
-    # Transmitted and not yet finished; finished (held, so that no new packet can
-    # take a finished one's id).
+    strict: bool = True
+    world: World | None = None  # the run's, once built
+    # Transmitted and not yet finished (the packet held while it is on the air,
+    # so that no other packet can take its id meanwhile).
     on_air: dict[int, Packet] = field(default_factory=dict)
-    done: dict[int, Packet] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     sent_data: Counter[tuple[int, str]] = field(default_factory=Counter)
     sent_acks: Counter[tuple[int, str]] = field(default_factory=Counter)
     heard: Counter[tuple[int, str]] = field(default_factory=Counter)  # received intact
     heard_data: Counter[tuple[int, str]] = field(default_factory=Counter)  # of them, not ACKs
     sending: dict[tuple[int, str], Packet] = field(default_factory=dict)  # on the air, by sender
-    airtime_s: Counter[tuple[int, str]] = field(default_factory=Counter)  # of finished frames
+    # Of finished frames, by sender.
+    airtime_s: defaultdict[tuple[int, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+
+    def built(self, world: World) -> None:
+        self.world = world
+        world.observers.add(self)
+
+    def ended(self, world: World) -> None:
+        problems = self.check(world)
+        if problems and self.strict:
+            shown = "; ".join(problems[:10])
+            more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+            raise UnbalancedBooks(f"the run's books do not balance: {shown}{more}")
 
     def transmitted(self, pkt: Packet) -> None:
-        if id(pkt) in self.on_air or id(pkt) in self.done:
+        if id(pkt) in self.on_air:
             self.problems.append(f"{pkt!r} transmitted twice")
         self.on_air[id(pkt)] = pkt
         medium = pkt.medium
@@ -73,15 +102,12 @@ class Books(Observer):
             if pkt.kind != ACK:
                 self.heard_data[(id(medium), node)] += 1
 
-    def finished(self, pkt: Packet) -> None:  # type: ignore[override]
-        key = id(pkt)
-        if key in self.done:
-            self.problems.append(f"{pkt!r} finished twice")
-        if self.on_air.pop(key, None) is None and pkt.fate != QUEUE_FULL:
-            self.problems.append(f"{pkt!r} finished ({pkt.fate}) but never transmitted")
+    def finished(self, pkt: Packet) -> None:
+        # A packet finished twice is no longer on the air the second time.
+        if self.on_air.pop(id(pkt), None) is None and pkt.fate != QUEUE_FULL:
+            self.problems.append(f"{pkt!r} finished ({pkt.fate}) but not on the air")
         if pkt.fate == IN_FLIGHT or (pkt.fate != QUEUE_FULL and pkt.fate not in TRANSMITTED):
             self.problems.append(f"{pkt!r} finished with fate {pkt.fate!r}")
-        self.done[key] = pkt
         medium = pkt.medium
         if isinstance(medium, RadioMedium) and pkt.fate != QUEUE_FULL:
             if self.sending.get((id(medium), str(pkt.src))) is pkt:
@@ -109,7 +135,7 @@ class Books(Observer):
         if not isinstance(net, RadioNetwork):
             return problems
         radio_on_air: Counter[int] = Counter()
-        airtime_s = Counter(self.airtime_s)
+        airtime_s = defaultdict(float, self.airtime_s)
         for pkt in self.on_air.values():
             if isinstance(pkt.medium, RadioMedium):
                 radio_on_air[id(pkt.medium)] += 1
@@ -205,24 +231,12 @@ def _held_by_the_cpu(mac: object) -> tuple[int, int]:
     return held, gate.fifo_drops
 
 
-def balanced_run(config: dict, seed: int) -> tuple[World, Books]:
-    """Run one configured run with `Books` listening: the world it ran and its books
-    (`books.check(world)` lists every problem; none when they balance)."""
-    from iotbench.world import run as world_run
-
-    build = world_run.build_world
-    books = Books()
-    built: list[World] = []
-
-    def build_with_books(settings, seed_, pcap_path):  # type: ignore[no-untyped-def]
-        world = build(settings, seed_, pcap_path)
-        world.observers.add(books)
-        built.append(world)
-        return world
-
-    world_run.build_world = build_with_books
-    try:
-        world_run.run_one(config, seed)
-    finally:
-        world_run.build_world = build
-    return built[0], books
+def run_one_with_books(
+    config: dict[str, Any],
+    seed: int,
+    pcap_path: str | None = None,
+    series_path: str | None = None,
+) -> RunResult:
+    """`run_one` with the run's books kept: it raises `UnbalancedBooks` if they do
+    not balance (`iotbench run --check-books`)."""
+    return run_one(config, seed, pcap_path, series_path, watch=Books())
