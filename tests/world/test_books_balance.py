@@ -15,7 +15,7 @@ from regression import CASES
 
 from iotbench.scenarios import expand, load_scenario
 from iotbench.world import run_one
-from iotbench.world.books import Books, UnbalancedBooks, run_one_with_books
+from iotbench.world.books import MAX_KEPT, Books, UnbalancedBooks, run_one_with_books
 from iotbench.world.run import World
 from same_metrics import same_metrics
 
@@ -72,6 +72,11 @@ def test_the_books_see_what_does_not_add_up() -> None:
     assert any("ACKs sent" in p for p in problems)
     assert any("packet memory holds" in p for p in problems)
     assert any("s in TX, but its frames took" in p for p in problems)
+    # A rule broken at every packet: the first MAX_KEPT are kept, the rest counted.
+    for i in range(MAX_KEPT + 50):
+        books._note(f"packet {i}")
+    assert len(books.problems) == MAX_KEPT
+    assert "and 50 more problems of packets like those" in books.check(world)
 
 
 def test_a_run_whose_books_do_not_balance_fails_loudly() -> None:

@@ -35,6 +35,9 @@ from iotbench.world.run import World, run_one
 
 # Float sums over a run of an hour's state changes: relative rounding, no more.
 _TIME_TOLERANCE = 1e-9
+# Packets' problems kept word for word; a run that has more (a rule broken at
+# every frame) counts the rest, so that its books stay small.
+MAX_KEPT = 100
 
 
 class UnbalancedBooks(RuntimeError):
@@ -52,7 +55,8 @@ class Books(Observer):
     # Transmitted and not yet finished (the packet held while it is on the air,
     # so that no other packet can take its id meanwhile).
     on_air: dict[int, Packet] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the first MAX_KEPT, as they came
+    unkept: int = 0  # and how many more
     sent_data: Counter[tuple[int, str]] = field(default_factory=Counter)
     sent_acks: Counter[tuple[int, str]] = field(default_factory=Counter)
     heard: Counter[tuple[int, str]] = field(default_factory=Counter)  # received intact
@@ -74,16 +78,22 @@ class Books(Observer):
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise UnbalancedBooks(f"the run's books do not balance: {shown}{more}")
 
+    def _note(self, problem: str) -> None:
+        if len(self.problems) < MAX_KEPT:
+            self.problems.append(problem)
+        else:
+            self.unkept += 1
+
     def transmitted(self, pkt: Packet) -> None:
         if id(pkt) in self.on_air:
-            self.problems.append(f"{pkt!r} transmitted twice")
+            self._note(f"{pkt!r} transmitted twice")
         self.on_air[id(pkt)] = pkt
         medium = pkt.medium
         if isinstance(medium, RadioMedium):
             key = (id(medium), str(pkt.src))
             sending = self.sending.get(key)
             if sending is not None:
-                self.problems.append(
+                self._note(
                     f"{pkt.src} starts {pkt!r} ({pkt.kind}) while its {sending!r} "
                     f"({sending.kind}) is on the air"
                 )
@@ -95,7 +105,7 @@ class Books(Observer):
 
     def received(self, pkt: Packet, node: str) -> None:
         if id(pkt) not in self.on_air:
-            self.problems.append(f"{pkt!r} received by {node} but not on the air")
+            self._note(f"{pkt!r} received by {node} but not on the air")
         medium = pkt.medium
         if isinstance(medium, RadioMedium):
             self.heard[(id(medium), node)] += 1
@@ -105,9 +115,9 @@ class Books(Observer):
     def finished(self, pkt: Packet) -> None:
         # A packet finished twice is no longer on the air the second time.
         if self.on_air.pop(id(pkt), None) is None and pkt.fate != QUEUE_FULL:
-            self.problems.append(f"{pkt!r} finished ({pkt.fate}) but not on the air")
+            self._note(f"{pkt!r} finished ({pkt.fate}) but not on the air")
         if pkt.fate == IN_FLIGHT or (pkt.fate != QUEUE_FULL and pkt.fate not in TRANSMITTED):
-            self.problems.append(f"{pkt!r} finished with fate {pkt.fate!r}")
+            self._note(f"{pkt!r} finished with fate {pkt.fate!r}")
         medium = pkt.medium
         if isinstance(medium, RadioMedium) and pkt.fate != QUEUE_FULL:
             if self.sending.get((id(medium), str(pkt.src))) is pkt:
@@ -115,13 +125,13 @@ class Books(Observer):
             self.airtime_s[(id(medium), str(pkt.src))] += pkt.t_done - pkt.t_sent
             airtime = (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S
             if not math.isclose(pkt.t_done - pkt.t_sent, airtime, rel_tol=1e-9, abs_tol=1e-12):
-                self.problems.append(
-                    f"{pkt!r} took {pkt.t_done - pkt.t_sent} s on the air, not {airtime} s"
-                )
+                self._note(f"{pkt!r} took {pkt.t_done - pkt.t_sent} s on the air, not {airtime} s")
 
     def check(self, world: World) -> list[str]:
         """Every difference between the two records, and every rule broken."""
         problems = list(self.problems)
+        if self.unkept:
+            problems.append(f"and {self.unkept} more problems of packets like those")
         net = world.net
         now = world.sim.now
         items = world.items
