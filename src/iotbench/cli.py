@@ -208,13 +208,7 @@ def _add_run_command(commands, formatter: type) -> None:
         "<run>.links.csv, the MAC counters per link, and <run>.frames.csv, the frames "
         "per link and message type",
     )
-    p.add_argument(
-        "--check-books",
-        action="store_true",
-        help="keep each run's books (world/books.py): the radios', MACs' and items' own "
-        "counts against what the media carried; a run whose books do not balance (a "
-        "bug in the model) fails, naming every difference, and is not stored",
-    )
+    _add_check_books(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -222,6 +216,16 @@ def _add_run_command(commands, formatter: type) -> None:
         "by an earlier invocation included; progress and tables go to stderr",
     )
     p.set_defaults(handler=cmd_run)
+
+
+def _add_check_books(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--check-books",
+        action="store_true",
+        help="keep each run's books (world/books.py): the radios', MACs' and items' own "
+        "counts against what the media carried; a run whose books do not balance (a "
+        "bug in the model) fails, naming every difference, and is not stored",
+    )
 
 
 def _add_topology_command(commands, formatter: type) -> None:
@@ -321,6 +325,7 @@ def _add_reproduce_command(commands, formatter: type) -> None:
     )
     p.add_argument("--quick", action="store_true", help="the reduced version of each scenario")
     p.add_argument("--pcap", action="store_true", help="write a pcap per run to OUT/pcap/")
+    _add_check_books(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -693,6 +698,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 executor=args.executor,
                 address=args.address,
                 overrides=step.overrides,
+                run_fn=_books_run_fn() if args.check_books else None,
+                rerun_flags=["--check-books"] if args.check_books else [],
             )
         except KeyboardInterrupt:
             err.print(

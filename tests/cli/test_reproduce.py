@@ -79,3 +79,23 @@ def test_reproduce_one_study_then_resume(tmp_path: Path, capsys) -> None:
 def test_usage_errors(argv, message, capsys) -> None:
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_reproduce_check_books_runs_every_run_with_its_books(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from iotbench.world import books
+
+    checked = []
+    check = books.Books.check
+
+    def counting(self, world):  # type: ignore[no-untyped-def]
+        checked.append(world)
+        return check(self, world)
+
+    monkeypatch.setattr(books.Books, "check", counting)
+    out = tmp_path / "out"
+    argv = ["reproduce", "--study", "S5", "--quick", "--check-books", "--out", str(out)]
+    assert cli.main([*argv, "--jobs", "1"]) == 0
+    assert len(checked) == 6  # every run of the study, its books balanced
+    capsys.readouterr()
