@@ -58,6 +58,10 @@ class SerialBusyWait:
         self.busy_s += wait
         self._arm()
 
+    def held(self, kind: str) -> int:
+        """How many of what arrived (`"radio"` frames, `"serial"` packets) wait for the CPU."""
+        return sum(1 for k, _take in self._waiting if k == kind)
+
     def radio_frame(self, take: Callable[[], None]) -> None:
         """A frame for the node was received (and acknowledged): taken now, held in the
         radio's FIFO while the CPU waits, or lost when the FIFO is full."""
@@ -71,7 +75,7 @@ class SerialBusyWait:
         if not self.busy() and not self._waiting:
             take()
             return
-        if sum(1 for k, _ in self._waiting if k == kind) >= room:
+        if self.held(kind) >= room:
             if kind == "radio":
                 self.fifo_drops += 1
             else:

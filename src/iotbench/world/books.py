@@ -213,15 +213,11 @@ def _packet_memory_problem(mac: Any, interface: object) -> str | None:
         return None
     reassembler = getattr(interface, "reassembler", None)
     reserved = (
-        reassembler._reserved if reassembler is not None and reassembler.pktbuf is memory else 0
+        reassembler.reserved_bytes
+        if reassembler is not None and reassembler.pktbuf is memory
+        else 0
     )
-    current = 0
-    if hasattr(mac, "_queues"):  # Contiki's per-neighbour queues
-        queued = sum(len(out.frame) for queue in mac._queues.values() for out in queue.frames)
-    else:
-        queued = sum(len(out.frame) for out in mac._queue)
-        if mac._current is not None:
-            current = len(mac._current.frame)
+    queued, current = mac.frame_bytes()
     extra = memory.used - reserved - queued
     if extra in (0, current):
         return None
@@ -237,8 +233,7 @@ def _held_by_the_cpu(mac: object) -> tuple[int, int]:
     gate = getattr(mac, "gate", None)
     if gate is None:
         return 0, 0
-    held = sum(1 for kind, _take in gate._waiting if kind == "radio")
-    return held, gate.fifo_drops
+    return gate.held("radio"), gate.fifo_drops
 
 
 def run_one_with_books(

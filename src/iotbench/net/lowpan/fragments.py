@@ -276,6 +276,11 @@ class Reassembler:
                 return True
         return False
 
+    @property
+    def reserved_bytes(self) -> int:
+        """The sizes of the datagrams in progress, which their packet memory holds."""
+        return self._reserved
+
     def _admit(self, key: tuple[bytes, bytes, int], size: int, now: float) -> _Datagram | None:
         if (
             len(self._datagrams) >= self.max_datagrams

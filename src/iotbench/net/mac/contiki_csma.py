@@ -108,6 +108,10 @@ class ContikiCsmaMac(CsmaMac):
     def queued(self) -> int:
         return self._frames
 
+    def frame_bytes(self) -> tuple[int, int]:
+        # The frame being sent stays at the head of its queue, so it is counted there.
+        return sum(len(out.frame) for queue in self._queues.values() for out in queue.frames), 0
+
     def send(
         self,
         dst: bytes,

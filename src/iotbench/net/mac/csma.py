@@ -224,6 +224,15 @@ class CsmaMac:
     def queued(self) -> int:
         return len(self._queue)
 
+    def frame_bytes(self) -> tuple[int, int]:
+        """Bytes of the frames waiting in the queue, and of the frame in the MAC's
+        hands (0 if none). The finished frame stays in its hands through the
+        interframe spacing, its packet memory already given back."""
+        current = self._current
+        return sum(len(out.frame) for out in self._queue), (
+            0 if current is None else len(current.frame)
+        )
+
     def send(
         self,
         dst: bytes,
