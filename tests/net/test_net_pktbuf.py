@@ -48,6 +48,29 @@ def test_queued_frames_take_packet_memory_until_the_mac_is_done_with_them():
     assert buf.used == 0 and net.macs[0].counters.no_ack == 1
 
 
+def test_the_macs_frame_bytes_are_what_its_packet_memory_holds_at_every_instant():
+    # What the run's books (world/books.py) compare: queued frames and the one being
+    # sent hold memory; a finished frame, kept through the interframe spacing, not.
+    net = RadioNet([(0, 0, 0), (10, 0, 0)], params=MacParams(queue_frames=16))
+    mac = net.macs[0]
+    buf = mac.pktbuf = PacketBuffer(10_000)
+    for _ in range(3):
+        net.send_at(0.0, 0, 1)
+    seen: set[tuple[int, int]] = set()
+
+    def check() -> None:
+        queued, in_hand = mac.frame_bytes()
+        assert buf.used == queued + in_hand
+        seen.add((queued, in_hand))
+        if net.sim.now < 0.05:
+            net.sim.schedule(20e-6, check)
+
+    net.sim.at(0.0, check)
+    net.sim.run()
+    assert len(net.received) == 3 and buf.used == 0
+    assert (0, 73) in seen and (73, 73) in seen and (0, 0) in seen
+
+
 def test_reassembly_holds_each_datagrams_size_in_packet_memory():
     packet = big_udp(300)  # 348 bytes, in three fragments
     buf = PacketBuffer(2 * 348)
@@ -55,7 +78,7 @@ def test_reassembly_holds_each_datagrams_size_in_packet_memory():
     for tag in range(3):
         r.add(0.0, MAC_A, MAC_B, frames_of(packet, tag)[0])
     assert len(r) == 2 and r.discarded == 1 and buf.refused == 1
-    assert buf.used == 2 * 348
+    assert buf.used == r.reserved_bytes == 2 * 348
     for piece in frames_of(packet, 0)[1:]:
         out = r.add(0.0, MAC_A, MAC_B, piece)
     assert out == packet and buf.used == 348  # a complete datagram gives back

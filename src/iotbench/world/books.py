@@ -205,9 +205,8 @@ class Books(Observer):
 
 def _packet_memory_problem(mac: Any, interface: object) -> str | None:
     """Whether a node's packet memory (net/pktbuf.py) holds exactly what waits on
-    it: the frames its MAC has queued and the datagrams 6LoWPAN is reassembling.
-    The standard MAC keeps the frame it finished as its current one through the
-    interframe spacing, its bytes given back: that one may count or not."""
+    it: the frames its MAC has queued or is sending and the datagrams 6LoWPAN is
+    reassembling."""
     memory = mac.pktbuf
     if memory is None:
         return None
@@ -218,8 +217,7 @@ def _packet_memory_problem(mac: Any, interface: object) -> str | None:
         else 0
     )
     queued, current = mac.frame_bytes()
-    extra = memory.used - reserved - queued
-    if extra in (0, current):
+    if memory.used == reserved + queued + current:
         return None
     return (
         f"its packet memory holds {memory.used} bytes, but {queued} wait in the MAC's "

@@ -133,6 +133,7 @@ class _Outgoing:
         "frame",
         "layers",
         "nb",
+        "released",
         "retries",
         "seq",
     )
@@ -159,6 +160,7 @@ class _Outgoing:
         self.retries = 0
         self.nb = 0  # NB and BE of the CSMA-CA in progress
         self.be = 0
+        self.released = False  # its packet memory given back (net/pktbuf.py)
 
 
 class CsmaMac:
@@ -226,12 +228,11 @@ class CsmaMac:
 
     def frame_bytes(self) -> tuple[int, int]:
         """Bytes of the frames waiting in the queue, and of the frame in the MAC's
-        hands (0 if none). The finished frame stays in its hands through the
-        interframe spacing, its packet memory already given back."""
+        hands that still holds packet memory (a finished frame stays in its hands
+        through the interframe spacing, its memory already given back)."""
         current = self._current
-        return sum(len(out.frame) for out in self._queue), (
-            0 if current is None else len(current.frame)
-        )
+        in_hand = 0 if current is None or current.released else len(current.frame)
+        return sum(len(out.frame) for out in self._queue), in_hand
 
     def send(
         self,
@@ -442,6 +443,7 @@ class CsmaMac:
 
     def _release(self, out: _Outgoing, status: str, transmissions: int) -> None:
         """The frame leaves the MAC: its memory back, the upper layer told."""
+        out.released = True
         if self.pktbuf is not None:
             self.pktbuf.give(len(out.frame))
         if out.ack and self.on_sent is not None:
