@@ -18,7 +18,7 @@ import pytest
 from aiocoap import DELETE, GET, POST, PUT, Context, Message
 from aiocoap.numbers.codes import Code as AioCode
 
-from conftest import STARTUP_TIMEOUT_S, free_udp_port, stop, wait_for_udp_listener
+from conftest import free_udp_port, launch, stop, wait_for_udp_listener
 
 pytestmark = pytest.mark.interop
 
@@ -34,12 +34,12 @@ class EmSetup:
 
 
 def _serve(*args: str) -> tuple[subprocess.Popen, int]:
-    port = free_udp_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "iotbench.cli", "serve", *args, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    wait_for_udp_listener(port, proc, STARTUP_TIMEOUT_S)
+    # `launch` tries another port if another process took this one first.
+    port, proc = launch(
+        free_udp_port,
+        lambda port: [sys.executable, "-m", "iotbench.cli", "serve", *args, "--port", str(port)],
+        wait_for_udp_listener,
+    )
     return proc, port
 
 
