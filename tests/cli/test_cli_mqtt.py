@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from cli_servers import start_listening
 
 from iotbench import cli
 
@@ -82,21 +83,9 @@ def test_serve_on_a_port_in_use_is_a_clear_error(capsys):
     assert f"iotbench: error: cannot serve MQTT on 127.0.0.1 port {port}:" in err
 
 
-def _free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_pub_sub_as_a_user_would():
-    port = _free_tcp_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "iotbench", "serve", "mqtt", "--port", str(port)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server, port, _ = start_listening("serve", "mqtt", "--port", "0", banner="listening on mqtt://")
     try:
-        assert "listening on mqtt://127.0.0.1:" in server.stderr.readline()
         base = f"mqtt://127.0.0.1:{port}"
         client = [sys.executable, "-m", "iotbench", "client", "mqtt"]
         sub = subprocess.Popen(

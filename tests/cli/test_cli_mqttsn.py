@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from cli_servers import start_listening
 
 from iotbench import cli
 
@@ -116,25 +117,20 @@ def _free_port(kind: int) -> int:
         return s.getsockname()[1]
 
 
-def _start(*argv: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "iotbench", *argv], stderr=subprocess.PIPE, text=True
-    )
-
-
 def test_gateway_and_broker_as_a_user_would_run_them():
     """An MQTT-SN subscriber and publishers (by name, by predefined id, QoS -1), all through
     `serve mqttsn-gateway` to `serve mqtt`."""
-    broker_port, gateway_port = _free_port(socket.SOCK_STREAM), _free_port(socket.SOCK_DGRAM)
-    broker = _start("serve", "mqtt", "--port", str(broker_port))
+    broker, broker_port, _ = start_listening(
+        "serve", "mqtt", "--port", "0", banner="listening on mqtt://"
+    )
     gateway = None
     try:
-        assert "listening on mqtt://" in broker.stderr.readline()
-        gateway = _start(
-            "serve", "mqttsn-gateway", "--port", str(gateway_port),
+        gateway, gateway_port, _ = start_listening(
+            "serve", "mqttsn-gateway", "--port", "0",
             "--broker", f"127.0.0.1:{broker_port}", "--predefined-topic", "7=s/seven",
+            banner="MQTT-SN gateway listening on mqttsn://127.0.0.1:",
         )  # fmt: skip
-        assert "MQTT-SN gateway listening on mqttsn://127.0.0.1:" in gateway.stderr.readline()
+        assert gateway.stderr is not None
         assert "predefined topic     7  s/seven" in gateway.stderr.readline()
         base = f"mqttsn://127.0.0.1:{gateway_port}"
         client = [sys.executable, "-m", "iotbench", "client", "mqttsn"]

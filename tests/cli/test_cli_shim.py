@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_servers import start_listening
 
 from iotbench import cli
 
@@ -116,33 +117,24 @@ def test_listen_on_a_port_in_use_is_a_clear_error(capsys, lossy_toml):
     assert code == 2 and f"cannot listen on UDP 127.0.0.1 port {port}" in err
 
 
-def _free_udp_port() -> int:
-    with socket.socket(type=socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def coap_through_the_shim(tmp_path: Path, *shim_args: str) -> tuple[list, str, Path]:
     """`serve coap`, `shim` in front of it, three `client coap` GETs through the shim;
     (client results, the shim's stderr, its pcap)."""
-    server_port, shim_port = _free_udp_port(), _free_udp_port()
     pcap = tmp_path / "shim.pcap"
     iotbench = [sys.executable, "-m", "iotbench"]
-    server = subprocess.Popen(
-        [*iotbench, "serve", "coap", "--port", str(server_port)], stderr=subprocess.PIPE, text=True
+    server, server_port, _ = start_listening(
+        "serve", "coap", "--port", "0", banner="listening on coap://"
     )
     shim = None
     try:
-        assert "listening on coap://" in server.stderr.readline()
-        shim = subprocess.Popen(
-            [*iotbench, "shim", "--listen", f"127.0.0.1:{shim_port}"]
-            + ["--to", f"127.0.0.1:{server_port}", "--pcap", str(pcap), *shim_args],
-            stderr=subprocess.PIPE,
-            text=True,
+        shim, shim_port, banner = start_listening(
+            *("shim", "--listen", "127.0.0.1:0", "--to", f"127.0.0.1:{server_port}"),
+            *("--pcap", str(pcap), *shim_args),
+            banner="shim listening on UDP 127.0.0.1:",
         )
         # what it imposes: listening, where the network is from, the link, one impairment
-        banner = "".join(shim.stderr.readline() for _ in range(4))
-        assert "shim listening on UDP 127.0.0.1:" in banner
+        assert shim.stderr is not None
+        banner += "".join(shim.stderr.readline() for _ in range(3))
         results = [
             subprocess.run(
                 [*iotbench, "client", "coap", "GET", f"coap://127.0.0.1:{shim_port}/voltage"]
