@@ -252,8 +252,8 @@ def test_a_host_that_works_through_its_messages_one_at_a_time_spaces_the_burst()
     """s6.md's what-if: an EM host at 2 ms a message still sends the no-delay burst
     together, which meets a busy channel and waits for CoAP's retransmission (2 to
     3 s); at 10 ms a message its own pace spaces the requests, the burst is gone,
-    and 100 ms between requests stays short of the study's 0.55 s: no time per
-    message gives the study's five-member figures together."""
+    and 100 ms between requests stays short of the study's 0.55 s (the two ends of
+    the sweep s6.md tabulates)."""
     scenario = load_scenario("s6-delay-sweep")
     times = {}
     for per_message_s in (0.002, 0.010):
