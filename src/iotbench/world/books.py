@@ -27,6 +27,9 @@ from typing import Any
 
 from iotbench.metrics.observers import Observer
 from iotbench.metrics.result import RunResult
+from iotbench.net.lowpan.interface import LowpanInterface
+from iotbench.net.mac.contiki_csma import ContikiCsmaMac
+from iotbench.net.mac.csma import CsmaMac
 from iotbench.net.packet import ACK, IN_FLIGHT, QUEUE_FULL, TRANSMITTED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, RadioMedium
@@ -120,9 +123,10 @@ class Books(Observer):
             self._note(f"{pkt!r} finished with fate {pkt.fate!r}")
         medium = pkt.medium
         if isinstance(medium, RadioMedium) and pkt.fate != QUEUE_FULL:
-            if self.sending.get((id(medium), str(pkt.src))) is pkt:
-                del self.sending[(id(medium), str(pkt.src))]
-            self.airtime_s[(id(medium), str(pkt.src))] += pkt.t_done - pkt.t_sent
+            key = (id(medium), str(pkt.src))
+            if self.sending.get(key) is pkt:
+                del self.sending[key]
+            self.airtime_s[key] += pkt.t_done - pkt.t_sent
             airtime = (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S
             if not math.isclose(pkt.t_done - pkt.t_sent, airtime, rel_tol=1e-9, abs_tol=1e-12):
                 self._note(f"{pkt!r} took {pkt.t_done - pkt.t_sent} s on the air, not {airtime} s")
@@ -203,19 +207,16 @@ class Books(Observer):
         return problems
 
 
-def _packet_memory_problem(mac: Any, interface: object) -> str | None:
+def _packet_memory_problem(mac: CsmaMac, interface: object) -> str | None:
     """Whether a node's packet memory (net/pktbuf.py) holds exactly what waits on
     it: the frames its MAC has queued or is sending and the datagrams 6LoWPAN is
     reassembling."""
     memory = mac.pktbuf
     if memory is None:
         return None
-    reassembler = getattr(interface, "reassembler", None)
-    reserved = (
-        reassembler.reserved_bytes
-        if reassembler is not None and reassembler.pktbuf is memory
-        else 0
-    )
+    reserved = 0
+    if isinstance(interface, LowpanInterface) and interface.reassembler.pktbuf is memory:
+        reserved = interface.reassembler.reserved_bytes
     queued, current = mac.frame_bytes()
     if memory.used == reserved + queued + current:
         return None
@@ -225,10 +226,10 @@ def _packet_memory_problem(mac: Any, interface: object) -> str | None:
     )
 
 
-def _held_by_the_cpu(mac: object) -> tuple[int, int]:
+def _held_by_the_cpu(mac: CsmaMac) -> tuple[int, int]:
     """Received frames a Contiki border router's CPU, waiting for its serial line
     (net/busy_wait.py), has yet to take, and those its radio's FIFO lost meanwhile."""
-    gate = getattr(mac, "gate", None)
+    gate = mac.gate if isinstance(mac, ContikiCsmaMac) else None
     if gate is None:
         return 0, 0
     return gate.held("radio"), gate.fifo_drops
