@@ -21,6 +21,12 @@ neighbour lists), events (kernel events), peak_rss_mb (the process's peak
 resident memory, build included), and, to show the run did real work, the
 readings taken and delivered and the frames sent. The ratio sim_s / wall_s
 above 1 means faster than real time.
+
+With `--left-out`, also what the interference floor left out of the run
+(docs/radio.md, "Who hears whom"): each receiver's noise rise, in dB, from
+the signals under its floor, each weighted by its sender's share of the run
+on the air (`left_out_db`: the median, 99th percentile and largest over the
+receivers), and the time examining the pairs again took (`left_out_s`).
 """
 
 from __future__ import annotations
@@ -91,7 +97,13 @@ def scenario_text(
 
 
 def run(
-    nodes: int, minutes: float, layout: str, spacing: float, seed: int, variation: str = "none"
+    nodes: int,
+    minutes: float,
+    layout: str,
+    spacing: float,
+    seed: int,
+    variation: str = "none",
+    left_out: bool = False,
 ) -> dict:
     from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
@@ -120,7 +132,7 @@ def run(
         sim.run(until=config["max_sim_time_s"])
     t2 = time.perf_counter()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {
+    result = {
         "nodes": nodes,
         "sim_s": round(sim.now, 3),
         "wall_s": round(t2 - t1, 3),
@@ -132,6 +144,11 @@ def run(
         "frames": traffic.wire.packets,
         "tree_depth": net.tree.depth(),
     }
+    if left_out:
+        from interference_floor import left_out_figures  # bench/, beside this file
+
+        result.update(left_out_figures(settings.network, net, sim.now))
+    return result
 
 
 def main() -> None:
@@ -144,9 +161,22 @@ def main() -> None:
     parser.add_argument(
         "--variation", choices=tuple(VARIATIONS), default="none", help="links in time"
     )
+    parser.add_argument(
+        "--left-out",
+        action="store_true",
+        help="also what the interference floor left out (examines the pairs again)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args()
-    result = run(args.nodes, args.minutes, args.layout, args.spacing, args.seed, args.variation)
+    result = run(
+        args.nodes,
+        args.minutes,
+        args.layout,
+        args.spacing,
+        args.seed,
+        args.variation,
+        args.left_out,
+    )
     if args.json:
         print(json.dumps(result))
         return

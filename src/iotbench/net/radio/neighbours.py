@@ -8,7 +8,8 @@ A transmission reaches a receiver with the mean power
 plus the most temporal variation can add (`margin_db`), is at least its
 interference floor: `floor_below_noise_db` under its noise floor. Weaker
 signals are left out entirely (one 10 dB under the noise raises it by 0.4
-dB); they cost nothing per frame.
+dB); they cost nothing per frame. `left_out` measures what that leaves out
+of a run (docs/radio.md, "What the floor leaves out, measured").
 
 To avoid looking at every pair of a 10,000-node network, positions go into a
 grid of cells as large as the farthest any signal can matter (the mean loss
@@ -62,8 +63,95 @@ def connect(
 ) -> int:
     """Fill every radio's `neighbours`; return the number of pairs (pair ids 0..n-1)."""
     n = len(radios)
-    floors = floors if floors is not None else [0] * n
     link_prr = link_prr or {}
+    explicit = {(min(a, b), max(a, b)) for a, b in link_prr}
+    entries, pairs, _ = _examine(
+        radios,
+        positions,
+        path_loss,
+        frequency_mhz,
+        rng,
+        floors if floors is not None else [0] * n,
+        margin_db,
+        floor_below_noise_db,
+        explicit,
+        None,
+    )
+    noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
+    for a, b in sorted(explicit):
+        got = False
+        for src, dst in ((a, b), (b, a)):
+            prr = link_prr.get((src, dst), link_prr.get((dst, src), 0.0))
+            if prr <= 0.0:
+                continue
+            snr = phy.snr_for_prr_db(min(prr, PRR_CEILING), prr_frame_bytes)
+            entries[src].append((dst, noise_dbm[dst] + snr, pairs))
+            got = True
+        pairs += got
+
+    for radio, own in zip(radios, entries, strict=True):
+        own.sort()
+        radio.neighbours = [(radios[j], phy.dbm_to_mw(dbm), pair) for j, dbm, pair in own]
+    return pairs
+
+
+def left_out(
+    radios: Sequence[Radio],
+    positions: Sequence[Position],
+    path_loss: PathLoss,
+    frequency_mhz: float,
+    rng: random.Random,
+    weights: Sequence[float],
+    *,
+    floors: Sequence[int] | None = None,
+    margin_db: float = 0.0,
+    floor_below_noise_db: float = 10.0,
+    link_prr: Mapping[tuple[int, int], float] | None = None,
+) -> list[float]:
+    """What the neighbour lists leave out: for each receiver, the sum over the
+    transmitters examined but left out of its list of `weights[transmitter]`
+    times the mean power (mW) it would get from them.
+
+    Called with the arguments `connect` had and a fresh random stream of the
+    same seed, it examines the same pairs with the same shadowing draws. With
+    every weight 1 the sum is what the left-out signals would add to the
+    receiver's noise were they all sent at once; with each transmitter's share
+    of time on the air, what they add on average over a run. Pairs beyond the
+    reach (module doc) are not examined, and so not counted: each of them is
+    at least three shadowing deviations under the floor."""
+    n = len(radios)
+    explicit = {(min(a, b), max(a, b)) for a, b in (link_prr or {})}
+    _, _, left = _examine(
+        radios,
+        positions,
+        path_loss,
+        frequency_mhz,
+        rng,
+        floors if floors is not None else [0] * n,
+        margin_db,
+        floor_below_noise_db,
+        explicit,
+        list(weights),
+    )
+    return left
+
+
+def _examine(
+    radios: Sequence[Radio],
+    positions: Sequence[Position],
+    path_loss: PathLoss,
+    frequency_mhz: float,
+    rng: random.Random,
+    floors: Sequence[int],
+    margin_db: float,
+    floor_below_noise_db: float,
+    explicit: set[tuple[int, int]],
+    weights: list[float] | None,
+) -> tuple[list[list[tuple[int, float, int]]], int, list[float]]:
+    """Every pair within reach, once, in node order, with its shadowing draw:
+    each radio's entries (neighbour, mean dBm, pair id), the number of pairs,
+    and, with `weights`, what `left_out` returns (else a list of zeros)."""
+    n = len(radios)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
     budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm)
@@ -75,8 +163,8 @@ def connect(
         cells.setdefault((int(x // reach), int(y // reach), int(z // reach)), []).append(i)
 
     entries: list[list[tuple[int, float, int]]] = [[] for _ in range(n)]
+    left = [0.0] * n
     pairs = 0
-    explicit = {(min(a, b), max(a, b)) for a, b in link_prr}
     # The mean loss written out (path_loss.mean_loss_db): this loop meets every
     # pair of nodes within reach, a few million in a 10,000-node network.
     reference = path_loss.reference_db(frequency_mhz)
@@ -131,24 +219,14 @@ def connect(
             if rx_dbm + margin_db >= floor_dbm[j]:
                 entries[i].append((j, rx_dbm, pairs))
                 got = True
+            elif weights is not None:
+                left[j] += weights[i] * phy.dbm_to_mw(rx_dbm)
             rx_dbm = tx_dbm[j] - loss
             if rx_dbm + margin_db >= floor_dbm[i]:
                 entries[j].append((i, rx_dbm, pairs))
                 got = True
+            elif weights is not None:
+                left[i] += weights[j] * phy.dbm_to_mw(rx_dbm)
             pairs += got
     rng.gauss_next = spare  # type: ignore[attr-defined]
-    for a, b in sorted(explicit):
-        got = False
-        for src, dst in ((a, b), (b, a)):
-            prr = link_prr.get((src, dst), link_prr.get((dst, src), 0.0))
-            if prr <= 0.0:
-                continue
-            snr = phy.snr_for_prr_db(min(prr, PRR_CEILING), prr_frame_bytes)
-            entries[src].append((dst, noise_dbm[dst] + snr, pairs))
-            got = True
-        pairs += got
-
-    for radio, own in zip(radios, entries, strict=True):
-        own.sort()
-        radio.neighbours = [(radios[j], phy.dbm_to_mw(dbm), pair) for j, dbm, pair in own]
-    return pairs
+    return entries, pairs, left

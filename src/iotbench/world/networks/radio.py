@@ -53,10 +53,10 @@ from iotbench.net.node import AppLayers, Interface, Node
 from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS, leak_db
-from iotbench.net.radio.energy import EnergyProfile, RadioEnergy
+from iotbench.net.radio.energy import STATES, EnergyProfile, RadioEnergy
 from iotbench.net.radio.interferer import LeakingTransmitter, WifiInterferer
 from iotbench.net.radio.medium import Radio, RadioMedium
-from iotbench.net.radio.neighbours import connect
+from iotbench.net.radio.neighbours import connect, left_out
 from iotbench.net.radio.propagation import (
     GAUSS_MARGIN_SIGMAS,
     RAYLEIGH_MARGIN_DB,
@@ -327,6 +327,52 @@ def radio_layout(
     return cfg, streams, topology, medium, radios, tree
 
 
+def _variation_margin_db(radio_cfg: NetworkRadioSettings) -> float:
+    """The most the links' variation in time adds to a mean power, as far as
+    who hears whom is concerned (neighbours.py)."""
+    v = radio_cfg.variation
+    if isinstance(v, NetworkRadioVariationRayleighSettings):
+        return RAYLEIGH_MARGIN_DB
+    if isinstance(v, NetworkRadioVariationGaussMarkovSettings):
+        return GAUSS_MARGIN_SIGMAS * v.sigma_db
+    return 0.0
+
+
+def left_out_interference(
+    network: NetworkSettings, net: RadioNetwork, now: float | None = None
+) -> list[float]:
+    """What the interference floor leaves out at each radio of `net`, the
+    network `network` built (the first one; topology order): the mean power
+    (mW) of the signals below `network.radio.interference_floor_db` that its
+    neighbour list does not carry. With `now`, each transmitter weighted by
+    its share of [0, now] on the air, which is what those signals would have
+    added to the radio's noise on average over a run; without, all of them
+    at once. The pairs are examined again as the build examined them, with a
+    fresh stream of the network's seed (the same shadowing draws), which
+    costs about as much as building the neighbour lists did."""
+    radio_cfg = required(network.radio, "network.radio")
+    radios = list(net.radios.values())
+    if now is None:
+        weights = [1.0] * len(radios)
+    else:
+        tx = STATES.index("tx")
+        weights = [r.power.times_s(now)[tx] / now if now > 0 else 0.0 for r in radios]
+    topology = net.topology
+    index = {n.id: i for i, n in enumerate(topology.nodes)}
+    return left_out(
+        radios,
+        [n.position for n in topology.nodes],
+        path_loss_of(radio_cfg),
+        net.medium.frequency_mhz,
+        RngStreams(network.seed).stream("radio/shadowing"),
+        weights,
+        floors=[n.floor for n in topology.nodes],
+        margin_db=_variation_margin_db(radio_cfg),
+        floor_below_noise_db=radio_cfg.interference_floor_db,
+        link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
+    )
+
+
 def check_network(network: NetworkSettings, protocol: str) -> None:
     """Check a radio network without simulating it (see radio_layout)."""
     radio_layout(Simulator(0), network, protocol, Observers())
@@ -389,11 +435,6 @@ def build_radio(
         medium.add_radio(radio)
         radios.append(radio)
     v = radio_cfg.variation  # one settings type per model
-    margin_db = 0.0
-    if isinstance(v, NetworkRadioVariationRayleighSettings):
-        margin_db = RAYLEIGH_MARGIN_DB
-    elif isinstance(v, NetworkRadioVariationGaussMarkovSettings):
-        margin_db = GAUSS_MARGIN_SIGMAS * v.sigma_db
     index = {n.id: i for i, n in enumerate(topology.nodes)}
     pairs = connect(
         radios,
@@ -402,7 +443,7 @@ def build_radio(
         medium.frequency_mhz,
         streams("radio/shadowing"),
         floors=[n.floor for n in topology.nodes],
-        margin_db=margin_db,
+        margin_db=_variation_margin_db(radio_cfg),
         floor_below_noise_db=radio_cfg.interference_floor_db,
         link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
         prr_frame_bytes=radio_cfg.prr_frame_bytes,

@@ -1,0 +1,116 @@
+"""What the interference floor leaves out of a scenario's radio runs.
+
+    python bench/interference_floor.py s4-multi-hop --filter variant=hopp
+    python bench/interference_floor.py my-network.toml
+
+A receiver's neighbour lists leave out every signal weaker than
+`network.radio.interference_floor_db` (10 dB) under its noise, so the medium
+never adds those to the receiver's noise (docs/radio.md, "Who hears whom").
+For every run of the scenario (with `--filter`, those kept), this runs the
+simulation, then examines the network's pairs again, as its build did, and
+prints per receiver the noise rise those signals would have caused on
+average: each weighted by its sender's share of the run on the air
+(`left_out_db`: the median, 99th percentile and largest over the
+receivers, in dB), with how many receivers had anything left out at all.
+The test that checks this measure against the sum over every pair is
+tests/world/test_interference_floor.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+
+def left_out_figures(network, net, now: float) -> dict:
+    """What the interference floor left out of a run, per receiver (see the module doc)."""
+    from iotbench.world.networks.radio import left_out_interference
+
+    t0 = time.perf_counter()
+    left = left_out_interference(network, net, now)
+    rises = sorted(
+        10.0 * math.log10(1.0 + mw / radio.noise_mw)
+        for mw, radio in zip(left, net.radios.values(), strict=True)
+    )
+    return {
+        "left_out_db": {
+            "median": round(rises[len(rises) // 2], 4),
+            "p99": round(rises[min(len(rises) - 1, int(len(rises) * 0.99))], 4),
+            "max": round(rises[-1], 4),
+        },
+        "receivers_with_any": sum(rise > 0.0 for rise in rises),
+        "receivers": len(rises),
+        "left_out_s": round(time.perf_counter() - t0, 3),
+    }
+
+
+class _Watch:
+    """Takes the figures when a run's simulation has ended (world/run.py's RunWatch)."""
+
+    def __init__(self) -> None:
+        self.figures: dict | None = None
+
+    def built(self, world) -> None:
+        pass
+
+    def ended(self, world) -> None:
+        from iotbench.world.networks import RadioNetwork
+
+        if isinstance(world.net, RadioNetwork):
+            self.figures = left_out_figures(world.settings.network, world.net, world.sim.now)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", help="a built-in scenario's name or a scenario file")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="AXIS=VALUES",
+        help="keep only these axis values (repeatable), as `iotbench run --filter`",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per run")
+    args = parser.parse_args()
+
+    from iotbench.scenarios import ScenarioError, expand, load_scenario, parse_filter
+    from iotbench.world import run_one
+
+    try:
+        scenario = load_scenario(args.scenario)
+        filters = dict(parse_filter(text) for text in args.filter)
+        runs = expand(scenario, filters)
+    except ScenarioError as exc:
+        sys.exit(f"error: {exc}")
+    table = Table("run", "receivers with any", "median dB", "p99 dB", "max dB")
+    for run in runs:
+        watch = _Watch()
+        run_one(run.config, run.seed, watch=watch)
+        label = run.label()
+        if watch.figures is None:
+            print(f"{label}: not a radio network", file=sys.stderr)
+            continue
+        f = watch.figures
+        if args.json:
+            print(json.dumps({"run": run.label(), **f}))
+            continue
+        db = f["left_out_db"]
+        table.add_row(
+            label,
+            f"{f['receivers_with_any']} of {f['receivers']}",
+            f"{db['median']:.4f}",
+            f"{db['p99']:.4f}",
+            f"{db['max']:.4f}",
+        )
+    if not args.json:
+        Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
