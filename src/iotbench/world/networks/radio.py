@@ -327,15 +327,25 @@ def radio_layout(
     return cfg, streams, topology, medium, radios, tree
 
 
-def _variation_margin_db(radio_cfg: NetworkRadioSettings) -> float:
-    """The most the links' variation in time adds to a mean power, as far as
-    who hears whom is concerned (neighbours.py)."""
+def _pair_model(radio_cfg: NetworkRadioSettings, topology: Topology) -> dict[str, Any]:
+    """What neighbours.py examines a network's pairs with, besides its radios,
+    frequency and random stream: the same for the build and for measuring
+    what it left out."""
     v = radio_cfg.variation
+    margin_db = 0.0  # the most the links' variation in time adds to a mean power
     if isinstance(v, NetworkRadioVariationRayleighSettings):
-        return RAYLEIGH_MARGIN_DB
-    if isinstance(v, NetworkRadioVariationGaussMarkovSettings):
-        return GAUSS_MARGIN_SIGMAS * v.sigma_db
-    return 0.0
+        margin_db = RAYLEIGH_MARGIN_DB
+    elif isinstance(v, NetworkRadioVariationGaussMarkovSettings):
+        margin_db = GAUSS_MARGIN_SIGMAS * v.sigma_db
+    index = {n.id: i for i, n in enumerate(topology.nodes)}
+    return {
+        "positions": [n.position for n in topology.nodes],
+        "path_loss": path_loss_of(radio_cfg),
+        "floors": [n.floor for n in topology.nodes],
+        "margin_db": margin_db,
+        "floor_below_noise_db": radio_cfg.interference_floor_db,
+        "link_prr": {(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
+    }
 
 
 def left_out_interference(
@@ -357,19 +367,12 @@ def left_out_interference(
     else:
         tx = STATES.index("tx")
         weights = [r.power.times_s(now)[tx] / now if now > 0 else 0.0 for r in radios]
-    topology = net.topology
-    index = {n.id: i for i, n in enumerate(topology.nodes)}
     return left_out(
         radios,
-        [n.position for n in topology.nodes],
-        path_loss_of(radio_cfg),
-        net.medium.frequency_mhz,
-        RngStreams(network.seed).stream("radio/shadowing"),
-        weights,
-        floors=[n.floor for n in topology.nodes],
-        margin_db=_variation_margin_db(radio_cfg),
-        floor_below_noise_db=radio_cfg.interference_floor_db,
-        link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
+        frequency_mhz=net.medium.frequency_mhz,
+        rng=RngStreams(network.seed).stream("radio/shadowing"),
+        weights=weights,
+        **_pair_model(radio_cfg, net.topology),
     )
 
 
@@ -435,18 +438,12 @@ def build_radio(
         medium.add_radio(radio)
         radios.append(radio)
     v = radio_cfg.variation  # one settings type per model
-    index = {n.id: i for i, n in enumerate(topology.nodes)}
     pairs = connect(
         radios,
-        [n.position for n in topology.nodes],
-        path_loss_of(radio_cfg),
-        medium.frequency_mhz,
-        streams("radio/shadowing"),
-        floors=[n.floor for n in topology.nodes],
-        margin_db=_variation_margin_db(radio_cfg),
-        floor_below_noise_db=radio_cfg.interference_floor_db,
-        link_prr={(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
+        frequency_mhz=medium.frequency_mhz,
+        rng=streams("radio/shadowing"),
         prr_frame_bytes=radio_cfg.prr_frame_bytes,
+        **_pair_model(radio_cfg, topology),
     )
     if isinstance(v, NetworkRadioVariationRayleighSettings):
         medium.variation = RayleighFading(streams("radio/fading"))
