@@ -30,7 +30,7 @@ from rich.table import Table
 
 def left_out_figures(network, net, now: float) -> dict:
     """What the interference floor left out of a run, per receiver (see the module doc)."""
-    from iotbench.world.networks.radio import left_out_interference
+    from iotbench.world.networks.pairs import left_out_interference
 
     t0 = time.perf_counter()
     left = left_out_interference(network, net, now)

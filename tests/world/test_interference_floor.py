@@ -22,7 +22,7 @@ from iotbench.scenarios import expand, parse_scenario
 from iotbench.scenarios.settings import run_settings
 from iotbench.sim import RngStreams, Simulator
 from iotbench.world.networks import build_network
-from iotbench.world.networks.radio import left_out_interference, path_loss_of
+from iotbench.world.networks.pairs import left_out_interference, path_loss_of
 from iotbench.world.workloads.publish import PublishWorkload
 
 COLUMNS = 12  # 933 m corner to corner: within the reach of every pair (1,172 m)

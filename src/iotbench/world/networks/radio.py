@@ -53,17 +53,14 @@ from iotbench.net.node import AppLayers, Interface, Node
 from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.chips import CHIPS, leak_db
-from iotbench.net.radio.energy import STATES, EnergyProfile, RadioEnergy
+from iotbench.net.radio.energy import EnergyProfile, RadioEnergy
 from iotbench.net.radio.interferer import LeakingTransmitter, WifiInterferer
 from iotbench.net.radio.medium import Radio, RadioMedium
-from iotbench.net.radio.neighbours import connect, left_out
+from iotbench.net.radio.neighbours import connect
 from iotbench.net.radio.propagation import (
-    GAUSS_MARGIN_SIGMAS,
-    RAYLEIGH_MARGIN_DB,
     GaussMarkovLinks,
     GilbertElliottLinks,
     NoVariation,
-    PathLoss,
     RayleighFading,
 )
 from iotbench.net.radio.wifi import ACCESS_POINT, STATION, WifiTraffic, in_band_fraction
@@ -74,7 +71,6 @@ from iotbench.net.rpl.node import RplNode, RplParams
 from iotbench.proto.ndn.profiles import DeviceProfile, get_profile
 from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import (
-    NetworkRadioSettings,
     NetworkRadioVariationGaussMarkovSettings,
     NetworkRadioVariationGilbertElliottSettings,
     NetworkRadioVariationRayleighSettings,
@@ -85,6 +81,7 @@ from iotbench.scenarios.settings_types import (
 from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
 from iotbench.world.networks.base import HostInterface, RadioNetwork, Streams
+from iotbench.world.networks.pairs import pair_model, path_loss_of
 from iotbench.world.networks.topology import Topology, TopologyError, build_topology
 
 PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
@@ -327,55 +324,6 @@ def radio_layout(
     return cfg, streams, topology, medium, radios, tree
 
 
-def _pair_model(radio_cfg: NetworkRadioSettings, topology: Topology) -> dict[str, Any]:
-    """What neighbours.py examines a network's pairs with, besides its radios,
-    frequency and random stream: the same for the build and for measuring
-    what it left out."""
-    v = radio_cfg.variation
-    margin_db = 0.0  # the most the links' variation in time adds to a mean power
-    if isinstance(v, NetworkRadioVariationRayleighSettings):
-        margin_db = RAYLEIGH_MARGIN_DB
-    elif isinstance(v, NetworkRadioVariationGaussMarkovSettings):
-        margin_db = GAUSS_MARGIN_SIGMAS * v.sigma_db
-    index = {n.id: i for i, n in enumerate(topology.nodes)}
-    return {
-        "positions": [n.position for n in topology.nodes],
-        "path_loss": path_loss_of(radio_cfg),
-        "floors": [n.floor for n in topology.nodes],
-        "margin_db": margin_db,
-        "floor_below_noise_db": radio_cfg.interference_floor_db,
-        "link_prr": {(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},
-    }
-
-
-def left_out_interference(
-    network: NetworkSettings, net: RadioNetwork, now: float | None = None
-) -> list[float]:
-    """What the interference floor leaves out at each radio of `net`, the
-    network `network` built (the first one; topology order): the mean power
-    (mW) of the signals below `network.radio.interference_floor_db` that its
-    neighbour list does not carry. With `now`, each transmitter weighted by
-    its share of [0, now] on the air, which is what those signals would have
-    added to the radio's noise on average over a run; without, all of them
-    at once. The pairs are examined again as the build examined them, with a
-    fresh stream of the network's seed (the same shadowing draws), which
-    costs about as much as building the neighbour lists did."""
-    radio_cfg = required(network.radio, "network.radio")
-    radios = list(net.radios.values())
-    if now is None:
-        weights = [1.0] * len(radios)
-    else:
-        tx = STATES.index("tx")
-        weights = [r.power.times_s(now)[tx] / now if now > 0 else 0.0 for r in radios]
-    return left_out(
-        radios,
-        frequency_mhz=net.medium.frequency_mhz,
-        rng=RngStreams(network.seed).stream("radio/shadowing"),
-        weights=weights,
-        **_pair_model(radio_cfg, net.topology),
-    )
-
-
 def check_network(network: NetworkSettings, protocol: str) -> None:
     """Check a radio network without simulating it (see radio_layout)."""
     radio_layout(Simulator(0), network, protocol, Observers())
@@ -443,7 +391,7 @@ def build_radio(
         frequency_mhz=medium.frequency_mhz,
         rng=streams("radio/shadowing"),
         prr_frame_bytes=radio_cfg.prr_frame_bytes,
-        **_pair_model(radio_cfg, topology),
+        **pair_model(radio_cfg, topology),
     )
     if isinstance(v, NetworkRadioVariationRayleighSettings):
         medium.variation = RayleighFading(streams("radio/fading"))
@@ -460,18 +408,6 @@ def build_radio(
 
 def _given(value: _T | None, default: _T) -> _T:
     return default if value is None else value
-
-
-def path_loss_of(radio_cfg: NetworkRadioSettings) -> PathLoss:
-    pl = radio_cfg.path_loss
-    return PathLoss(
-        exponent=pl.exponent,
-        reference_distance_m=pl.reference_distance_m,
-        reference_loss_db=pl.reference_loss_db,
-        shadowing_db=pl.shadowing_db,
-        floor_loss_db=pl.floor_loss_db,
-        floor_loss_extra_db=pl.floor_loss_extra_db,
-    )
 
 
 def _decodable(a: Radio, b: Radio, mw: float) -> bool:
