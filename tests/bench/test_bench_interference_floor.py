@@ -35,7 +35,7 @@ def test_a_scenarios_runs_get_their_receivers_left_out_noise():
     assert figures["run"].startswith("group_size=5 delay_ms=0")
     db = figures["left_out_db"]
     assert 0.0 <= db["median"] <= db["p99"] <= db["max"] < 0.41
-    assert figures["receivers"] > 5
+    assert db["max"] > 0.0
 
 
 def test_a_network_without_radios_is_said_so():
@@ -59,4 +59,3 @@ def test_scale_reports_what_its_grid_left_out():
     result = json.loads(done.stdout)
     db = result["left_out_db"]
     assert 0.0 < db["median"] <= db["p99"] <= db["max"]
-    assert result["receivers_with_any"] == result["receivers"] == 100

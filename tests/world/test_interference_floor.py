@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.traffic import TrafficMeter
@@ -22,7 +24,11 @@ from iotbench.scenarios import expand, parse_scenario
 from iotbench.scenarios.settings import run_settings
 from iotbench.sim import RngStreams, Simulator
 from iotbench.world.networks import build_network
-from iotbench.world.networks.pairs import left_out_interference, path_loss_of
+from iotbench.world.networks.pairs import (
+    left_out_interference,
+    left_out_rise_db,
+    path_loss_of,
+)
 from iotbench.world.workloads.publish import PublishWorkload
 
 COLUMNS = 12  # 933 m corner to corner: within the reach of every pair (1,172 m)
@@ -172,3 +178,17 @@ def test_the_floors_error_stays_within_the_bounds_the_radio_page_gives():
             worst = max(worst, _rise_db(left, radios[rx].noise_mw))
     assert busy > 1000
     assert single < worst < 1.0
+
+
+def test_the_figures_are_the_measures_median_and_largest_over_the_radios():
+    network, net, now, _ = _run()
+    radios = list(net.radios.values())
+    rises = sorted(
+        _rise_db(mw, r.noise_mw)
+        for mw, r in zip(left_out_interference(network, net, now), radios, strict=True)
+    )
+    figures = left_out_rise_db(network, net, now)
+    assert figures["max"] == pytest.approx(rises[-1], rel=1e-12)
+    assert figures["median"] == pytest.approx(rises[len(rises) // 2], rel=1e-12)
+    assert 0.0 < figures["median"] <= figures["p99"]
+    assert figures["p99"] <= figures["max"] < 0.01

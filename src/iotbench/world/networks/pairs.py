@@ -10,6 +10,7 @@ large grids.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from iotbench.net.radio.energy import STATES
@@ -87,3 +88,19 @@ def left_out_interference(
         weights=weights,
         **pair_model(radio_cfg, net.topology),
     )
+
+
+def left_out_rise_db(network: NetworkSettings, net: RadioNetwork, now: float) -> dict[str, float]:
+    """Over the radios, the median, 99th percentile and largest noise rise (dB)
+    that the signals left out would have caused on average over [0, now]
+    (left_out_interference)."""
+    left = left_out_interference(network, net, now)
+    rises = sorted(
+        10.0 * math.log10(1.0 + mw / radio.noise_mw)
+        for mw, radio in zip(left, net.radios.values(), strict=True)
+    )
+    return {
+        "median": rises[len(rises) // 2],
+        "p99": rises[min(len(rises) - 1, int(len(rises) * 0.99))],
+        "max": rises[-1],
+    }
