@@ -24,6 +24,7 @@ import sys
 import time
 
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 
@@ -78,24 +79,21 @@ def main() -> None:
     except ScenarioError as exc:
         sys.exit(f"error: {exc}")
     table = Table("run", "median dB", "p99 dB", "max dB")
-    for run in runs:
-        watch = _Watch()
-        run_one(run.config, run.seed, watch=watch)
-        label = run.label()
-        if watch.figures is None:
-            print(f"{label}: not a radio network", file=sys.stderr)
-            continue
-        f = watch.figures
-        if args.json:
-            print(json.dumps({"run": run.label(), **f}))
-            continue
-        db = f["left_out_db"]
-        table.add_row(
-            label,
-            f"{db['median']:.4f}",
-            f"{db['p99']:.4f}",
-            f"{db['max']:.4f}",
-        )
+    # Progress on stderr; stdout carries the figures, a run's JSON line as it ends.
+    with Progress(console=Console(stderr=True), redirect_stdout=False) as progress:
+        task = progress.add_task(scenario.name, total=len(runs))
+        for run in runs:
+            watch = _Watch()
+            run_one(run.config, run.seed, watch=watch)
+            progress.advance(task)
+            f = watch.figures
+            if f is None:
+                progress.console.print(f"{run.label()}: not a radio network")
+            elif args.json:
+                print(json.dumps({"run": run.label(), **f}), flush=True)
+            else:
+                db = f["left_out_db"]
+                table.add_row(run.label(), *(f"{db[k]:.4f}" for k in ("median", "p99", "max")))
     if not args.json:
         Console().print(table)
 
