@@ -5,8 +5,9 @@ The goal (the performance issue's; S4's own was 60 s) is a 1-hour
 (default: every variant at 5 s on the first network seed) through the
 project's own run function, `iotbench.world.run_one`, exactly as a campaign
 would (without storing results), one at a time, and prints per run: wall
-seconds, the goal's ratio (wall / 60 s), simulated seconds per wall second,
-kernel events per wall second, frames on the air per wall second.
+seconds, the goal's ratio (wall / 30 s), simulated seconds per wall second,
+kernel events per wall second, frames on the air per wall second, and the
+share of the machine's CPU time the host took meanwhile (bench/host_time.py).
 
     python bench/s4_hour.py [--minutes M] [--filter AXIS=VALUE[,VALUE...]] ... [--repeat R] [--json]
 
@@ -16,7 +17,8 @@ routes, is in every run's time). `--filter` works as in `iotbench run` (e.g.
 `--filter variant=coap-put-con,hopp --filter interval=15s`). `--repeat R`
 keeps the fastest of R runs (a shared machine's wall times vary by tens of
 percent). `--json` prints one JSON object per run instead of the table:
-`variant`, `interval`, `network_seed`, `wall_s`, `sim_s`, `events`, `frames`.
+`variant`, `interval`, `network_seed`, `wall_s`, `sim_s`, `events`, `frames`,
+`steal_pct`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import sys
 import time
 
+from host_time import HostTime  # bench/, beside this file
 from rich.console import Console
 from rich.table import Table
 
@@ -62,20 +65,23 @@ def main() -> None:
         sys.exit(f"bench/s4_hour.py: {exc}")
     goal = GOAL_S_PER_HOUR * args.minutes / 60.0
     table = Table(title=f"{SCENARIO}: {args.minutes:g} simulated minutes per run")
-    for column in ("run", "wall s", "wall / goal", "sim s / wall s", "events / s", "frames / s"):
+    columns = ("run", "wall s", "wall / goal", "sim s / wall s", "events / s", "frames / s")
+    for column in (*columns, "host took"):
         table.add_column(column, justify="left" if column == "run" else "right")
     total = 0.0
     for run in runs:
         best, metrics = float("inf"), {}
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            metrics = run_one(run.config, run.seed).metrics
-            best = min(best, time.perf_counter() - start)
+        with HostTime() as host:
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                metrics = run_one(run.config, run.seed).metrics
+                best = min(best, time.perf_counter() - start)
         total += best
         if args.json:
             row = {str(k): str(v) for k, v in run.params.items()}
             row |= {"wall_s": round(best, 3), "sim_s": metrics["sim_time_s"]}
             row |= {"events": metrics["sim_events"], "frames": metrics["mac_frames"]}
+            row |= {"steal_pct": host.steal_pct}
             print(json.dumps(row), flush=True)
             continue
         table.add_row(
@@ -85,6 +91,7 @@ def main() -> None:
             f"{metrics['sim_time_s'] / best:.0f}",
             f"{metrics['sim_events'] / best:,.0f}",
             f"{metrics['mac_frames'] / best:,.0f}",
+            "?" if host.steal_pct is None else f"{host.steal_pct:.1f} %",
         )
     if args.json:
         return

@@ -19,8 +19,9 @@ Printed (one JSON object with --json): nodes, sim_s (simulated seconds),
 wall_s (the simulation run alone), build_s (building the network and its
 neighbour lists), events (kernel events), peak_rss_mb (the process's peak
 resident memory, build included), and, to show the run did real work, the
-readings taken and delivered and the frames sent. The ratio sim_s / wall_s
-above 1 means faster than real time.
+readings taken and delivered and the frames sent, and steal_pct, the share
+of the machine's CPU time the host took during the run (bench/host_time.py).
+The ratio sim_s / wall_s above 1 means faster than real time.
 
 With `--left-out`, also what the interference floor left out of the run
 (docs/radio.md, "Who hears whom"): each receiver's noise rise, in dB, from
@@ -105,6 +106,10 @@ def run(
     variation: str = "none",
     left_out: bool = False,
 ) -> dict:
+    # bench/, beside this file; imported here, as a test loads this file for
+    # scenario_text alone.
+    from host_time import HostTime
+
     from iotbench.metrics.items import ItemLog
     from iotbench.metrics.observers import Observers
     from iotbench.metrics.traffic import TrafficMeter
@@ -128,7 +133,7 @@ def run(
         workload = PublishWorkload(sim, net, settings, items)
         workload.start()
     t1 = time.perf_counter()
-    with paced_collections():  # as every simulation run has it (world/run.py)
+    with paced_collections(), HostTime() as host:  # paced as every run is (world/run.py)
         sim.run(until=config["max_sim_time_s"])
     t2 = time.perf_counter()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -143,6 +148,7 @@ def run(
         "delivered": items.stats.delivered,
         "frames": traffic.wire.packets,
         "tree_depth": net.tree.depth(),
+        "steal_pct": host.steal_pct,
     }
     if left_out:
         from interference_floor import left_out_figures  # bench/, beside this file

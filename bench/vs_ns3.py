@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+from host_time import HostTime  # bench/, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NS3_SCRIPT = os.path.join(HERE, "peers", "ns3_udp_echo.py")
 NS3_COUNTS = os.path.join(HERE, "peers", "ns3_counts.py")
@@ -120,6 +122,25 @@ def measure_ns3(n: int) -> dict:
     return {"wall_s": wall, "sim_s": sim_s, "startup_s": total - wall, "raw": out.strip()}
 
 
+def _interleave(n: int, repeat: int, ours: list[dict], theirs: list[dict]) -> None:
+    """Each side `repeat` times, one after the other."""
+    for i in range(1, repeat + 1):
+        r = measure_iotbench(n)
+        ours.append(r)
+        print(
+            f"run {i} iotbench wall_s={r['wall_s']:.3f} startup_s={r['startup_s']:.2f} "
+            f"sim_s={r['sim_s']:.1f} events={r['events']:.0f}",
+            flush=True,
+        )
+        p = measure_ns3(n)
+        theirs.append(p)
+        print(
+            f"run {i} ns-3     wall_s={p['wall_s']:.3f} startup_s={p['startup_s']:.2f} "
+            f"sim_s={p['sim_s']:.1f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", nargs="?", type=int, default=100_000, help="requests (default 100000)")
@@ -133,22 +154,10 @@ def main() -> None:
     n = args.n
     ours: list[dict] = []
     theirs: list[dict] = []
+    host = HostTime()
     try:
-        for i in range(1, args.repeat + 1):
-            r = measure_iotbench(n)
-            ours.append(r)
-            print(
-                f"run {i} iotbench wall_s={r['wall_s']:.3f} startup_s={r['startup_s']:.2f} "
-                f"sim_s={r['sim_s']:.1f} events={r['events']:.0f}",
-                flush=True,
-            )
-            p = measure_ns3(n)
-            theirs.append(p)
-            print(
-                f"run {i} ns-3     wall_s={p['wall_s']:.3f} startup_s={p['startup_s']:.2f} "
-                f"sim_s={p['sim_s']:.1f}",
-                flush=True,
-            )
+        with host:
+            _interleave(n, args.repeat, ours, theirs)
     except RuntimeError as exc:
         print(f"{exc}\n(is the `ns3` package installed? pip install '.[bench]')", file=sys.stderr)
         sys.exit(1)
@@ -186,6 +195,8 @@ def main() -> None:
         f"(best simulation wall time of {args.repeat}: {best_ours:.3f} s vs {best_theirs:.3f} s "
         f"for {n} requests; median ratio {med_theirs / med_ours:.2f}x)"
     )
+    if host.steal_pct is not None:
+        print(f"host: took {host.steal_pct:.1f} % of this machine's CPU time meanwhile (steal)")
 
 
 if __name__ == "__main__":
