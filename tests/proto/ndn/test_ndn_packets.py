@@ -219,6 +219,26 @@ def test_hand_encoded_data():
     assert isinstance(decode_packet(HAND_DATA), Data)
 
 
+def test_data_with_the_same_signature_info_share_one_decoded_value():
+    # Every hop decodes every Data's SignatureInfo (the forwarder drops a Data
+    # whose SignatureInfo does not decode); a producer's Data share one, decoded once.
+    key = KeyLocator(name=Name("/sensor/KEY/1"))
+    signer = HmacSha256Signer(b"k" * 32, key.name)
+    first, second = (make_data(f"/r/{i}", b"x", signer=signer) for i in range(2))
+    assert first.signature_info == second.signature_info
+    assert first.signature_info.key_locator == key
+    assert Data(first.wire).signature_info is Data(second.wire).signature_info
+    # A SignatureInfo that does not decode fails every time, never from memory.
+    bad_value = bytes.fromhex("1b0100") + bytes.fromhex("1c02ffff")  # KeyLocator of junk
+    bad = b"\x16" + bytes([len(bad_value)]) + bad_value
+    wire = HAND_COVERED[: -len("16031b0100") // 2] + bad
+    data = Data(bytes([6, len(wire) + 34]) + wire + b"\x17\x20" + bytes(32))
+    for _ in range(2):
+        with pytest.raises(NdnDecodeError):
+            _ = data.signature_info
+        data = Data(data.wire)
+
+
 def test_data_defaults_and_meta_info():
     d = make_data("/a")
     assert d.content == b"" and d.meta_info == MetaInfo()

@@ -54,6 +54,24 @@ _META_ORDER: Final[dict[int, int]] = {
 }
 _MISSING: Final = object()
 
+# The SignatureInfos decoded last, by their bytes. A forwarder decodes every
+# Data's SignatureInfo at every hop (NFD's wireDecode; forwarder.py), and a
+# producer's Data all carry the same one. Decoding is a function of the bytes
+# alone and a SignatureInfo cannot change, so one decoded value serves them
+# all; a SignatureInfo that does not decode raises every time.
+_RECENT_SIGNATURE_INFOS: Final[dict[bytes, SignatureInfo]] = {}
+_RECENT_SIGNATURE_INFOS_MAX: Final = 16
+
+
+def _signature_info(value: bytes) -> SignatureInfo:
+    known = _RECENT_SIGNATURE_INFOS.get(value)
+    if known is None:
+        known = SignatureInfo.decode(value, 0, len(value))
+        if len(_RECENT_SIGNATURE_INFOS) >= _RECENT_SIGNATURE_INFOS_MAX:
+            _RECENT_SIGNATURE_INFOS.clear()
+        _RECENT_SIGNATURE_INFOS[value] = known
+    return known
+
 
 @dataclass(frozen=True, slots=True)
 class MetaInfo:
@@ -163,7 +181,7 @@ class Data:
         v = self._fields.get(_TT_SIGNATURE_INFO, _MISSING)
         if v is _MISSING:
             _, vs, ve = self._el[_TT_SIGNATURE_INFO]
-            v = self._fields[_TT_SIGNATURE_INFO] = SignatureInfo.decode(self.wire, vs, ve)
+            v = self._fields[_TT_SIGNATURE_INFO] = _signature_info(self.wire[vs:ve])
         return v  # type: ignore[return-value]
 
     @property
