@@ -11,20 +11,11 @@ variant.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from iotbench.metrics.items import ItemLog
-from iotbench.metrics.observers import Observers
-from iotbench.metrics.traffic import TrafficMeter
-from iotbench.scenarios import expand, parse_scenario
-from iotbench.scenarios.settings import run_settings
-from iotbench.sim import Simulator
-from iotbench.world.networks import build_network
-from iotbench.world.workloads.publish import PublishWorkload
+from scale_grid import scale_grid
 
 CHILD = """
 import json, resource, sys
@@ -57,27 +48,14 @@ def test_memory_does_not_grow_with_the_number_of_items():
     assert long["rss_mb"] - short["rss_mb"] <= 10.0, (short, long)
 
 
-def scale_scenario(nodes: int, minutes: float) -> str:
-    """The grid bench/scale.py measures: every node publishes to the gateway once a
-    minute."""
-    path = Path(__file__).parents[2] / "bench" / "scale.py"
-    spec = importlib.util.spec_from_file_location("bench_scale", path)
-    scale = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(scale)
-    return scale.scenario_text(nodes, minutes, "grid", spacing=60.0)
-
-
 def test_a_radio_networks_memory_does_not_grow_with_its_length():
     """Python's allocated blocks after 10, 20 and 40 simulated minutes of a 100-node
     network, every node publishing once a minute. Each datagram driver used to keep
     its last 64 payloads for its dissector (apps/driver.py), so every node's share
     grew for an hour: 12,000 blocks more at 40 minutes than at 10 here (16 MB in a
     1,000-node network); now under 200."""
-    (run,) = expand(parse_scenario(scale_scenario(100, 40), label="bench/scale.py"))
-    settings = run_settings(run.config)
-    sim, items = Simulator(1), ItemLog()
-    net = build_network(sim, settings.network, Observers(TrafficMeter(sim)), settings.protocol)
-    PublishWorkload(sim, net, settings, items).start()
+    grid = scale_grid(100, 40, seed=1)
+    sim, items = grid.sim, grid.items
     blocks = []
     for minute in (10, 20, 40):
         sim.run(until=minute * 60.0)
