@@ -62,23 +62,11 @@ def connect(
     prr_frame_bytes: int = 50,
 ) -> int:
     """Fill every radio's `neighbours`; return the number of pairs (pair ids 0..n-1)."""
-    n = len(radios)
     link_prr = link_prr or {}
-    explicit = {(min(a, b), max(a, b)) for a, b in link_prr}
-    entries, pairs, _ = _examine(
-        radios,
-        positions,
-        path_loss,
-        frequency_mhz,
-        rng,
-        floors if floors is not None else [0] * n,
-        margin_db,
-        floor_below_noise_db,
-        explicit,
-        None,
-    )
+    examined = (radios, positions, path_loss, frequency_mhz, rng, floors)
+    entries, pairs, _ = _examine(*examined, margin_db, floor_below_noise_db, link_prr, None)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
-    for a, b in sorted(explicit):
+    for a, b in sorted(_explicit(link_prr)):
         got = False
         for src, dst in ((a, b), (b, a)):
             prr = link_prr.get((src, dst), link_prr.get((dst, src), 0.0))
@@ -119,21 +107,14 @@ def left_out(
     of time on the air, what they add on average over a run. Pairs beyond the
     reach (module doc) are not examined, and so not counted: each of them is
     at least three shadowing deviations under the floor."""
-    n = len(radios)
-    explicit = {(min(a, b), max(a, b)) for a, b in (link_prr or {})}
-    _, _, left = _examine(
-        radios,
-        positions,
-        path_loss,
-        frequency_mhz,
-        rng,
-        floors if floors is not None else [0] * n,
-        margin_db,
-        floor_below_noise_db,
-        explicit,
-        list(weights),
-    )
+    examined = (radios, positions, path_loss, frequency_mhz, rng, floors)
+    _, _, left = _examine(*examined, margin_db, floor_below_noise_db, link_prr, list(weights))
     return left
+
+
+def _explicit(link_prr: Mapping[tuple[int, int], float] | None) -> set[tuple[int, int]]:
+    """The pairs a topology file gives link qualities for, each once (lower index first)."""
+    return {(min(a, b), max(a, b)) for a, b in (link_prr or {})}
 
 
 def _examine(
@@ -142,16 +123,19 @@ def _examine(
     path_loss: PathLoss,
     frequency_mhz: float,
     rng: random.Random,
-    floors: Sequence[int],
+    floors: Sequence[int] | None,
     margin_db: float,
     floor_below_noise_db: float,
-    explicit: set[tuple[int, int]],
+    link_prr: Mapping[tuple[int, int], float] | None,
     weights: list[float] | None,
 ) -> tuple[list[list[tuple[int, float, int]]], int, list[float]]:
-    """Every pair within reach, once, in node order, with its shadowing draw:
-    each radio's entries (neighbour, mean dBm, pair id), the number of pairs,
-    and, with `weights`, what `left_out` returns (else a list of zeros)."""
+    """Every pair within reach, once, in node order, with its shadowing draw
+    (the pairs `link_prr` gives are `connect`'s to add): each radio's entries
+    (neighbour, mean dBm, pair id), the number of pairs, and, with `weights`,
+    what `left_out` returns (else a list of zeros)."""
     n = len(radios)
+    floors = floors if floors is not None else [0] * n
+    explicit = _explicit(link_prr)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
     budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm)
