@@ -102,6 +102,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # C was a twentieth of all the groups' (docs/performance.md, "Install time").
     "iotbench.compiled_ndn": (
         "iotbench.proto.ndn.tlv",
+        "iotbench.proto.ndn.recent",
         "iotbench.proto.ndn.name",
         "iotbench.proto.ndn.interest",
         "iotbench.proto.ndn.data",

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from .data import Data
+from .data import Data, received_data
 from .forwarder import Forwarder, Timer
-from .interest import DEFAULT_INTEREST_LIFETIME_MS, Interest, make_interest
+from .interest import DEFAULT_INTEREST_LIFETIME_MS, Interest, make_interest, received_interest
 from .lp import LpPacket
 from .name import Name, NameLike
 from .signing import Signer
@@ -298,13 +298,13 @@ class NdnApp:
         try:
             first = wire[0]
             if first == _TT_DATA:
-                self._on_data(Data(wire))
+                self._on_data(received_data(wire))
             elif first == _TT_INTEREST:
-                self._on_interest(Interest(wire))
+                self._on_interest(received_interest(wire))
             elif first == _LP_PACKET:
                 packet = LpPacket.decode(wire)
                 if packet.nack is not None and packet.fragment is not None:
-                    self._on_nack(Interest(packet.fragment), packet.nack)
+                    self._on_nack(received_interest(packet.fragment), packet.nack)
         except NdnDecodeError:
             self.stats.decode_errors += 1
 

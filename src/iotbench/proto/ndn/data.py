@@ -17,6 +17,7 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
 from .name import Component, Name, NameLike
+from .recent import RecentDecodes
 from .siginfo import SignatureInfo
 from .signing import DigestSha256Signer
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl
@@ -38,7 +39,7 @@ _TT_SIGNATURE_VALUE: Final = int(TT.SIGNATURE_VALUE)
 if TYPE_CHECKING:
     from .signing import Signer
 
-__all__ = ["Data", "MetaInfo", "make_data"]
+__all__ = ["Data", "MetaInfo", "make_data", "received_data"]
 
 _ORDER: Final[dict[int, int]] = {
     _TT_NAME: 0,
@@ -54,23 +55,14 @@ _META_ORDER: Final[dict[int, int]] = {
 }
 _MISSING: Final = object()
 
-# The SignatureInfos decoded last, by their bytes. A forwarder decodes every
-# Data's SignatureInfo at every hop (NFD's wireDecode; forwarder.py), and a
-# producer's Data all carry the same one. Decoding is a function of the bytes
-# alone and a SignatureInfo cannot change, so one decoded value serves them
-# all; a SignatureInfo that does not decode raises every time.
-_RECENT_SIGNATURE_INFOS: Final[dict[bytes, SignatureInfo]] = {}
-_RECENT_SIGNATURE_INFOS_MAX: Final = 16
+
+def _decode_signature_info(value: bytes) -> SignatureInfo:
+    return SignatureInfo.decode(value, 0, len(value))
 
 
-def _signature_info(value: bytes) -> SignatureInfo:
-    known = _RECENT_SIGNATURE_INFOS.get(value)
-    if known is None:
-        known = SignatureInfo.decode(value, 0, len(value))
-        if len(_RECENT_SIGNATURE_INFOS) >= _RECENT_SIGNATURE_INFOS_MAX:
-            _RECENT_SIGNATURE_INFOS.clear()
-        _RECENT_SIGNATURE_INFOS[value] = known
-    return known
+# A forwarder decodes every Data's SignatureInfo at every hop (NFD's wireDecode;
+# forwarder.py), and a producer's Data all carry the same one (recent.py).
+_SIGNATURE_INFOS: Final = RecentDecodes(_decode_signature_info, 16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +173,7 @@ class Data:
         v = self._fields.get(_TT_SIGNATURE_INFO, _MISSING)
         if v is _MISSING:
             _, vs, ve = self._el[_TT_SIGNATURE_INFO]
-            v = self._fields[_TT_SIGNATURE_INFO] = _signature_info(self.wire[vs:ve])
+            v = self._fields[_TT_SIGNATURE_INFO] = _SIGNATURE_INFOS.get(self.wire[vs:ve])
         return v  # type: ignore[return-value]
 
     @property
@@ -213,6 +205,17 @@ class Data:
         """Decode every field now (raises NdnDecodeError on the first bad one)."""
         _ = (self.name, self.meta_info, self.signature_info)
         return self
+
+
+# Every hop, every neighbour that hears it and the app at its end decode the same
+# Data's bytes (recent.py).
+_RECENT: Final = RecentDecodes(Data, 64)
+
+
+def received_data(wire: bytes) -> Data:
+    """`Data(wire)` for a packet that arrived: one object for every copy of bytes
+    recently received or made (`make_data`)."""
+    return _RECENT.get(bytes(wire))
 
 
 def make_data(
@@ -249,4 +252,5 @@ def make_data(
     body = covered + encode_tlv(_TT_SIGNATURE_VALUE, signer.sign(covered))
     data = Data(encode_tl(_TT_DATA, len(body)) + body)
     data._name = name
+    _RECENT.remember(data.wire, data)
     return data

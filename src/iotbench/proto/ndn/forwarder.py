@@ -76,7 +76,7 @@ from iotbench.proto.timers import CANCELLED, DEADLINE, KIND, OBJ, TimerQueue
 from iotbench.proto.timers import cancel as cancel_timer
 
 from .cs import CS_POLICIES, DEFAULT_CS_BYTES, ContentStore
-from .data import Data
+from .data import Data, received_data
 from .dead_nonce import DeadNonceList
 from .fib import Fib, NextHop
 from .fragmentation import FragmentError, Reassembler, fragment
@@ -88,7 +88,7 @@ from .heap import (
     pending_face_bytes,
     pit_entry_bytes,
 )
-from .interest import Interest
+from .interest import Interest, received_interest
 from .lp import LpPacket
 from .name import Name, NameLike
 from .pit import PIT_OVERFLOW_POLICIES, InRecord, OutRecord, Pit, PitEntry
@@ -703,9 +703,9 @@ class Forwarder:
     def _dispatch(self, now: float, face: Face, wire: bytes, lp: bool, upstream: int) -> None:
         first = wire[0] if wire else -1
         if first == _TT_INTEREST:
-            self._on_interest(now, face, Interest(wire), upstream)
+            self._on_interest(now, face, received_interest(wire), upstream)
         elif first == _TT_DATA:
-            self._on_data(now, face, Data(wire))
+            self._on_data(now, face, received_data(wire))
         elif first == _LP_PACKET and not lp:
             packet = LpPacket.decode(wire)
             if packet.fragment is None:
@@ -714,7 +714,7 @@ class Forwarder:
                 # NDNLPv2's own fragmentation is not used by this stack (S5 fragments below it).
                 self.counters.lp_unsupported += 1
             elif packet.nack is not None:
-                self._on_nack(now, face, Interest(packet.fragment), packet.nack)
+                self._on_nack(now, face, received_interest(packet.fragment), packet.nack)
             else:
                 self._dispatch(now, face, packet.fragment, True, -1)
         else:

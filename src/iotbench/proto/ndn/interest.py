@@ -28,6 +28,7 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
 from .name import Component, Name, NameLike
+from .recent import RecentDecodes
 from .siginfo import SignatureInfo
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl
 from .tlv import scan_elements as _scan
@@ -50,7 +51,7 @@ _TT_NONCE: Final = int(TT.NONCE)
 if TYPE_CHECKING:
     from .signing import Signer
 
-__all__ = ["DEFAULT_INTEREST_LIFETIME_MS", "Interest", "make_interest"]
+__all__ = ["DEFAULT_INTEREST_LIFETIME_MS", "Interest", "make_interest", "received_interest"]
 
 #: Spec: an Interest without InterestLifetime lives 4 s.
 DEFAULT_INTEREST_LIFETIME_MS: Final = 4000
@@ -323,6 +324,17 @@ def _name_without_params_digest(name: Name) -> bytes:
     return b"".join(parts)
 
 
+# Every hop, every neighbour that hears it and the app at its end decode the same
+# Interest's bytes (recent.py).
+_RECENT: Final = RecentDecodes(Interest, 64)
+
+
+def received_interest(wire: bytes) -> Interest:
+    """`Interest(wire)` for a packet that arrived: one object for every copy of bytes
+    recently received or made (`make_interest`)."""
+    return _RECENT.get(bytes(wire))
+
+
 def make_interest(
     name: NameLike,
     *,
@@ -405,4 +417,5 @@ def make_interest(
     body = name.wire + b"".join(parts)
     interest = Interest(encode_tl(_TT_INTEREST, len(body)) + body)
     interest._name = name
+    _RECENT.remember(interest.wire, interest)
     return interest
