@@ -91,6 +91,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.coap.options",
         "iotbench.proto.coap.codec",
         "iotbench.proto.mqtt.codec",
+        "iotbench.proto.mqttsn.messages",
         "iotbench.proto.mqttsn.codec",
     ),
     # NDN's packets, tables, forwarder and app API in one: the forwarder parses

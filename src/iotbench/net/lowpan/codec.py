@@ -60,6 +60,11 @@ class LowpanDecodeError(DecodeError):
     """Bytes that are not a well-formed 6LoWPAN packet this module can decode."""
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class Compressed:
     """An IPv6 packet as 6LoWPAN carries it: `header + payload`.
@@ -78,6 +83,20 @@ class Compressed:
     transport_header_len: int
     uncompressed_header_len: int
     payload: bytes
+
+    def __init__(
+        self,
+        header: bytes,
+        ip_header_len: int,
+        transport_header_len: int,
+        uncompressed_header_len: int,
+        payload: bytes,
+    ) -> None:
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "ip_header_len", ip_header_len)
+        object.__setattr__(self, "transport_header_len", transport_header_len)
+        object.__setattr__(self, "uncompressed_header_len", uncompressed_header_len)
+        object.__setattr__(self, "payload", payload)
 
     @property
     def datagram_size(self) -> int:
@@ -310,6 +329,11 @@ class DecodedHeader:
     headers: bytes
     consumed: int
     lengths_elided: bool
+
+    def __init__(self, headers: bytes, consumed: int, lengths_elided: bool) -> None:
+        object.__setattr__(self, "headers", headers)
+        object.__setattr__(self, "consumed", consumed)
+        object.__setattr__(self, "lengths_elided", lengths_elided)
 
     def complete(self, datagram_size: int) -> bytes:
         """`headers` with the length fields of a datagram of `datagram_size` bytes."""

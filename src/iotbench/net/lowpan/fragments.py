@@ -74,6 +74,11 @@ def _check_size_and_tag(size: int, tag: int) -> None:
         raise ValueError(f"datagram tag {tag} is not 16 bits")
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class FragmentHeader:
     first: bool  # FRAG1 (True) or FRAGN
@@ -81,6 +86,13 @@ class FragmentHeader:
     tag: int
     offset: int  # in bytes of the uncompressed datagram (0 for FRAG1)
     length: int  # bytes of this header: 4 or 5
+
+    def __init__(self, first: bool, size: int, tag: int, offset: int, length: int) -> None:
+        object.__setattr__(self, "first", first)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "tag", tag)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "length", length)
 
 
 def parse_fragment_header(data: bytes) -> FragmentHeader:

@@ -45,6 +45,11 @@ class RplDecodeError(DecodeError):
     """Bytes that are not a well-formed RPL control message."""
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True)
 class DodagConfiguration:
     """The DODAG Configuration option (6.7.6): the parameters the root decides."""
@@ -60,6 +65,30 @@ class DodagConfiguration:
     default_lifetime: int = 30
     lifetime_unit: int = 60  # seconds
 
+    def __init__(
+        self,
+        authentication: bool = False,
+        path_control_size: int = 0,
+        dio_interval_doublings: int = 8,
+        dio_interval_min: int = 12,
+        dio_redundancy: int = 10,
+        max_rank_increase: int = 7 * 256,
+        min_hop_rank_increase: int = 256,
+        objective_code_point: int = 1,
+        default_lifetime: int = 30,
+        lifetime_unit: int = 60,
+    ) -> None:
+        object.__setattr__(self, "authentication", authentication)
+        object.__setattr__(self, "path_control_size", path_control_size)
+        object.__setattr__(self, "dio_interval_doublings", dio_interval_doublings)
+        object.__setattr__(self, "dio_interval_min", dio_interval_min)
+        object.__setattr__(self, "dio_redundancy", dio_redundancy)
+        object.__setattr__(self, "max_rank_increase", max_rank_increase)
+        object.__setattr__(self, "min_hop_rank_increase", min_hop_rank_increase)
+        object.__setattr__(self, "objective_code_point", objective_code_point)
+        object.__setattr__(self, "default_lifetime", default_lifetime)
+        object.__setattr__(self, "lifetime_unit", lifetime_unit)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -68,6 +97,11 @@ class Target:
     prefix: bytes
     prefix_length: int = 128
     flags: int = 0
+
+    def __init__(self, prefix: bytes, prefix_length: int = 128, flags: int = 0) -> None:
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "prefix_length", prefix_length)
+        object.__setattr__(self, "flags", flags)
 
 
 @dataclass(frozen=True)
@@ -79,6 +113,20 @@ class Transit:
     path_control: int = 0
     external: bool = False
     parent: bytes | None = None
+
+    def __init__(
+        self,
+        path_lifetime: int,
+        path_sequence: int = 0,
+        path_control: int = 0,
+        external: bool = False,
+        parent: bytes | None = None,
+    ) -> None:
+        object.__setattr__(self, "path_lifetime", path_lifetime)
+        object.__setattr__(self, "path_sequence", path_sequence)
+        object.__setattr__(self, "path_control", path_control)
+        object.__setattr__(self, "external", external)
+        object.__setattr__(self, "parent", parent)
 
 
 @dataclass(frozen=True)
@@ -93,6 +141,24 @@ class PrefixInformation:
     valid_lifetime: int = 0xFFFFFFFF
     preferred_lifetime: int = 0xFFFFFFFF
 
+    def __init__(
+        self,
+        prefix: bytes,
+        prefix_length: int = 64,
+        on_link: bool = False,
+        autonomous: bool = True,
+        router_address: bool = False,
+        valid_lifetime: int = 0xFFFFFFFF,
+        preferred_lifetime: int = 0xFFFFFFFF,
+    ) -> None:
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "prefix_length", prefix_length)
+        object.__setattr__(self, "on_link", on_link)
+        object.__setattr__(self, "autonomous", autonomous)
+        object.__setattr__(self, "router_address", router_address)
+        object.__setattr__(self, "valid_lifetime", valid_lifetime)
+        object.__setattr__(self, "preferred_lifetime", preferred_lifetime)
+
 
 @dataclass(frozen=True)
 class Opaque:
@@ -102,11 +168,19 @@ class Opaque:
     type: int
     data: bytes
 
+    def __init__(self, type: int, data: bytes) -> None:
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "data", data)
+
 
 @dataclass(frozen=True)
 class Dis:
     options: tuple = ()
     flags: int = 0
+
+    def __init__(self, options: tuple = (), flags: int = 0) -> None:
+        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "flags", flags)
 
 
 @dataclass(frozen=True)
@@ -123,6 +197,32 @@ class Dio:
     prefix: PrefixInformation | None = None
     options: tuple = ()  # other options, kept as they came
 
+    def __init__(
+        self,
+        instance_id: int,
+        version: int,
+        rank: int,
+        dodag_id: bytes,
+        dtsn: int = 0,
+        grounded: bool = True,
+        mop: int = MOP_STORING_MULTICAST,
+        preference: int = 0,
+        configuration: DodagConfiguration | None = None,
+        prefix: PrefixInformation | None = None,
+        options: tuple = (),
+    ) -> None:
+        object.__setattr__(self, "instance_id", instance_id)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "rank", rank)
+        object.__setattr__(self, "dodag_id", dodag_id)
+        object.__setattr__(self, "dtsn", dtsn)
+        object.__setattr__(self, "grounded", grounded)
+        object.__setattr__(self, "mop", mop)
+        object.__setattr__(self, "preference", preference)
+        object.__setattr__(self, "configuration", configuration)
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "options", options)
+
 
 @dataclass(frozen=True)
 class Dao:
@@ -132,6 +232,20 @@ class Dao:
     ack_request: bool = False
     dodag_id: bytes | None = None
 
+    def __init__(
+        self,
+        instance_id: int,
+        sequence: int,
+        targets: tuple[tuple[Target, Transit], ...] = (),
+        ack_request: bool = False,
+        dodag_id: bytes | None = None,
+    ) -> None:
+        object.__setattr__(self, "instance_id", instance_id)
+        object.__setattr__(self, "sequence", sequence)
+        object.__setattr__(self, "targets", targets)
+        object.__setattr__(self, "ack_request", ack_request)
+        object.__setattr__(self, "dodag_id", dodag_id)
+
 
 @dataclass(frozen=True)
 class DaoAck:
@@ -139,6 +253,14 @@ class DaoAck:
     sequence: int
     status: int = 0  # 0: accepted; 128 and up: rejected
     dodag_id: bytes | None = None
+
+    def __init__(
+        self, instance_id: int, sequence: int, status: int = 0, dodag_id: bytes | None = None
+    ) -> None:
+        object.__setattr__(self, "instance_id", instance_id)
+        object.__setattr__(self, "sequence", sequence)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "dodag_id", dodag_id)
 
 
 Message = Dis | Dio | Dao | DaoAck

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 
 from iotbench.proto.errors import DecodeError
 
@@ -137,6 +138,11 @@ class ConnectReturnCode(IntEnum):
 # ---- packets ------------------------------------------------------------------------
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class Will:
     """The Will Message of a CONNECT (3.1.2.5-3.1.2.7, 3.1.3.2-3.1.3.3)."""
@@ -145,6 +151,14 @@ class Will:
     payload: bytes = b""
     qos: int = 0
     retain: bool = False
+
+    def __init__(
+        self, topic: str, payload: bytes = b"", qos: int = 0, retain: bool = False
+    ) -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "qos", qos)
+        object.__setattr__(self, "retain", retain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +172,21 @@ class Connect:
     username: str | None = None
     password: bytes | None = None
 
-    TYPE = PacketType.CONNECT
+    def __init__(
+        self,
+        client_id: str,
+        clean_session: bool = True,
+        keep_alive_s: int = 0,
+        will: Will | None = None,
+        username: str | None = None,
+        password: bytes | None = None,
+    ) -> None:
+        object.__setattr__(self, "client_id", client_id)
+        object.__setattr__(self, "clean_session", clean_session)
+        object.__setattr__(self, "keep_alive_s", keep_alive_s)
+        object.__setattr__(self, "will", will)
+        object.__setattr__(self, "username", username)
+        object.__setattr__(self, "password", password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +196,9 @@ class ConnAck:
     session_present: bool
     return_code: int
 
-    TYPE = PacketType.CONNACK
+    def __init__(self, session_present: bool, return_code: int) -> None:
+        object.__setattr__(self, "session_present", session_present)
+        object.__setattr__(self, "return_code", return_code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +212,21 @@ class Publish:
     dup: bool = False
     packet_id: int | None = None
 
-    TYPE = PacketType.PUBLISH
+    def __init__(
+        self,
+        topic: str,
+        payload: bytes = b"",
+        qos: int = 0,
+        retain: bool = False,
+        dup: bool = False,
+        packet_id: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "qos", qos)
+        object.__setattr__(self, "retain", retain)
+        object.__setattr__(self, "dup", dup)
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +235,8 @@ class PubAck:
 
     packet_id: int
 
-    TYPE = PacketType.PUBACK
+    def __init__(self, packet_id: int) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +245,8 @@ class PubRec:
 
     packet_id: int
 
-    TYPE = PacketType.PUBREC
+    def __init__(self, packet_id: int) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +255,8 @@ class PubRel:
 
     packet_id: int
 
-    TYPE = PacketType.PUBREL
+    def __init__(self, packet_id: int) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +265,8 @@ class PubComp:
 
     packet_id: int
 
-    TYPE = PacketType.PUBCOMP
+    def __init__(self, packet_id: int) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +276,9 @@ class Subscribe:
     packet_id: int
     topics: tuple[tuple[str, int], ...]
 
-    TYPE = PacketType.SUBSCRIBE
+    def __init__(self, packet_id: int, topics: tuple[tuple[str, int], ...]) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
+        object.__setattr__(self, "topics", topics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +288,9 @@ class SubAck:
     packet_id: int
     return_codes: tuple[int, ...]
 
-    TYPE = PacketType.SUBACK
+    def __init__(self, packet_id: int, return_codes: tuple[int, ...]) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
+        object.__setattr__(self, "return_codes", return_codes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +300,9 @@ class Unsubscribe:
     packet_id: int
     topics: tuple[str, ...]
 
-    TYPE = PacketType.UNSUBSCRIBE
+    def __init__(self, packet_id: int, topics: tuple[str, ...]) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
+        object.__setattr__(self, "topics", topics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,28 +311,23 @@ class UnsubAck:
 
     packet_id: int
 
-    TYPE = PacketType.UNSUBACK
+    def __init__(self, packet_id: int) -> None:
+        object.__setattr__(self, "packet_id", packet_id)
 
 
 @dataclass(frozen=True, slots=True)
 class PingReq:
     """PINGREQ (3.12)."""
 
-    TYPE = PacketType.PINGREQ
-
 
 @dataclass(frozen=True, slots=True)
 class PingResp:
     """PINGRESP (3.13)."""
 
-    TYPE = PacketType.PINGRESP
-
 
 @dataclass(frozen=True, slots=True)
 class Disconnect:
     """DISCONNECT (3.14)."""
-
-    TYPE = PacketType.DISCONNECT
 
 
 Packet = (
@@ -412,12 +461,33 @@ def _encode_publish(p: Publish) -> bytes:
     return _frame(0x30 | flags, body + bytes(p.payload))
 
 
+# Each class's type, in a table rather than as a class attribute: compiled, every
+# class attribute of a dataclass becomes one of its fields (in its repr, its
+# equality and the arguments `dataclasses.replace` passes to `__init__`).
+_PACKET_TYPES: Final[dict[type, PacketType]] = {
+    Connect: PacketType.CONNECT,
+    ConnAck: PacketType.CONNACK,
+    Publish: PacketType.PUBLISH,
+    PubAck: PacketType.PUBACK,
+    PubRec: PacketType.PUBREC,
+    PubRel: PacketType.PUBREL,
+    PubComp: PacketType.PUBCOMP,
+    Subscribe: PacketType.SUBSCRIBE,
+    SubAck: PacketType.SUBACK,
+    Unsubscribe: PacketType.UNSUBSCRIBE,
+    UnsubAck: PacketType.UNSUBACK,
+    PingReq: PacketType.PINGREQ,
+    PingResp: PacketType.PINGRESP,
+    Disconnect: PacketType.DISCONNECT,
+}
+
+
 def encode(packet: Packet) -> bytes:
     """Wire bytes of one control packet. Raises ValueError for one that must not be sent."""
     if isinstance(packet, Publish):
         return _encode_publish(packet)
     if isinstance(packet, _ID_ONLY):
-        first = 0x62 if isinstance(packet, PubRel) else packet.TYPE << 4
+        first = 0x62 if isinstance(packet, PubRel) else _PACKET_TYPES[type(packet)] << 4
         return bytes((first, 2)) + _packet_id(packet.packet_id)
     if isinstance(packet, Connect):
         return _encode_connect(packet)
@@ -448,7 +518,7 @@ def encode(packet: Packet) -> bytes:
         body.extend(encode_string(topic, "topic filter") for topic in packet.topics)
         return _frame(0xA2, b"".join(body))
     if isinstance(packet, _EMPTY):
-        return bytes((packet.TYPE << 4, 0))
+        return bytes((_PACKET_TYPES[type(packet)] << 4, 0))
     raise TypeError(f"not an MQTT packet: {packet!r}")
 
 

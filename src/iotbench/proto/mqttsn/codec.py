@@ -3,8 +3,9 @@ Version 1.2, Stanford-Clark and Truong, sections 5.2 to 5.5), byte for byte.
 
 - `encode(message) -> bytes` and `decode(datagram) -> message` for one whole
   message, one frozen dataclass per message type (`Advertise`, `Connect`,
-  `Publish`, ...). encode() raises ValueError for a message that cannot be
-  sent; decode() raises `MqttSnDecodeError` and nothing else for bad input.
+  `Publish`, ...; defined in messages.py, imported from here). encode()
+  raises ValueError for a message that cannot be sent; decode() raises
+  `MqttSnDecodeError` and nothing else for bad input.
 - The Forwarder Encapsulation (5.5) is the message `Encapsulated`; its
   `message` stays raw bytes, decoded with a second decode() by whoever
   unwraps it.
@@ -41,10 +42,45 @@ SUBSCRIBE or UNSUBSCRIBE with both a topic name and a topic id (5.4.15).
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from enum import IntEnum
 
 from iotbench.proto.errors import DecodeError
+
+from .messages import (
+    MSG_TYPES,
+    PROTOCOL_ID,
+    Advertise,
+    ConnAck,
+    Connect,
+    Disconnect,
+    Encapsulated,
+    GwInfo,
+    Message,
+    MsgType,
+    PingReq,
+    PingResp,
+    PubAck,
+    PubComp,
+    Publish,
+    PubRec,
+    PubRel,
+    RegAck,
+    Register,
+    ReturnCode,
+    SearchGw,
+    SubAck,
+    Subscribe,
+    TopicIdType,
+    UnsubAck,
+    Unsubscribe,
+    WillMsg,
+    WillMsgReq,
+    WillMsgResp,
+    WillMsgUpd,
+    WillTopic,
+    WillTopicReq,
+    WillTopicResp,
+    WillTopicUpd,
+)
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -92,8 +128,6 @@ __all__ = [
     "unpack_udp_address",
 ]
 
-#: 5.3.8: the only ProtocolId MQTT-SN 1.2 defines.
-PROTOCOL_ID = 0x01
 #: 5.2.1: the 3-octet Length form counts up to 65535 octets.
 MAX_MESSAGE_BYTES = 0xFFFF
 #: 5.3.4: QoS "-1" (publish without connection) is the flag value 0b11.
@@ -105,56 +139,6 @@ class MqttSnDecodeError(DecodeError):
     """The bytes are not a well-formed MQTT-SN 1.2 message."""
 
 
-class MsgType(IntEnum):
-    """MsgType values (5.2.2); the other values are reserved."""
-
-    ADVERTISE = 0x00
-    SEARCHGW = 0x01
-    GWINFO = 0x02
-    CONNECT = 0x04
-    CONNACK = 0x05
-    WILLTOPICREQ = 0x06
-    WILLTOPIC = 0x07
-    WILLMSGREQ = 0x08
-    WILLMSG = 0x09
-    REGISTER = 0x0A
-    REGACK = 0x0B
-    PUBLISH = 0x0C
-    PUBACK = 0x0D
-    PUBCOMP = 0x0E
-    PUBREC = 0x0F
-    PUBREL = 0x10
-    SUBSCRIBE = 0x12
-    SUBACK = 0x13
-    UNSUBSCRIBE = 0x14
-    UNSUBACK = 0x15
-    PINGREQ = 0x16
-    PINGRESP = 0x17
-    DISCONNECT = 0x18
-    WILLTOPICUPD = 0x1A
-    WILLTOPICRESP = 0x1B
-    WILLMSGUPD = 0x1C
-    WILLMSGRESP = 0x1D
-    ENCAPSULATED = 0xFE
-
-
-class TopicIdType(IntEnum):
-    """5.3.4 Flags bits 1-0: what the TopicId (or TopicName) field holds; 0b11 is reserved."""
-
-    NORMAL = 0b00  # a topic id from REGISTER/REGACK/SUBACK (or, in SUBSCRIBE, a topic name)
-    PREDEFINED = 0b01  # a topic id both sides know in advance
-    SHORT = 0b10  # a two-octet topic name carried in the TopicId field
-
-
-class ReturnCode(IntEnum):
-    """ReturnCode values (5.3.10); 0x04-0xFF are reserved."""
-
-    ACCEPTED = 0x00
-    CONGESTION = 0x01
-    INVALID_TOPIC_ID = 0x02
-    NOT_SUPPORTED = 0x03
-
-
 # Flags bits (5.3.4).
 _DUP = 0x80
 _QOS_SHIFT = 5
@@ -163,335 +147,6 @@ _WILL = 0x08
 _CLEAN_SESSION = 0x04
 _TOPIC_ID_TYPE = 0x03
 
-
-# ---- messages ------------------------------------------------------------------------
-#
-# Field names follow the specification; integer fields are the raw octets
-# (TopicId and MsgId 0..65535, GwId and Radius 0..255, Duration 0..65535 s).
-
-
-@dataclass(frozen=True, slots=True)
-class Advertise:
-    """ADVERTISE (5.4.1): broadcast by a gateway; duration_s until its next one."""
-
-    gw_id: int
-    duration_s: int
-
-    TYPE = MsgType.ADVERTISE
-
-
-@dataclass(frozen=True, slots=True)
-class SearchGw:
-    """SEARCHGW (5.4.2): broadcast by a client looking for a gateway."""
-
-    radius: int
-
-    TYPE = MsgType.SEARCHGW
-
-
-@dataclass(frozen=True, slots=True)
-class GwInfo:
-    """GWINFO (5.4.3): gw_add is empty when a gateway answers, set when a client does."""
-
-    gw_id: int
-    gw_add: bytes = b""
-
-    TYPE = MsgType.GWINFO
-
-
-@dataclass(frozen=True, slots=True)
-class Connect:
-    """CONNECT (5.4.4). duration_s is the keep-alive; will asks to be prompted for a will."""
-
-    client_id: str
-    duration_s: int
-    clean_session: bool = True
-    will: bool = False
-    protocol_id: int = PROTOCOL_ID
-
-    TYPE = MsgType.CONNECT
-
-
-@dataclass(frozen=True, slots=True)
-class ConnAck:
-    """CONNACK (5.4.5)."""
-
-    return_code: int
-
-    TYPE = MsgType.CONNACK
-
-
-@dataclass(frozen=True, slots=True)
-class WillTopicReq:
-    """WILLTOPICREQ (5.4.6)."""
-
-    TYPE = MsgType.WILLTOPICREQ
-
-
-@dataclass(frozen=True, slots=True)
-class WillTopic:
-    """WILLTOPIC (5.4.7). topic None is the empty WILLTOPIC (no Flags, no topic),
-    which deletes the will (6.3)."""
-
-    topic: str | None
-    qos: int = 0
-    retain: bool = False
-
-    TYPE = MsgType.WILLTOPIC
-
-
-@dataclass(frozen=True, slots=True)
-class WillMsgReq:
-    """WILLMSGREQ (5.4.8)."""
-
-    TYPE = MsgType.WILLMSGREQ
-
-
-@dataclass(frozen=True, slots=True)
-class WillMsg:
-    """WILLMSG (5.4.9)."""
-
-    message: bytes
-
-    TYPE = MsgType.WILLMSG
-
-
-@dataclass(frozen=True, slots=True)
-class Register:
-    """REGISTER (5.4.10): topic_id is 0x0000 from a client, the assigned id from a gateway."""
-
-    topic_id: int
-    msg_id: int
-    topic_name: str
-
-    TYPE = MsgType.REGISTER
-
-
-@dataclass(frozen=True, slots=True)
-class RegAck:
-    """REGACK (5.4.11)."""
-
-    topic_id: int
-    msg_id: int
-    return_code: int
-
-    TYPE = MsgType.REGACK
-
-
-@dataclass(frozen=True, slots=True)
-class Publish:
-    """PUBLISH (5.4.12). qos is -1, 0, 1 or 2; msg_id is 0x0000 for QoS 0 and -1.
-
-    topic_id holds the two octets of the TopicId field: a normal or predefined
-    topic id, or a short topic name (see short_topic_id()).
-    """
-
-    topic_id: int
-    msg_id: int
-    data: bytes = b""
-    qos: int = 0
-    retain: bool = False
-    dup: bool = False
-    topic_id_type: TopicIdType = TopicIdType.NORMAL
-
-    TYPE = MsgType.PUBLISH
-
-
-@dataclass(frozen=True, slots=True)
-class PubAck:
-    """PUBACK (5.4.13): QoS 1 acknowledgement, or a rejection of any PUBLISH."""
-
-    topic_id: int
-    msg_id: int
-    return_code: int
-
-    TYPE = MsgType.PUBACK
-
-
-@dataclass(frozen=True, slots=True)
-class PubRec:
-    """PUBREC (5.4.14)."""
-
-    msg_id: int
-
-    TYPE = MsgType.PUBREC
-
-
-@dataclass(frozen=True, slots=True)
-class PubRel:
-    """PUBREL (5.4.14)."""
-
-    msg_id: int
-
-    TYPE = MsgType.PUBREL
-
-
-@dataclass(frozen=True, slots=True)
-class PubComp:
-    """PUBCOMP (5.4.14)."""
-
-    msg_id: int
-
-    TYPE = MsgType.PUBCOMP
-
-
-@dataclass(frozen=True, slots=True)
-class Subscribe:
-    """SUBSCRIBE (5.4.15). NORMAL: topic_name (may hold wildcards); PREDEFINED and
-    SHORT: the two octets in topic_id."""
-
-    msg_id: int
-    qos: int = 0
-    topic_id_type: TopicIdType = TopicIdType.NORMAL
-    topic_name: str = ""
-    topic_id: int = 0
-    dup: bool = False
-
-    TYPE = MsgType.SUBSCRIBE
-
-
-@dataclass(frozen=True, slots=True)
-class SubAck:
-    """SUBACK (5.4.16): qos is the granted QoS; topic_id 0x0000 for wildcard filters."""
-
-    topic_id: int
-    msg_id: int
-    return_code: int
-    qos: int = 0
-
-    TYPE = MsgType.SUBACK
-
-
-@dataclass(frozen=True, slots=True)
-class Unsubscribe:
-    """UNSUBSCRIBE (5.4.17), topic fields as in Subscribe."""
-
-    msg_id: int
-    topic_id_type: TopicIdType = TopicIdType.NORMAL
-    topic_name: str = ""
-    topic_id: int = 0
-
-    TYPE = MsgType.UNSUBSCRIBE
-
-
-@dataclass(frozen=True, slots=True)
-class UnsubAck:
-    """UNSUBACK (5.4.18)."""
-
-    msg_id: int
-
-    TYPE = MsgType.UNSUBACK
-
-
-@dataclass(frozen=True, slots=True)
-class PingReq:
-    """PINGREQ (5.4.19). client_id is set only by a sleeping client that wakes up (6.14)."""
-
-    client_id: str | None = None
-
-    TYPE = MsgType.PINGREQ
-
-
-@dataclass(frozen=True, slots=True)
-class PingResp:
-    """PINGRESP (5.4.20)."""
-
-    TYPE = MsgType.PINGRESP
-
-
-@dataclass(frozen=True, slots=True)
-class Disconnect:
-    """DISCONNECT (5.4.21). duration_s is set only by a client going to sleep (6.14)."""
-
-    duration_s: int | None = None
-
-    TYPE = MsgType.DISCONNECT
-
-
-@dataclass(frozen=True, slots=True)
-class WillTopicUpd:
-    """WILLTOPICUPD (5.4.22). topic None (no Flags, no topic) deletes the will."""
-
-    topic: str | None
-    qos: int = 0
-    retain: bool = False
-
-    TYPE = MsgType.WILLTOPICUPD
-
-
-@dataclass(frozen=True, slots=True)
-class WillTopicResp:
-    """WILLTOPICRESP (5.4.24)."""
-
-    return_code: int
-
-    TYPE = MsgType.WILLTOPICRESP
-
-
-@dataclass(frozen=True, slots=True)
-class WillMsgUpd:
-    """WILLMSGUPD (5.4.23)."""
-
-    message: bytes
-
-    TYPE = MsgType.WILLMSGUPD
-
-
-@dataclass(frozen=True, slots=True)
-class WillMsgResp:
-    """WILLMSGRESP (5.4.24)."""
-
-    return_code: int
-
-    TYPE = MsgType.WILLMSGRESP
-
-
-@dataclass(frozen=True, slots=True)
-class Encapsulated:
-    """Forwarder Encapsulation (5.5): ctrl (bits 1-0: broadcast radius, GW to
-    forwarder only), the Wireless Node Id, and the whole MQTT-SN message it carries."""
-
-    ctrl: int
-    node_id: bytes
-    message: bytes
-
-    TYPE = MsgType.ENCAPSULATED
-
-    @property
-    def radius(self) -> int:
-        return self.ctrl & 0x03
-
-
-Message = (
-    Advertise
-    | SearchGw
-    | GwInfo
-    | Connect
-    | ConnAck
-    | WillTopicReq
-    | WillTopic
-    | WillMsgReq
-    | WillMsg
-    | Register
-    | RegAck
-    | Publish
-    | PubAck
-    | PubRec
-    | PubRel
-    | PubComp
-    | Subscribe
-    | SubAck
-    | Unsubscribe
-    | UnsubAck
-    | PingReq
-    | PingResp
-    | Disconnect
-    | WillTopicUpd
-    | WillTopicResp
-    | WillMsgUpd
-    | WillMsgResp
-    | Encapsulated
-)
 
 # ---- two-octet helpers ----------------------------------------------------------------
 
@@ -674,11 +329,16 @@ def encode(message: Message) -> bytes:
     body = _body(message)
     total = len(body) + 2
     if total <= 0xFF:
-        return bytes((total, message.TYPE)) + body
+        return bytes((total, MSG_TYPES[type(message)])) + body
     total = len(body) + 4
     if total > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {total} octets exceeds {MAX_MESSAGE_BYTES} (5.2.1)")
-    return bytes((_LONG_LENGTH,)) + total.to_bytes(2, "big") + bytes((message.TYPE,)) + body
+    return (
+        bytes((_LONG_LENGTH,))
+        + total.to_bytes(2, "big")
+        + bytes((MSG_TYPES[type(message)],))
+        + body
+    )
 
 
 def _encode_encapsulated(m: Encapsulated) -> bytes:

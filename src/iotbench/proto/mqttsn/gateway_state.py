@@ -67,12 +67,21 @@ def stale_timer(entry: list) -> bool:
     return entry[OBJ].scheduled != entry[DEADLINE]
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class Forwarded:
     """The address of a client behind a forwarder (5.5)."""
 
     forwarder: Hashable
     node_id: bytes
+
+    def __init__(self, forwarder: Hashable, node_id: bytes) -> None:
+        object.__setattr__(self, "forwarder", forwarder)
+        object.__setattr__(self, "node_id", node_id)
 
 
 @dataclass(slots=True)

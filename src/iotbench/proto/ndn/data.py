@@ -65,6 +65,11 @@ def _decode_signature_info(value: bytes) -> SignatureInfo:
 _SIGNATURE_INFOS: Final = RecentDecodes(_decode_signature_info, 16)
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class MetaInfo:
     """ContentType (BLOB when absent), FreshnessPeriod in ms (0 when absent), FinalBlockId."""
@@ -72,6 +77,16 @@ class MetaInfo:
     content_type: int = ContentType.BLOB
     freshness_period_ms: int = 0
     final_block_id: Component | None = None
+
+    def __init__(
+        self,
+        content_type: int = ContentType.BLOB,
+        freshness_period_ms: int = 0,
+        final_block_id: Component | None = None,
+    ) -> None:
+        object.__setattr__(self, "content_type", content_type)
+        object.__setattr__(self, "freshness_period_ms", freshness_period_ms)
+        object.__setattr__(self, "final_block_id", final_block_id)
 
     @classmethod
     def decode(cls, buf: bytes, start: int, end: int) -> MetaInfo:

@@ -74,11 +74,19 @@ def is_hopp(frame: bytes) -> bool:
     return frame[:2] == DISPATCH
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class Sol:
     """Solicitation: asks neighbours (or the parent) for a PAM."""
 
     reset_trickle: bool = False
+
+    def __init__(self, reset_trickle: bool = False) -> None:
+        object.__setattr__(self, "reset_trickle", reset_trickle)
 
     def encode(self) -> bytes:
         return DISPATCH + bytes((SOL_TYPE, FLAG_TRICKLE if self.reset_trickle else 0))
@@ -93,6 +101,13 @@ class Pam:
     prefix: str
     floating: bool = False
     freshness: int = 0
+
+    def __init__(self, rank: int, prefix: str, floating: bool = False, freshness: int = 0) -> None:
+        object.__setattr__(self, "rank", rank)
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "floating", floating)
+        object.__setattr__(self, "freshness", freshness)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not 0 <= self.rank <= 0xFFFF or not 0 <= self.freshness <= 0xFF:
@@ -116,6 +131,10 @@ class Nam:
     """Name advertisement: the sender holds these names' Data; pull them."""
 
     names: tuple[str, ...]
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        object.__setattr__(self, "names", names)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not self.names:

@@ -47,12 +47,22 @@ _SIGINFO_ORDER: Final[dict[int, int]] = {
 _KEY_LOCATOR_ORDER: Final[dict[int, int]] = {_TT_NAME: 0, _TT_KEY_DIGEST: 0}
 
 
+# Records below write out their __init__: compiled, it stores each field
+# directly, where the one @dataclass generates is interpreted Python
+# (tests/test_written_inits.py keeps it equal to the fields).
+
+
 @dataclass(frozen=True, slots=True)
 class KeyLocator:
     """Names the key that verifies a signature: a key Name or a KeyDigest (exactly one)."""
 
     name: Name | None = None
     key_digest: bytes | None = None
+
+    def __init__(self, name: Name | None = None, key_digest: bytes | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "key_digest", key_digest)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if (self.name is None) == (self.key_digest is None):
@@ -86,6 +96,22 @@ class SignatureInfo:
     nonce: bytes | None = None
     time_ms: int | None = None
     seq_num: int | None = None
+
+    def __init__(
+        self,
+        signature_type: int,
+        key_locator: KeyLocator | None = None,
+        validity_period: bytes | None = None,
+        nonce: bytes | None = None,
+        time_ms: int | None = None,
+        seq_num: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "signature_type", signature_type)
+        object.__setattr__(self, "key_locator", key_locator)
+        object.__setattr__(self, "validity_period", validity_period)
+        object.__setattr__(self, "nonce", nonce)
+        object.__setattr__(self, "time_ms", time_ms)
+        object.__setattr__(self, "seq_num", seq_num)
 
     def encode(self, tlv_type: int = _TT_SIGNATURE_INFO) -> bytes:
         parts = [encode_tlv(_TT_SIGNATURE_TYPE, encode_nni(self.signature_type))]
