@@ -53,6 +53,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.net.checksum",
         "iotbench.net.ip",
         "iotbench.net.impairments",
+        "iotbench.net.serial",
         "iotbench.net.link",
         "iotbench.net.node",
     ),
@@ -133,9 +134,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # drivers that run a stack on a node. Every reading of S4's MQTT-SN variants
     # crosses the client, the gateway and its MQTT connection, and the broker
     # (docs/performance.md, "The MQTT and MQTT-SN stacks compiled"). apps.driver
-    # runs every datagram stack (CoAP's too). proto.sansio stays Python: the
-    # DTLS and OSCORE layers, which are not compiled, subclass its classes.
+    # runs every datagram stack (CoAP's too), with proto.sansio's drain loop.
     "iotbench.compiled_mqtt": (
+        "iotbench.proto.sansio",
+        "iotbench.proto.keepalive",
         "iotbench.apps.driver",
         "iotbench.apps.mqtt",
         "iotbench.apps.mqttsn",
@@ -144,6 +146,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.proto.mqtt.client",
         "iotbench.proto.mqtt.broker",
         "iotbench.proto.mqttsn.registry",
+        "iotbench.proto.mqttsn.discovery",
         "iotbench.proto.mqttsn.client",
         "iotbench.proto.mqttsn.gateway_state",
         "iotbench.proto.mqttsn.gateway_topics",

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from mypy_extensions import mypyc_attr
+
 
 def drain_with(
     stack,
@@ -49,6 +51,10 @@ def drain(
     return drain_with(stack, flush, on_event)
 
 
+# Compiled (src/iotbench/compiled.py) for drain_with, which every datagram and
+# message of a run goes through; the DTLS and OSCORE layers, which are not,
+# subclass this class.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DrainedQueues:
     """The three queues a datagram security layer (DTLS, OSCORE) is drained of.
 

@@ -42,6 +42,7 @@ SUBSCRIBE or UNSUBSCRIBE with both a topic name and a topic id (5.4.15).
 from __future__ import annotations
 
 import ipaddress
+from typing import Final
 
 from iotbench.proto.errors import DecodeError
 
@@ -399,11 +400,15 @@ def _qos(flags: int) -> int:
     return QOS_MINUS_ONE if bits == 0b11 else bits
 
 
+# By their bits: compiled, an enum's lookup by value is a call into Python's enum.
+_TOPIC_ID_TYPES: Final = (TopicIdType.NORMAL, TopicIdType.PREDEFINED, TopicIdType.SHORT)
+
+
 def _topic_id_type(flags: int, name: str) -> TopicIdType:
     bits = flags & _TOPIC_ID_TYPE
     if bits == 0b11:
         raise MqttSnDecodeError(f"{name} has the reserved TopicIdType 0b11")
-    return TopicIdType(bits)
+    return _TOPIC_ID_TYPES[bits]
 
 
 def _u16_at(body: bytes, pos: int) -> int:
