@@ -116,3 +116,37 @@ def test_event_beyond_until_stays_queued_and_cancellable():
     t.cancel()  # the entry put back after `until` must still be the timer's
     sim.run()
     assert seen == ["later"] and sim.events_processed == 1
+
+
+def test_the_queue_gives_every_timer_in_time_then_scheduling_order():
+    # Many timers, ties among them, some cancelled, more scheduled while running:
+    # the heap must hand them out exactly in (time, sequence) order.
+    import random
+
+    rng = random.Random(7)
+    sim = Simulator()
+    fired: list[tuple[float, int]] = []
+    expected: list[tuple[float, int]] = []
+    order = 0
+
+    def add(delay: float, cancel: bool) -> None:
+        nonlocal order
+        order += 1
+        key = (sim.now + delay, order)
+        timer = sim.schedule(delay, fired.append, key)
+        if cancel:
+            timer.cancel()
+        else:
+            expected.append(key)
+
+    def more() -> None:
+        for _ in range(50):
+            add(rng.choice([0.0, 0.5, 1.0, rng.random() * 3]), rng.random() < 0.2)
+
+    for _ in range(2000):
+        add(rng.choice([1.0, 2.0, rng.random() * 5]), rng.random() < 0.2)
+    for t in (0.5, 1.5, 2.5):
+        sim.at(t, more)
+    sim.run()
+    assert fired == sorted(expected)
+    assert sum(1 for _, k in fired if k > 2000) > 100  # some scheduled while running
