@@ -33,6 +33,13 @@ from iotbench.net.lowpan import (
     is_lowpan,
     is_lowpan_ipv6,
 )
+from iotbench.net.lowpan.codec import (
+    check_contexts,
+    compress_checked,
+    decode_header,
+    decode_header_checked,
+    decompress_checked,
+)
 from iotbench.proto.errors import DecodeError
 
 
@@ -414,6 +421,14 @@ def test_round_trip(mode, src_name, dst_name):
             assert len(packet) == c.uncompressed_header_len + len(c.payload)
             back = decompress(c.header + c.payload, MAC_A, dst_mac, contexts=contexts)
             assert back == packet
+            # What an interface and a reassembler call, with contexts checked once.
+            checked = check_contexts(contexts)
+            assert compress_checked(packet, MAC_A, dst_mac, mode, checked) == c
+            wire = c.header + c.payload
+            assert decompress_checked(wire, MAC_A, dst_mac, checked) == packet
+            assert decode_header_checked(wire, MAC_A, dst_mac, checked) == decode_header(
+                wire, MAC_A, dst_mac, contexts=contexts
+            )
 
 
 @pytest.mark.parametrize(("src_mac", "dst_mac"), [(SHORT_A, SHORT_B), (SHORT_A, MAC_B)])

@@ -118,6 +118,10 @@ def interface_identifier(mac: bytes) -> bytes:
     raise ValueError(f"an 802.15.4 address has 2 or 8 bytes, not {len(mac)}")
 
 
+# What "no contexts" is after checking: never changed.
+_NO_CONTEXTS: Final[dict[int, bytes]] = {}
+
+
 def check_contexts(contexts: Mapping[int, bytes] | None) -> dict[int, bytes]:
     """The contexts as a dict, after checking them (ValueError: a configuration error)."""
     if contexts is None:
@@ -152,6 +156,15 @@ def compress(
     for such a packet, an unknown mode, MAC addresses of neither 2 nor 8
     bytes, or contexts that are not 4-bit identifiers of 8-byte prefixes.
     """
+    ctx = check_contexts(contexts) if mode == "iphc" else _NO_CONTEXTS
+    return compress_checked(packet, src_mac, dst_mac, mode, ctx)
+
+
+def compress_checked(
+    packet: bytes, src_mac: bytes, dst_mac: bytes, mode: str, contexts: dict[int, bytes]
+) -> Compressed:
+    """`compress` with contexts `check_contexts` gave: what an interface, which
+    checks its contexts once, calls for every packet."""
     packet = bytes(packet)  # slices of it become the Compressed fields
     first, payload_len, next_header, hop_limit, src, dst = _check_packet(packet)
     has_udp = next_header == IPPROTO_UDP and len(packet) >= IPV6_HEADER_LEN + UDP_HEADER_LEN
@@ -161,7 +174,7 @@ def compress(
         return Compressed(header, 1 + IPV6_HEADER_LEN, end - IPV6_HEADER_LEN, end, packet[end:])
     if mode != "iphc":
         raise ValueError(f"6LoWPAN mode {mode!r} is not one of {MODES}")
-    ctx = check_contexts(contexts)
+    ctx = contexts
     src_iid, dst_iid = interface_identifier(src_mac), interface_identifier(dst_mac)
 
     tf, traffic_inline = _encode_traffic(first)
@@ -375,7 +388,18 @@ def decompress(
     (or MAC addresses an elided address cannot be derived from); ValueError
     only for contexts that are not valid configuration.
     """
-    decoded = decode_header(data, src_mac, dst_mac, contexts=contexts)
+    return decompress_checked(data, src_mac, dst_mac, check_contexts(contexts), datagram_size)
+
+
+def decompress_checked(
+    data: bytes,
+    src_mac: bytes,
+    dst_mac: bytes,
+    contexts: dict[int, bytes],
+    datagram_size: int | None = None,
+) -> bytes:
+    """`decompress` with contexts `check_contexts` gave (a reassembler's)."""
+    decoded = decode_header_checked(data, src_mac, dst_mac, contexts)
     rest = bytes(data[decoded.consumed :])
     size = len(decoded.headers) + len(rest)
     if datagram_size is not None and datagram_size != size:
@@ -397,7 +421,14 @@ def decode_header(
     This is the part of `decompress` that a first fragment needs: its headers
     decompress on their own, while the rest of the datagram is still to come.
     """
-    ctx = check_contexts(contexts)
+    return decode_header_checked(data, src_mac, dst_mac, check_contexts(contexts))
+
+
+def decode_header_checked(
+    data: bytes, src_mac: bytes, dst_mac: bytes, contexts: dict[int, bytes]
+) -> DecodedHeader:
+    """`decode_header` with contexts `check_contexts` gave (a reassembler's)."""
+    ctx = contexts
     if not data:
         raise LowpanDecodeError("empty 6LoWPAN packet")
     kind = classify(data[0])

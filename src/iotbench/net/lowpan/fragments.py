@@ -36,8 +36,8 @@ from iotbench.net.lowpan.codec import (
     Compressed,
     LowpanDecodeError,
     check_contexts,
-    decode_header,
-    decompress,
+    decode_header_checked,
+    decompress_checked,
 )
 from iotbench.net.lowpan.dispatch import DISPATCH_FRAG1, DISPATCH_FRAGN, Dispatch, classify
 from iotbench.net.pktbuf import PacketBuffer
@@ -221,7 +221,7 @@ class Reassembler:
         try:
             if kind is Dispatch.FRAG1 or kind is Dispatch.FRAGN:
                 return self._add_fragment(now, src_mac, dst_mac, frame_payload)
-            return decompress(frame_payload, src_mac, dst_mac, contexts=self.contexts)
+            return decompress_checked(frame_payload, src_mac, dst_mac, self.contexts)
         except LowpanDecodeError:
             self.decode_errors += 1
             return None
@@ -234,7 +234,7 @@ class Reassembler:
         if header.size < MIN_DATAGRAM_SIZE:
             raise LowpanDecodeError(f"datagram size {header.size} is below an IPv6 header")
         if header.first:
-            decoded = decode_header(body, src_mac, dst_mac, contexts=self.contexts)
+            decoded = decode_header_checked(body, src_mac, dst_mac, self.contexts)
             # Lengths come from datagram_size; complete() rejects a size too
             # small for the headers, so the piece starts with valid headers.
             piece = decoded.complete(header.size) + bytes(body[decoded.consumed :])

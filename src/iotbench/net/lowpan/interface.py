@@ -25,7 +25,12 @@ from typing import Final
 
 from iotbench.net import ieee802154 as mac
 from iotbench.net.ip import IPPROTO_ICMPV6
-from iotbench.net.lowpan.codec import Compressed, compress, interface_identifier
+from iotbench.net.lowpan.codec import (
+    Compressed,
+    check_contexts,
+    compress_checked,
+    interface_identifier,
+)
 from iotbench.net.lowpan.fragments import FRAG1_HEADER_LEN, FRAGN_HEADER_LEN, Reassembler, fragment
 from iotbench.net.mac.csma import CsmaMac
 from iotbench.net.node import LINK_LOCAL_PREFIX, Node, is_multicast
@@ -68,7 +73,10 @@ class LowpanInterface:
         self.address = address_of(prefix, mac_layer.address)
         self.mtu = IPV6_MIN_MTU
         self.compression = compression
-        self.contexts = contexts or ({0: prefix[:8]} if compression == "iphc" else {})
+        # Checked once here: every packet's compression takes them as they are.
+        self.contexts = check_contexts(
+            contexts or ({0: prefix[:8]} if compression == "iphc" else {})
+        )
         self.reassembler = reassembler or Reassembler(contexts=self.contexts)
         self._tag = rng.randrange(0x10000)  # datagram tags start at a random point
         self.dropped = 0  # datagrams the MAC queue did not take whole
@@ -87,9 +95,7 @@ class LowpanInterface:
             dst = mac.BROADCAST
         else:
             dst = mac_of(next_hop, len(self.mac.address))
-        packed = compress(
-            data, self.mac.address, dst, mode=self.compression, contexts=self.contexts
-        )
+        packed = compress_checked(data, self.mac.address, dst, self.compression, self.contexts)
         room = mac.MAX_FRAME_BYTES - mac.header_length(dst, len(self.mac.address)) - mac.FCS_BYTES
         tag = self._tag
         pieces = fragment(packed, tag, room)
