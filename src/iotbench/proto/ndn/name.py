@@ -197,30 +197,8 @@ class Component(NamedTuple):
     @classmethod
     def from_uri(cls, text: str) -> Component:
         """Parse one URI component (already split at "/")."""
-        eq = text.find("=")
-        if eq < 0:
-            return cls(ComponentType.GENERIC, _unescape_value(text))
-        prefix, rest = text[:eq], text[eq + 1 :]
-        if prefix.isascii() and prefix.isdigit():
-            # Packet format v0.3 "NDN URI Scheme": <type-number>=<value>, 1..65535.
-            typ = _parse_decimal(prefix, "name component type", max_digits=5)
-            if not 1 <= typ <= _MAX_COMPONENT_TYPE:
-                raise NdnDecodeError(f"name component type {typ} is outside 1..65535")
-            value = _unescape_value(rest)
-            _check_component(typ, len(value))
-            return cls(typ, value)
-        numbered = _PREFIX_NUMBER.get(prefix)
-        if numbered is not None:
-            n = _parse_decimal(rest, f"{prefix}= value")
-            if n > 0xFFFFFFFFFFFFFFFF:
-                raise NdnDecodeError(f"{prefix}= value {n} does not fit in 64 bits")
-            return cls(numbered, encode_nni(n))
-        digest = _PREFIX_DIGEST.get(prefix)
-        if digest is not None:
-            if len(rest) != 64 or not set(rest) <= _HEX:
-                raise NdnDecodeError(f"{prefix}= needs 64 hexadecimal digits, got {rest!r}")
-            return cls(digest, bytes.fromhex(rest))
-        raise NdnDecodeError(f"unknown name component URI prefix {prefix!r} in {text!r}")
+        typ, value = _component_from_uri(text)
+        return cls(typ, value)
 
     # ---- views --------------------------------------------------------------------
 
@@ -252,6 +230,35 @@ class Component(NamedTuple):
 
     def __str__(self) -> str:
         return self.to_uri()
+
+
+def _component_from_uri(text: str) -> tuple[int, bytes]:
+    """One URI component's TLV-TYPE and TLV-VALUE (`Component.from_uri`), both
+    valid: its type in 1..65535, a digest's value 32 bytes."""
+    eq = text.find("=")
+    if eq < 0:
+        return (ComponentType.GENERIC, _unescape_value(text))
+    prefix, rest = text[:eq], text[eq + 1 :]
+    if prefix.isascii() and prefix.isdigit():
+        # Packet format v0.3 "NDN URI Scheme": <type-number>=<value>, 1..65535.
+        typ = _parse_decimal(prefix, "name component type", max_digits=5)
+        if not 1 <= typ <= _MAX_COMPONENT_TYPE:
+            raise NdnDecodeError(f"name component type {typ} is outside 1..65535")
+        value = _unescape_value(rest)
+        _check_component(typ, len(value))
+        return (typ, value)
+    numbered = _PREFIX_NUMBER.get(prefix)
+    if numbered is not None:
+        n = _parse_decimal(rest, f"{prefix}= value")
+        if n > 0xFFFFFFFFFFFFFFFF:
+            raise NdnDecodeError(f"{prefix}= value {n} does not fit in 64 bits")
+        return (numbered, encode_nni(n))
+    digest = _PREFIX_DIGEST.get(prefix)
+    if digest is not None:
+        if len(rest) != 64 or not set(rest) <= _HEX:
+            raise NdnDecodeError(f"{prefix}= needs 64 hexadecimal digits, got {rest!r}")
+        return (digest, bytes.fromhex(rest))
+    raise NdnDecodeError(f"unknown name component URI prefix {prefix!r} in {text!r}")
 
 
 def _check_component(t: int, length: int) -> None:
@@ -409,7 +416,20 @@ class Name(tuple):
         text = text.removesuffix("/")
         if not text:
             return _new_name(b"", ())
-        return cls(Component.from_uri(part) for part in text.split("/"))
+        if cls is not Name:
+            return cls(Component.from_uri(part) for part in text.split("/"))
+        # The components' TLVs written straight from the text, without a
+        # Component object each (from_uri's are valid, as __new__ would check).
+        parts: list[bytes] = []
+        offsets: list[int] = []
+        size = 0
+        for part in text.split("/"):
+            typ, value = _component_from_uri(part)
+            wire = encode_tl(typ, len(value)) + value
+            offsets.append(size)
+            size += len(wire)
+            parts.append(wire)
+        return _new_name(b"".join(parts), tuple(offsets))
 
     # ---- wire views ------------------------------------------------------------------
 
