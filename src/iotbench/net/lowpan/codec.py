@@ -174,7 +174,6 @@ def compress_checked(
         return Compressed(header, 1 + IPV6_HEADER_LEN, end - IPV6_HEADER_LEN, end, packet[end:])
     if mode != "iphc":
         raise ValueError(f"6LoWPAN mode {mode!r} is not one of {MODES}")
-    ctx = contexts
     src_iid, dst_iid = interface_identifier(src_mac), interface_identifier(dst_mac)
 
     tf, traffic_inline = _encode_traffic(first)
@@ -182,13 +181,13 @@ def compress_checked(
     # payload length: a UDP header that says otherwise stays inline (NH=0).
     udp_nhc = has_udp and _UDP.unpack_from(packet, IPV6_HEADER_LEN)[2] == payload_len
     hlim = _HLIM_CODE.get(hop_limit, 0b00)
-    sac, sam, sci, src_inline = _encode_unicast(src, src_iid, ctx, source=True)
+    sac, sam, sci, src_inline = _encode_unicast(src, src_iid, contexts, source=True)
     if dst[0] == 0xFF:
         m = 1
-        dac, dam, dci, dst_inline = _encode_multicast(dst, ctx)
+        dac, dam, dci, dst_inline = _encode_multicast(dst, contexts)
     else:
         m = 0
-        dac, dam, dci, dst_inline = _encode_unicast(dst, dst_iid, ctx, source=False)
+        dac, dam, dci, dst_inline = _encode_unicast(dst, dst_iid, contexts, source=False)
     # The CID byte is needed only for a context other than the default context 0.
     cid = 1 if sci or dci else 0
 
@@ -428,7 +427,6 @@ def decode_header_checked(
     data: bytes, src_mac: bytes, dst_mac: bytes, contexts: dict[int, bytes]
 ) -> DecodedHeader:
     """`decode_header` with contexts `check_contexts` gave (a reassembler's)."""
-    ctx = contexts
     if not data:
         raise LowpanDecodeError("empty 6LoWPAN packet")
     kind = classify(data[0])
@@ -436,7 +434,7 @@ def decode_header_checked(
         return _decode_uncompressed(bytes(data))
     if kind is Dispatch.IPHC:
         return _decode_iphc(
-            ByteReader(bytes(data), LowpanDecodeError, "6LoWPAN packet"), src_mac, dst_mac, ctx
+            ByteReader(bytes(data), LowpanDecodeError, "6LoWPAN packet"), src_mac, dst_mac, contexts
         )
     if kind is Dispatch.NALP:
         raise LowpanDecodeError(f"first byte 0x{data[0]:02x} says this is not a 6LoWPAN packet")
