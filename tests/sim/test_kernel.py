@@ -1,4 +1,8 @@
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iotbench.sim import Simulator, derive_seed
 
@@ -150,3 +154,74 @@ def test_the_queue_gives_every_timer_in_time_then_scheduling_order():
     sim.run()
     assert fired == sorted(expected)
     assert sum(1 for _, k in fired if k > 2000) > 100  # some scheduled while running
+
+
+# Delays on every scale the two heaps meet: ties, events inside the near window,
+# at its edge, far beyond it, and never (infinity).
+_DELAYS = st.sampled_from([0.0, 1e-6, 0.003, 0.0999, 0.1, 0.1001, 0.5, 1.0, 7.0, 3600.0, math.inf])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    plan=st.lists(st.tuples(_DELAYS, st.booleans(), st.integers(0, 3)), min_size=1, max_size=60),
+    pauses=st.lists(st.sampled_from([0.05, 0.1, 0.2, 1.0, 5000.0]), max_size=4),
+)
+def test_near_and_far_heaps_give_events_in_exact_order(plan, pauses):
+    # Each planned event schedules `children` more with the next delays of the
+    # plan (cancelling some), so timers join while running, at every distance
+    # from the horizon; runs with `until` stop and resume in between. The order
+    # must be exactly (time, scheduling order), as a sort of the keys gives it.
+    sim = Simulator()
+    fired: list[tuple[float, int]] = []
+    expected: list[tuple[float, int]] = []
+    cursor = iter(plan * 3)
+    order = 0
+
+    def add() -> None:
+        nonlocal order
+        step = next(cursor, None)
+        if step is None:
+            return
+        delay, cancel, children = step
+        order += 1
+        key = (sim.now + delay, order)
+        timer = sim.schedule(delay, fire, key, children)
+        if cancel:
+            timer.cancel()
+        else:
+            expected.append(key)
+
+    def fire(key: tuple[float, int], children: int) -> None:
+        fired.append(key)
+        for _ in range(children):
+            add()
+
+    for _ in range(len(plan)):
+        add()
+    for pause in pauses:
+        sim.run(until=sim.now + pause)
+        assert all(t <= sim.now for t, _ in fired)
+    sim.run()  # to the end, timers at infinity included
+    assert fired == sorted(expected)
+
+
+def test_the_near_window_widens_for_long_delays_and_narrows_again():
+    # Only the cost depends on the window (the test above checks the order); this
+    # checks that it follows the run: every event a second ahead (a slow link)
+    # widens it, then events a millisecond apart bring it back to its start.
+    sim = Simulator()
+    start = sim._window
+
+    def chain(delay: float, left: int) -> None:
+        if left:
+            sim.schedule(delay, chain, delay, left - 1)
+
+    for i in range(100):
+        sim.schedule(i / 100, chain, 1.0, 200)
+    sim.run()
+    widened = sim._window
+    assert widened > 1.0
+    for i in range(10):
+        sim.schedule(i / 1000, chain, 0.001, 20_000)
+    sim.run()
+    assert widened > sim._window == start
