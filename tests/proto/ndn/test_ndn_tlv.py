@@ -1,6 +1,8 @@
 """TLV primitives against the packet specification's own numbers."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iotbench.proto.ndn.tlv import (
     NdnDecodeError,
@@ -12,6 +14,7 @@ from iotbench.proto.ndn.tlv import (
     read_tl,
     read_var_number,
     scan_elements,
+    uint_be,
 )
 
 # (number, shortest VAR-NUMBER) at every boundary of the four forms.
@@ -83,6 +86,15 @@ def test_nni_eight_bytes_and_lengths():
     for bad in ("", "000000", "0000000000", "000000000000000000"):
         with pytest.raises(NdnDecodeError):
             decode_nni(bytes.fromhex(bad))
+
+
+@given(st.binary(max_size=12), st.data())
+def test_uint_be_reads_as_int_from_bytes(buf, data):
+    # Every slice, the 64-bit values beyond a machine word's small ints included.
+    start = data.draw(st.integers(0, len(buf)))
+    end = data.draw(st.integers(start, len(buf)))
+    assert uint_be(buf, start, end) == int.from_bytes(buf[start:end], "big")
+    assert uint_be(b"\xff" * 8, 0, 8) == 2**64 - 1
 
 
 def test_read_tl_checks_type_and_length():

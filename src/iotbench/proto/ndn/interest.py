@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from .name import Component, Name, NameLike
 from .recent import RecentDecodes
 from .siginfo import SignatureInfo
-from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl
+from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl, uint_be
 from .tlv import scan_elements as _scan
 from .types import TT, ComponentType
 
@@ -158,7 +158,7 @@ class Interest:
             else:
                 if el[2] - el[1] != 4:
                     raise NdnDecodeError(f"Nonce of {el[2] - el[1]} bytes (must be 4)")
-                v = int.from_bytes(self.wire[el[1] : el[2]], "big")
+                v = uint_be(self.wire, el[1], el[2])
             self._fields[_TT_NONCE] = v
         return v  # type: ignore[return-value]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl
+from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl, uint_be
 from .tlv import scan_elements as _scan
 from .types import LpType, NackReason
 
@@ -65,7 +65,7 @@ def is_ignorable_lp_field(t: int) -> bool:
 def _fixed(buf: bytes, vs: int, ve: int, t: int) -> int:
     if not 1 <= ve - vs <= 8:
         raise NdnDecodeError(f"LpPacket field {t} of {ve - vs} bytes (must be 1..8)")
-    return int.from_bytes(buf[vs:ve], "big")
+    return uint_be(buf, vs, ve)
 
 
 @dataclass(slots=True)

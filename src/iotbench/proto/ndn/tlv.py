@@ -164,7 +164,18 @@ def decode_nni(buf: bytes, start: int = 0, end: int | None = None) -> int:
         return buf[start]
     if n not in (2, 4, 8):
         raise NdnDecodeError(f"NonNegativeInteger of {n} bytes (must be 1, 2, 4 or 8)")
-    return int.from_bytes(buf[start:end], "big")
+    return uint_be(buf, start, end)
+
+
+def uint_be(buf: bytes, start: int, end: int) -> int:
+    """The big-endian unsigned integer in buf[start:end] (the caller checks the
+    bounds). Read byte by byte, without a slice: compiled, a few instructions a
+    byte, where int.from_bytes on a slice cost about 1,300 in all (an Interest's
+    lifetime and nonce are read at every hop)."""
+    value = 0
+    for i in range(start, end):
+        value = (value << 8) | buf[i]
+    return value
 
 
 # ---- evolvability -----------------------------------------------------------------
