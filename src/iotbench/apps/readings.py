@@ -10,6 +10,9 @@ import json
 import re
 from typing import Final
 
+from iotbench.net import ieee802154 as mac
+from iotbench.proto.ndn.types import TT
+
 _COUNTER_BITS: Final = 24
 _COUNTER_MASK: Final = (1 << _COUNTER_BITS) - 1
 #: The counter of a reading that is no item: a resource's state before its first.
@@ -65,3 +68,22 @@ def find_reading_id(data: bytes) -> int | None:
         return int(data[start : start + _ID_DIGITS], 16)
     except ValueError:
         return None
+
+
+_NDN_DATA: Final = bytes((TT.DATA,))
+
+
+def notification_id(frame: bytes) -> int | None:
+    """The reading a frame carries up to the gateway in NDN's I-Not (its link
+    stress): the one in an I-Not Interest, not the one its acknowledgement's name
+    repeats (a Data). Here, compiled, because it runs for every frame sent."""
+    rid = find_reading_id(frame)
+    if rid is None:
+        return None
+    try:
+        decoded = mac.decode(frame)
+    except mac.MacDecodeError:
+        return None
+    if isinstance(decoded, mac.Frame) and decoded.payload[:1] == _NDN_DATA:
+        return None
+    return rid

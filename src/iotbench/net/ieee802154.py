@@ -83,6 +83,22 @@ class Frame:
     payload: bytes
     ack_request: bool = False
 
+    def __init__(
+        self,
+        seq: int,
+        pan_id: int,
+        dst: bytes,
+        src: bytes,
+        payload: bytes,
+        ack_request: bool = False,
+    ) -> None:
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "pan_id", pan_id)
+        object.__setattr__(self, "dst", dst)
+        object.__setattr__(self, "src", src)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "ack_request", ack_request)
+
 
 @dataclass(frozen=True, slots=True)
 class Ack:
@@ -90,6 +106,10 @@ class Ack:
 
     seq: int
     frame_pending: bool = False
+
+    def __init__(self, seq: int, frame_pending: bool = False) -> None:
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "frame_pending", frame_pending)
 
 
 def encode(frame: Frame) -> bytes:

@@ -55,15 +55,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from iotbench.apps.ndn import NdnNode
-from iotbench.apps.readings import find_reading_id, read_id, reading_counter, reading_id
-from iotbench.net import ieee802154 as mac
+from iotbench.apps.readings import notification_id, read_id, reading_counter, reading_id
 from iotbench.proto.ndn.app import NdnApp, OnData, OnTimeout
 from iotbench.proto.ndn.data import Data, make_data
 from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.proto.ndn.interest import Interest
 from iotbench.proto.ndn.name import Name
 from iotbench.proto.ndn.profiles import get_profile
-from iotbench.proto.ndn.types import TT
 from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
@@ -312,20 +310,6 @@ class NdnPull(NdnSender):
 
         name = tree.reading_name(producer, counter)
         tree.express(tree.gateway, tree.gateway_app, name, on_data, on_timeout)
-
-
-def notification_id(frame: bytes) -> int | None:
-    """The reading a frame carries up to the gateway (its link stress): the one in an
-    I-Not Interest, not the one its acknowledgement's name repeats (a Data)."""
-    rid = find_reading_id(frame)
-    if rid is None:
-        return None
-    try:
-        decoded = mac.decode(frame)
-    except mac.MacDecodeError:
-        return None
-    payload = getattr(decoded, "payload", b"")
-    return None if payload[:1] == bytes((TT.DATA,)) else rid
 
 
 class NdnInterestNotification(NdnSender):
