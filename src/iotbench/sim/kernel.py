@@ -11,7 +11,7 @@ its earliest live entry on) move over, in order, and the horizon moves to the
 window's end. Most events of a protocol run are due within milliseconds (a
 frame's end, a back-off, a link's delay), while most queued entries wait seconds
 to minutes (keep-alives, route and parent timeouts, cancelled timers not yet
-due): S4's runs keep 300 to 600 entries queued but a near heap of about five, so
+due): S4's runs keep 150 to 600 entries queued but a near heap of about five, so
 each event climbs and sinks through one or two levels instead of four (6 to 8 %
 fewer instructions per run, docs/performance.md). Cancelled entries still in
 the far heap are dropped when their window comes, without reaching the near one.
