@@ -45,6 +45,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.sim.kernel",
         "iotbench.sim.deadline",
         "iotbench.sim.cpu",
+        "iotbench.proto.octets",
         "iotbench.proto.timers",
         "iotbench.proto.retransmit",
         "iotbench.net.packet",

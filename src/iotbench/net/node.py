@@ -28,6 +28,7 @@ from iotbench.net.link import Channel
 from iotbench.net.packet import Packet, split_layers
 from iotbench.net.reassembly import Reassembler
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 from iotbench.sim.clock import Clock
 from iotbench.sim.cpu import Cpu
 
@@ -380,7 +381,7 @@ class Node:
                 # hands SLIP's multicast to its own multicast engine).
                 if h6.hop_limit > 1:
                     self.forwarded += 1
-                    copy = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]
+                    copy = data[:7] + ONE_BYTE[h6.hop_limit - 1] + data[8:]
                     transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
                     group_iface.send(copy, ip.IPV6_HEADER_LEN, transport, app, dst)
                 return True
@@ -406,7 +407,7 @@ class Node:
                 return True
         self.forwarded += 1
         iface, next_hop = route
-        forwarded = data[:7] + bytes((h6.hop_limit - 1,)) + data[8:]
+        forwarded = data[:7] + ONE_BYTE[h6.hop_limit - 1] + data[8:]
         transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
         if self.cpu is None:
             iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)

@@ -31,6 +31,7 @@ from typing import Final
 from iotbench.net.ip import IPPROTO_UDP, IPV6_HEADER_LEN, UDP_HEADER_LEN
 from iotbench.net.lowpan.dispatch import DISPATCH_IPHC, DISPATCH_IPV6, Dispatch, classify
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 from iotbench.proto.reader import ByteReader
 
 _IPV6: Final = struct.Struct("!IHBB16s16s")
@@ -39,6 +40,10 @@ _UDP: Final = struct.Struct("!HHHH")
 LINK_LOCAL_PREFIX: Final = bytes.fromhex("fe80000000000000")  # fe80::/64
 _SHORT_IID_PREFIX: Final = bytes.fromhex("000000fffe00")  # IID 0000:00ff:fe00:XXXX
 _UNSPECIFIED: Final = bytes(16)  # ::
+# The zero runs that multicast compression elides (RFC 6282 3.1.1, DAM).
+_ZEROS_9: Final = bytes(9)
+_ZEROS_11: Final = bytes(11)
+_ZEROS_13: Final = bytes(13)
 MAX_CONTEXTS: Final = 16  # the context identifier is 4 bits
 CONTEXT_PREFIX_LEN: Final = 8  # contexts are /64 prefixes
 
@@ -112,7 +117,7 @@ def interface_identifier(mac: bytes) -> bytes:
     drops RFC 4944's PAN ID from it).
     """
     if len(mac) == 8:
-        return bytes((mac[0] ^ 0x02,)) + mac[1:]
+        return ONE_BYTE[mac[0] ^ 0x02] + mac[1:]
     if len(mac) == 2:
         return _SHORT_IID_PREFIX + mac
     raise ValueError(f"an 802.15.4 address has 2 or 8 bytes, not {len(mac)}")
@@ -165,12 +170,13 @@ def compress_checked(
 ) -> Compressed:
     """`compress` with contexts `check_contexts` gave: what an interface, which
     checks its contexts once, calls for every packet."""
-    packet = bytes(packet)  # slices of it become the Compressed fields
+    if type(packet) is not bytes:  # slices of it become the Compressed fields
+        packet = bytes(packet)
     first, payload_len, next_header, hop_limit, src, dst = _check_packet(packet)
     has_udp = next_header == IPPROTO_UDP and len(packet) >= IPV6_HEADER_LEN + UDP_HEADER_LEN
     end = IPV6_HEADER_LEN + (UDP_HEADER_LEN if has_udp else 0)
     if mode == "none":
-        header = bytes((DISPATCH_IPV6,)) + packet[:end]
+        header = ONE_BYTE[DISPATCH_IPV6] + packet[:end]
         return Compressed(header, 1 + IPV6_HEADER_LEN, end - IPV6_HEADER_LEN, end, packet[end:])
     if mode != "iphc":
         raise ValueError(f"6LoWPAN mode {mode!r} is not one of {MODES}")
@@ -209,12 +215,12 @@ def compress_checked(
     # and flow label, next header, hop limit, source, destination.
     parts = [struct.pack("!H", base)]
     if cid:
-        parts.append(bytes((sci << 4 | dci,)))
+        parts.append(ONE_BYTE[sci << 4 | dci])
     parts.append(traffic_inline)
     if not udp_nhc:
-        parts.append(bytes((next_header,)))
+        parts.append(ONE_BYTE[next_header])
     if hlim == 0b00:
-        parts.append(bytes((hop_limit,)))
+        parts.append(ONE_BYTE[hop_limit])
     parts += [src_inline, dst_inline]
     ip_header = b"".join(parts)
 
@@ -251,7 +257,7 @@ def _encode_traffic(first: int) -> tuple[int, bytes]:
     if flow == 0 and traffic_class == 0:
         return 0b11, b""
     if flow == 0:
-        return 0b10, bytes((ecn << 6 | dscp,))  # ECN(2) DSCP(6)
+        return 0b10, ONE_BYTE[ecn << 6 | dscp]  # ECN(2) DSCP(6)
     if dscp == 0:
         return 0b01, ((ecn << 22) | flow).to_bytes(3, "big")  # ECN(2) pad(2) flow(20)
     return 0b00, ((ecn << 30) | (dscp << 24) | flow).to_bytes(4, "big")  # + pad(4)
@@ -293,11 +299,11 @@ def _encode_multicast(address: bytes, ctx: Mapping[int, bytes]) -> tuple[int, in
     unicast-prefix-based, ffXX:XX40:<the context's /64>:XXXX:XXXX) only when
     none of them fits, as it is no shorter than DAM=01.
     """
-    if address[1] == 0x02 and address[2:15] == bytes(13):
+    if address[1] == 0x02 and address[2:15] == _ZEROS_13:
         return 0, 0b11, 0, address[15:]  # ff02::00XX
-    if address[2:13] == bytes(11):
+    if address[2:13] == _ZEROS_11:
         return 0, 0b10, 0, address[1:2] + address[13:]  # ffXX::00XX:XXXX
-    if address[2:11] == bytes(9):
+    if address[2:11] == _ZEROS_9:
         return 0, 0b01, 0, address[1:2] + address[11:]  # ffXX::00XX:XXXX:XXXX
     if address[3] == CONTEXT_PREFIX_LEN * 8:
         cid = _find_context(address[4:12], ctx)
@@ -314,14 +320,14 @@ def _encode_udp_nhc(udp: bytes) -> bytes:
     """
     sport, dport, _length, checksum = _UDP.unpack(udp)
     if sport & 0xFFF0 == _PORTS_4BIT and dport & 0xFFF0 == _PORTS_4BIT:
-        ports, p = bytes(((sport & 0xF) << 4 | (dport & 0xF),)), 0b11
+        ports, p = ONE_BYTE[(sport & 0xF) << 4 | (dport & 0xF)], 0b11
     elif dport & 0xFF00 == _PORTS_8BIT:
         ports, p = struct.pack("!HB", sport, dport & 0xFF), 0b01
     elif sport & 0xFF00 == _PORTS_8BIT:
         ports, p = struct.pack("!BH", sport & 0xFF, dport), 0b10
     else:
         ports, p = struct.pack("!HH", sport, dport), 0b00
-    return bytes((NHC_UDP | p,)) + ports + struct.pack("!H", checksum)
+    return ONE_BYTE[NHC_UDP | p] + ports + struct.pack("!H", checksum)
 
 
 # --------------------------------------------------------------------------- decompression
@@ -399,7 +405,9 @@ def decompress_checked(
 ) -> bytes:
     """`decompress` with contexts `check_contexts` gave (a reassembler's)."""
     decoded = decode_header_checked(data, src_mac, dst_mac, contexts)
-    rest = bytes(data[decoded.consumed :])
+    rest = data[decoded.consumed :]
+    if type(rest) is not bytes:
+        rest = bytes(rest)
     size = len(decoded.headers) + len(rest)
     if datagram_size is not None and datagram_size != size:
         raise LowpanDecodeError(
@@ -427,14 +435,16 @@ def decode_header_checked(
     data: bytes, src_mac: bytes, dst_mac: bytes, contexts: dict[int, bytes]
 ) -> DecodedHeader:
     """`decode_header` with contexts `check_contexts` gave (a reassembler's)."""
+    if type(data) is not bytes:  # (a frame's payload already is)
+        data = bytes(data)
     if not data:
         raise LowpanDecodeError("empty 6LoWPAN packet")
     kind = classify(data[0])
     if kind is Dispatch.IPV6:
-        return _decode_uncompressed(bytes(data))
+        return _decode_uncompressed(data)
     if kind is Dispatch.IPHC:
         return _decode_iphc(
-            ByteReader(bytes(data), LowpanDecodeError, "6LoWPAN packet"), src_mac, dst_mac, contexts
+            ByteReader(data, LowpanDecodeError, "6LoWPAN packet"), src_mac, dst_mac, contexts
         )
     if kind is Dispatch.NALP:
         raise LowpanDecodeError(f"first byte 0x{data[0]:02x} says this is not a 6LoWPAN packet")
@@ -551,16 +561,16 @@ def _decode_multicast(
         inline = r.take(6, which)
         # ffXX:XXLL:PPPP:PPPP:PPPP:PPPP:XXXX:XXXX, L and P from the /64 context.
         prefix = _context_prefix(ctx, cid)
-        return b"\xff" + inline[:2] + bytes((CONTEXT_PREFIX_LEN * 8,)) + prefix + inline[2:]
+        return b"\xff" + inline[:2] + ONE_BYTE[CONTEXT_PREFIX_LEN * 8] + prefix + inline[2:]
     if mode == 0b00:
         return r.take(16, which)
     if mode == 0b01:
         inline = r.take(6, which)  # ffXX::00XX:XXXX:XXXX
-        return b"\xff" + inline[:1] + bytes(9) + inline[1:]
+        return b"\xff" + inline[:1] + _ZEROS_9 + inline[1:]
     if mode == 0b10:
         inline = r.take(4, which)  # ffXX::00XX:XXXX
-        return b"\xff" + inline[:1] + bytes(11) + inline[1:]
-    return b"\xff\x02" + bytes(13) + r.take(1, which)  # ff02::00XX
+        return b"\xff" + inline[:1] + _ZEROS_11 + inline[1:]
+    return b"\xff\x02" + _ZEROS_13 + r.take(1, which)  # ff02::00XX
 
 
 def _decode_udp_nhc(r: ByteReader) -> bytes:

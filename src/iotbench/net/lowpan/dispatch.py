@@ -12,6 +12,7 @@ LOWPAN_IPHC and moved ESC from 0x7F (inside that range now) to 0x40.
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 
 class Dispatch(enum.Enum):
@@ -49,10 +50,19 @@ DISPATCH_FRAGN = 0xE0
 
 def classify(first_byte: int) -> Dispatch:
     """What a 6LoWPAN frame payload starting with `first_byte` carries."""
+    if 0 <= first_byte < 256:
+        return _BY_FIRST_BYTE[first_byte]  # every frame, twice: looked up, not scanned
+    return _scan(first_byte)
+
+
+def _scan(first_byte: int) -> Dispatch:
     for mask, value, kind in DISPATCH_TABLE:
         if first_byte & mask == value:
             return kind
     return Dispatch.RESERVED
+
+
+_BY_FIRST_BYTE: Final = tuple(_scan(b) for b in range(256))
 
 
 def is_lowpan(first_byte: int) -> bool:

@@ -35,6 +35,7 @@ from iotbench.net.lowpan.fragments import FRAG1_HEADER_LEN, FRAGN_HEADER_LEN, Re
 from iotbench.net.mac.csma import CsmaMac
 from iotbench.net.node import LINK_LOCAL_PREFIX, Node, is_multicast
 from iotbench.net.packet import CONTROL, DATA, Packet
+from iotbench.proto.octets import ONE_BYTE
 
 IPV6_MIN_MTU: Final = 1280
 
@@ -46,7 +47,7 @@ def mac_of(address: bytes, length: int) -> bytes:
     iid = address[8:]
     if length == 2:
         return iid[6:]
-    return bytes((iid[0] ^ 0x02,)) + iid[1:]
+    return ONE_BYTE[iid[0] ^ 0x02] + iid[1:]
 
 
 def address_of(prefix: bytes, link_address: bytes) -> bytes:

@@ -32,6 +32,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 
 from .options import (
     MAX_OPTION_NUMBER,
@@ -492,7 +493,7 @@ def _ext(x: int, what: str) -> tuple[int, bytes]:
     if x < 13:
         return x, b""
     if x < 269:
-        return 13, bytes((x - 13,))
+        return 13, ONE_BYTE[x - 13]
     if x <= MAX_EXTENDED:
         return 14, (x - 269).to_bytes(2, "big")
     raise ValueError(f"option {what} {x} exceeds {MAX_EXTENDED}")
@@ -521,7 +522,8 @@ def encode(msg: Message) -> bytes:
     if code == 0 and (tkl or options or payload):
         raise ValueError("an Empty message (0.00) carries no token, options or payload")
 
-    parts = [bytes((0x40 | (mtype << 4) | tkl, code, mid >> 8, mid & 0xFF)), token]
+    header = ONE_BYTE[0x40 | (mtype << 4) | tkl] + ONE_BYTE[code]
+    parts = [header, ONE_BYTE[mid >> 8], ONE_BYTE[mid & 0xFF], token]
     prev = 0
     for number, value in sorted(options, key=_by_number) if len(options) > 1 else options:
         if not 0 <= number <= MAX_OPTION_NUMBER:
@@ -529,11 +531,11 @@ def encode(msg: Message) -> bytes:
         delta = number - prev
         length = len(value)
         if delta < 13 and length < 13:
-            parts.append(bytes(((delta << 4) | length,)))
+            parts.append(ONE_BYTE[(delta << 4) | length])
         else:
             dn, dx = _ext(delta, "delta")
             ln, lx = _ext(length, "length")
-            parts.append(bytes(((dn << 4) | ln,)) + dx + lx)
+            parts.append(ONE_BYTE[(dn << 4) | ln] + dx + lx)
         parts.append(value)
         prev = number
     if payload:

@@ -14,6 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from iotbench.proto.octets import ONE_BYTE
 from iotbench.proto.retransmit import Retransmission
 
 from .codec import (
@@ -82,7 +83,7 @@ BLOCK2_SERVED = (Code.GET, Code.FETCH, Code.POST, Code.PUT)
 
 def empty_message(type_bits: int, mid: int) -> bytes:
     """Wire bytes of an Empty message: version 1, no token, code 0.00."""
-    return bytes((0x40 | (type_bits << 4), 0, mid >> 8, mid & 0xFF))
+    return ONE_BYTE[0x40 | (type_bits << 4)] + b"\x00" + ONE_BYTE[mid >> 8] + ONE_BYTE[mid & 0xFF]
 
 
 def asks_later_block_of_an_update(msg: Message) -> bool:

@@ -43,6 +43,7 @@ from enum import IntEnum
 from typing import Final
 
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 
 __all__ = [
     "MAX_PACKET_SIZE_BYTES",
@@ -354,6 +355,8 @@ def encode_remaining_length(n: int) -> bytes:
     """The 1-4 byte variable-length encoding of 2.2.3 (7 bits per byte, low bits first)."""
     if not 0 <= n <= MAX_REMAINING_LENGTH:
         raise ValueError(f"remaining length must be 0..{MAX_REMAINING_LENGTH}, got {n}")
+    if n < 0x80:
+        return ONE_BYTE[n]  # one byte, as for most packets
     out = bytearray()
     while True:
         byte = n & 0x7F
@@ -424,7 +427,7 @@ def _qos(qos: int, what: str) -> int:
 
 
 def _frame(first_byte: int, body: bytes) -> bytes:
-    return bytes((first_byte,)) + encode_remaining_length(len(body)) + body
+    return ONE_BYTE[first_byte] + encode_remaining_length(len(body)) + body
 
 
 def _encode_connect(p: Connect) -> bytes:
@@ -488,7 +491,7 @@ def encode(packet: Packet) -> bytes:
         return _encode_publish(packet)
     if isinstance(packet, _ID_ONLY):
         first = 0x62 if isinstance(packet, PubRel) else _PACKET_TYPES[type(packet)] << 4
-        return bytes((first, 2)) + _packet_id(packet.packet_id)
+        return ONE_BYTE[first] + b"\x02" + _packet_id(packet.packet_id)
     if isinstance(packet, Connect):
         return _encode_connect(packet)
     if isinstance(packet, ConnAck):

@@ -45,6 +45,7 @@ import ipaddress
 from typing import Final
 
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 
 from .messages import (
     MSG_TYPES,
@@ -192,7 +193,7 @@ def unpack_udp_address(gw_add: bytes) -> tuple[str, int] | None:
 def _u8(n: int, what: str) -> bytes:
     if not 0 <= n <= 0xFF:
         raise ValueError(f"{what} must be 0..255, got {n}")
-    return bytes((n,))
+    return ONE_BYTE[n]
 
 
 def _u16(n: int, what: str) -> bytes:
@@ -229,7 +230,7 @@ def _flags(
         value |= _WILL
     if clean_session:
         value |= _CLEAN_SESSION
-    return bytes((value,))
+    return ONE_BYTE[value]
 
 
 def _text(s: str) -> bytes:
@@ -330,14 +331,14 @@ def encode(message: Message) -> bytes:
     body = _body(message)
     total = len(body) + 2
     if total <= 0xFF:
-        return bytes((total, MSG_TYPES[type(message)])) + body
+        return ONE_BYTE[total] + ONE_BYTE[MSG_TYPES[type(message)]] + body
     total = len(body) + 4
     if total > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {total} octets exceeds {MAX_MESSAGE_BYTES} (5.2.1)")
     return (
-        bytes((_LONG_LENGTH,))
+        ONE_BYTE[_LONG_LENGTH]
         + total.to_bytes(2, "big")
-        + bytes((MSG_TYPES[type(message)],))
+        + ONE_BYTE[MSG_TYPES[type(message)]]
         + body
     )
 
@@ -349,7 +350,13 @@ def _encode_encapsulated(m: Encapsulated) -> bytes:
         raise ValueError(f"wireless node id of {len(m.node_id)} octets is too long (5.5)")
     if len(m.message) < 2:
         raise ValueError("an encapsulation carries a whole MQTT-SN message")
-    return bytes((head, MsgType.ENCAPSULATED)) + _u8(m.ctrl, "ctrl") + m.node_id + m.message
+    return (
+        ONE_BYTE[head]
+        + ONE_BYTE[MsgType.ENCAPSULATED]
+        + _u8(m.ctrl, "ctrl")
+        + m.node_id
+        + m.message
+    )
 
 
 # ---- decoding --------------------------------------------------------------------------
@@ -546,7 +553,8 @@ def _decode_encapsulated(data: bytes) -> Encapsulated:
 
 def decode(data: bytes | bytearray | memoryview) -> Message:
     """One message from one datagram; MqttSnDecodeError for anything malformed."""
-    data = bytes(data)
+    if type(data) is not bytes:
+        data = bytes(data)
     mtype, start = _frame(data)
     if mtype == MsgType.ENCAPSULATED:
         if start != 2:
