@@ -205,3 +205,29 @@ def test_constructing_invalid_components_is_a_value_error():
         Component.implicit_digest(b"x")
     with pytest.raises(TypeError):
         Name([3])
+
+
+def test_a_name_cannot_be_changed():
+    name = Name("/a/b/seg=3")
+    name[0]  # (a component decoded and kept)
+    for attribute in ("value", "_components", "_uri", "anything"):
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(name, attribute, b"\x08\x01z")
+        with pytest.raises(AttributeError, match="immutable"):
+            delattr(name, attribute)
+    assert name.value == b"\x08\x01a\x08\x01b\x32\x01\x03"
+    assert name.to_uri() == "/a/b/seg=3"
+
+
+def test_a_name_survives_pickling_and_copying():
+    import copy
+    import pickle
+
+    name = Name("/a/b/seg=3")
+    name[2], name.to_uri()  # (with its decoded components and URI kept)
+    for again in (pickle.loads(pickle.dumps(name)), copy.copy(name), copy.deepcopy(name)):
+        assert again == name and hash(again) == hash(name)
+        assert again.value == name.value and len(again) == 3
+        assert list(again) == list(name) and again.to_uri() == "/a/b/seg=3"
+        with pytest.raises(AttributeError):
+            again.value = b""
