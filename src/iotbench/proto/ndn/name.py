@@ -478,7 +478,7 @@ class Name(tuple):
         component = components[index]
         if component is None:
             start = _tuple_getitem(self, index)
-            component = components[index] = self._decode_component(start)
+            component = components[index] = _component_at(self.value, start)
         return component
 
     def _slice(self, index: slice) -> Name:
@@ -492,18 +492,18 @@ class Name(tuple):
         end = offsets[stop] if stop < len(offsets) else len(self.value)
         return _new_name(self.value[begin:end], tuple(o - begin for o in offsets[first:stop]))
 
-    def _decode_component(self, start: int) -> Component:
-        value = self.value
-        t = value[start]
-        n = value[start + 1]
-        if t < 253 and n < 253:  # one-byte TLV-TYPE and TLV-LENGTH, as almost always
-            return _new_component(Component, (t, value[start + 2 : start + 2 + n]))
-        t, vs, ve = read_tl(value, start, len(value))
-        return _new_component(Component, (t, value[vs:ve]))
-
     def __iter__(self) -> Iterator[Component]:
-        get = self.__getitem__
-        return (get(i) for i in range(_tuple_len(self)))
+        # Every component decoded (once, and kept) before the first is handed out:
+        # iterating a list is C, where a generator calling __getitem__ went through
+        # Python's call protocol for each component.
+        components = self._components
+        if components is None:
+            components = self.__dict__["_components"] = [None] * _tuple_len(self)
+        value = self.value
+        for i, start in enumerate(_tuple_getitem(self, _ALL)):
+            if components[i] is None:
+                components[i] = _component_at(value, start)
+        return iter(components)  # type: ignore[arg-type]  # (no None is left)
 
     def __contains__(self, component: object) -> bool:
         return any(c == component for c in self)
@@ -606,6 +606,16 @@ class Name(tuple):
 
     def __repr__(self) -> str:
         return f"Name({self.to_uri()!r})"
+
+
+def _component_at(value: bytes, start: int) -> Component:
+    """The component whose TLV starts at `start` of a valid Name TLV-VALUE."""
+    t = value[start]
+    n = value[start + 1]
+    if t < 253 and n < 253:  # one-byte TLV-TYPE and TLV-LENGTH, as almost always
+        return _new_component(Component, (t, value[start + 2 : start + 2 + n]))
+    t, vs, ve = read_tl(value, start, len(value))
+    return _new_component(Component, (t, value[vs:ve]))
 
 
 _tuple_new: Final = tuple.__new__
