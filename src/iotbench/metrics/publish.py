@@ -173,7 +173,7 @@ class PeriodTraffic(Observer):
             self.kinds.add(pkt)
 
     def bytes_of(self, kind: str) -> int:
-        return self.kinds.by_kind.get(kind, (0, 0))[1]
+        return self.kinds.of(kind).bytes
 
 
 def publish_metrics(

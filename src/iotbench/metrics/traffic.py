@@ -50,20 +50,34 @@ class LayerSums:
         self.app += sign * pkt.app_header_len
 
 
+class KindSum:
+    """Packets and bytes of one kind. (Compiled, the counts are fields of the
+    object: a list of two ints made a new int object for nearly every frame.)"""
+
+    __slots__ = ("bytes", "packets")
+
+    def __init__(self) -> None:
+        self.packets = self.bytes = 0
+
+
 class KindSums:
     """Packets and bytes of each kind (data, control, acknowledgments) on the air."""
 
     __slots__ = ("by_kind",)
 
     def __init__(self) -> None:
-        self.by_kind: dict[str, list[int]] = {}
+        self.by_kind: dict[str, KindSum] = {}
 
     def add(self, pkt: Packet) -> None:
         sums = self.by_kind.get(pkt.kind)
         if sums is None:
-            sums = self.by_kind[pkt.kind] = [0, 0]
-        sums[0] += 1
-        sums[1] += len(pkt.data)
+            sums = self.by_kind[pkt.kind] = KindSum()
+        sums.packets += 1
+        sums.bytes += len(pkt.data)
+
+    def of(self, kind: str) -> KindSum:
+        """The sums of `kind` (zero for a kind never seen)."""
+        return self.by_kind.get(kind) or KindSum()
 
 
 class NodeCounts:
@@ -196,12 +210,12 @@ class TrafficMeter(Observer):
     def kind_metrics(self) -> dict[str, int]:
         """Control and acknowledgment traffic, and the data traffic that is the rest."""
         out = {}
-        control = self.kinds.by_kind.get(CONTROL, [0, 0])
-        acks = self.kinds.by_kind.get(ACK, [0, 0])
-        out["packets_control"], out["bytes_control"] = control
-        out["packets_ack"], out["bytes_ack"] = acks
-        out["packets_data"] = self.wire.packets - control[0] - acks[0]
-        out["bytes_data"] = self.wire.total - control[1] - acks[1]
+        control = self.kinds.of(CONTROL)
+        acks = self.kinds.of(ACK)
+        out["packets_control"], out["bytes_control"] = control.packets, control.bytes
+        out["packets_ack"], out["bytes_ack"] = acks.packets, acks.bytes
+        out["packets_data"] = self.wire.packets - control.packets - acks.packets
+        out["bytes_data"] = self.wire.total - control.bytes - acks.bytes
         return out
 
     def node_metrics(self, name: str) -> dict[str, int]:
