@@ -31,7 +31,7 @@ from typing import Final
 from iotbench.net.ip import IPPROTO_UDP, IPV6_HEADER_LEN, UDP_HEADER_LEN
 from iotbench.net.lowpan.dispatch import DISPATCH_IPHC, DISPATCH_IPV6, Dispatch, classify
 from iotbench.proto.errors import DecodeError
-from iotbench.proto.octets import ONE_BYTE
+from iotbench.proto.octets import ONE_BYTE, as_bytes
 from iotbench.proto.reader import ByteReader
 
 _IPV6: Final = struct.Struct("!IHBB16s16s")
@@ -170,8 +170,7 @@ def compress_checked(
 ) -> Compressed:
     """`compress` with contexts `check_contexts` gave: what an interface, which
     checks its contexts once, calls for every packet."""
-    if type(packet) is not bytes:  # slices of it become the Compressed fields
-        packet = bytes(packet)
+    packet = as_bytes(packet)  # slices of it become the Compressed fields
     first, payload_len, next_header, hop_limit, src, dst = _check_packet(packet)
     has_udp = next_header == IPPROTO_UDP and len(packet) >= IPV6_HEADER_LEN + UDP_HEADER_LEN
     end = IPV6_HEADER_LEN + (UDP_HEADER_LEN if has_udp else 0)
@@ -405,9 +404,7 @@ def decompress_checked(
 ) -> bytes:
     """`decompress` with contexts `check_contexts` gave (a reassembler's)."""
     decoded = decode_header_checked(data, src_mac, dst_mac, contexts)
-    rest = data[decoded.consumed :]
-    if type(rest) is not bytes:
-        rest = bytes(rest)
+    rest = as_bytes(data[decoded.consumed :])
     size = len(decoded.headers) + len(rest)
     if datagram_size is not None and datagram_size != size:
         raise LowpanDecodeError(
@@ -435,8 +432,7 @@ def decode_header_checked(
     data: bytes, src_mac: bytes, dst_mac: bytes, contexts: dict[int, bytes]
 ) -> DecodedHeader:
     """`decode_header` with contexts `check_contexts` gave (a reassembler's)."""
-    if type(data) is not bytes:  # (a frame's payload already is)
-        data = bytes(data)
+    data = as_bytes(data)
     if not data:
         raise LowpanDecodeError("empty 6LoWPAN packet")
     kind = classify(data[0])

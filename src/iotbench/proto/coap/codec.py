@@ -32,7 +32,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from iotbench.proto.errors import DecodeError
-from iotbench.proto.octets import ONE_BYTE
+from iotbench.proto.octets import ONE_BYTE, as_bytes
 
 from .options import (
     MAX_OPTION_NUMBER,
@@ -553,8 +553,7 @@ def decode(data: bytes | bytearray | memoryview, max_options: int | None = None)
     max_options: the most options taken; the next one raises CoapTooManyOptions
     before its header is read. None: no bound (tools that read captured traffic).
     """
-    if type(data) is not bytes:
-        data = bytes(data)
+    data = as_bytes(data)
     n = len(data)
     if n < 4:
         raise CoapDecodeError(f"datagram of {n} bytes is shorter than the 4-byte header")

@@ -43,7 +43,7 @@ from enum import IntEnum
 from typing import Final
 
 from iotbench.proto.errors import DecodeError
-from iotbench.proto.octets import ONE_BYTE
+from iotbench.proto.octets import ONE_BYTE, as_bytes
 
 __all__ = [
     "MAX_PACKET_SIZE_BYTES",
@@ -716,8 +716,7 @@ def _fixed_header(data: bytes | bytearray, pos: int = 0) -> tuple[int, int] | No
 
 def decode(data: bytes | bytearray | memoryview) -> Packet:
     """Parse exactly one whole control packet. Raises MqttDecodeError (only) for bad input."""
-    if type(data) is not bytes:
-        data = bytes(data)
+    data = as_bytes(data)
     bounds = _fixed_header(data)
     if bounds is None:
         raise MqttDecodeError("packet ends inside the fixed header")
@@ -740,8 +739,7 @@ def header_length(data: bytes | bytearray | memoryview) -> int:
     MqttDecodeError when the header cannot be walked; for every packet
     decode() accepts, the payload is len(data) - header_length(data).
     """
-    if type(data) is not bytes:
-        data = bytes(data)
+    data = as_bytes(data)
     bounds = _fixed_header(data)
     if bounds is None or bounds[1] > len(data):
         raise MqttDecodeError("truncated MQTT packet")
@@ -769,8 +767,7 @@ def split_packets(data: bytes | bytearray | memoryview) -> list[bytes]:
 
     Raises MqttDecodeError when the bytes do not end on a packet boundary.
     """
-    if type(data) is not bytes:
-        data = bytes(data)
+    data = as_bytes(data)
     out = []
     pos = 0
     while pos < len(data):

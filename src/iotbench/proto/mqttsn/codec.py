@@ -45,7 +45,7 @@ import ipaddress
 from typing import Final
 
 from iotbench.proto.errors import DecodeError
-from iotbench.proto.octets import ONE_BYTE
+from iotbench.proto.octets import ONE_BYTE, as_bytes
 
 from .messages import (
     MSG_TYPES,
@@ -553,8 +553,7 @@ def _decode_encapsulated(data: bytes) -> Encapsulated:
 
 def decode(data: bytes | bytearray | memoryview) -> Message:
     """One message from one datagram; MqttSnDecodeError for anything malformed."""
-    if type(data) is not bytes:
-        data = bytes(data)
+    data = as_bytes(data)
     mtype, start = _frame(data)
     if mtype == MsgType.ENCAPSULATED:
         if start != 2:
