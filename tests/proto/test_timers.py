@@ -8,7 +8,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iotbench.proto.timers import DEADLINE, KIND, OBJ, TimerQueue, armed, cancel
+from iotbench.proto.timers import DEADLINE, KIND, OBJ, TimerQueue, armed, cancel, earliest
 
 
 def test_entries_come_out_by_deadline_then_by_arming():
@@ -114,3 +114,13 @@ def test_many_random_entries_stay_in_order():
     while (entry := q.pop_due(2.0)) is not None:
         out.append((entry[DEADLINE], entry[OBJ]))
     assert out == sorted(out)
+
+
+def test_earliest_is_none_for_no_deadlines():
+    assert earliest([]) is None
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=True, width=64), min_size=1))
+def test_earliest_is_the_builtin_min(deadlines):
+    # What the stacks' next_timer() used before: the same value for every list.
+    assert earliest(deadlines) == min(deadlines)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable
 from typing import Protocol
 
 from iotbench.proto.crypto_work import Work
+from iotbench.proto.timers import earliest
 
 from .endpoint import CoapEndpoint
 
@@ -97,7 +98,7 @@ class SecuredEndpoint:
         deadlines = [
             t for t in (self.endpoint.next_timer(), self.layer.next_timer()) if t is not None
         ]
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     def datagrams_to_send(self, now: float | None = None) -> list[tuple[bytes, Hashable]]:
         self._flush(self._now if now is None else now)

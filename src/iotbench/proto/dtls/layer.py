@@ -58,6 +58,7 @@ from cryptography.hazmat.primitives import hashes, hmac
 from iotbench.proto import crypto_work
 from iotbench.proto.crypto_work import Work, WorkMeter
 from iotbench.proto.sansio import DrainedQueues
+from iotbench.proto.timers import earliest
 
 from . import messages
 from .connection import (
@@ -184,7 +185,7 @@ class DtlsLayer(DrainedQueues):
 
     def next_timer(self) -> float | None:
         deadlines = [t for c in self._connections() if (t := c.next_timer()) is not None]
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     def handle_timer(self, now: float) -> None:
         for conn in self._connections():

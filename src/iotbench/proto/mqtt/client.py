@@ -62,6 +62,7 @@ from enum import Enum
 from mypy_extensions import mypyc_attr
 
 from ..keepalive import ping_due_s
+from ..timers import earliest
 from .codec import (
     MAX_REMAINING_LENGTH,
     ConnAck,
@@ -209,7 +210,7 @@ class MqttClient:
             retry = self._outbox.next_deadline()
             if retry is not None:
                 deadlines.append(retry)
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     @property
     def connected(self) -> bool:

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
+from iotbench.proto.timers import earliest
 
 from .codec import Packet, PubAck, PubComp, Publish, PubRec, PubRel
 
@@ -284,7 +285,7 @@ class Outbox:
     def next_deadline(self) -> float | None:
         """The earliest re-send deadline over this connection, or None."""
         deadlines = [m.retx.deadline_s for m in self.inflight.values() if m.retx is not None]
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     def handle_timer(self, now: float) -> int:
         """Re-send every message whose deadline passed; returns how many were re-sent."""

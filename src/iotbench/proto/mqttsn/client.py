@@ -86,6 +86,7 @@ from iotbench.proto.keepalive import ping_due_s
 from iotbench.proto.mqtt.codec import Will
 from iotbench.proto.mqtt.topics import is_valid_filter, is_valid_topic
 from iotbench.proto.retransmit import Retransmission
+from iotbench.proto.timers import earliest
 
 from .codec import (
     QOS_MINUS_ONE,
@@ -276,7 +277,7 @@ class MqttSnClient:
         discovery = self._discovery.next_deadline()
         if discovery is not None:
             deadlines.append(discovery)
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     @property
     def gateways(self) -> dict[int, KnownGateway]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
+from iotbench.proto.timers import earliest
 
 from .codec import Advertise, GwInfo, SearchGw, encode, pack_udp_address, unpack_udp_address
 from .events import ClientEvent, GatewayFound, GatewayLost, GatewaySearchFailed
@@ -138,7 +139,7 @@ class Discovery:
                 deadlines.append(search.retx.deadline_s)
         if self._answer_at is not None:
             deadlines.append(self._answer_at)
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     def handle_timer(self, now: float) -> None:
         for gw in list(self.gateways.values()):

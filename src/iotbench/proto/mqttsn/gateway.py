@@ -139,6 +139,7 @@ from iotbench.proto.mqtt.events import (
     Subscribed,
     Unsubscribed,
 )
+from iotbench.proto.timers import earliest
 
 from .codec import (
     QOS_MINUS_ONE,
@@ -289,7 +290,7 @@ class MqttSnGateway:
             )
             if t is not None
         ]
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     # ---- inspection ----------------------------------------------------------------------
 

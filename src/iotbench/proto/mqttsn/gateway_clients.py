@@ -26,7 +26,7 @@ from iotbench.proto.keepalive import given_up_s
 from iotbench.proto.mqtt.codec import ConnectReturnCode
 from iotbench.proto.mqtt.events import Connected, ConnectionClosed, ConnectionRefused
 from iotbench.proto.mqtt.topics import is_valid_topic
-from iotbench.proto.timers import DEADLINE, OBJ, TimerQueue
+from iotbench.proto.timers import DEADLINE, OBJ, TimerQueue, earliest
 
 from .codec import (
     PROTOCOL_ID,
@@ -453,7 +453,7 @@ class ClientSessions:
             t = self._links.next_timer(c.link)
             if t is not None:
                 deadlines.append(t)
-        return min(deadlines) if deadlines else None
+        return earliest(deadlines)
 
     def _alive_until(self, c: ClientSession) -> float | None:
         """When an active client is lost: after keep-alive x factor of silence (6.11);
