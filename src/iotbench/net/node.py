@@ -368,7 +368,7 @@ class Node:
             handler(body, src, dst)
 
     def _forward_or_keep(
-        self, data: bytes, h6, link_src: bytes | None, arrived_on: object = None
+        self, data: bytes, h6: ip.IPv6Header, link_src: bytes | None, arrived_on: object = None
     ) -> bool:
         """A packet not addressed to one of our addresses: True if it is not for us
         (forwarded or dropped), False if we take it (a multicast group we are in)."""

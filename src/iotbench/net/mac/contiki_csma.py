@@ -190,7 +190,7 @@ class ContikiCsmaMac(CsmaMac):
         if status == SENT or (status == NO_ACK and queue.transmissions >= c.max_transmissions):
             if status == NO_ACK:
                 self.counters.no_ack += 1
-                self._link(out.dst).no_ack += 1
+                self._link(out).no_ack += 1
             queue.frames.popleft()
             self._frames -= 1
             self._release(out, status, queue.transmissions)

@@ -132,6 +132,7 @@ class _Outgoing:
         "dst_radio",
         "frame",
         "layers",
+        "link",
         "nb",
         "released",
         "retries",
@@ -161,6 +162,7 @@ class _Outgoing:
         self.nb = 0  # NB and BE of the CSMA-CA in progress
         self.be = 0
         self.released = False  # its packet memory given back (net/pktbuf.py)
+        self.link: LinkCounters | None = None  # its link's counters, once counted
 
 
 class CsmaMac:
@@ -365,7 +367,7 @@ class CsmaMac:
         if out.nb > self.params.max_csma_backoffs:
             self.counters.channel_access_failures += 1
             if out.ack:
-                self._link(out.dst).channel_access_failures += 1
+                self._link(out).channel_access_failures += 1
             self._finish(out, CHANNEL_ACCESS_FAILURE)
         else:
             self._backoff(out)
@@ -381,7 +383,7 @@ class CsmaMac:
         else:
             counters.frames += 1
         if out.ack:
-            link = self._link(out.dst)
+            link = self._link(out)
             if out.retries:
                 link.retries += 1
             else:
@@ -420,7 +422,7 @@ class CsmaMac:
             self._start_csma(out)
             return
         self.counters.no_ack += 1
-        self._link(out.dst).no_ack += 1
+        self._link(out).no_ack += 1
         self._finish(out, NO_ACK)
 
     def _finish(self, out: _Outgoing, status: str) -> None:
@@ -449,10 +451,16 @@ class CsmaMac:
         if out.ack and self.on_sent is not None:
             self.on_sent(out.dst, status, transmissions)
 
-    def _link(self, dst: bytes) -> LinkCounters:
-        link = self.links.get(dst)
+    def _link(self, out: _Outgoing) -> LinkCounters:
+        """The counters of the link `out` goes over: looked up once per frame, not
+        at every attempt (a dict keyed by a fresh copy of the address costs its
+        hashing and comparing each time). Made when the link is first counted."""
+        link = out.link
         if link is None:
-            link = self.links[dst] = LinkCounters()
+            link = self.links.get(out.dst)
+            if link is None:
+                link = self.links[out.dst] = LinkCounters()
+            out.link = link
         return link
 
     # ------------------------------------------------------------ from the radio
@@ -468,7 +476,7 @@ class CsmaMac:
                 self._awaiting_ack = False
                 self._ack_token += 1
                 self.counters.acks_received += 1
-                self._link(out.dst).acked += 1
+                self._link(out).acked += 1
                 self._finish(out, SENT)
             return
         if fc & mac.ACK_REQUEST:
