@@ -13,6 +13,7 @@ import struct
 from iotbench.net.checksum import internet_checksum, ones_complement_sum
 from iotbench.net.ip import pseudo_header_sum
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import as_bytes
 
 __all__ = [
     "ICMPV6_HEADER_LEN",
@@ -50,7 +51,7 @@ def build_icmpv6(src: bytes, dst: bytes, type_: int, code: int, body: bytes) -> 
     # The header is 4 bytes, so the body's 16-bit words stay aligned when it is
     # summed on its own; type and code form one word, the checksum field is zero.
     start = pseudo_header_sum(src, dst, IPPROTO_ICMPV6, length) + ((type_ << 8) | code)
-    checksum = internet_checksum(bytes(body), start)
+    checksum = internet_checksum(as_bytes(body), start)
     return _HEADER.pack(type_, code, checksum) + body
 
 
@@ -61,7 +62,7 @@ def parse_icmpv6(message: bytes, src: bytes, dst: bytes) -> tuple[int, int, byte
         raise Icmpv6DecodeError(
             f"ICMPv6 message of {len(message)} bytes is shorter than its 4-byte header"
         )
-    message = bytes(message)
+    message = as_bytes(message)
     start = pseudo_header_sum(src, dst, IPPROTO_ICMPV6, len(message))
     # A correct checksum makes the one's complement sum of pseudo-header and
     # message all ones (RFC 1071); the pseudo-header's protocol word is never

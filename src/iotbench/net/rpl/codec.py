@@ -24,6 +24,7 @@ import struct
 from dataclasses import dataclass
 
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import as_bytes
 
 DIS, DIO, DAO, DAO_ACK = 0x00, 0x01, 0x02, 0x03
 MESSAGE_NAMES = {DIS: "dis", DIO: "dio", DAO: "dao", DAO_ACK: "dao_ack"}
@@ -284,7 +285,7 @@ def _address(value: bytes | None, what: str, optional: bool = False) -> bytes:
         return b""
     if value is None or len(value) != 16:
         raise ValueError(f"{what} must be a 16-byte IPv6 address, got {value!r}")
-    return bytes(value)
+    return as_bytes(value)
 
 
 def _bits(value: int, width: int, what: str) -> int:
@@ -459,7 +460,7 @@ def _transit(data: bytes) -> Transit:
 
 def decode(code: int, body: bytes) -> Message:
     """The message of an ICMPv6 RPL body; RplDecodeError for anything malformed."""
-    body = bytes(body)
+    body = as_bytes(body)
     if code == DIS:
         if len(body) < 2:
             raise RplDecodeError("DIS shorter than its 2-byte base")
