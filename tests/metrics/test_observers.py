@@ -43,12 +43,35 @@ def test_every_hook_reaches_the_observers_that_have_it_in_the_order_they_were_ad
     ]
 
 
-def test_no_observer_costs_nothing_and_one_is_called_directly():
+def test_a_hook_calls_only_the_observers_that_implement_it():
     heard: list[tuple[str, str, object]] = []
     only = FinishedOnly(heard)
     observers = Observers(only)
     pkt = Packet(b"x", 0, 0, 0, 1)
     observers.transmitted(pkt)  # nobody listens
-    assert observers.finished == only.finished
+    observers.received(pkt, "n1")
     observers.finished(pkt)
     assert heard == [("f", "finished", pkt)]
+    assert observers._finished == [only] and observers._transmitted == []
+
+
+def test_an_observer_written_in_python_is_called_through_the_compiled_hooks():
+    heard: list[tuple[str, str, object]] = []
+
+    class Late(Observer):  # a subclass the compiled class did not know
+        def transmitted(self, pkt: Packet) -> None:
+            heard.append(("late", "transmitted", pkt))
+
+    class Extended(Log):  # overrides one hook of its base, keeps the other
+        def received(self, pkt: Packet, node: str) -> None:
+            heard.append(("extended", "received", node))
+
+    observers = Observers(Late(), Extended("e", heard))
+    pkt = Packet(b"x", 0, 0, 0, 1)
+    observers.transmitted(pkt)
+    observers.received(pkt, "n2")
+    assert heard == [
+        ("late", "transmitted", pkt),
+        ("e", "transmitted", pkt),
+        ("extended", "received", "n2"),
+    ]
