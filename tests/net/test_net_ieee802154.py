@@ -100,6 +100,31 @@ def test_data_frames_round_trip(seq, pan, dst_len, src_len, payload, ack):
     assert mac.decode(mac.encode(frame)) == frame
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 1000),
+    st.integers(0, 0xFFFF),
+    st.sampled_from([2, 8]),
+    st.binary(max_size=100),
+    st.booleans(),
+)
+def test_data_frame_header_is_structs_little_endian_layout(seq, pan, dst_len, payload, ack):
+    # The header is built from one integer's bytes; struct's layout is the reference.
+    import struct
+
+    dst, src = bytes(range(1, 1 + dst_len)), bytes(range(9, 17))
+    frame = mac.encode_data(seq, pan, dst, src, payload, ack)
+    fc = struct.unpack_from("<H", frame)[0]
+    body = struct.pack("<HBH", fc, seq & 0xFF, pan) + dst[::-1] + src[::-1] + payload
+    assert frame == body + struct.pack("<H", mac.crc16(body))
+
+
+@pytest.mark.parametrize("pan", [-1, 0x10000])
+def test_a_pan_identifier_must_be_16_bits(pan):
+    with pytest.raises(ValueError, match="PAN identifier"):
+        mac.encode_data(1, pan, b"\x00\x01", b"\x00\x02", b"x", True)
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=140))
 def test_random_bytes_raise_only_decode_error(data):

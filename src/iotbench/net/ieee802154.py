@@ -124,7 +124,10 @@ def encode_data(
     seq: int, pan_id: int, dst: bytes, src: bytes, payload: bytes, ack_request: bool
 ) -> bytes:
     """`encode` of a data frame given by its fields: what a MAC sends for every
-    frame, without building a (frozen, so slow to build) Frame first."""
+    frame, without building a (frozen, so slow to build) Frame first.
+    ValueError for a PAN identifier that is not a 16-bit value."""
+    if not 0 <= pan_id <= 0xFFFF:
+        raise ValueError(f"PAN identifier {pan_id} is not a 16-bit value")
     fc = (
         FRAME_TYPE_DATA
         | PAN_ID_COMPRESSION
@@ -134,13 +137,17 @@ def encode_data(
     )
     if ack_request:
         fc |= ACK_REQUEST
-    # Addresses travel least significant byte first.
-    body = _FC.pack(fc, seq & 0xFF) + _U16.pack(pan_id) + dst[::-1] + src[::-1] + payload
+    # Frame control, sequence number and PAN identifier, little endian as on the
+    # air, made as one integer's bytes: compiled, int.to_bytes is a direct call,
+    # struct's pack a method call through Python (about 575 instructions each,
+    # three per frame). Addresses travel least significant byte first.
+    head = (fc | (seq & 0xFF) << 16 | pan_id << 24).to_bytes(5, "little")
+    body = head + dst[::-1] + src[::-1] + payload
     if len(body) + FCS_BYTES > MAX_FRAME_BYTES:
         raise ValueError(
             f"802.15.4 frame of {len(body) + FCS_BYTES} bytes exceeds {MAX_FRAME_BYTES}"
         )
-    return body + _U16.pack(crc16(body))
+    return body + crc16(body).to_bytes(2, "little")
 
 
 def encode_ack(seq: int, frame_pending: bool = False) -> bytes:
