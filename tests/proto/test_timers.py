@@ -124,3 +124,16 @@ def test_earliest_is_none_for_no_deadlines():
 def test_earliest_is_the_builtin_min(deadlines):
     # What the stacks' next_timer() used before: the same value for every list.
     assert earliest(deadlines) == min(deadlines)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 50)), max_size=200))
+def test_the_heap_is_heapqs_entry_for_entry(steps):
+    # The same algorithm as heapq: after every push and pop, the same list.
+    q = TimerQueue()
+    model: list[list] = []
+    for pop, deadline in steps:
+        if pop and model:
+            assert q.pop() is heapq.heappop(model)
+        else:
+            heapq.heappush(model, q.arm(float(deadline), 1, None))
+        assert q._heap == model

@@ -21,12 +21,16 @@ a later deadline set for the same client) uses peek() and pop() and applies
 its rule itself.
 
 Compiled with mypyc (compiled.py): the NDN forwarder arms and pops a timer
-per Interest.
+per Interest. The heap is heapq's own algorithm written out here: heapq
+compares its entries as lists through Python's generic comparison (an
+entry's deadline for equality, then for order), about 200 instructions each,
+eight or so per pop of a queue of a few hundred; here a comparison is of two
+unboxed floats. With the same algorithm and unique keys (deadline, seq), the
+heap holds its entries in the same places as heapq's would.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import Final
 
 CANCELLED: Final = -1
@@ -34,9 +38,60 @@ CANCELLED: Final = -1
 DEADLINE: Final = 0
 KIND: Final = 2
 OBJ: Final = 3
-# Statics of the compiled module, not lookups by name in `heapq` at every call.
-_heappush: Final = heapq.heappush
-_heappop: Final = heapq.heappop
+
+
+def _before(a: list, b: list) -> bool:
+    """Whether entry `a` is due before entry `b`: by deadline, then by arming."""
+    ta: float = a[0]
+    tb: float = b[0]
+    if ta != tb:
+        return ta < tb
+    sa: int = a[1]
+    sb: int = b[1]
+    return sa < sb
+
+
+def _heappush(heap: list[list], entry: list) -> None:
+    """heapq.heappush: add `entry` (sift it up from the end)."""
+    pos = len(heap)
+    heap.append(entry)
+    while pos > 0:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if not _before(entry, parent):
+            break
+        heap[pos] = parent
+        pos = parent_pos
+    heap[pos] = entry
+
+
+def _heappop(heap: list[list]) -> list:
+    """heapq.heappop: remove and return the earliest entry of a non-empty heap.
+    As heapq does, the hole at the root sinks to a leaf along the earlier child
+    (one comparison a level), and the last entry climbs from there into place."""
+    last = heap.pop()
+    n = len(heap)
+    if not n:
+        return last
+    first = heap[0]
+    pos = 0
+    child_pos = 1
+    while child_pos < n:
+        right_pos = child_pos + 1
+        if right_pos < n and not _before(heap[child_pos], heap[right_pos]):
+            child_pos = right_pos
+        heap[pos] = heap[child_pos]
+        pos = child_pos
+        child_pos = 2 * pos + 1
+    while pos > 0:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if not _before(last, parent):
+            break
+        heap[pos] = parent
+        pos = parent_pos
+    heap[pos] = last
+    return first
 
 
 def earliest(deadlines: list[float]) -> float | None:
