@@ -342,24 +342,23 @@ class Node:
                         return
                     body = whole
             else:
-                h6 = ip.parse_ipv6(data)
-                dst = h6.dst
+                # Unpacked at once, as for IPv4.
+                header_len, plen, proto, hop_limit, src, dst, fragmented, ident, more, offset = (
+                    ip.ipv6_fields(data)
+                )
                 if self.forwarding and dst not in self._local:
-                    if self._forward_or_keep(data, h6, link_src, arrived_on):
+                    if self._forward_or_keep(
+                        data, src, dst, proto, hop_limit, link_src, arrived_on
+                    ):
                         return
-                body = data[h6.header_len : h6.header_len + h6.payload_len]
-                if h6.fragmented:
+                body = data[header_len : header_len + plen]
+                if fragmented:
                     whole = self.reassembler.add(
-                        self.sim.now,
-                        (h6.src, h6.dst, h6.next_header, h6.ident),
-                        h6.frag_offset,
-                        h6.more_fragments,
-                        body,
+                        self.sim.now, (src, dst, proto, ident), offset, more, body
                     )
                     if whole is None:
                         return
                     body = whole
-                proto, src = h6.next_header, h6.src
         except (DecodeError, IndexError):
             self.ip_decode_errors += 1
             return
@@ -368,33 +367,40 @@ class Node:
             handler(body, src, dst)
 
     def _forward_or_keep(
-        self, data: bytes, h6: ip.IPv6Header, link_src: bytes | None, arrived_on: object = None
+        self,
+        data: bytes,
+        src: bytes,
+        dst: bytes,
+        next_header: int,
+        hop_limit: int,
+        link_src: bytes | None,
+        arrived_on: object = None,
     ) -> bool:
-        """A packet not addressed to one of our addresses: True if it is not for us
-        (forwarded or dropped), False if we take it (a multicast group we are in)."""
-        dst = h6.dst
+        """A packet not addressed to one of our addresses (its IPv6 header's fields
+        given): True if it is not for us (forwarded or dropped), False if we take
+        it (a multicast group we are in)."""
         if is_multicast(dst):
             group_iface = self.group_interface
             if arrived_on is not None and group_iface is not None and dst[1] != 0x02:
                 # A border router's host sent a group datagram: it goes down the
                 # DODAG as if the router had sent it (Contiki's rpl-border-router
                 # hands SLIP's multicast to its own multicast engine).
-                if h6.hop_limit > 1:
+                if hop_limit > 1:
                     self.forwarded += 1
-                    copy = data[:7] + ONE_BYTE[h6.hop_limit - 1] + data[8:]
-                    transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
+                    copy = data[:7] + ONE_BYTE[hop_limit - 1] + data[8:]
+                    transport, app = self.layers_of(next_header, dst, data[ip.IPV6_HEADER_LEN :])
                     group_iface.send(copy, ip.IPV6_HEADER_LEN, transport, app, dst)
                 return True
             accepted = True
             # Link-local groups (all nodes, all RPL nodes) stay on the link.
             if self.multicast_forwarder is not None and dst[1] != 0x02:
-                accepted = self.multicast_forwarder(data, link_src, dst, h6.hop_limit)
+                accepted = self.multicast_forwarder(data, link_src, dst, hop_limit)
             return not (accepted and dst in self.groups)
-        if is_link_local(dst) or is_link_local(h6.src):
+        if is_link_local(dst) or is_link_local(src):
             # RFC 4291 2.5.6: a link-local packet never leaves its link.
             self.link_scope_dropped += 1
             return True
-        if h6.hop_limit <= 1:
+        if hop_limit <= 1:
             self.hop_limit_exceeded += 1
             return True
         route = self.route(dst)
@@ -407,8 +413,8 @@ class Node:
                 return True
         self.forwarded += 1
         iface, next_hop = route
-        forwarded = data[:7] + ONE_BYTE[h6.hop_limit - 1] + data[8:]
-        transport, app = self.layers_of(h6.next_header, dst, data[ip.IPV6_HEADER_LEN :])
+        forwarded = data[:7] + ONE_BYTE[hop_limit - 1] + data[8:]
+        transport, app = self.layers_of(next_header, dst, data[ip.IPV6_HEADER_LEN :])
         if self.cpu is None:
             iface.send(forwarded, ip.IPV6_HEADER_LEN, transport, app, next_hop)
         else:
