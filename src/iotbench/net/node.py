@@ -428,7 +428,7 @@ class Node:
     def layers_of(self, proto: int, dst: bytes, body: bytes) -> tuple[int, int]:
         """Transport- and application-header bytes of a packet this node did not make."""
         if proto == ip.IPPROTO_UDP and len(body) >= ip.UDP_HEADER_LEN:
-            dissect = self.app_layers.get((dst, int.from_bytes(body[2:4], "big")))
+            dissect = self.app_layers.get((dst, body[2] << 8 | body[3]))  # destination port
             payload = body[ip.UDP_HEADER_LEN :]
             return ip.UDP_HEADER_LEN, dissect(payload) if dissect is not None else 0
         if proto == ip.IPPROTO_TCP and len(body) >= 20:

@@ -23,7 +23,6 @@ elision, C=1), which raise `LowpanDecodeError` like any malformed input.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -33,9 +32,6 @@ from iotbench.net.lowpan.dispatch import DISPATCH_IPHC, DISPATCH_IPV6, Dispatch,
 from iotbench.proto.errors import DecodeError
 from iotbench.proto.octets import ONE_BYTE, as_bytes
 from iotbench.proto.reader import ByteReader
-
-_IPV6: Final = struct.Struct("!IHBB16s16s")
-_UDP: Final = struct.Struct("!HHHH")
 
 LINK_LOCAL_PREFIX: Final = bytes.fromhex("fe80000000000000")  # fe80::/64
 _SHORT_IID_PREFIX: Final = bytes.fromhex("000000fffe00")  # IID 0000:00ff:fe00:XXXX
@@ -184,7 +180,8 @@ def compress_checked(
     tf, traffic_inline = _encode_traffic(first)
     # UDP NHC elides the UDP length, which the receiver takes to be the IPv6
     # payload length: a UDP header that says otherwise stays inline (NH=0).
-    udp_nhc = has_udp and _UDP.unpack_from(packet, IPV6_HEADER_LEN)[2] == payload_len
+    udp_length = packet[IPV6_HEADER_LEN + 4] << 8 | packet[IPV6_HEADER_LEN + 5] if has_udp else -1
+    udp_nhc = udp_length == payload_len
     hlim = _HLIM_CODE.get(hop_limit, 0b00)
     sac, sam, sci, src_inline = _encode_unicast(src, src_iid, contexts, source=True)
     if dst[0] == 0xFF:
@@ -212,7 +209,7 @@ def compress_checked(
     )
     # Inline fields follow in the order of RFC 6282 3.2: CID byte, traffic class
     # and flow label, next header, hop limit, source, destination.
-    parts = [struct.pack("!H", base)]
+    parts = [base.to_bytes(2, "big")]
     if cid:
         parts.append(ONE_BYTE[sci << 4 | dci])
     parts.append(traffic_inline)
@@ -233,7 +230,12 @@ def compress_checked(
 def _check_packet(packet: bytes) -> tuple[int, int, int, int, bytes, bytes]:
     if len(packet) < IPV6_HEADER_LEN:
         raise ValueError(f"an IPv6 packet of {len(packet)} bytes is shorter than its header")
-    first, payload_len, next_header, hop_limit, src, dst = _IPV6.unpack_from(packet)
+    # Read byte by byte, not through struct's unpack_from: compiled, that is a
+    # method call through Python and a tuple (about 1,000 instructions a packet).
+    first = packet[0] << 24 | packet[1] << 16 | packet[2] << 8 | packet[3]
+    payload_len = packet[4] << 8 | packet[5]
+    next_header, hop_limit = packet[6], packet[7]
+    src, dst = packet[8:24], packet[24:40]
     if first >> 28 != 6:
         raise ValueError(f"IP version {first >> 28} is not 6")
     if payload_len != len(packet) - IPV6_HEADER_LEN:
@@ -317,16 +319,18 @@ def _encode_udp_nhc(udp: bytes) -> bytes:
     When both the 8-bit forms fit (both ports in 0xF0xx but not both in
     0xF0Bx), the destination port is the one compressed (P=01).
     """
-    sport, dport, _length, checksum = _UDP.unpack(udp)
+    # The header read and written byte by byte and through int.to_bytes: compiled,
+    # struct's functions are calls through Python (two or three per datagram).
+    sport, dport, checksum = udp[0] << 8 | udp[1], udp[2] << 8 | udp[3], udp[6:8]
     if sport & 0xFFF0 == _PORTS_4BIT and dport & 0xFFF0 == _PORTS_4BIT:
         ports, p = ONE_BYTE[(sport & 0xF) << 4 | (dport & 0xF)], 0b11
     elif dport & 0xFF00 == _PORTS_8BIT:
-        ports, p = struct.pack("!HB", sport, dport & 0xFF), 0b01
+        ports, p = (sport << 8 | dport & 0xFF).to_bytes(3, "big"), 0b01
     elif sport & 0xFF00 == _PORTS_8BIT:
-        ports, p = struct.pack("!BH", sport & 0xFF, dport), 0b10
+        ports, p = ((sport & 0xFF) << 16 | dport).to_bytes(3, "big"), 0b10
     else:
-        ports, p = struct.pack("!HH", sport, dport), 0b00
-    return ONE_BYTE[NHC_UDP | p] + ports + struct.pack("!H", checksum)
+        ports, p = (sport << 16 | dport).to_bytes(4, "big"), 0b00
+    return ONE_BYTE[NHC_UDP | p] + ports + checksum
 
 
 # --------------------------------------------------------------------------- decompression
@@ -360,20 +364,26 @@ class DecodedHeader:
                 "bytes of headers"
             )
         payload_len = datagram_size - IPV6_HEADER_LEN
+        headers = self.headers
+        # The length fields read and written as bytes, not through struct (compiled,
+        # its functions are calls through Python; this runs for every datagram).
         if not self.lengths_elided:
-            if struct.unpack_from("!H", self.headers, 4)[0] != payload_len:
+            if headers[4] << 8 | headers[5] != payload_len:
                 raise LowpanDecodeError(
                     f"the IPv6 payload length does not match the datagram's {payload_len} bytes"
                 )
-            return self.headers
+            return headers
         if payload_len > 0xFFFF:
             raise LowpanDecodeError(f"datagram of {datagram_size} bytes exceeds IPv6's limit")
-        out = bytearray(self.headers)
-        struct.pack_into("!H", out, 4, payload_len)
-        if len(out) > IPV6_HEADER_LEN:
-            # UDP follows the IPv6 header directly, so its length is the payload length.
-            struct.pack_into("!H", out, IPV6_HEADER_LEN + 4, payload_len)
-        return bytes(out)
+        length = payload_len.to_bytes(2, "big")
+        if len(headers) == IPV6_HEADER_LEN:
+            return headers[:4] + length + headers[6:]
+        # UDP follows the IPv6 header directly (its 8 bytes are the rest), so its
+        # length is the payload length.
+        udp_length_at = IPV6_HEADER_LEN + 4
+        return (
+            headers[:4] + length + headers[6:udp_length_at] + length + headers[udp_length_at + 2 :]
+        )
 
 
 def decompress(
@@ -459,7 +469,8 @@ def _decode_uncompressed(data: bytes) -> DecodedHeader:
 def _decode_iphc(
     r: ByteReader, src_mac: bytes, dst_mac: bytes, ctx: Mapping[int, bytes]
 ) -> DecodedHeader:
-    (base,) = struct.unpack("!H", r.take(2, "LOWPAN_IPHC base"))
+    base_bytes = r.take(2, "LOWPAN_IPHC base")
+    base = base_bytes[0] << 8 | base_bytes[1]
     tf = (base >> 11) & 0b11
     nh = (base >> 10) & 0b1
     hlim = (base >> 8) & 0b11
@@ -484,8 +495,12 @@ def _decode_iphc(
         dst = _decode_unicast(r, dac, dam, dci, dst_mac, ctx, source=False)
     udp = _decode_udp_nhc(r) if nh else b""
     first = (6 << 28) | (traffic_class << 20) | flow
-    header = _IPV6.pack(first, 0, next_header, hop_limit, src, dst)
-    return DecodedHeader(header + udp, r.pos, True)
+    # The fixed header's first 8 bytes as one integer's (payload length 0, filled
+    # in later): compiled, a direct call, where struct's pack is a method call
+    # through Python. Every field is in range by construction, and both
+    # addresses are 16 bytes (checked contexts are 8-byte prefixes).
+    fixed = (first << 32 | next_header << 8 | hop_limit).to_bytes(8, "big")
+    return DecodedHeader(fixed + src + dst + udp, r.pos, True)
 
 
 def _decode_traffic(r: ByteReader, tf: int) -> tuple[int, int]:
@@ -576,17 +591,20 @@ def _decode_udp_nhc(r: ByteReader) -> bytes:
         raise LowpanDecodeError(f"LOWPAN_NHC 0x{nhc:02x} is not UDP (not supported)")
     if nhc & _NHC_UDP_CHECKSUM_ELIDED:
         raise LowpanDecodeError("UDP NHC with an elided checksum (C=1) is not accepted")
+    # Read byte by byte and written through int.to_bytes, not struct's functions
+    # (calls through Python, compiled): this runs for every datagram received.
     p = nhc & 0b11
     if p == 0b00:
-        sport, dport = struct.unpack("!HH", r.take(4, "UDP ports"))
+        ports = r.take(4, "UDP ports")
+        sport, dport = ports[0] << 8 | ports[1], ports[2] << 8 | ports[3]
     elif p == 0b01:
-        sport, low = struct.unpack("!HB", r.take(3, "UDP ports"))
-        dport = _PORTS_8BIT | low
+        ports = r.take(3, "UDP ports")
+        sport, dport = ports[0] << 8 | ports[1], _PORTS_8BIT | ports[2]
     elif p == 0b10:
-        low, dport = struct.unpack("!BH", r.take(3, "UDP ports"))
-        sport = _PORTS_8BIT | low
+        ports = r.take(3, "UDP ports")
+        sport, dport = _PORTS_8BIT | ports[0], ports[1] << 8 | ports[2]
     else:
         nibbles = r.byte("UDP ports")
         sport, dport = _PORTS_4BIT | nibbles >> 4, _PORTS_4BIT | nibbles & 0x0F
-    (checksum,) = struct.unpack("!H", r.take(2, "UDP checksum"))
-    return _UDP.pack(sport, dport, 0, checksum)
+    checksum = r.take(2, "UDP checksum")
+    return (sport << 48 | dport << 32 | checksum[0] << 8 | checksum[1]).to_bytes(8, "big")
