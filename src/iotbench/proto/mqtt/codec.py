@@ -125,6 +125,12 @@ class PacketType(IntEnum):
     DISCONNECT = 14
 
 
+# The names as decode's messages give them, looked up once: building the enum
+# member is interpreted code (about 3,000 instructions), and every PUBACK read
+# named its type for the check that nothing follows it.
+_TYPE_NAMES: Final = {t.value: t.name for t in PacketType}
+
+
 class ConnectReturnCode(IntEnum):
     """CONNACK return codes (3.2.2.3); 6-255 are reserved."""
 
@@ -640,10 +646,10 @@ def _decode_body(ptype: int, flags: int, r: _Reader) -> Packet:
         pid = r.packet_id() if qos else None
         return Publish(topic, r.rest(), qos, bool(flags & 0x01), dup, pid)
     if flags != (0x02 if ptype in (6, 8, 10) else 0):
-        raise MqttDecodeError(f"reserved flags {flags:#06b} in {PacketType(ptype).name} (2.2.2)")
+        raise MqttDecodeError(f"reserved flags {flags:#06b} in {_TYPE_NAMES[ptype]} (2.2.2)")
     if ptype in _ID_ONLY_TYPES:
         pid = r.packet_id()
-        r.done(PacketType(ptype).name)
+        r.done(_TYPE_NAMES[ptype])
         return _ID_ONLY_TYPES[ptype](pid)
     if ptype == 1:
         return _decode_connect(r)
@@ -686,7 +692,7 @@ def _decode_body(ptype: int, flags: int, r: _Reader) -> Packet:
             raise MqttDecodeError("UNSUBSCRIBE without topic filters (3.10.3)")
         return Unsubscribe(pid, tuple(filters))
     if ptype in (12, 13, 14):
-        r.done(PacketType(ptype).name)
+        r.done(_TYPE_NAMES[ptype])
         return _PINGREQ if ptype == 12 else _PINGRESP if ptype == 13 else _DISCONNECT
     raise MqttDecodeError(f"reserved packet type {ptype} (2.2.1)")
 
