@@ -180,9 +180,11 @@ def decode(data: bytes) -> Frame | Ack:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes is too short")
     if len(data) > MAX_FRAME_BYTES:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes exceeds {MAX_FRAME_BYTES}")
-    if _U16.unpack_from(data, len(data) - FCS_BYTES)[0] != crc16(data[:-FCS_BYTES]):
+    # Fields read byte by byte (little endian), not through struct's unpack_from:
+    # compiled, each is a method call through Python and a tuple.
+    if data[-2] | data[-1] << 8 != crc16(data[:-FCS_BYTES]):
         raise MacDecodeError("802.15.4 FCS mismatch")
-    fc, seq = _FC.unpack_from(data)
+    fc, seq = data[0] | data[1] << 8, data[2]
     frame_type = fc & 0x7
     if frame_type == FRAME_TYPE_ACK:
         if len(data) != ACK_FRAME_BYTES:
@@ -207,7 +209,7 @@ def decode(data: bytes) -> Frame | Ack:
     end = 5 + dst_len + src_len
     if end > len(data) - FCS_BYTES:
         raise MacDecodeError("802.15.4 addresses run past the frame")
-    (pan_id,) = _U16.unpack_from(data, 3)
+    pan_id = data[3] | data[4] << 8
     dst = data[5 : 5 + dst_len][::-1]
     src = data[5 + dst_len : end][::-1]
     return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
