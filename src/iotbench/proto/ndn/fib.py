@@ -97,9 +97,17 @@ class Fib:
         """Longest-prefix match (None when not even the empty prefix "/" is present)."""
         entries = self._entries
         sizes = self._sizes
-        for key in name.prefix_values():
-            if len(key) in sizes:
-                entry = entries.get(key)
+        # name.prefix_values(), longest first, written out: a prefix's TLV-VALUE is
+        # cut only where some entry has its length (compiled, the generator and a
+        # slice for every prefix were most of a lookup).
+        value = name.value
+        if len(value) in sizes:
+            entry = entries.get(value)
+            if entry is not None:
+                return entry
+        for end in reversed(name.offsets):
+            if end in sizes:
+                entry = entries.get(value[:end])
                 if entry is not None:
                     return entry
         return None
