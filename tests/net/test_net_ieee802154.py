@@ -119,6 +119,32 @@ def test_data_frame_header_is_structs_little_endian_layout(seq, pan, dst_len, pa
     assert frame == body + struct.pack("<H", mac.crc16(body))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=140),
+        st.builds(
+            lambda seq, payload, ack: mac.encode_data(
+                seq, 0x23, b"\x00\x01", b"\x00\x02", payload, ack
+            ),
+            st.integers(0, 255),
+            st.binary(max_size=100),
+            st.booleans(),
+        ),
+        st.builds(mac.encode_ack, st.integers(0, 255), st.booleans()),
+    )
+)
+def test_payload_of_is_decodes_payload_with_the_same_checks(data):
+    try:
+        decoded = mac.decode(data)
+    except mac.MacDecodeError:
+        with pytest.raises(mac.MacDecodeError):
+            mac.payload_of(data)
+        return
+    expected = decoded.payload if isinstance(decoded, mac.Frame) else None
+    assert mac.payload_of(data) == expected
+
+
 @pytest.mark.parametrize("pan", [-1, 0x10000])
 def test_a_pan_identifier_must_be_16_bits(pan):
     with pytest.raises(ValueError, match="PAN identifier"):

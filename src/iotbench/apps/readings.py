@@ -81,9 +81,9 @@ def notification_id(frame: bytes) -> int | None:
     if rid is None:
         return None
     try:
-        decoded = mac.decode(frame)
+        payload = mac.payload_of(frame)
     except mac.MacDecodeError:
         return None
-    if isinstance(decoded, mac.Frame) and decoded.payload[:1] == _NDN_DATA:
+    if payload is not None and payload[:1] == _NDN_DATA:
         return None
     return rid

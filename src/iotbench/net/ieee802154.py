@@ -176,6 +176,26 @@ def decode(data: bytes) -> Frame | Ack:
     receipt), so encode() of the result differs from `data` at most in those bits
     and the version.
     """
+    fc, seq, dst_len, end = _layout(data)
+    if end < 0:
+        return Ack(seq, bool(fc & FRAME_PENDING))
+    pan_id = data[3] | data[4] << 8
+    dst = data[5 : 5 + dst_len][::-1]
+    src = data[5 + dst_len : end][::-1]
+    return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
+
+
+def payload_of(data: bytes) -> bytes | None:
+    """What decode(data).payload is for a data frame, None for an acknowledgment,
+    MacDecodeError for what decode rejects: the same checks, without building
+    the Frame (a metric looks at every frame's payload)."""
+    _fc, _seq, _dst_len, end = _layout(data)
+    return data[end:-FCS_BYTES] if end >= 0 else None
+
+
+def _layout(data: bytes) -> tuple[int, int, int, int]:
+    """decode's checks: (frame control, sequence number, destination address
+    length, where the payload starts: -1 for an acknowledgment)."""
     if len(data) < 3 + FCS_BYTES:
         raise MacDecodeError(f"802.15.4 frame of {len(data)} bytes is too short")
     if len(data) > MAX_FRAME_BYTES:
@@ -189,7 +209,7 @@ def decode(data: bytes) -> Frame | Ack:
     if frame_type == FRAME_TYPE_ACK:
         if len(data) != ACK_FRAME_BYTES:
             raise MacDecodeError(f"802.15.4 acknowledgment of {len(data)} bytes, not 5")
-        return Ack(seq, bool(fc & FRAME_PENDING))
+        return fc, seq, 0, -1
     if frame_type != FRAME_TYPE_DATA:
         raise MacDecodeError(f"802.15.4 frame type {frame_type} is not data or acknowledgment")
     # 7.2.1.1.2: with Security Enabled an Auxiliary Security Header follows the
@@ -209,10 +229,7 @@ def decode(data: bytes) -> Frame | Ack:
     end = 5 + dst_len + src_len
     if end > len(data) - FCS_BYTES:
         raise MacDecodeError("802.15.4 addresses run past the frame")
-    pan_id = data[3] | data[4] << 8
-    dst = data[5 : 5 + dst_len][::-1]
-    src = data[5 + dst_len : end][::-1]
-    return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
+    return fc, seq, dst_len, end
 
 
 def extended_address(index: int, network: int = 0) -> bytes:
