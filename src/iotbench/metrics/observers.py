@@ -21,6 +21,7 @@ from mypy_extensions import mypyc_attr
 from iotbench.net.packet import QUEUE_FULL, Packet
 
 
+# Compiled (src/iotbench/compiled.py); every run's metrics and writers derive from it.
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Observer:
     """Base class: override the hooks you need; the others cost nothing."""
@@ -40,6 +41,7 @@ def _implements(observer: Observer, hook: str) -> bool:
     return getattr(type(observer), hook) is not getattr(Observer, hook)
 
 
+# Tests extend it with a recorder of their own.
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Observers:
     """The observers of one run, as the media call them.
@@ -52,7 +54,6 @@ class Observers:
     """
 
     def __init__(self, *observers: Observer) -> None:
-        self._observers: list[Observer] = []
         self._transmitted: list[Observer] = []
         self._received: list[Observer] = []
         self._finished: list[Observer] = []
@@ -60,7 +61,6 @@ class Observers:
             self.add(observer)
 
     def add(self, observer: Observer) -> None:
-        self._observers.append(observer)
         if _implements(observer, "transmitted"):
             self._transmitted.append(observer)
         if _implements(observer, "received"):
