@@ -52,17 +52,9 @@ def _before(a: list, b: list) -> bool:
 
 
 def _heappush(heap: list[list], entry: list) -> None:
-    """heapq.heappush: add `entry` (sift it up from the end)."""
-    pos = len(heap)
+    """heapq.heappush: add `entry` at the end and let it climb into place."""
     heap.append(entry)
-    while pos > 0:
-        parent_pos = (pos - 1) >> 1
-        parent = heap[parent_pos]
-        if not _before(entry, parent):
-            break
-        heap[pos] = parent
-        pos = parent_pos
-    heap[pos] = entry
+    _climb(heap, entry, len(heap) - 1)
 
 
 def _heappop(heap: list[list]) -> list:
@@ -83,15 +75,21 @@ def _heappop(heap: list[list]) -> list:
         heap[pos] = heap[child_pos]
         pos = child_pos
         child_pos = 2 * pos + 1
+    _climb(heap, last, pos)
+    return first
+
+
+def _climb(heap: list[list], entry: list, pos: int) -> None:
+    """Put `entry` at `pos` or above it, moving the later parents down (heapq's
+    _siftdown, shared by push and pop as there)."""
     while pos > 0:
         parent_pos = (pos - 1) >> 1
         parent = heap[parent_pos]
-        if not _before(last, parent):
+        if not _before(entry, parent):
             break
         heap[pos] = parent
         pos = parent_pos
-    heap[pos] = last
-    return first
+    heap[pos] = entry
 
 
 def earliest(deadlines: list[float]) -> float | None:
