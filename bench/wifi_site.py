@@ -153,7 +153,7 @@ def probe(channel: int, load_bps: float | None) -> dict[tuple[int, int], float]:
     topology = build_topology(cfg, streams("topology"))
     sim = Simulator(cfg.seed)
     medium, radios = build_radio(sim, cfg, topology, streams, Observers())
-    build_interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
+    build_interferers(cfg, medium, streams, topology.nodes)
     counts: dict[tuple[int, int], int] = {}
     for radio in radios:
         radio.mac = _Counter(radio.index, counts)

@@ -177,6 +177,30 @@ def test_an_interferer_on_another_channel_bothers_far_less():
     assert a["items_delivered"] < b["items_delivered"]
 
 
+def test_an_interferer_in_another_building_is_two_outer_walls_weaker():
+    from iotbench.net.radio import phy
+    from iotbench.net.radio.propagation import o2i_low_loss_db
+
+    station = "\n[[network.interferers]]\nposition = [2.0, 1.0]\nrate_bps = 1e6\nchannel = 1\n"
+    powers = {}
+    for building in (0, 1):
+        cfg, seed = config(
+            extra=station + f"building = {building}\n", **{"network.radio.channel": 11}
+        )
+        _, net = network(cfg, seed)
+        (interferer,) = net.interferers
+        powers[building] = {
+            key: {radio.name: mw for radio, mw in targets}
+            for key, targets in interferer.targets.items()
+        }
+    wall_db = 2 * o2i_low_loss_db(phy.channel_center_mhz(11))
+    for key, inside in powers[0].items():
+        outside = powers[1][key]
+        assert outside and set(outside) <= set(inside)  # the weakest fall under the floor
+        for name, mw in outside.items():
+            assert phy.mw_to_dbm(inside[name]) - phy.mw_to_dbm(mw) == pytest.approx(wall_db)
+
+
 def test_a_node_out_of_reach_is_a_clear_error():
     cfg, seed = config(**{"network.nodes.spacing_m": 2000.0})
     with pytest.raises(TopologyError, match="reaches no other node"):

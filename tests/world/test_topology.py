@@ -52,16 +52,55 @@ def test_the_building_has_floors_rooms_and_corridors():
     plan = BuildingPlan()
     spots = building_positions(plan)
     assert len(spots) == 360  # about 350 candidate positions
-    assert sorted({floor for _, floor in spots}) == [0, 1, 2, 3, 4]
-    assert all(0 <= p[0] <= plan.length_m and 0 <= p[1] <= plan.depth_m for p, _ in spots)
-    corridor = [p for p, _ in spots if p[1] == plan.depth_m / 2]
+    assert sorted({floor for _, floor, _ in spots}) == [0, 1, 2, 3, 4]
+    assert {building for _, _, building in spots} == {0}
+    assert all(0 <= p[0] <= plan.length_m and 0 <= p[1] <= plan.depth_m for p, _, _ in spots)
+    corridor = [p for p, _, _ in spots if p[1] == plan.depth_m / 2]
     assert len(corridor) == 5 * 8  # one every 8 m of the 64 m corridor, on each floor
-    for position, floor in spots:  # each spot is on its floor
+    for position, floor, _ in spots:  # each spot is on its floor
         assert floor * plan.floor_height_m <= position[2] < (floor + 1) * plan.floor_height_m
     chosen = topology({"topology": "building", "nodes": {"count": 51}})
     assert len(chosen.nodes) == 51
-    assert {n.position for n in chosen.nodes} <= {p for p, _ in spots}
+    assert {n.position for n in chosen.nodes} <= {p for p, _, _ in spots}
     assert chosen != topology({"topology": "building", "nodes": {"count": 51}}, seed=2)
+
+
+def test_buildings_stand_side_by_side_in_rows_a_street_apart():
+    one = building_positions(BuildingPlan())
+    plan = BuildingPlan(buildings=5, building_gap_m=20.0)  # 3 in a row: rows of 3 and 2
+    spots = building_positions(plan)
+    assert len(spots) == 5 * 360
+    # Building by building, each the single building moved by its place in the block.
+    for b in range(5):
+        dx = (b % 3) * (plan.length_m + 20.0)
+        dy = (b // 3) * (plan.depth_m + 20.0)
+        own = spots[b * 360 : (b + 1) * 360]
+        assert {building for _, _, building in own} == {b}
+        assert [floor for _, floor, _ in own] == [floor for _, floor, _ in one]
+        moved = [(p[0] + dx, p[1] + dy, p[2]) for p, _, _ in one]
+        assert [p for p, _, _ in own] == [pytest.approx(p, abs=1e-9) for p in moved]
+    # The nearest spots of two neighbouring buildings: across the street.
+    a = [p for p, _, building in spots if building == 0]
+    b = [p for p, _, building in spots if building == 3]
+    assert min(math.dist(p, q) for p in a for q in b) == pytest.approx(20.0 + 2 * 1.0)
+    rows = BuildingPlan(buildings=4, buildings_per_row=4)
+    assert {p[1] for p, _, _ in building_positions(rows)} == {p[1] for p, _, _ in one}
+    # As a topology: nodes know their building; more nodes than one building holds.
+    campus = topology(
+        {"topology": "building", "nodes": {"count": 1000, "building": {"buildings": 3}}}
+    )
+    assert {n.building for n in campus.nodes} == {0, 1, 2}
+    # The gateway in the middle of the block's ground.
+    grid = topology({"topology": "grid", "nodes": {"count": 9}, "roles": {"gateway": "centre"}})
+    assert grid.roles["gateway"] == ("n4",)
+    block = topology(
+        {"topology": "building", "nodes": {"count": 3000, "building": {"buildings": 9}},
+         "roles": {"gateway": "centre"}}
+    )  # fmt: skip
+    (gateway,) = (n for n in block.nodes if n.id == block.roles["gateway"][0])
+    assert gateway.building == 4 and gateway.floor == 0
+    with pytest.raises(TopologyError, match="1081 nodes do not fit the building's 1080"):
+        topology({"topology": "building", "nodes": {"count": 1081, "building": {"buildings": 3}}})
 
 
 def test_roles_gateway_producers_client():

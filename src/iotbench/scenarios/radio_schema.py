@@ -38,9 +38,20 @@ def _check_nodes(nodes: Table) -> None:
 
 
 BUILDING = Section(
-    doc="The generated office building (topology = building): floors of rooms along a corridor.",
+    doc="The generated office building (topology = building): floors of rooms along a corridor; "
+    "several such buildings side by side in rows.",
     fields={
         "floors": Field("int", "Floors.", 5, ge=1, le=100),
+        "buildings": Field("int", "Buildings of this plan, side by side in rows.", 1, ge=1),
+        "buildings_per_row": Field(
+            "int", "Buildings in a row (along x); absent: a square block.", OPTIONAL, ge=1
+        ),
+        "building_gap_m": Field(
+            "float",
+            "Open ground between neighbouring buildings (3GPP TR 38.901's average street width).",
+            20.0,
+            gt=0,
+        ),
         "rooms_per_side": Field("int", "Rooms on each side of a floor's corridor.", 16, ge=1),
         "room_width_m": Field("float", "Room width along the corridor.", 4.0, gt=0),
         "room_depth_m": Field("float", "Room depth from the corridor.", 7.0, gt=1),
@@ -103,8 +114,9 @@ ROLES = Section(
         "gateway": Field(
             "str",
             "The border router and root of routing: a node id, auto (n0 of a line, star or "
-            "grid; drawn by the network seed otherwise) or corner (the node nearest the "
-            "layout's origin: a building's west end on its ground floor).",
+            "grid; drawn by the network seed otherwise), corner (the node nearest the "
+            "layout's origin: a building's west end on its ground floor) or centre (the node "
+            "nearest the middle of the layout's ground: a block of buildings' middle).",
             "auto",
         ),
         "producers": Field(
@@ -142,6 +154,13 @@ PATH_LOSS = Section(
         ),
         "floor_loss_db": Field("float", "Loss of the first floor between two nodes.", 15.0, ge=0),
         "floor_loss_extra_db": Field("float", "Loss of every further floor.", 4.0, ge=0),
+        "facade_loss_db": Field(
+            "float",
+            "Loss of a building's outer wall, crossed twice between two buildings; absent: "
+            "3GPP TR 38.901's low-loss outer wall at the channel's frequency (12.1 dB at 2.4 GHz).",
+            OPTIONAL,
+            ge=0,
+        ),
     },
 )
 
@@ -521,6 +540,13 @@ INTERFERER = Section(
             item=Field("float", ""),
         ),
         "floor": Field("int", "The station's floor (a building's floors attenuate).", 0, ge=0),
+        "building": Field(
+            "int",
+            "The station's building, numbered as the building topology's (one no node is "
+            "in: a building of its own, two outer walls from every node).",
+            0,
+            ge=0,
+        ),
         "rate_bps": Field("float", "Offered load (S6 sweeps 0 to 28.5 Mbit/s).", ge=0),
         "earlier_rates_bps": Field(
             "list",

@@ -279,16 +279,22 @@ class NetworkNodesSettings(Settings):
     links_file: str | None
     #: Filled from `file` when the scenario is loaded; not written by hand. (optional)
     layout: Mapping[str, Any] | None
-    #: The generated office building (topology = building): floors of rooms along a corridor.
+    #: The generated office building (topology = building): floors of rooms along a corridor; several such buildings side by side in rows.
     building: NetworkNodesBuildingSettings | None
 
 
 @dataclass(frozen=True, slots=True)
 class NetworkNodesBuildingSettings(Settings):
-    """The generated office building (topology = building): floors of rooms along a corridor."""
+    """The generated office building (topology = building): floors of rooms along a corridor; several such buildings side by side in rows."""
 
     #: Floors. (default 5)
     floors: int
+    #: Buildings of this plan, side by side in rows. (default 1)
+    buildings: int
+    #: Buildings in a row (along x); absent: a square block. (optional)
+    buildings_per_row: int | None
+    #: Open ground between neighbouring buildings (3GPP TR 38.901's average street width). (default 20)
+    building_gap_m: float
     #: Rooms on each side of a floor's corridor. (default 16)
     rooms_per_side: int
     #: Room width along the corridor. (default 4)
@@ -311,7 +317,7 @@ class NetworkNodesBuildingSettings(Settings):
 class NetworkRolesSettings(Settings):
     """Who does what in a radio network."""
 
-    #: The border router and root of routing: a node id, auto (n0 of a line, star or grid; drawn by the network seed otherwise) or corner (the node nearest the layout's origin: a building's west end on its ground floor). (default 'auto')
+    #: The border router and root of routing: a node id, auto (n0 of a line, star or grid; drawn by the network seed otherwise), corner (the node nearest the layout's origin: a building's west end on its ground floor) or centre (the node nearest the middle of the layout's ground: a block of buildings' middle). (default 'auto')
     gateway: str
     #: Producer node ids; empty: every node but the gateway (or `producer_count` of them). (default [])
     producers: tuple[str, ...]
@@ -375,6 +381,8 @@ class NetworkRadioPathLossSettings(Settings):
     floor_loss_db: float
     #: Loss of every further floor. (default 4)
     floor_loss_extra_db: float
+    #: Loss of a building's outer wall, crossed twice between two buildings; absent: 3GPP TR 38.901's low-loss outer wall at the channel's frequency (12.1 dB at 2.4 GHz). (optional)
+    facade_loss_db: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,6 +557,8 @@ class NetworkInterferersSettings(Settings):
     position: tuple[float, ...]
     #: The station's floor (a building's floors attenuate). (default 0)
     floor: int
+    #: The station's building, numbered as the building topology's (one no node is in: a building of its own, two outer walls from every node). (default 0)
+    building: int
     #: Offered load (S6 sweeps 0 to 28.5 Mbit/s). (required)
     rate_bps: float
     #: A stepped sweep (S6's: the Wi-Fi rate raised step by step over one network): the rates of the steps before the measured one, in order. A group-query run then lives through every step, `workload.queries` queries each, the interferer at each step's rate from the end of the previous step's last query, and measures the last step, at rate_bps; absent: one step. (optional)

@@ -179,7 +179,8 @@ class Radio:
         self.power = energy or RadioEnergy(medium.sim.now)
         self.counters = RadioCounters()
         self.mac: Any = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
-        # The neighbour list (neighbours.py) as three lists in the same order:
+        # The neighbour list (neighbours.py) as three lists in the same order,
+        # the receivers' index order (routing/tree.py's search relies on it):
         # the receivers (what the medium's loops walk), the mean power at each
         # (mW) and the pair's id (link variation's state).
         self.receivers: tuple[Radio, ...] = ()
@@ -208,6 +209,7 @@ class Radio:
 
     @neighbours.setter
     def neighbours(self, neighbours: list[tuple[Radio, float, int]]) -> None:
+        neighbours = sorted(neighbours, key=lambda entry: entry[0].index)
         self.receivers = tuple(rcv for rcv, _mean_mw, _pair in neighbours)
         self.mean_mws = [mean_mw for _rcv, mean_mw, _pair in neighbours]
         self.pairs = [pair for _rcv, _mean_mw, pair in neighbours]

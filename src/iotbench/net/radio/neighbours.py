@@ -2,7 +2,7 @@
 
 A transmission reaches a receiver with the mean power
 
-    P_rx = P_tx - PL(d, floors) - X_shadow          (dBm)
+    P_rx = P_tx - PL(d, floors, facades) - X_shadow          (dBm)
 
 (propagation.py). A receiver is in the transmitter's list when that power,
 plus the most temporal variation can add (`margin_db`), is at least its
@@ -24,6 +24,14 @@ variants on 11) meet the same walls. (Three shadowing deviations of slack
 leave the few tenths of a dB a lower channel reaches further, and the
 margin, nothing to include.)
 
+In a topology of several buildings, a pair in two buildings has a shorter
+reach, that of the budget less the two outer walls (propagation.between);
+the cells are then as large as that shorter reach, and a node's own
+building is examined whole, so that a block of buildings, all within the
+reach inside one, does not make every pair a candidate. With one building
+(and every other topology) the pairs examined, and their order, are the
+same as without buildings.
+
 Links given explicitly (a file topology's packet reception ratios) replace
 the model for their pair: the mean power is set so that frames of
 `prr_frame_bytes` arrive with that ratio (phy.snr_for_prr_db).
@@ -34,7 +42,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, cast
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import Radio
@@ -56,6 +64,7 @@ def connect(
     rng: random.Random,
     *,
     floors: Sequence[int] | None = None,
+    buildings: Sequence[int] | None = None,
     margin_db: float = 0.0,
     floor_below_noise_db: float = 10.0,
     link_prr: Mapping[tuple[int, int], float] | None = None,
@@ -63,24 +72,56 @@ def connect(
 ) -> int:
     """Fill every radio's `neighbours`; return the number of pairs (pair ids 0..n-1)."""
     link_prr = link_prr or {}
-    examined = (radios, positions, path_loss, frequency_mhz, rng, floors)
-    entries, pairs, _ = _examine(*examined, margin_db, floor_below_noise_db, link_prr, None)
+    examined = (radios, positions, path_loss, frequency_mhz, rng, floors, buildings)
+    lists, pairs, _ = _examine(*examined, margin_db, floor_below_noise_db, link_prr, None)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
-    for a, b in sorted(_explicit(link_prr)):
+    given = sorted(_explicit(link_prr))
+    for a, b in given:
         got = False
         for src, dst in ((a, b), (b, a)):
             prr = link_prr.get((src, dst), link_prr.get((dst, src), 0.0))
             if prr <= 0.0:
                 continue
             snr = phy.snr_for_prr_db(min(prr, PRR_CEILING), prr_frame_bytes)
-            entries[src].append((dst, noise_dbm[dst] + snr, pairs))
+            lists[src].add(radios[dst], phy.dbm_to_mw(noise_dbm[dst] + snr), pairs)
             got = True
         pairs += got
-
-    for radio, own in zip(radios, entries, strict=True):
-        own.sort()
-        radio.neighbours = [(radios[j], phy.dbm_to_mw(dbm), pair) for j, dbm, pair in own]
+    place = {id(radio): k for k, radio in enumerate(radios)} if given else {}
+    for radio, own in zip(radios, lists, strict=True):
+        if given:
+            own.sort(place)
+        radio.receivers, radio.mean_mws = tuple(own.receivers), own.mws
+        radio.pairs = cast(list[int], own.pairs)  # (ints, as `_Neighbours` says)
+        own.receivers = []  # (the tuple is the radio's; the list goes now, not at the end)
     return pairs
+
+
+class _Neighbours:
+    """One radio's neighbour list as `_examine` fills it: three lists in the
+    receivers' order, the form the radio keeps (no tuple per entry: a
+    10,000-node building has nine million entries)."""
+
+    def __init__(self) -> None:
+        self.receivers: list[Radio] = []
+        self.mws: list[float] = []
+        # Pair ids, each one int object for both ends of its pair: typed as
+        # objects, compiled code appends the object it is given instead of
+        # boxing the int again for each end (28 bytes an entry, a gigabyte in
+        # a 100,000-node block of buildings).
+        self.pairs: list[object] = []
+
+    def add(self, receiver: Radio, mw: float, pair: object) -> None:
+        self.receivers.append(receiver)
+        self.mws.append(mw)
+        self.pairs.append(pair)
+
+    def sort(self, place: dict[int, int]) -> None:
+        """In the receivers' order (`place`: by id) once the links a file
+        gives are added after the model's."""
+        order = sorted(range(len(self.receivers)), key=lambda k: place[id(self.receivers[k])])
+        self.receivers = [self.receivers[k] for k in order]
+        self.mws = [self.mws[k] for k in order]
+        self.pairs = [self.pairs[k] for k in order]
 
 
 def left_out(
@@ -92,6 +133,7 @@ def left_out(
     weights: Sequence[float],
     *,
     floors: Sequence[int] | None = None,
+    buildings: Sequence[int] | None = None,
     margin_db: float = 0.0,
     floor_below_noise_db: float = 10.0,
     link_prr: Mapping[tuple[int, int], float] | None = None,
@@ -107,7 +149,7 @@ def left_out(
     of time on the air, what they add on average over a run. Pairs beyond the
     reach (module doc) are not examined, and so not counted: each of them is
     at least three shadowing deviations under the floor."""
-    examined = (radios, positions, path_loss, frequency_mhz, rng, floors)
+    examined = (radios, positions, path_loss, frequency_mhz, rng, floors, buildings)
     _, _, left = _examine(*examined, margin_db, floor_below_noise_db, link_prr, list(weights))
     return left
 
@@ -124,29 +166,43 @@ def _examine(
     frequency_mhz: float,
     rng: random.Random,
     floors: Sequence[int] | None,
+    buildings: Sequence[int] | None,
     margin_db: float,
     floor_below_noise_db: float,
     link_prr: Mapping[tuple[int, int], float] | None,
     weights: list[float] | None,
-) -> tuple[list[list[tuple[int, float, int]]], int, list[float]]:
+) -> tuple[list[_Neighbours], int, list[float]]:
     """Every pair within reach, once, in node order, with its shadowing draw
-    (the pairs `link_prr` gives are `connect`'s to add): each radio's entries
-    (neighbour, mean dBm, pair id), the number of pairs, and, with `weights`,
-    what `left_out` returns (else a list of zeros)."""
+    (the pairs `link_prr` gives are `connect`'s to add): each radio's neighbour
+    list (by receiver index: a radio meets the lower indices first, as the
+    other end of their pairs, then the higher ones, in order), the number of
+    pairs, and, with `weights`, what `left_out` returns (else a list of zeros)."""
     n = len(radios)
     floors = floors if floors is not None else [0] * n
+    buildings = buildings if buildings is not None else [0] * n
     explicit = _explicit(link_prr)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
     budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm)
     budget += SHADOWING_CUTOFF_SIGMAS * path_loss.shadowing_db
     reach = max(path_loss.max_distance_m(budget, REACH_FREQUENCY_MHZ), 1e-6)
+    # Between two buildings the two outer walls shorten the reach (at channel
+    # 26's frequency, as the reach itself). The cells are then that small, and
+    # a node's own building is examined whole: a block of buildings lies within
+    # the reach inside one, so cells of that size would examine every pair.
+    walls = 2 * path_loss.facade_db(REACH_FREQUENCY_MHZ)
+    across = max(path_loss.max_distance_m(budget - walls, REACH_FREQUENCY_MHZ), 1e-6)
+    own_building: dict[int, list[int]] = {}
+    for i, building in enumerate(buildings):
+        own_building.setdefault(building, []).append(i)
+    several = len(own_building) > 1
+    cell = across if several else reach
 
     cells: dict[tuple[int, int, int], list[int]] = {}
     for i, (x, y, z) in enumerate(positions):
-        cells.setdefault((int(x // reach), int(y // reach), int(z // reach)), []).append(i)
+        cells.setdefault((int(x // cell), int(y // cell), int(z // cell)), []).append(i)
 
-    entries: list[list[tuple[int, float, int]]] = [[] for _ in range(n)]
+    lists = [_Neighbours() for _ in range(n)]
     left = [0.0] * n
     pairs = 0
     # The mean loss written out (path_loss.mean_loss_db): this loop meets every
@@ -156,6 +212,7 @@ def _examine(
     per_ln = 10.0 * path_loss.exponent / math.log(10.0)
     sigma = path_loss.shadowing_db
     floors_db = path_loss.floors_db
+    facades_db = 2 * path_loss.facade_db(frequency_mhz)  # propagation.between
     tx_dbm = [r.tx_power_dbm for r in radios]
     # random.Random.gauss written out (box_muller; the second value kept for
     # the next draw in the generator's own `gauss_next`): compiled, it costs a
@@ -168,9 +225,10 @@ def _examine(
     # them out cheaply; math.dist decides the others, as it always has.
     points: list[tuple[float, float, float]] = [(p[0], p[1], p[2]) for p in positions]
     clearly_out = reach * reach * (1.0 + 1e-9)
+    clearly_out_across = across * across * (1.0 + 1e-9)
     for i in range(n):
         x, y, z = points[i]
-        cx, cy, cz = int(x // reach), int(y // reach), int(z // reach)
+        cx, cy, cz = int(x // cell), int(y // cell), int(z // cell)
         candidates: list[int] = []
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
@@ -178,18 +236,24 @@ def _examine(
                     for j in cells.get((cx + dx, cy + dy, cz + dz), ()):
                         if j > i:
                             candidates.append(j)
+        here, floor_i, building_i = points[i], floors[i], buildings[i]
+        if several:  # the cells' nodes and the whole own building, each once
+            seen = set(candidates)
+            candidates.extend(j for j in own_building[building_i] if j > i and j not in seen)
         candidates.sort()
-        here, floor_i = points[i], floors[i]
         for j in candidates:
             there = points[j]
+            inside = buildings[j] == building_i
             ddx, ddy, ddz = x - there[0], y - there[1], z - there[2]
-            if ddx * ddx + ddy * ddy + ddz * ddz > clearly_out:
+            if ddx * ddx + ddy * ddy + ddz * ddz > (clearly_out if inside else clearly_out_across):
                 continue
             d = math.dist(here, there)
-            if d > reach or (explicit and (i, j) in explicit):
+            if d > (reach if inside else across) or (explicit and (i, j) in explicit):
                 continue
             loss = reference + per_ln * math.log(d / d0) if d > d0 else reference
-            if floors[j] != floor_i:
+            if not inside:
+                loss += facades_db
+            elif floors[j] != floor_i:
                 loss += floors_db(abs(floors[j] - floor_i))
             # Shadowing: one draw per pair (rng.gauss(0.0, sigma)).
             if spare is None:
@@ -199,18 +263,19 @@ def _examine(
                 spare = None
             loss += 0.0 + normal * sigma
             got = False
+            pair: object = pairs  # boxed once for both ends (`_Neighbours`)
             rx_dbm = tx_dbm[i] - loss
             if rx_dbm + margin_db >= floor_dbm[j]:
-                entries[i].append((j, rx_dbm, pairs))
+                lists[i].add(radios[j], phy.dbm_to_mw(rx_dbm), pair)
                 got = True
             elif weights is not None:
                 left[j] += weights[i] * phy.dbm_to_mw(rx_dbm)
             rx_dbm = tx_dbm[j] - loss
             if rx_dbm + margin_db >= floor_dbm[i]:
-                entries[j].append((i, rx_dbm, pairs))
+                lists[j].add(radios[i], phy.dbm_to_mw(rx_dbm), pair)
                 got = True
             elif weights is not None:
                 left[i] += weights[j] * phy.dbm_to_mw(rx_dbm)
             pairs += got
     rng.gauss_next = spare  # type: ignore[attr-defined]
-    return entries, pairs, left
+    return lists, pairs, left

@@ -21,7 +21,8 @@ it (S4's variants on channels 11 and 26 share channel 26's tree).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from iotbench.net import ieee802154 as mac
@@ -123,20 +124,44 @@ def link_etx(
 ) -> list[dict[int, float]]:
     """For each radio, the ETX of its usable links to each neighbour index, with every
     link's mean power `gain_db` higher, over the links' variation (`spread`)."""
-    gain = 10.0 ** (gain_db / 10.0)
-    power = [{rcv.index: mw * gain for rcv, mw, _ in r.neighbours} for r in radios]
-    law = _Spread(spread)
     out: list[dict[int, float]] = [{} for _ in radios]
-    for a, radio in enumerate(radios):
-        for b, mw in power[a].items():
-            forward = law.ratio(radios[b], mw, frame_bytes)
-            back_mw = power[b].get(a)
-            if back_mw is None:
-                continue
-            back = law.ratio(radio, back_mw, mac.ACK_FRAME_BYTES)
-            if forward >= min_prr and back >= min_prr:
-                out[a][b] = 1.0 / (forward * back)
+    for a, b, etx in usable_links(radios, frame_bytes, min_prr, gain_db, spread):
+        out[a][b] = etx
     return out
+
+
+def usable_links(
+    radios: Sequence[Radio],
+    frame_bytes: int,
+    min_prr: float,
+    gain_db: float = 0.0,
+    spread: Sequence[tuple[float, float]] = STEADY,
+) -> Iterator[tuple[int, int, float]]:
+    """(a, b, ETX) of every link whose reception ratio is at least `min_prr` both
+    ways (data from a to b, its ACK back), a then b in index order."""
+    gain = 10.0 ** (gain_db / 10.0)
+    law = _Spread(spread)
+    # The way back of a -> b is a's entry in b's list. Every list is in receiver
+    # order and the a are taken in order, so each list is walked once, by a
+    # cursor, instead of a dict per radio of every neighbour (in a dense
+    # network hundreds a node, most of them there as interference alone).
+    cursor = [0] * len(radios)
+    for a, radio in enumerate(radios):
+        for rcv, mw in zip(radio.receivers, radio.mean_mws, strict=True):
+            b = rcv.index
+            back_at = cursor[b]
+            others = rcv.receivers
+            while back_at < len(others) and others[back_at].index < a:
+                back_at += 1
+            cursor[b] = back_at
+            if back_at == len(others) or others[back_at] is not radio:
+                continue  # b's list does not have a: no way back
+            forward = law.ratio(rcv, mw * gain, frame_bytes)
+            if forward < min_prr:
+                continue
+            back = law.ratio(radio, rcv.mean_mws[back_at] * gain, mac.ACK_FRAME_BYTES)
+            if back >= min_prr:
+                yield a, b, 1.0 / (forward * back)
 
 
 def fewest_hops(
@@ -177,13 +202,14 @@ def least_etx_tree(
 ) -> Tree:
     """The tree of least ETX to `root` (Dijkstra over links towards the root), every
     link `gain_db` stronger than its mean, over the links' variation (`spread`)."""
-    etx_links = link_etx(radios, frame_bytes, min_prr, gain_db, spread)
     n = len(radios)
-    # Who can send to each node: the links that carry data upwards.
-    incoming: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    for child, links in enumerate(etx_links):
-        for node, etx in links.items():
-            incoming[node].append((child, etx))
+    # Who can send to each node (the links that carry data upwards) and at what
+    # ETX, in arrays: a dense network has hundreds of usable links a node.
+    children = [array("i") for _ in range(n)]
+    etxs = [array("d") for _ in range(n)]
+    for child, node, etx in usable_links(radios, frame_bytes, min_prr, gain_db, spread):
+        children[node].append(child)
+        etxs[node].append(etx)
     inf = float("inf")
     best: list[tuple[float, int, int]] = [(inf, n, n)] * n  # (cost, hops, parent)
     best[root] = (0.0, 0, -1)
@@ -194,7 +220,7 @@ def least_etx_tree(
         if done[node]:
             continue
         done[node] = True
-        for child, etx in incoming[node]:
+        for child, etx in zip(children[node], etxs[node], strict=True):
             if done[child]:
                 continue
             candidate = (c + etx, h + 1, node)

@@ -38,6 +38,7 @@ def path_loss_of(radio_cfg: NetworkRadioSettings) -> PathLoss:
         shadowing_db=pl.shadowing_db,
         floor_loss_db=pl.floor_loss_db,
         floor_loss_extra_db=pl.floor_loss_extra_db,
+        facade_loss_db=pl.facade_loss_db,
     )
 
 
@@ -56,6 +57,7 @@ def pair_model(radio_cfg: NetworkRadioSettings, topology: Topology) -> dict[str,
         "positions": [n.position for n in topology.nodes],
         "path_loss": path_loss_of(radio_cfg),
         "floors": [n.floor for n in topology.nodes],
+        "buildings": [n.building for n in topology.nodes],
         "margin_db": margin_db,
         "floor_below_noise_db": radio_cfg.interference_floor_db,
         "link_prr": {(index[a], index[b]): p for (a, b), p in topology.link_prr.items()},

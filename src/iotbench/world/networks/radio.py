@@ -62,6 +62,7 @@ from iotbench.net.radio.propagation import (
     GilbertElliottLinks,
     NoVariation,
     RayleighFading,
+    between,
 )
 from iotbench.net.radio.wifi import ACCESS_POINT, STATION, WifiTraffic, in_band_fraction
 from iotbench.net.routing.smrf import Smrf
@@ -82,7 +83,7 @@ from iotbench.sim import RngStreams, Simulator
 from iotbench.sim.cpu import Cpu
 from iotbench.world.networks.base import HostInterface, RadioNetwork, Streams
 from iotbench.world.networks.pairs import pair_model, path_loss_of
-from iotbench.world.networks.topology import Topology, TopologyError, build_topology
+from iotbench.world.networks.topology import NodeSpec, Topology, TopologyError, build_topology
 
 PREFIX = bytes.fromhex("fd00000000000000")  # the radio network's /64
 UPLINK_PREFIX = bytes.fromhex("fd01000000000000")
@@ -268,7 +269,7 @@ def _one_network(
                     buffers=routing.smrf_buffers,
                 )
         hosts, interfaces = dict(ip_hosts), dict(lowpans)
-    interferers = build_interferers(cfg, medium, streams, [n.floor for n in topology.nodes])
+    interferers = build_interferers(cfg, medium, streams, topology.nodes)
     net = RadioNetwork(
         hosts=hosts,
         roles=dict(topology.roles),
@@ -456,16 +457,22 @@ def check_tree(topology: Topology, tree: Tree) -> None:
 
 def check_connected(topology: Topology, radios: list[Radio], root: int) -> None:
     """RPL can only build a DODAG over links that work both ways."""
-    power = [{rcv.index: mw for rcv, mw, _ in r.neighbours} for r in radios]
+    # Each radio's decodable links (`_decodable`), by receiver index.
+    heard = [
+        {
+            rcv.index
+            for rcv, mw in zip(r.receivers, r.mean_mws, strict=True)
+            if _decodable(r, rcv, mw)
+        }
+        for r in radios
+    ]
     seen, stack = {root}, [root]
     while stack:
         a = stack.pop()
-        for b, mw in power[a].items():
-            back = power[b].get(a)
-            if b not in seen and _decodable(radios[a], radios[b], mw) and back is not None:
-                if _decodable(radios[b], radios[a], back):
-                    seen.add(b)
-                    stack.append(b)
+        for b in heard[a]:
+            if b not in seen and a in heard[b]:
+                seen.add(b)
+                stack.append(b)
     missing = [topology.nodes[i].id for i in range(len(radios)) if i not in seen]
     if missing:
         raise TopologyError(
@@ -849,13 +856,14 @@ def _join(
 
 
 def build_interferers(
-    cfg: NetworkSettings, medium: RadioMedium, streams: Streams, floors: list[int]
+    cfg: NetworkSettings, medium: RadioMedium, streams: Streams, nodes: Sequence[NodeSpec]
 ) -> list[WifiInterferer]:
     """The Wi-Fi interferers: for each of its emitters (the station, and for iperf
-    traffic its access point), the power each radio takes in its channel, from
-    the same path loss as the radios' links (distance, floors between, one
-    shadowing draw per emitter and radio) and the share of the emitter's
-    spectrum in the channel (wifi.py)."""
+    traffic its access point, on the station's floor of its building), the power
+    each radio (`nodes`' order) takes in its channel, from the same path loss as
+    the radios' links (distance, floors or outer walls between, one shadowing
+    draw per emitter and radio) and the share of the emitter's spectrum in the
+    channel (wifi.py)."""
     out: list[WifiInterferer] = []
     if not cfg.interferers:
         return out
@@ -885,10 +893,10 @@ def build_interferers(
         powers: dict[str, list[float]] = {}
         for emitter, place in places.items():
             powers[emitter] = []
-            for radio, floor in zip(medium.radios, floors, strict=True):
+            for radio, node in zip(medium.radios, nodes, strict=True):
                 d = math.dist(radio.position, place)
-                between = abs(floor - spec.floor)
-                loss = path_loss.mean_loss_db(d, medium.frequency_mhz, between)
+                floors, facades = between(node.building, node.floor, spec.building, spec.floor)
+                loss = path_loss.mean_loss_db(d, medium.frequency_mhz, floors, facades)
                 loss += shadow.gauss(0.0, shadowing_db)
                 powers[emitter].append(phy.dbm_to_mw(spec.tx_power_dbm - loss))
         targets: dict[tuple[str, str], list[tuple[Radio, float]]] = {}
@@ -928,8 +936,8 @@ def _leak_between(
     for a, a_node in zip(a_medium.radios, a_nodes, strict=True):
         for b, b_node in zip(b_medium.radios, b_nodes, strict=True):
             d = math.dist(a_node.position, b_node.position)
-            floors = abs(a_node.floor - b_node.floor)
-            loss = path_loss.mean_loss_db(d, a_medium.frequency_mhz, floors)
+            floors, facades = between(a_node.building, a_node.floor, b_node.building, b_node.floor)
+            loss = path_loss.mean_loss_db(d, a_medium.frequency_mhz, floors, facades)
             loss += shadow.gauss(0.0, sigma)
             for tx, rx, medium, rejected_db in ((a, b, b_medium, a_to_b), (b, a, a_medium, b_to_a)):
                 mw = phy.dbm_to_mw(tx.tx_power_dbm - loss - rejected_db)

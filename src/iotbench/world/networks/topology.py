@@ -9,8 +9,9 @@ optional per-link packet reception ratios, and roles. The kinds:
 - `grid`: `count` nodes row by row, `columns` per row, `spacing_m` apart
   (rows `row_spacing_m` apart, if given);
 - `random`: uniform in `area_m` = [width, depth] (drawn by the network seed);
-- `building`: a generated office building (see `building_positions`), whose
-  candidate positions the network seed draws `count` nodes from;
+- `building`: a generated office building, or several side by side (see
+  `building_positions`), whose candidate positions the network seed draws
+  `count` nodes from;
 - `file`: node ids and positions, and optional links with their packet
   reception ratios, read from a CSV or TOML file (see docs/scenarios.md).
 
@@ -57,6 +58,7 @@ class NodeSpec:
     id: str
     position: Position
     floor: int = 0
+    building: int = 0  # which of a building topology's buildings (propagation.between)
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,7 @@ class Topology:
         return replace(
             self,
             nodes=tuple(
-                NodeSpec(
-                    n.id, (n.position[0] + dx, n.position[1] + dy, n.position[2] + dz), n.floor
-                )
+                replace(n, position=(n.position[0] + dx, n.position[1] + dy, n.position[2] + dz))
                 for n in self.nodes
             ),
         )
@@ -93,7 +93,7 @@ class Topology:
 
         return Topology(
             self.kind,
-            tuple(NodeSpec(name(n.id), n.position, n.floor) for n in self.nodes),
+            tuple(replace(n, id=name(n.id)) for n in self.nodes),
             {role: tuple(name(i) for i in ids) for role, ids in self.roles.items()},
             {(name(a), name(b)): prr for (a, b), prr in self.link_prr.items()},
         )
@@ -115,6 +115,10 @@ class BuildingPlan:
     wall, at desk height) and one every `corridor_step_m` along the corridor
     (at ceiling height, where testbeds hang their corridor nodes). The
     defaults give 5 floors x (2 x 16 rooms x 2 + 8) = 360 positions.
+
+    `buildings` of this plan stand in rows of `buildings_per_row` (absent: as
+    many rows as buildings in a row, a square block), `building_gap_m` of open
+    ground between neighbours (3GPP TR 38.901's average street width, 20 m).
     """
 
     floors: int = 5
@@ -126,6 +130,9 @@ class BuildingPlan:
     per_room: int = 2
     corridor_step_m: float = 8.0
     desk_height_m: float = 0.8
+    buildings: int = 1
+    buildings_per_row: int | None = None
+    building_gap_m: float = 20.0
 
     @property
     def length_m(self) -> float:
@@ -136,25 +143,32 @@ class BuildingPlan:
         return 2 * self.room_depth_m + self.corridor_width_m
 
 
-def building_positions(plan: BuildingPlan) -> list[tuple[Position, int]]:
-    """Every candidate position of the building with its floor, in a fixed order."""
-    out: list[tuple[Position, int]] = []
+def building_positions(plan: BuildingPlan) -> list[tuple[Position, int, int]]:
+    """Every candidate position with its floor and building, in a fixed order:
+    building by building (row by row), floor by floor."""
+    out: list[tuple[Position, int, int]] = []
     half = plan.corridor_width_m / 2
     centre_y = plan.depth_m / 2
-    for floor in range(plan.floors):
-        base_z = floor * plan.floor_height_m
-        for side in (-1, 1):
-            # y of the spots: 1 m from the room's outer wall.
-            y = centre_y + side * (half + plan.room_depth_m - 1.0)
-            for room in range(plan.rooms_per_side):
-                x0 = room * plan.room_width_m
-                for k in range(plan.per_room):
-                    x = x0 + plan.room_width_m * (k + 1) / (plan.per_room + 1)
-                    out.append(((x, y, base_z + plan.desk_height_m), floor))
-        steps = int(plan.length_m // plan.corridor_step_m)
-        for k in range(steps):
-            x = (k + 0.5) * plan.corridor_step_m
-            out.append(((x, centre_y, base_z + plan.floor_height_m - 0.3), floor))
+    per_row = plan.buildings_per_row or math.ceil(math.sqrt(plan.buildings))
+    for building in range(plan.buildings):
+        x_at = (building % per_row) * (plan.length_m + plan.building_gap_m)
+        y_at = (building // per_row) * (plan.depth_m + plan.building_gap_m)
+        for floor in range(plan.floors):
+            base_z = floor * plan.floor_height_m
+            for side in (-1, 1):
+                # y of the spots: 1 m from the room's outer wall.
+                y = y_at + centre_y + side * (half + plan.room_depth_m - 1.0)
+                for room in range(plan.rooms_per_side):
+                    x0 = x_at + room * plan.room_width_m
+                    for k in range(plan.per_room):
+                        x = x0 + plan.room_width_m * (k + 1) / (plan.per_room + 1)
+                        out.append(((x, y, base_z + plan.desk_height_m), floor, building))
+            steps = int(plan.length_m // plan.corridor_step_m)
+            for k in range(steps):
+                x = x_at + (k + 0.5) * plan.corridor_step_m
+                out.append(
+                    ((x, y_at + centre_y, base_z + plan.floor_height_m - 0.3), floor, building)
+                )
     return out
 
 
@@ -221,7 +235,7 @@ def _generate(kind: str, cfg: NetworkNodesSettings, rng: random.Random) -> list[
             f"{len(candidates)} positions"
         )
     chosen = sorted(rng.sample(range(len(candidates)), count))
-    return [NodeSpec(f"n{i}", candidates[c][0], candidates[c][1]) for i, c in enumerate(chosen)]
+    return [NodeSpec(f"n{i}", *candidates[c]) for i, c in enumerate(chosen)]
 
 
 def _check_unique(nodes: list[NodeSpec], where: str) -> None:
@@ -266,6 +280,11 @@ def _roles(
     elif gateway == "corner":
         # The node nearest the layout's origin: a building's west end, ground floor.
         gateway = min(nodes, key=lambda n: sum(c * c for c in n.position)).id
+    elif gateway == "centre":
+        # The node nearest the middle of the layout's ground (the first of equals).
+        xs, ys, zs = zip(*(n.position for n in nodes), strict=True)
+        middle = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2, min(zs))
+        gateway = min(nodes, key=lambda n: math.dist(n.position, middle)).id
     check(gateway, "gateway")
     others = [i for i in ids if i != gateway]
     listed, count = cfg.producers, cfg.producer_count
