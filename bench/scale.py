@@ -2,13 +2,17 @@
 
     python bench/scale.py --nodes 10000 --minutes 10 --json
     python bench/scale.py --nodes 1000 --minutes 5 --layout building
+    python bench/scale.py --nodes 100000 --minutes 2 --layout building --interference-floor-db 0
 
 A multi-hop 802.15.4 network of N nodes (a grid, or generated office
-buildings side by side) with the gateway in the middle and the static
-routing tree of least ETX; every other node publishes a 32-byte JSON reading
-to the gateway every 60 s (CoAP NON PUT over UDP, IPv6 and 6LoWPAN, from a
-random phase), for M simulated minutes and one more for the last readings to
-arrive (a reading still on its way 60 s after it was sent counts as lost). The radio is the default one (an
+buildings side by side: as many of the default plan, 5 floors and 360
+candidate positions each, as the nodes need, in a square block with a 20 m
+street between neighbours, docs/radio.md) with the gateway in the middle
+and the static routing tree of least ETX; every other node publishes a
+32-byte JSON reading to the gateway every 60 s (CoAP NON PUT over UDP, IPv6
+and 6LoWPAN, from a random phase), for M simulated minutes and one more for
+the last readings to arrive (a reading still on its way 60 s after it was
+sent counts as lost). The radio is the default one (an
 AT86RF231 at +3 dBm, log-distance path loss with exponent 3 and 6 dB
 shadowing); the grid spacing keeps each node's direct neighbours a few
 links away, as a deployment would. `--variation gauss-markov` adds the
@@ -19,9 +23,18 @@ Printed (one JSON object with --json): nodes, sim_s (simulated seconds),
 wall_s (the simulation run alone), build_s (building the network and its
 neighbour lists), events (kernel events), peak_rss_mb (the process's peak
 resident memory, build included), and, to show the run did real work, the
-readings taken and delivered and the frames sent, and steal_pct, the share
-of the machine's CPU time the host took during the run (bench/host_time.py).
+readings taken and delivered and the frames sent, the routing tree's depth,
+the interference floor and the neighbours a node has within it (the
+receivers every frame of that node touches), and steal_pct, the share of
+the machine's CPU time the host took during the run (bench/host_time.py).
 The ratio sim_s / wall_s above 1 means faster than real time.
+
+`--interference-floor-db F` leaves out the signals F dB under a receiver's
+noise instead of the default 10 dB: the opt-in approximation for large
+dense networks (docs/performance.md, "Blocks of buildings"). It is set
+after the scenario is expanded, so the network (its seed, positions and
+shadowing draws) is the one the default floor builds; the JSON reports the
+floor, and `--left-out` what it left out.
 
 With `--left-out`, also what the interference floor left out of the run
 (docs/radio.md, "Who hears whom"): each receiver's noise rise, in dB, from
@@ -82,9 +95,9 @@ def scenario_text(
         centre = (columns // 2) * columns + columns // 2
         gateway, building = f"n{min(centre, nodes - 1)}", f"columns = {columns}"
     else:
-        # Enough floors of the default plan (72 positions a floor) to hold the nodes.
-        floors = -(-nodes // 72)
-        gateway, building = "auto", f"[network.nodes.building]\nfloors = {floors}"
+        # Enough buildings of the default plan (360 positions each) to hold the nodes.
+        buildings = -(-nodes // 360)
+        gateway, building = "centre", f"[network.nodes.building]\nbuildings = {buildings}"
     return SCENARIO.format(
         sim_s=minutes * 60.0 + 60.0,
         layout=layout,
@@ -105,6 +118,7 @@ def run(
     seed: int,
     variation: str = "none",
     left_out: bool = False,
+    interference_floor_db: float | None = None,
 ) -> dict:
     # bench/, beside this file; imported here, as a test loads this file for
     # scenario_text alone.
@@ -123,6 +137,10 @@ def run(
     text = scenario_text(nodes, minutes, layout, spacing, variation)
     (the_run,) = expand(parse_scenario(text, label="bench/scale.py"))
     config = the_run.config
+    if interference_floor_db is not None:
+        # Set after the expansion, which drew the network's seed from the
+        # network section: the same network as at the default floor.
+        config["network"]["radio"]["interference_floor_db"] = interference_floor_db
     t0 = time.perf_counter()
     sim = Simulator(seed)
     items = ItemLog()
@@ -148,6 +166,10 @@ def run(
         "delivered": items.stats.delivered,
         "frames": traffic.wire.packets,
         "tree_depth": net.tree.depth(),
+        "interference_floor_db": settings.network.radio.interference_floor_db,
+        "neighbours_per_node": round(
+            sum(len(r.receivers) for r in net.radios.values()) / len(net.radios), 1
+        ),
         "steal_pct": host.steal_pct,
     }
     if left_out:
@@ -172,17 +194,31 @@ def main() -> None:
         action="store_true",
         help="also what the interference floor left out (examines the pairs again)",
     )
+    parser.add_argument(
+        "--interference-floor-db",
+        type=float,
+        default=None,
+        help="signals this far under a receiver's noise are left out (default: the "
+        "scenario default, 10); a lower floor is the opt-in approximation for large "
+        "networks, --left-out measures what it leaves out",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args()
-    result = run(
-        args.nodes,
-        args.minutes,
-        args.layout,
-        args.spacing,
-        args.seed,
-        args.variation,
-        args.left_out,
-    )
+    from iotbench.scenarios import ScenarioError
+
+    try:
+        result = run(
+            args.nodes,
+            args.minutes,
+            args.layout,
+            args.spacing,
+            args.seed,
+            args.variation,
+            args.left_out,
+            args.interference_floor_db,
+        )
+    except ScenarioError as exc:  # e.g. --nodes 1: the scenario's own message
+        sys.exit(str(exc))
     if args.json:
         print(json.dumps(result))
         return

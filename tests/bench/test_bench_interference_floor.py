@@ -59,3 +59,27 @@ def test_scale_reports_what_its_grid_left_out():
     result = json.loads(done.stdout)
     db = result["left_out_db"]
     assert 0.0 < db["median"] <= db["p99"] <= db["max"]
+
+
+def test_scale_builds_a_block_of_buildings_and_takes_a_coarser_floor_on_request():
+    args = ("scale.py", "--nodes", "800", "--minutes", "1", "--layout", "building", "--json")
+    default = json.loads(run(*args, "--left-out").stdout)
+    coarse = json.loads(run(*args, "--left-out", "--interference-floor-db", "0").stdout)
+    # 800 nodes: three buildings of the default plan, the gateway in their middle.
+    assert default["nodes"] == coarse["nodes"] == 800
+    assert default["readings"] == coarse["readings"] > 0 and coarse["delivered"] > 0
+    assert default["tree_depth"] == coarse["tree_depth"]  # (the same usable links)
+    assert (default["interference_floor_db"], coarse["interference_floor_db"]) == (10.0, 0.0)
+    # The same network (seed, positions, shadowing), fewer receivers a frame, and
+    # more left out: each signal left out is now up to the noise itself.
+    assert coarse["neighbours_per_node"] < 0.7 * default["neighbours_per_node"]
+    assert coarse["left_out_db"]["max"] > default["left_out_db"]["max"]
+    # At the default floor the typical receiver misses less than one signal at
+    # the floor itself would add (0.41 dB).
+    assert default["left_out_db"]["median"] < 0.41
+
+
+def test_scale_input_errors_are_the_scenarios_message():
+    done = run("scale.py", "--nodes", "1", "--minutes", "1")
+    assert done.returncode != 0
+    assert "network.nodes.count" in done.stderr and "Traceback" not in done.stderr

@@ -86,3 +86,31 @@ def test_a_block_of_buildings_examines_the_pairs_the_definition_gives():
         for (j, mw, pair), (j2, mw2, pair2) in zip(got, own, strict=True):
             assert (j, pair) == (j2, pair2)
             assert mw == mw2 or math.isclose(mw, mw2, rel_tol=1e-12)
+
+
+def test_a_coarser_floor_keeps_the_network_and_leaves_more_of_it_out():
+    plan = BuildingPlan(floors=2, buildings=4)
+    places = building_positions(plan)[::2]
+    loss = PathLoss(shadowing_db=6.0)
+    lists = {}
+    for floor_db in (10.0, 0.0):
+        medium, radios = _radios(len(places))
+        connect(
+            radios,
+            [p for p, _, _ in places],
+            loss,
+            medium.frequency_mhz,
+            random.Random(3),
+            floors=[floor for _, floor, _ in places],
+            buildings=[building for _, _, building in places],
+            floor_below_noise_db=floor_db,
+        )
+        lists[floor_db] = [[(rcv.index, mw) for rcv, mw, _ in radio.neighbours] for radio in radios]
+    noise_mw = radios[0].noise_mw
+    # The same pairs and draws: the coarse lists are the fine ones, less what
+    # is under the noise (each mean power the same number). (The pair ids,
+    # which number the pairs kept, may differ.)
+    for fine, coarse in zip(lists[10.0], lists[0.0], strict=True):
+        assert coarse == [entry for entry in fine if entry[1] >= noise_mw]
+    kept = sum(map(len, lists[0.0])) / sum(map(len, lists[10.0]))
+    assert 0.05 < kept < 0.9

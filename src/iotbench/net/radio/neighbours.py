@@ -22,7 +22,12 @@ which pairs get a draw, and so every draw, does not depend on the channel or
 the variation model: variants of a campaign on other channels (S4's IP
 variants on 11) meet the same walls. (Three shadowing deviations of slack
 leave the few tenths of a dB a lower channel reaches further, and the
-margin, nothing to include.)
+margin, nothing to include.) Nor does it depend on a floor coarser than the
+default 10 dB under the noise: that distance is the default floor's, so a
+coarser floor, the opt-in approximation for large dense networks, keeps the
+same network (positions, shadowing draws, mean powers) and only leaves more
+of its signals out. (Pair ids number the pairs kept, so a link variation
+model's draws, keyed by them, differ.)
 
 In a topology of several buildings, a pair in two buildings has a shorter
 reach, that of the budget less the two outer walls (propagation.between);
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Final, cast
 
@@ -52,6 +58,7 @@ Position = tuple[float, float, float]
 
 SHADOWING_CUTOFF_SIGMAS: Final = 3.0
 REACH_FREQUENCY_MHZ: Final = phy.channel_center_mhz(26)  # see the module doc
+REACH_FLOOR_DB: Final = 10.0  # the default interference floor; see the module doc
 # A PRR of 1 cannot come from an SNR; links given as 1 get this one.
 PRR_CEILING: Final = 1.0 - 1e-9
 
@@ -90,20 +97,26 @@ def connect(
     for radio, own in zip(radios, lists, strict=True):
         if given:
             own.sort(place)
-        radio.receivers, radio.mean_mws = tuple(own.receivers), own.mws
+        radio.receivers = tuple(own.receivers)
+        # The float objects made here, one radio's together (`_Neighbours`).
+        radio.mean_mws = [mw for mw in own.mws]
         radio.pairs = cast(list[int], own.pairs)  # (ints, as `_Neighbours` says)
-        own.receivers = []  # (the tuple is the radio's; the list goes now, not at the end)
+        own.receivers, own.mws = [], array("d")  # (gone now, not at the end)
     return pairs
 
 
 class _Neighbours:
-    """One radio's neighbour list as `_examine` fills it: three lists in the
-    receivers' order, the form the radio keeps (no tuple per entry: a
-    10,000-node building has nine million entries)."""
+    """One radio's neighbour list as `_examine` fills it, in the receivers'
+    order: the receivers, the mean powers and the pair ids (no tuple per
+    entry: a 10,000-node block of buildings has nine million entries). The
+    powers are doubles in an array, not float objects: made pair by pair, a
+    radio's floats would lie apart in memory, and the medium's loops walk
+    them at every frame (made so, the 10,000-node block ran 1.5 times as
+    long); `connect` makes each radio's floats together."""
 
     def __init__(self) -> None:
         self.receivers: list[Radio] = []
-        self.mws: list[float] = []
+        self.mws = array("d")
         # Pair ids, each one int object for both ends of its pair: typed as
         # objects, compiled code appends the object it is given instead of
         # boxing the int again for each end (28 bytes an entry, a gigabyte in
@@ -120,7 +133,7 @@ class _Neighbours:
         gives are added after the model's."""
         order = sorted(range(len(self.receivers)), key=lambda k: place[id(self.receivers[k])])
         self.receivers = [self.receivers[k] for k in order]
-        self.mws = [self.mws[k] for k in order]
+        self.mws = array("d", [self.mws[k] for k in order])
         self.pairs = [self.pairs[k] for k in order]
 
 
@@ -183,7 +196,8 @@ def _examine(
     explicit = _explicit(link_prr)
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
-    budget = max(r.tx_power_dbm for r in radios) - min(floor_dbm)
+    reach_floor = max(floor_below_noise_db, REACH_FLOOR_DB)  # see the module doc
+    budget = max(r.tx_power_dbm for r in radios) - min(n - reach_floor for n in noise_dbm)
     budget += SHADOWING_CUTOFF_SIGMAS * path_loss.shadowing_db
     reach = max(path_loss.max_distance_m(budget, REACH_FREQUENCY_MHZ), 1e-6)
     # Between two buildings the two outer walls shorten the reach (at channel
