@@ -52,7 +52,7 @@ from typing import Final, cast
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import Radio
-from iotbench.net.radio.propagation import PathLoss, box_muller
+from iotbench.net.radio.propagation import FACADES_BETWEEN_BUILDINGS, PathLoss, box_muller
 
 Position = tuple[float, float, float]
 
@@ -197,14 +197,14 @@ def _examine(
     noise_dbm = [phy.mw_to_dbm(r.noise_mw) for r in radios]
     floor_dbm = [noise - floor_below_noise_db for noise in noise_dbm]
     reach_floor = max(floor_below_noise_db, REACH_FLOOR_DB)  # see the module doc
-    budget = max(r.tx_power_dbm for r in radios) - min(n - reach_floor for n in noise_dbm)
+    budget = max(r.tx_power_dbm for r in radios) - min(noise - reach_floor for noise in noise_dbm)
     budget += SHADOWING_CUTOFF_SIGMAS * path_loss.shadowing_db
     reach = max(path_loss.max_distance_m(budget, REACH_FREQUENCY_MHZ), 1e-6)
     # Between two buildings the two outer walls shorten the reach (at channel
     # 26's frequency, as the reach itself). The cells are then that small, and
     # a node's own building is examined whole: a block of buildings lies within
     # the reach inside one, so cells of that size would examine every pair.
-    walls = 2 * path_loss.facade_db(REACH_FREQUENCY_MHZ)
+    walls = FACADES_BETWEEN_BUILDINGS * path_loss.facade_db(REACH_FREQUENCY_MHZ)
     across = max(path_loss.max_distance_m(budget - walls, REACH_FREQUENCY_MHZ), 1e-6)
     own_building: dict[int, list[int]] = {}
     for i, building in enumerate(buildings):
@@ -226,7 +226,7 @@ def _examine(
     per_ln = 10.0 * path_loss.exponent / math.log(10.0)
     sigma = path_loss.shadowing_db
     floors_db = path_loss.floors_db
-    facades_db = 2 * path_loss.facade_db(frequency_mhz)  # propagation.between
+    facades_db = FACADES_BETWEEN_BUILDINGS * path_loss.facade_db(frequency_mhz)
     tx_dbm = [r.tx_power_dbm for r in radios]
     # random.Random.gauss written out (box_muller; the second value kept for
     # the next draw in the generator's own `gauss_next`): compiled, it costs a

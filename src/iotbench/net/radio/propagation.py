@@ -58,6 +58,8 @@ GAUSS_MARGIN_SIGMAS: Final = 4.0
 SPREAD_POINTS: Final = 100
 _DB_TO_LN: Final = math.log(10.0) / 10.0  # 10^(x/10) = e^(x * _DB_TO_LN)
 _TWO_PI: Final = 2.0 * math.pi  # (random.py's TWOPI)
+# Outer walls between two nodes in two buildings: out of one, into the other.
+FACADES_BETWEEN_BUILDINGS: Final = 2
 
 
 def box_muller(uniform: Callable[[], float]) -> tuple[float, float]:
@@ -90,7 +92,7 @@ def between(building_a: int, floor_a: int, building_b: int, floor_b: int) -> tup
     buildings it may pass on its way are not counted: two buildings apart,
     nodes are beyond each other's reach at the defaults)."""
     if building_a != building_b:
-        return 0, 2
+        return 0, FACADES_BETWEEN_BUILDINGS
     return abs(floor_a - floor_b), 0
 
 

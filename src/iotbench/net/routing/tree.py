@@ -115,21 +115,6 @@ class _Spread:
         return total
 
 
-def link_etx(
-    radios: Sequence[Radio],
-    frame_bytes: int,
-    min_prr: float,
-    gain_db: float = 0.0,
-    spread: Sequence[tuple[float, float]] = STEADY,
-) -> list[dict[int, float]]:
-    """For each radio, the ETX of its usable links to each neighbour index, with every
-    link's mean power `gain_db` higher, over the links' variation (`spread`)."""
-    out: list[dict[int, float]] = [{} for _ in radios]
-    for a, b, etx in usable_links(radios, frame_bytes, min_prr, gain_db, spread):
-        out[a][b] = etx
-    return out
-
-
 def usable_links(
     radios: Sequence[Radio],
     frame_bytes: int,
@@ -173,14 +158,12 @@ def fewest_hops(
 ) -> list[int]:
     """Each node's shortest path to `root` in hops over the links least_etx_tree may
     use (breadth first; -1 when there is none): the yardstick of S4's link stress."""
-    etx_links = link_etx(radios, frame_bytes, min_prr, spread=spread)
     hops = [-1] * len(radios)
     hops[root] = 0
     frontier = [root]
     incoming: list[list[int]] = [[] for _ in radios]
-    for child, links in enumerate(etx_links):
-        for node in links:
-            incoming[node].append(child)
+    for child, node, _etx in usable_links(radios, frame_bytes, min_prr, spread=spread):
+        incoming[node].append(child)
     while frontier:
         following = []
         for node in frontier:
