@@ -14,7 +14,9 @@ compiled once for all of them (mypyc would #include it in every group's C).
 `pip install -v` shows a line as each group finishes.
 They compile without debug information; `IOTBENCH_C_DEBUG=1 pip install ...`
 adds mypyc's usual `-g1` (file and line for a profiler or debugger). Each
-compiles at mypyc's `-O3` but those `compiled.LIGHTLY_OPTIMISED` names, at `-O1`.
+compiles at mypyc's `-O3` but those `compiled.LIGHTLY_OPTIMISED` names, at `-O1`;
+on Linux with hidden symbols and `-fno-plt`, and with GCC with link-time
+optimisation (`_linkage_args`).
 A compiled extension is kept in build/ext-cache/ under a hash of everything
 that went into it (its C sources and the headers they include, mypyc's runtime,
 the compiler and its flags, the Python version): `pip install -e .` after
@@ -26,6 +28,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import threading
@@ -263,23 +266,40 @@ def _share_runtime(groups) -> None:
     RUNTIME = Runtime(sources, list(first.include_dirs), list(first.extra_compile_args))
 
 
-# How a group's functions call each other, mypyc's runtime and Python (Linux's
-# GCC and Clang; elsewhere the compiler's defaults). mypyc's C functions are
-# global symbols, and in a shared library a global function may be replaced at
-# load time (interposed): the compiler calls it through the PLT and never
-# inlines it, though only the modules' init functions leave the library
-# (PyMODINIT_FUNC keeps them visible). Hidden, they are called directly and
-# inlined where it pays; -fno-plt calls Python's own functions through the GOT
-# without the PLT's extra jump; link-time optimisation lets the runtime's small
-# helpers (list and dict access, float boxing), compiled once for all groups,
-# be inlined into the groups that call them on every frame. Together about 5 %
-# fewer instructions per frame of S4's runs, for a tenth more compile time
-# (docs/performance.md, "Calls inside the libraries"). None changes what the
-# code computes: no floating-point contraction or reassociation comes with them.
-_LINUX = sys.platform.startswith("linux")
-LINKAGE_COMPILE_ARGS = ["-fvisibility=hidden", "-fno-plt", "-flto"] if _LINUX else []
-# One LTO job per library: the libraries themselves build in parallel.
-LINKAGE_LINK_ARGS = ["-flto=1"] if _LINUX else []
+# How a group's functions call each other, mypyc's runtime and Python (on Linux;
+# elsewhere the compiler's defaults). mypyc's C functions are global symbols,
+# and in a shared library a global function may be replaced at load time
+# (interposed): the compiler calls it through the PLT and never inlines it,
+# though only the modules' init functions leave the library (PyMODINIT_FUNC
+# keeps them visible). Hidden, they are called directly and inlined where it
+# pays; -fno-plt calls Python's own functions through the GOT without the PLT's
+# extra jump. With GCC, link-time optimisation also lets the runtime's small
+# helpers (list and dict access, float boxing), compiled once for all groups, be
+# inlined into the groups that call them on every frame (Clang's needs a linker
+# plugin a machine may lack). Together about 5 % fewer instructions per frame of
+# S4's runs, for about 10 s more compiling (docs/performance.md, "Calls inside
+# the libraries"). None changes what the code computes: no floating-point
+# contraction or reassociation comes with them.
+def _linkage_args() -> tuple[list[str], list[str]]:
+    """(compile arguments, link arguments) for every extension."""
+    if not sys.platform.startswith("linux"):
+        return [], []
+    compile_args, link_args = ["-fvisibility=hidden", "-fno-plt"], []
+    if _compiler_is_gcc():
+        compile_args.append("-flto")
+        link_args.append("-flto=1")  # one job per library: the libraries build in parallel
+    return compile_args, link_args
+
+
+def _compiler_is_gcc() -> bool:
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    try:
+        version = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Free Software Foundation" in version and "clang" not in version
 
 
 def ext_modules():
@@ -316,9 +336,10 @@ def ext_modules():
         # C: compiled once and linked into each group (BuildExt._build_runtime).
         include_runtime_files=False,
     )
+    compile_args, link_args = _linkage_args()
     for ext in extensions:
-        ext.extra_compile_args = [*ext.extra_compile_args, *LINKAGE_COMPILE_ARGS]
-        ext.extra_link_args = [*ext.extra_link_args, *LINKAGE_LINK_ARGS]
+        ext.extra_compile_args = [*ext.extra_compile_args, *compile_args]
+        ext.extra_link_args = [*ext.extra_link_args, *link_args]
     _share_runtime([ext for ext in extensions if ext.name.endswith("__mypyc")])
     for ext in extensions:
         if ext.name.removesuffix("__mypyc") in compiled.LIGHTLY_OPTIMISED:
