@@ -9,6 +9,8 @@ import random
 import statistics
 
 import pytest
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.radio.medium import Radio, RadioMedium
@@ -30,7 +32,7 @@ SIGMA_DB, TAU_S = 0.4, 3600.0
 
 def sample(model: GaussMarkovLinks, times: list[float], pair: int = 0) -> list[float]:
     """The link's deviation from its mean (dB) at each of these frame times."""
-    return [10 * math.log10(model.powers([1.0], [pair], t)[0]) for t in times]
+    return [10 * math.log10(model.powers(vec[float]([1.0]), vec[i64]([pair]), t)[0]) for t in times]
 
 
 def frame_times(rng: random.Random, n: int, mean_gap_s: float) -> list[float]:
@@ -97,7 +99,7 @@ def test_the_normal_draws_are_random_gauss_s_own():
     db = math.log(10.0) / 10.0
     for k, now in enumerate(frame_times(random.Random(2), 300, 3.0)):
         pairs = list(range(k % 3 + 1))  # one to three receivers a frame
-        got = model.powers([2.0] * len(pairs), pairs, now)
+        got = list(model.powers(vec[float]([2.0] * len(pairs)), vec[i64](pairs), now))
         want = []
         for p in pairs:
             mean_mw = 2.0
@@ -164,7 +166,9 @@ def test_every_variant_starts_from_the_same_links_whatever_frames_come_first():
     and over many pairs those values have the measured deviation."""
     a = GaussMarkovLinks(random.Random(5), 2000, SIGMA_DB, TAU_S)
     b = GaussMarkovLinks(random.Random(5), 2000, SIGMA_DB, TAU_S)
-    b.powers([1.0], [7], 1e-9)  # b's first frame is another pair's, and earlier
+    b.powers(
+        vec[float]([1.0]), vec[i64]([7]), 1e-9
+    )  # b's first frame is another pair's, and earlier
     first_a = sample(a, [1e-9], pair=3)[0]
     first_b = sample(b, [1e-9], pair=3)[0]
     assert first_a == pytest.approx(first_b, abs=1e-3)
@@ -172,9 +176,9 @@ def test_every_variant_starts_from_the_same_links_whatever_frames_come_first():
     assert statistics.pstdev(starts) == pytest.approx(SIGMA_DB, rel=0.05)
     ge_a = GilbertElliottLinks(random.Random(5), 10, 30.0, 3.0, 10.0)
     ge_b = GilbertElliottLinks(random.Random(5), 10, 30.0, 3.0, 10.0)
-    ge_b.powers([1.0], [9], 0.0)
-    assert [ge_a.powers([1.0], [p], 0.0) for p in range(9)] == [
-        ge_b.powers([1.0], [p], 0.0) for p in range(9)
+    ge_b.powers(vec[float]([1.0]), vec[i64]([9]), 0.0)
+    assert [list(ge_a.powers(vec[float]([1.0]), vec[i64]([p]), 0.0)) for p in range(9)] == [
+        list(ge_b.powers(vec[float]([1.0]), vec[i64]([p]), 0.0)) for p in range(9)
     ]
 
 

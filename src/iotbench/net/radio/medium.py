@@ -38,6 +38,9 @@ import random
 from collections.abc import Callable
 from typing import Any, Final
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from iotbench.metrics.observers import Observers
 from iotbench.net.packet import ACK, BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
@@ -103,7 +106,7 @@ class Transmission:
         start: float,
         end: float,
         receivers: tuple[Radio, ...],
-        mws: list[float],
+        mws: vec[float],
     ) -> None:
         self.radio = radio
         self.pkt = pkt
@@ -179,13 +182,14 @@ class Radio:
         self.power = energy or RadioEnergy(medium.sim.now)
         self.counters = RadioCounters()
         self.mac: Any = None  # the MAC on top: frame_received(pkt, sender), transmitted(tx)
-        # The neighbour list (neighbours.py) as three lists in the same order,
-        # the receivers' index order (routing/tree.py's search relies on it):
-        # the receivers (what the medium's loops walk), the mean power at each
-        # (mW) and the pair's id (link variation's state).
+        # The neighbour list (neighbours.py) as three sequences in the same
+        # order, the receivers' index order (routing/tree.py's search relies on
+        # it): the receivers (what the medium's loops walk), the mean power at
+        # each (mW; doubles in one buffer, 8 bytes an entry where a list took 32)
+        # and the pair's id (link variation's state).
         self.receivers: tuple[Radio, ...] = ()
-        self.mean_mws: list[float] = []
-        self.pairs: list[int] = []
+        self.mean_mws: vec[float] = vec[float]()
+        self.pairs: vec[i64] = vec[i64]()
         self.medium = medium
         self.index = index
         self.name = name
@@ -211,8 +215,8 @@ class Radio:
     def neighbours(self, neighbours: list[tuple[Radio, float, int]]) -> None:
         neighbours = sorted(neighbours, key=lambda entry: entry[0].index)
         self.receivers = tuple(rcv for rcv, _mean_mw, _pair in neighbours)
-        self.mean_mws = [mean_mw for _rcv, mean_mw, _pair in neighbours]
-        self.pairs = [pair for _rcv, _mean_mw, pair in neighbours]
+        self.mean_mws = vec[float]([mean_mw for _rcv, mean_mw, _pair in neighbours])
+        self.pairs = vec[i64]([pair for _rcv, _mean_mw, pair in neighbours])
 
     # ------------------------------------------------------------ state
 
@@ -364,7 +368,8 @@ class RadioMedium:
         # most frequent code of a radio network. The receiver integrates the power
         # it had until now (for CCA), and locks onto the frame if it reaches its
         # sensitivity while it listens; a reception in progress gets a new stretch.
-        for rcv, mw in zip(receivers, mws):
+        for k in range(len(receivers)):
+            rcv, mw = receivers[k], mws[k]
             power = rcv.power_mw
             if power:  # (nothing on the air here since energy_t adds nothing)
                 rcv.energy += power * (now - rcv.energy_t)
@@ -415,7 +420,9 @@ class RadioMedium:
         # What each receiver does as the signal ends (see transmit): it integrates
         # its power, closes the stretch of a reception in progress, takes the
         # frame's power off, and, if it was locked onto this frame, decides it.
-        for rcv, mw in zip(tx.receivers, tx.mws):
+        receivers, mws = tx.receivers, tx.mws
+        for k in range(len(receivers)):
+            rcv, mw = receivers[k], mws[k]
             power = rcv.power_mw
             rcv.energy += power * (now - rcv.energy_t)
             rcv.energy_t = now

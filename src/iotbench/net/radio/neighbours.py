@@ -46,9 +46,11 @@ from __future__ import annotations
 
 import math
 import random
-from array import array
 from collections.abc import Mapping, Sequence
-from typing import Final, cast
+from typing import Final
+
+from librt.vecs import append, vec
+from mypy_extensions import i64
 
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import Radio
@@ -98,10 +100,9 @@ def connect(
         if given:
             own.sort(place)
         radio.receivers = tuple(own.receivers)
-        # The float objects made here, one radio's together (`_Neighbours`).
-        radio.mean_mws = [mw for mw in own.mws]
-        radio.pairs = cast(list[int], own.pairs)  # (ints, as `_Neighbours` says)
-        own.receivers, own.mws = [], array("d")  # (gone now, not at the end)
+        radio.mean_mws = vec[float](own.mws)
+        radio.pairs = vec[i64](own.pairs)
+        own.receivers, own.mws, own.pairs = [], vec[float](), vec[i64]()  # (gone now)
     return pairs
 
 
@@ -109,32 +110,28 @@ class _Neighbours:
     """One radio's neighbour list as `_examine` fills it, in the receivers'
     order: the receivers, the mean powers and the pair ids (no tuple per
     entry: a 10,000-node block of buildings has nine million entries). The
-    powers are doubles in an array, not float objects: made pair by pair, a
-    radio's floats would lie apart in memory, and the medium's loops walk
-    them at every frame (made so, the 10,000-node block ran 1.5 times as
-    long); `connect` makes each radio's floats together."""
+    powers are doubles in a vector, not float objects (made pair by pair, a
+    radio's float objects lay apart in memory, and the medium's loops walk
+    them at every frame: the 10,000-node block ran 1.5 times as long); `connect`
+    gives each radio a copy of its own size."""
 
     def __init__(self) -> None:
         self.receivers: list[Radio] = []
-        self.mws = array("d")
-        # Pair ids, each one int object for both ends of its pair: typed as
-        # objects, compiled code appends the object it is given instead of
-        # boxing the int again for each end (28 bytes an entry, a gigabyte in
-        # a 100,000-node block of buildings).
-        self.pairs: list[object] = []
+        self.mws = vec[float]()
+        self.pairs = vec[i64]()
 
-    def add(self, receiver: Radio, mw: float, pair: object) -> None:
+    def add(self, receiver: Radio, mw: float, pair: i64) -> None:
         self.receivers.append(receiver)
-        self.mws.append(mw)
-        self.pairs.append(pair)
+        self.mws = append(self.mws, mw)
+        self.pairs = append(self.pairs, pair)
 
     def sort(self, place: dict[int, int]) -> None:
         """In the receivers' order (`place`: by id) once the links a file
         gives are added after the model's."""
         order = sorted(range(len(self.receivers)), key=lambda k: place[id(self.receivers[k])])
         self.receivers = [self.receivers[k] for k in order]
-        self.mws = array("d", [self.mws[k] for k in order])
-        self.pairs = [self.pairs[k] for k in order]
+        self.mws = vec[float]([self.mws[k] for k in order])
+        self.pairs = vec[i64]([self.pairs[k] for k in order])
 
 
 def left_out(
@@ -277,16 +274,15 @@ def _examine(
                 spare = None
             loss += 0.0 + normal * sigma
             got = False
-            pair: object = pairs  # boxed once for both ends (`_Neighbours`)
             rx_dbm = tx_dbm[i] - loss
             if rx_dbm + margin_db >= floor_dbm[j]:
-                lists[i].add(radios[j], phy.dbm_to_mw(rx_dbm), pair)
+                lists[i].add(radios[j], phy.dbm_to_mw(rx_dbm), pairs)
                 got = True
             elif weights is not None:
                 left[j] += weights[i] * phy.dbm_to_mw(rx_dbm)
             rx_dbm = tx_dbm[j] - loss
             if rx_dbm + margin_db >= floor_dbm[i]:
-                lists[j].add(radios[i], phy.dbm_to_mw(rx_dbm), pair)
+                lists[j].add(radios[i], phy.dbm_to_mw(rx_dbm), pairs)
                 got = True
             elif weights is not None:
                 left[i] += weights[j] * phy.dbm_to_mw(rx_dbm)

@@ -44,6 +44,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Final
 
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
 SPEED_OF_LIGHT: Final = 299_792_458.0
 
 # How far above its mean a link's power may rise through temporal variation,
@@ -168,7 +171,7 @@ class LinkVariation:
     `powers(means, pairs, now)`: the power (mW) of a frame sent now at each
     receiver of a radio's neighbour list (neighbours.py), given each link's
     mean power (mW) and pair id in the list's order, drawing what it draws in
-    that order (the returned list is the medium's to read, never to change:
+    that order (the returned powers are the medium's to read, never to change:
     a model may return `means` itself); `spread()`: the law of a link's power about
     its mean over time, as (weight, factor) pairs whose weighted average of a
     function of the power is its expectation (a quadrature), from which a
@@ -179,12 +182,15 @@ class LinkVariation:
     A class, not a protocol, so that the compiled medium calls `powers` through
     the class's table, with the time unboxed, and knows it returns floats: with
     the model's type unknown, every receiver's power went through Python's
-    generic float arithmetic (docs/performance.md).
+    generic float arithmetic (docs/performance.md). The powers are a `vec[float]`
+    (librt's vector, which compiled code reads and writes as plain doubles), not
+    a list: a list holds a float object for every receiver of every frame, made,
+    read twice and freed.
     """
 
     margin_db: float = 0.0
 
-    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+    def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         raise NotImplementedError
 
     def spread(self) -> list[tuple[float, float]]:
@@ -194,7 +200,7 @@ class LinkVariation:
 class NoVariation(LinkVariation):
     """Links keep their mean power."""
 
-    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+    def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         return means
 
     def spread(self) -> list[tuple[float, float]]:
@@ -209,10 +215,13 @@ class RayleighFading(LinkVariation):
         self.margin_db = RAYLEIGH_MARGIN_DB
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+    def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         random = self._uniform
         # -ln(U), U in (0, 1]: exponential with mean 1.
-        return [mean_mw * -math.log(1.0 - random()) for mean_mw in means]
+        out = vec[float](capacity=len(means))
+        for k in range(len(means)):
+            out = append(out, means[k] * -math.log(1.0 - random()))
+        return out
 
     def spread(self) -> list[tuple[float, float]]:
         # The exponential gain's quantiles at the middles of equally likely bins.
@@ -252,7 +261,7 @@ class GilbertElliottLinks(LinkVariation):
         self._bad: list[bool] = [False] * pairs
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+    def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         # Runs for every receiver within reach of every frame: written out with
         # locals. The chain's law above puts P(bad) at or below p_bad after a
         # good state and at or above it after a bad one (in floating point too:
@@ -263,8 +272,9 @@ class GilbertElliottLinks(LinkVariation):
         p_bad = self.p_bad
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
-        out: list[float] = []
-        for mean_mw, pair in zip(means, pairs):
+        out = vec[float](capacity=len(pairs))
+        for k in range(len(pairs)):
+            mean_mw, pair = means[k], pairs[k]
             since = since_of[pair]
             if since < 0.0:  # the link's first frame: its state at time 0 first
                 bad_of[pair] = pair_uniform(self._key, pair) < p_bad
@@ -278,7 +288,7 @@ class GilbertElliottLinks(LinkVariation):
                 bad = False
             bad_of[pair] = bad
             since_of[pair] = now
-            out.append(mean_mw * bad_gain if bad else mean_mw)  # (native in compiled code)
+            out = append(out, mean_mw * bad_gain if bad else mean_mw)
         return out
 
     def spread(self) -> list[tuple[float, float]]:
@@ -329,7 +339,7 @@ class GaussMarkovLinks(LinkVariation):
         self._spare = math.nan
         self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
 
-    def powers(self, means: list[float], pairs: list[int], now: float) -> list[float]:
+    def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         # Runs for every receiver within reach of every frame: written out with locals.
         # The normal draws are random.Random.gauss's (box_muller), compiled
         # (CPython's gauss is Python code, and was most of the model's cost): the
@@ -339,8 +349,9 @@ class GaussMarkovLinks(LinkVariation):
         uniform = self._uniform
         spare = self._spare
         sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
-        out: list[float] = []
-        for mean_mw, pair in zip(means, pairs):
+        out = vec[float](capacity=len(pairs))
+        for k in range(len(pairs)):
+            mean_mw, pair = means[k], pairs[k]
             state = states[pair]
             if state is None:  # the link's first frame: its value at time 0 first
                 x0 = sigma * self._unit.inv_cdf(pair_uniform(self._key, pair))
@@ -354,7 +365,7 @@ class GaussMarkovLinks(LinkVariation):
             x = a * state.x + sigma * math.sqrt(1.0 - a * a) * z
             state.x = x
             state.since = now
-            out.append(mean_mw * math.exp(x * _DB_TO_LN))
+            out = append(out, mean_mw * math.exp(x * _DB_TO_LN))
         self._spare = spare
         return out
 
