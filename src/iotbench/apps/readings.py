@@ -20,6 +20,7 @@ IDLE_COUNTER: Final = _COUNTER_MASK
 READING_BYTES: Final = 32  # S4's JSON object (with a four-digit value)
 _ID_PREFIX: Final = b'{"id":"0x'  # how every reading begins; ten hex digits follow
 _ID_DIGITS: Final = 10
+_ID_BYTES: Final = len(_ID_PREFIX) + _ID_DIGITS
 
 
 def reading_id(producer: int, counter: int) -> int:
@@ -60,9 +61,14 @@ def read_id(payload: bytes) -> int | None:
 
 def find_reading_id(data: bytes) -> int | None:
     """The id of a reading somewhere in `data` (a frame carrying one); None if none."""
-    at = data.find(_ID_PREFIX)
-    if at < 0:
+    if len(data) < _ID_BYTES:
+        # Too short to hold one (an ACK): this runs for every frame a link-stress
+        # count sees, and bytes.find's call alone costs about a thousand
+        # instructions (its arguments parsed from a tuple).
         return None
+    at = data.find(_ID_PREFIX)
+    if at < 0 or at + _ID_BYTES > len(data):
+        return None  # none, or cut short (a fragment ends within its digits)
     start = at + len(_ID_PREFIX)
     try:
         return int(data[start : start + _ID_DIGITS], 16)
