@@ -109,8 +109,6 @@ def _runtime_copy(path: str, ext) -> bool:
     if MYPYC_OUTPUT not in Path(path).parents:
         return False
     inside = Path(path).relative_to(MYPYC_OUTPUT)
-    if inside.parts[0] == "iotbench":
-        return False  # the package's own C
     return any(
         (Path(folder) / inside).is_file()
         for folder in ext.include_dirs

@@ -18,6 +18,7 @@ from iotbench.net.radio.propagation import (
     GAUSS_MARGIN_SIGMAS,
     GaussMarkovLinks,
     GilbertElliottLinks,
+    LinkVariation,
     RayleighFading,
     box_muller,
     pair_uniform,
@@ -30,9 +31,14 @@ from iotbench.sim import Simulator
 SIGMA_DB, TAU_S = 0.4, 3600.0
 
 
+def powers(model: LinkVariation, means: list[float], pairs: list[int], now: float) -> list[float]:
+    """model.powers with lists in and out (the medium passes librt vectors)."""
+    return list(model.powers(vec[float](means), vec[i64](pairs), now))
+
+
 def sample(model: GaussMarkovLinks, times: list[float], pair: int = 0) -> list[float]:
     """The link's deviation from its mean (dB) at each of these frame times."""
-    return [10 * math.log10(model.powers(vec[float]([1.0]), vec[i64]([pair]), t)[0]) for t in times]
+    return [10 * math.log10(powers(model, [1.0], [pair], t)[0]) for t in times]
 
 
 def frame_times(rng: random.Random, n: int, mean_gap_s: float) -> list[float]:
@@ -99,7 +105,7 @@ def test_the_normal_draws_are_random_gauss_s_own():
     db = math.log(10.0) / 10.0
     for k, now in enumerate(frame_times(random.Random(2), 300, 3.0)):
         pairs = list(range(k % 3 + 1))  # one to three receivers a frame
-        got = list(model.powers(vec[float]([2.0] * len(pairs)), vec[i64](pairs), now))
+        got = powers(model, [2.0] * len(pairs), pairs, now)
         want = []
         for p in pairs:
             mean_mw = 2.0
@@ -166,9 +172,7 @@ def test_every_variant_starts_from_the_same_links_whatever_frames_come_first():
     and over many pairs those values have the measured deviation."""
     a = GaussMarkovLinks(random.Random(5), 2000, SIGMA_DB, TAU_S)
     b = GaussMarkovLinks(random.Random(5), 2000, SIGMA_DB, TAU_S)
-    b.powers(
-        vec[float]([1.0]), vec[i64]([7]), 1e-9
-    )  # b's first frame is another pair's, and earlier
+    powers(b, [1.0], [7], 1e-9)  # b's first frame is another pair's, and earlier
     first_a = sample(a, [1e-9], pair=3)[0]
     first_b = sample(b, [1e-9], pair=3)[0]
     assert first_a == pytest.approx(first_b, abs=1e-3)
@@ -176,9 +180,9 @@ def test_every_variant_starts_from_the_same_links_whatever_frames_come_first():
     assert statistics.pstdev(starts) == pytest.approx(SIGMA_DB, rel=0.05)
     ge_a = GilbertElliottLinks(random.Random(5), 10, 30.0, 3.0, 10.0)
     ge_b = GilbertElliottLinks(random.Random(5), 10, 30.0, 3.0, 10.0)
-    ge_b.powers(vec[float]([1.0]), vec[i64]([9]), 0.0)
-    assert [list(ge_a.powers(vec[float]([1.0]), vec[i64]([p]), 0.0)) for p in range(9)] == [
-        list(ge_b.powers(vec[float]([1.0]), vec[i64]([p]), 0.0)) for p in range(9)
+    powers(ge_b, [1.0], [9], 0.0)
+    assert [powers(ge_a, [1.0], [p], 0.0) for p in range(9)] == [
+        powers(ge_b, [1.0], [p], 0.0) for p in range(9)
     ]
 
 
