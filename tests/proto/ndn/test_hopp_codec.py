@@ -133,6 +133,20 @@ def test_a_nam_names_its_data_as_ccn_lite_prints_it():
 
 
 @given(
+    st.one_of(
+        st.binary(max_size=12),
+        st.lists(st.sampled_from(b"./%=az09:~!\x20\x7f\x80"), max_size=8).map(bytes),
+    )
+)
+def test_a_component_is_written_unescaped_exactly_when_it_reads_back_as_itself(value):
+    """The definition: printable ASCII but a slash, % or =, and not only periods."""
+    plain = bytes(range(0x21, 0x7F)).translate(None, b"/%=")
+    unescaped = bool(value.strip(b".")) and all(b in plain for b in value)
+    text = nam_text(Name([Component.generic(value)]))
+    assert (text == "/" + value.decode("latin-1")) == unescaped
+
+
+@given(
     st.lists(
         st.one_of(
             st.builds(Component.generic, st.binary(max_size=12)),

@@ -3,9 +3,11 @@
 import hashlib
 
 import pytest
+from hypothesis import given
+from ndn_strategies import names
 
 from iotbench.proto.ndn.data import Data, MetaInfo, make_data
-from iotbench.proto.ndn.interest import Interest, make_interest
+from iotbench.proto.ndn.interest import Interest, _params_digest_count, make_interest
 from iotbench.proto.ndn.name import Component, Name
 from iotbench.proto.ndn.packet import decode_packet
 from iotbench.proto.ndn.siginfo import KeyLocator, SignatureInfo
@@ -150,6 +152,21 @@ def test_parameters_digest_presence_rules():
     digest_no_params = Name("/a").append(Component.params_digest(b"\0" * 32)).wire
     with pytest.raises(NdnDecodeError, match="without ApplicationParameters"):
         _ = Interest(bytes([5, len(digest_no_params)]) + digest_no_params).name
+
+
+@given(names)
+def test_the_parameters_digests_are_counted_off_the_wire(name):
+    """The count read off the name's TLVs is the count of its components of type 2,
+    whatever else (a value holding 02 20, a multi-byte type) the name holds."""
+    assert _params_digest_count(name) == sum(1 for c in name if c.type == 2)
+
+
+def test_a_value_holding_02_20_is_not_a_parameters_digest():
+    name = Name([Component.generic(b"\x02\x20" * 3), Component(0x0220, b"\x02\x20")])
+    interest = make_interest(name, nonce=1)
+    assert Interest(interest.wire).name == name
+    with pytest.raises(ValueError, match="needs app_parameters"):
+        make_interest(name.append(Component.params_digest(b"\2" * 32)))
 
 
 def test_non_critical_unknown_elements_are_ignored():

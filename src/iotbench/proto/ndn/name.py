@@ -453,7 +453,7 @@ class Name(tuple):
     @property
     def offsets(self) -> tuple[int, ...]:
         """Start offsets of the components within `value` (a plain tuple)."""
-        return _tuple_getitem(self, _ALL)
+        return component_offsets(self)
 
     def prefix_values(self) -> Iterator[bytes]:
         """TLV-VALUEs of every prefix, longest first (the name itself, ..., the empty name)."""
@@ -622,6 +622,13 @@ _tuple_new: Final = tuple.__new__
 _tuple_len: Final = tuple.__len__
 _tuple_getitem: Final = tuple.__getitem__
 _ALL: Final = slice(None)
+
+
+def component_offsets(name: Name) -> tuple[int, ...]:
+    """`name.offsets` for compiled callers on every packet's path: a direct call,
+    where reading the property of this (non-native) class goes through Python's
+    generic attribute lookup, about 700 instructions."""
+    return _tuple_getitem(name, _ALL)
 
 
 def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:

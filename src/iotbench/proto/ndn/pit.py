@@ -29,7 +29,7 @@ from iotbench.proto.retransmit import Retransmission
 
 from .data import Data
 from .interest import Interest
-from .name import Name
+from .name import Name, component_offsets
 from .types import ComponentType
 
 # Plain ints, which compiled code reads without an enum attribute lookup.
@@ -218,14 +218,16 @@ class Pit:
         by_name = self._by_name
         matches: list[PitEntry] = []
         name = data.name
+        # name.prefix_values(), longest first, written out: compiled, the
+        # generator's steps went through Python's iterator protocol.
         exact = name.value
-        for key in name.prefix_values():
-            same = by_name.get(key)
+        same = by_name.get(exact)
+        if same:
+            matches.extend(same)
+        for end in reversed(component_offsets(name)):
+            same = by_name.get(exact[:end])
             if same:
-                if key is exact or key == exact:
-                    matches.extend(same)
-                else:
-                    matches.extend(e for e in same if e.can_be_prefix)
+                matches.extend(e for e in same if e.can_be_prefix)
         if self._digest_named:
             same = by_name.get(data.full_name.value)
             if same:
