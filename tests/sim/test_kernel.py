@@ -109,6 +109,35 @@ def test_post_runs_like_at_but_returns_no_timer():
         sim.post(1.0, print)
 
 
+def test_posted_entries_are_reused_and_keep_nothing_alive_after_firing():
+    """A fired `post` entry is kept for the next `post`, without the callback and
+    arguments it held; the timers `at` and `schedule` hand out are never reused,
+    so cancelling one that has fired touches no other event."""
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    sim = Simulator()
+    seen = []
+    payload = Payload()
+    alive = weakref.ref(payload)
+    sim.post(1.0, seen.append, payload)
+    held = sim.at(2.0, seen.append, "at")
+    del payload
+    sim.run()
+    seen.clear()
+    gc.collect()
+    assert alive() is None  # the spare entry dropped its arguments
+    for k in range(5):  # reuses the spare entry; every event still runs once, in order
+        sim.post(3.0 + k % 2, seen.append, k)
+    held.cancel()
+    sim.call_soon(seen.append, "soon")
+    sim.run()
+    assert seen == ["soon", 0, 2, 4, 1, 3] and sim.events_processed == 8
+
+
 def test_event_beyond_until_stays_queued_and_cancellable():
     sim = Simulator()
     seen = []
