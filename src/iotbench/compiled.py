@@ -43,6 +43,7 @@ from pathlib import Path
 GROUPS: dict[str, tuple[str, ...]] = {
     "iotbench.compiled_core": (
         "iotbench.sim.kernel",
+        "iotbench.sim.twister",
         "iotbench.sim.deadline",
         "iotbench.sim.cpu",
         "iotbench.proto.octets",

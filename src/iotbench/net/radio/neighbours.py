@@ -268,7 +268,7 @@ def _examine(
                 loss += floors_db(abs(floors[j] - floor_i))
             # Shadowing: one draw per pair (rng.gauss(0.0, sigma)).
             if spare is None:
-                normal, spare = box_muller(uniform)
+                normal, spare = box_muller(uniform(), uniform())
             else:
                 normal = spare
                 spare = None

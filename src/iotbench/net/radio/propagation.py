@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Final
 
 from librt.vecs import append, vec
 from mypy_extensions import i64
+
+from iotbench.sim.twister import twister_of
 
 SPEED_OF_LIGHT: Final = 299_792_458.0
 
@@ -65,13 +66,13 @@ _TWO_PI: Final = 2.0 * math.pi  # (random.py's TWOPI)
 FACADES_BETWEEN_BUILDINGS: Final = 2
 
 
-def box_muller(uniform: Callable[[], float]) -> tuple[float, float]:
-    """Two standard normal deviates from two of `uniform`'s draws, as
-    random.Random.gauss makes them: (the one it returns, the one it keeps for
-    its next call). Written out so that compiled callers draw without gauss's
-    Python-level call; each caller keeps the second value itself."""
-    angle = uniform() * _TWO_PI
-    radius = math.sqrt(-2.0 * math.log(1.0 - uniform()))
+def box_muller(first: float, second: float) -> tuple[float, float]:
+    """Two standard normal deviates from two uniform numbers drawn in this
+    order, as random.Random.gauss makes them: (the one it returns, the one it
+    keeps for its next call). Written out so that compiled callers draw without
+    gauss's Python-level call; each caller keeps the second value itself."""
+    angle = first * _TWO_PI
+    radius = math.sqrt(-2.0 * math.log(1.0 - second))
     return math.cos(angle) * radius, math.sin(angle) * radius
 
 
@@ -213,14 +214,14 @@ class RayleighFading(LinkVariation):
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.margin_db = RAYLEIGH_MARGIN_DB
-        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
+        self._draws = twister_of(rng)  # rng.random()'s numbers, drawn by compiled code
 
     def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
-        random = self._uniform
+        draws = self._draws
         # -ln(U), U in (0, 1]: exponential with mean 1.
         out = vec[float](capacity=len(means))
         for k in range(len(means)):
-            out = append(out, means[k] * -math.log(1.0 - random()))
+            out = append(out, means[k] * -math.log(1.0 - draws.random()))
         return out
 
     def spread(self) -> list[tuple[float, float]]:
@@ -259,7 +260,7 @@ class GilbertElliottLinks(LinkVariation):
         # scenarios' model, keeps an object per pair instead.)
         self._since: list[float] = [-1.0] * pairs  # time of the last frame; -1: none yet
         self._bad: list[bool] = [False] * pairs
-        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
+        self._draws = twister_of(rng)  # rng.random()'s numbers, drawn by compiled code
 
     def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         # Runs for every receiver within reach of every frame: written out with
@@ -268,7 +269,7 @@ class GilbertElliottLinks(LinkVariation):
         # p_bad plus a term of one sign), so a draw on the far side of p_bad
         # decides the state without the decay term; the draws are the same.
         since_of, bad_of = self._since, self._bad
-        random = self._uniform
+        draws = self._draws
         p_bad = self.p_bad
         p_good, neg_p_bad = 1.0 - p_bad, -p_bad
         bad_gain, neg_rate = self.bad_gain, -self.rate
@@ -279,7 +280,7 @@ class GilbertElliottLinks(LinkVariation):
             if since < 0.0:  # the link's first frame: its state at time 0 first
                 bad_of[pair] = pair_uniform(self._key, pair) < p_bad
                 since = 0.0
-            u: float = random()
+            u = draws.random()
             if bad_of[pair]:
                 bad = u < p_bad or u < p_bad + p_good * math.exp(neg_rate * (now - since))
             elif u < p_bad:
@@ -337,7 +338,7 @@ class GaussMarkovLinks(LinkVariation):
         self._pairs: list[_GaussMarkovPair | None] = [None] * pairs
         # The second normal of the last Box-Muller pair (`powers`); NaN: none.
         self._spare = math.nan
-        self._uniform: Callable[[], float] = rng.random  # bound once, not per frame
+        self._draws = twister_of(rng)  # rng.random()'s numbers, drawn by compiled code
 
     def powers(self, means: vec[float], pairs: vec[i64], now: float) -> vec[float]:
         # Runs for every receiver within reach of every frame: written out with locals.
@@ -346,7 +347,7 @@ class GaussMarkovLinks(LinkVariation):
         # second value kept for the next draw; so the same numbers from the same
         # stream (tests/net/radio/test_link_variation.py compares them).
         states = self._pairs
-        uniform = self._uniform
+        draws = self._draws
         spare = self._spare
         sigma, neg_rate = self.sigma_db, -1.0 / self.tau_s
         out = vec[float](capacity=len(pairs))
@@ -360,7 +361,7 @@ class GaussMarkovLinks(LinkVariation):
                 z = spare
                 spare = math.nan
             else:
-                z, spare = box_muller(uniform)
+                z, spare = box_muller(draws.random(), draws.random())
             a = math.exp(neg_rate * (now - state.since))
             x = a * state.x + sigma * math.sqrt(1.0 - a * a) * z
             state.x = x

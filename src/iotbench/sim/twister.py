@@ -1,0 +1,129 @@
+"""Uniform draws from a `random.Random`'s own Mersenne Twister, made by compiled code.
+
+The radio's link models (net/radio/propagation.py) draw a uniform number for
+about every receiver of every frame. `random.Random.random` is C, but
+compiled code reaches it through Python's call protocol and gets a float
+object back: about 220 instructions a draw, where the generator's own work
+is a fifth of that. Those calls were 6 to 7 % of an S4 hour's instructions
+(docs/performance.md, "A slower machine, and S4's hours against the slow
+night's own").
+
+`Twister` runs the same generator, MT19937 as CPython's `_random` module
+implements it, on a copy of a `random.Random`'s state, and makes
+`random()`'s doubles the same way from two 32-bit words. So it gives the
+same numbers the `random.Random` would have given, in the same order
+(tests/sim/test_twister.py compares them across many twists).
+
+Every model that draws from one `random.Random` must share its `Twister`
+(`twister_of`), and nothing may draw from that `random.Random` directly
+once its `Twister` has begun: the state is copied at the first draw, not
+kept in step. The first draw comes when a run starts, after every model
+has taken what it needs from the `random.Random` while the network was
+built (a key for the pairs' initial values).
+
+Run as Python (no compiler at install), the loop below would cost far more
+than the call it replaces, so the sources draw from the `random.Random`
+itself: the same numbers either way.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Final
+
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+_N: Final = 624
+_M: Final = 397
+_MATRIX_A: Final = 0x9908B0DF
+_UPPER_MASK: Final = 0x80000000
+_LOWER_MASK: Final = 0x7FFFFFFF
+_TWO_POW_26: Final = 67108864.0
+_TWO_POW_MINUS_53: Final = 1.0 / 9007199254740992.0
+
+
+class Twister:
+    """`rng.random()`'s numbers, drawn from a copy of `rng`'s state."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self._state: vec[i64] = vec[i64]()  # the generator's 624 words, untempered
+        self._index: i64 = -1  # the next word; -1: the state is not copied yet
+        self._native = _COMPILED
+
+    def random(self) -> float:
+        """The next number in [0, 1), as `self.rng.random()` would give it."""
+        if not self._native:
+            return self.rng.random()
+        i = self._index
+        if i < 0 or i + 2 > _N:  # not copied yet, or fewer than two words left
+            a = self._next_word()
+            b = self._next_word()
+        else:
+            state = self._state
+            self._index = i + 2
+            a = _tempered(state[i])
+            b = _tempered(state[i + 1])
+        # random_random's double from the two words' top 27 and 26 bits (exact:
+        # each product and sum stays below 2**53).
+        return (float(a >> 5) * _TWO_POW_26 + float(b >> 6)) * _TWO_POW_MINUS_53
+
+    def _next_word(self) -> i64:
+        if self._index < 0:
+            self._copy_state()
+        if self._index >= _N:
+            self._regenerate()
+        word = _tempered(self._state[self._index])
+        self._index += 1
+        return word
+
+    def _copy_state(self) -> None:
+        words = self.rng.getstate()[1]
+        state = vec[i64](capacity=_N)
+        for k in range(_N):
+            state = append(state, words[k])
+        self._state = state
+        self._index = words[_N]
+
+    def _regenerate(self) -> None:
+        """The next 624 words in place, as genrand_uint32 of CPython's
+        Modules/_randommodule.c makes them when its index reaches the end: each
+        word from itself, the next (the first, for the last word) and the one
+        397 on (counted round), those before it already new."""
+        mt = self._state
+        for k in range(_N):
+            following = k + 1 if k + 1 < _N else 0
+            far = k + _M if k < _N - _M else k + _M - _N
+            y = (mt[k] & _UPPER_MASK) | (mt[following] & _LOWER_MASK)
+            word = mt[far] ^ (y >> 1)
+            if y & 1:
+                word ^= _MATRIX_A
+            mt[k] = word
+        self._index = 0
+
+
+def _tempered(y: i64) -> i64:
+    """A state word as the generator outputs it."""
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    return y ^ (y >> 18)
+
+
+# Where a `random.Random` keeps its `Twister`: on itself, so that the two live
+# and go together (a registry would keep every run's streams alive).
+_ATTRIBUTE: Final = "_iotbench_twister"
+
+
+def twister_of(rng: random.Random) -> Twister:
+    """The one `Twister` of `rng`, shared by everything that draws from it."""
+    twister = getattr(rng, _ATTRIBUTE, None)
+    if not isinstance(twister, Twister):
+        twister = Twister(rng)
+        setattr(rng, _ATTRIBUTE, twister)
+    return twister
+
+
+# Compiled, a function is a builtin without Python bytecode.
+_COMPILED: Final = not hasattr(twister_of, "__code__")
