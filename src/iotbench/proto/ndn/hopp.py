@@ -174,9 +174,10 @@ def nam_text(name: Name) -> str:
 
 def _plain(value: bytes) -> bool:
     """Whether a component's value reads back as itself unescaped: every byte
-    printable ASCII but a slash, % or =, and not only periods (nor none). A loop over the bytes, which compiled
-    code reads natively: the two calls of bytes' methods it replaces cost about a
-    thousand instructions each, for each component of every NAM."""
+    printable ASCII but a slash, % or =, and not only periods (nor none).
+    A loop over the bytes, which compiled code reads natively: the calls of
+    bytes' methods it replaces cost about a thousand instructions each, for
+    each component of every NAM."""
     only_periods = True
     for b in value:
         if b < 0x21 or b > 0x7E or b == _SLASH or b == _PERCENT or b == _EQUALS:

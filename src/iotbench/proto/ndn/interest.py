@@ -82,10 +82,10 @@ def _params_digest_count(name: Name) -> int:
     """How many ParametersSha256DigestComponents `name` holds, read off its wire.
 
     Every Interest made, and every one received at every hop, asks. Walking the
-    components' TLVs costs compiled code a few instructions each; the test it
+    components' TLVs costs compiled code a few instructions each. The test it
     replaces, `b"\x02\x20" in name.value`, cost about 2,300, because CPython
     3.11's bytes first tries the needle as an integer, raising and clearing a
-    TypeError (and the components' objects, about as much again)."""
+    TypeError; where it matched, an object was built for every component."""
     value = name.value
     end = len(value)
     pos = 0
