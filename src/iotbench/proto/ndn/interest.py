@@ -69,8 +69,7 @@ _ORDER: Final[dict[int, int]] = {
     _TT_INTEREST_SIGNATURE_VALUE: 9,
 }
 _FH_ORDER: Final[dict[int, int]] = {_TT_NAME: 0}
-_PARAMS: Final = ComponentType.PARAMETERS_SHA256_DIGEST
-_PARAMS_TYPE: Final = int(ComponentType.PARAMETERS_SHA256_DIGEST)  # a plain int
+_PARAMS: Final = int(ComponentType.PARAMETERS_SHA256_DIGEST)  # a plain int
 _MISSING: Final = object()
 
 
@@ -92,7 +91,7 @@ def _params_digest_count(name: Name) -> int:
     count = 0
     while pos < end:
         t, _start, pos = read_tl(value, pos, end)
-        if t == _PARAMS_TYPE:
+        if t == _PARAMS:
             count += 1
     return count
 
@@ -423,7 +422,7 @@ def make_interest(
             tail += info
             value = signer.sign(base.value + tail)
             tail += encode_tlv(_TT_INTEREST_SIGNATURE_VALUE, value)
-        component = Component(_PARAMS, sha256(tail).digest())
+        component = Component.params_digest(sha256(tail).digest())
         if digest_at:
             i = digest_at[0]
             name = name[:i].append(component) + name[i + 1 :]
