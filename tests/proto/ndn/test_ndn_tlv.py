@@ -8,6 +8,7 @@ from iotbench.proto.ndn.tlv import (
     NdnDecodeError,
     decode_nni,
     encode_nni,
+    encode_tl,
     encode_tlv,
     encode_var_number,
     is_critical,
@@ -67,6 +68,20 @@ def test_var_number_out_of_range_on_encode():
         encode_var_number(-1)
     with pytest.raises(ValueError):
         encode_var_number(2**64)
+
+
+def test_tl_encodes_both_forms_and_refuses_negative_numbers():
+    # One-byte type and length come from a table (octets.ONE_BYTE): a negative
+    # number must not index it from the end.
+    assert encode_tl(7, 252).hex() == "07fc"
+    assert encode_tl(7, 253).hex() == "07fd00fd"
+    assert encode_tlv(0x08, b"ab").hex() == "08026162"
+    assert encode_tlv(253, b"").hex() == "fd00fd00"
+    for t, length in ((-1, 0), (0, -1)):
+        with pytest.raises(ValueError):
+            encode_tl(t, length)
+    with pytest.raises(ValueError):
+        encode_tlv(-1, b"")
 
 
 # The spec's NonNegativeInteger examples: 0 => TT0100 ... 65536 => TT0400010000.

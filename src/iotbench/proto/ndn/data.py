@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
+from iotbench.proto.octets import as_bytes
+
 from .name import Component, Name, NameLike
 from .recent import RecentDecodes
 from .siginfo import SignatureInfo
@@ -110,7 +112,7 @@ class Data:
     __slots__ = ("_digest", "_el", "_fields", "_name", "wire")
 
     def __init__(self, wire: bytes) -> None:
-        wire = bytes(wire)
+        wire = as_bytes(wire)
         t, vs, ve = read_tl(wire, 0, len(wire))
         if t != _TT_DATA:
             raise NdnDecodeError(f"expected a Data (type 6), got type {t}")
@@ -230,7 +232,7 @@ _RECENT: Final = RecentDecodes(Data, 64)
 def received_data(wire: bytes) -> Data:
     """`Data(wire)` for a packet that arrived: one object for every copy of bytes
     recently received or made (`make_data`)."""
-    return _RECENT.get(bytes(wire))
+    return _RECENT.get(as_bytes(wire))
 
 
 def make_data(

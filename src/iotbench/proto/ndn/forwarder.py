@@ -71,6 +71,7 @@ from dataclasses import dataclass, fields
 from typing import Final, Literal
 
 from iotbench.proto.errors import own_error
+from iotbench.proto.octets import as_bytes
 from iotbench.proto.retransmit import BackoffSchedule, Retransmission
 from iotbench.proto.timers import CANCELLED, DEADLINE, KIND, OBJ, TimerQueue
 from iotbench.proto.timers import cancel as cancel_timer
@@ -674,7 +675,7 @@ class Forwarder:
             c.unknown_face += 1
             return
         try:
-            wire = bytes(wire)
+            wire = as_bytes(wire)
             if wire and wire[0] & 0x80 and face.s5_fragments:
                 c.fragments_in += 1
                 packet = self._reassembler(face_id).feed(now, face_id, wire)

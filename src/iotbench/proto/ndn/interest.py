@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
+from iotbench.proto.octets import as_bytes
+
 from .name import Component, Name, NameLike, component_offsets
 from .recent import RecentDecodes
 from .siginfo import SignatureInfo
@@ -102,7 +104,7 @@ class Interest:
     __slots__ = ("_el", "_end", "_fields", "_name", "wire")
 
     def __init__(self, wire: bytes) -> None:
-        wire = bytes(wire)
+        wire = as_bytes(wire)
         t, vs, ve = read_tl(wire, 0, len(wire))
         if t != _TT_INTEREST:
             raise NdnDecodeError(f"expected an Interest (type 5), got type {t}")

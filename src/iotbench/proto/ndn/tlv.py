@@ -24,6 +24,7 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from iotbench.proto.errors import DecodeError
+from iotbench.proto.octets import ONE_BYTE
 
 __all__ = [
     "MAX_TLV_TYPE",
@@ -69,7 +70,7 @@ def encode_var_number(n: int) -> bytes:
     if n < 0 or n > _MAX_U64:
         raise ValueError(f"VAR-NUMBER must be in 0..2**64-1, got {n}")
     if n < 253:
-        return bytes((n,))
+        return ONE_BYTE[n]
     if n <= 0xFFFF:
         return b"\xfd" + n.to_bytes(2, "big")
     if n <= 0xFFFFFFFF:
@@ -126,16 +127,18 @@ def read_tl(buf: bytes, pos: int, end: int) -> tuple[int, int, int]:
 
 
 def encode_tl(t: int, length: int) -> bytes:
-    if t < 253 and length < 253:
-        return bytes((t, length))
+    # (A negative value goes on to encode_var_number's ValueError, and octets.py
+    # says why not bytes((t, length)).)
+    if 0 <= t < 253 and 0 <= length < 253:
+        return ONE_BYTE[t] + ONE_BYTE[length]
     return encode_var_number(t) + encode_var_number(length)
 
 
 def encode_tlv(t: int, value: bytes = b"") -> bytes:
     """One TLV element."""
     n = len(value)
-    if t < 253 and n < 253:
-        return bytes((t, n)) + value
+    if 0 <= t < 253 and n < 253:
+        return ONE_BYTE[t] + ONE_BYTE[n] + value
     return encode_var_number(t) + encode_var_number(n) + value
 
 
@@ -147,7 +150,7 @@ def encode_nni(n: int) -> bytes:
     if n < 0 or n > _MAX_U64:
         raise ValueError(f"NonNegativeInteger must be in 0..2**64-1, got {n}")
     if n <= 0xFF:
-        return bytes((n,))
+        return ONE_BYTE[n]
     if n <= 0xFFFF:
         return n.to_bytes(2, "big")
     if n <= 0xFFFFFFFF:
