@@ -90,16 +90,18 @@ class Twister:
         """The next 624 words in place, as genrand_uint32 of CPython's
         Modules/_randommodule.c makes them when its index reaches the end: each
         word from itself, the next (the first, for the last word) and the one
-        397 on (counted round), those before it already new."""
+        397 on (counted round), those before it already new. In its three
+        parts, as there: no index needs wrapping within a part."""
         mt = self._state
-        for k in range(_N):
-            following = k + 1 if k + 1 < _N else 0
-            far = k + _M if k < _N - _M else k + _M - _N
-            y = (mt[k] & _UPPER_MASK) | (mt[following] & _LOWER_MASK)
-            word = mt[far] ^ (y >> 1)
-            if y & 1:
-                word ^= _MATRIX_A
-            mt[k] = word
+        k: i64  # (a tagged int's index would be converted at every access)
+        for k in range(_N - _M):
+            y = (mt[k] & _UPPER_MASK) | (mt[k + 1] & _LOWER_MASK)
+            mt[k] = mt[k + _M] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
+        for k in range(_N - _M, _N - 1):
+            y = (mt[k] & _UPPER_MASK) | (mt[k + 1] & _LOWER_MASK)
+            mt[k] = mt[k + _M - _N] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
+        y = (mt[_N - 1] & _UPPER_MASK) | (mt[0] & _LOWER_MASK)
+        mt[_N - 1] = mt[_M - 1] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
         self._index = 0
 
 
