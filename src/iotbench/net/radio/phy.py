@@ -80,13 +80,19 @@ def ber(sinr: float) -> float:
     # The sum over k = 2..16 of (-1)^k C(16, k) e^(20 SINR (1/k - 1)), with C(16, k)
     # kept as it goes (every step exact in floating point): compiled, this is
     # arithmetic on unboxed floats, where tables of floats were boxed reads.
+    # k counts as a float (exact, as are its conversions from int it replaces):
+    # a tagged int's k was converted for every use, a third of this function.
     total = 0.0
     x = 20.0 * sinr
     binomial = 120.0  # C(16, 2)
-    for k in range(2, 17):
+    k = 2.0
+    even = True
+    while k <= 16.0:
         term = binomial * math.exp(x * (1.0 / k - 1.0))
-        total += term if k % 2 == 0 else -term
-        binomial = binomial * (16 - k) / (k + 1)
+        total += term if even else -term
+        binomial = binomial * (16.0 - k) / (k + 1.0)
+        k += 1.0
+        even = not even
     # Cancellation can leave a tiny negative value at high SINR.
     return min(0.5, max(0.0, 8.0 / 15.0 / 16.0 * total))
 
