@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import binascii
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,26 @@ from iotbench.sim import Simulator
 def test_fcs_is_crc16_kermit():
     # The standard check value of CRC-16/KERMIT, the FCS of 802.15.4.
     assert mac.crc16(b"123456789") == 0x2189
+    assert mac.crc16(b"") == 0
+
+
+def _reverse_bits(value: int, width: int) -> int:
+    return int(f"{value:0{width}b}"[::-1], 2)
+
+
+@given(st.binary(max_size=300))
+def test_fcs_is_the_reflected_twin_of_crc_ccitt(data):
+    """The table-driven FCS against two other routes to the same CRC: bit by bit
+    as the standard's figure shifts it, and binascii's CRC-CCITT (XModem) on the
+    bytes bit-reversed, the result reversed."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x8408 if crc & 1 else crc >> 1
+    assert mac.crc16(data) == crc
+    mirrored = bytes(_reverse_bits(b, 8) for b in data)
+    assert mac.crc16(data) == _reverse_bits(binascii.crc_hqx(mirrored, 0), 16)
 
 
 def test_data_frame_by_hand():
