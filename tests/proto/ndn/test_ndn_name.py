@@ -2,7 +2,7 @@
 
 import pytest
 
-from iotbench.proto.ndn.name import Component, Name
+from iotbench.proto.ndn.name import Component, Name, ends_with_digest
 from iotbench.proto.ndn.tlv import NdnDecodeError
 from iotbench.proto.ndn.types import ComponentType
 
@@ -231,3 +231,15 @@ def test_a_name_survives_pickling_and_copying():
         assert list(again) == list(name) and again.to_uri() == "/a/b/seg=3"
         with pytest.raises(AttributeError):
             again.value = b""
+
+
+def test_ends_with_digest_reads_the_last_components_type():
+    digest = Component(ComponentType.IMPLICIT_SHA256_DIGEST, bytes.fromhex(DIGEST_HEX))
+    assert ends_with_digest(Name(["a", digest]))
+    assert not ends_with_digest(Name([digest, "a"]))
+    assert not ends_with_digest(Name("/"))
+    # A value byte of 1 is not a type: only the component's own first byte is.
+    assert not ends_with_digest(Name([b"\x01", b"\x01"]))
+    # Types of three bytes (253 and above) whose bytes hold a 1 are not the digest.
+    assert not ends_with_digest(Name([Component(0x0101, b"x")]))
+    assert ends_with_digest(Name.from_wire(Name(["x", digest]).wire))

@@ -38,16 +38,15 @@ from .data import Data, received_data
 from .forwarder import Forwarder, Timer
 from .interest import DEFAULT_INTEREST_LIFETIME_MS, Interest, make_interest, received_interest
 from .lp import LpPacket
-from .name import Name, NameLike
+from .name import Name, NameLike, ends_with_digest
 from .signing import Signer
 from .tlv import NdnDecodeError
-from .types import TT, ComponentType, LpType
+from .types import TT, LpType
 
 # Plain ints, which compiled code reads without an enum attribute lookup.
 _TT_INTEREST: Final = int(TT.INTEREST)
 _TT_DATA: Final = int(TT.DATA)
 _LP_PACKET: Final = int(LpType.LP_PACKET)
-_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
 
 __all__ = ["AppStats", "NdnApp", "PendingInterest"]
 
@@ -78,7 +77,7 @@ def _exact_only(interest: Interest) -> bool:
     if interest.can_be_prefix:
         return False
     name = interest.name
-    return not len(name) or name[-1].type != _IMPLICIT_DIGEST
+    return not ends_with_digest(name)
 
 
 class PendingInterest:

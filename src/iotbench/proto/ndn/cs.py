@@ -31,10 +31,7 @@ from typing import Final, Literal
 from .data import Data
 from .heap import Heap, content_bytes
 from .interest import Interest
-from .types import ComponentType
-
-# Plain ints, which compiled code reads without an enum attribute lookup.
-_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
+from .name import ends_with_digest
 
 __all__ = ["CS_POLICIES", "DEFAULT_CS_BYTES", "ContentStore"]
 
@@ -156,7 +153,7 @@ class ContentStore:
             entry = self._entries.get(key)
             if entry is not None:
                 found = key
-            elif len(name) and name[-1].type == _IMPLICIT_DIGEST:
+            elif ends_with_digest(name):
                 base = name[:-1].value
                 entry = self._entries.get(base)
                 if entry is not None and entry.data.full_name == name:

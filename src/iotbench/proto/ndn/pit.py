@@ -29,11 +29,7 @@ from iotbench.proto.retransmit import Retransmission
 
 from .data import Data
 from .interest import Interest
-from .name import Name, component_offsets
-from .types import ComponentType
-
-# Plain ints, which compiled code reads without an enum attribute lookup.
-_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
+from .name import Name, component_offsets, ends_with_digest
 
 __all__ = ["PIT_OVERFLOW_POLICIES", "InRecord", "OutRecord", "Pit", "PitEntry"]
 
@@ -197,7 +193,7 @@ class Pit:
             if held > self.peak:
                 self.peak = held
         self._by_name.setdefault(key[0], []).append(entry)
-        if len(name) and name[-1].type == _IMPLICIT_DIGEST:
+        if ends_with_digest(name):
             self._digest_named += 1
         return entry, True, evicted
 
@@ -210,7 +206,7 @@ class Pit:
         if not same:
             del self._by_name[entry.key[0]]
         name = entry.name
-        if len(name) and name[-1].type == _IMPLICIT_DIGEST:
+        if ends_with_digest(name):
             self._digest_named -= 1
 
     def find_all_matches(self, data: Data) -> list[PitEntry]:
