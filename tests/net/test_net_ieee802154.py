@@ -227,3 +227,13 @@ def test_extended_addresses_of_large_networks_are_distinct_and_keep_small_ones()
         mac.extended_address(1 << 24)
     with pytest.raises(ValueError, match="radio network"):
         mac.extended_address(1, 256)
+
+
+def test_flipped_turns_an_address_around_and_back():
+    address = mac.extended_address(7)
+    assert mac.flipped(address) == address[::-1]
+    assert mac.flipped(mac.flipped(address)) == address
+    # Past what it remembers it forgets, and still answers the same.
+    for i in range(70_000):
+        assert mac.flipped(i.to_bytes(3, "big")) == i.to_bytes(3, "little")
+    assert mac.flipped(address) == address[::-1]

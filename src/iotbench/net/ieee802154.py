@@ -68,6 +68,26 @@ def _crc_table() -> vec[i64]:
 _CRC_TABLE: Final = _crc_table()
 
 
+# Addresses travel least significant byte first. Compiled, [::-1] is Python's
+# generic slicing (a slice object, then the bytes type's own subscript: about
+# 400 instructions), and a MAC turns four addresses around for every frame it
+# sends or takes. A network has few addresses: each one's other byte order is
+# remembered, up to _FLIPS_KEPT of them, then all forgotten at once (a pure
+# function: what it gives never depends on what is remembered).
+_FLIPPED: Final[dict[bytes, bytes]] = {}
+_FLIPS_KEPT: Final = 1 << 16
+
+
+def flipped(address: bytes) -> bytes:
+    """`address` in the other byte order: as the air carries it, or back."""
+    other = _FLIPPED.get(address)
+    if other is None:
+        if len(_FLIPPED) >= _FLIPS_KEPT:
+            _FLIPPED.clear()
+        other = _FLIPPED[address] = address[::-1]
+    return other
+
+
 class MacDecodeError(DecodeError):
     """Bytes that are not a well-formed 802.15.4 frame of the kinds iotbench uses."""
 
@@ -161,7 +181,7 @@ def encode_data(
     # struct's pack a method call through Python (about 575 instructions each,
     # three per frame). Addresses travel least significant byte first.
     head = (fc | (seq & 0xFF) << 16 | pan_id << 24).to_bytes(5, "little")
-    body = head + dst[::-1] + src[::-1] + payload
+    body = head + flipped(dst) + flipped(src) + payload
     if len(body) + FCS_BYTES > MAX_FRAME_BYTES:
         raise ValueError(
             f"802.15.4 frame of {len(body) + FCS_BYTES} bytes exceeds {MAX_FRAME_BYTES}"
