@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -60,24 +59,3 @@ def test_the_state_is_copied_at_the_first_draw_not_before():
     twister = twister_of(rng)
     assert rng.getrandbits(64) == reference.getrandbits(64)
     assert twister.random() == reference.random()
-
-
-@given(
-    seed=st.integers(0, 2**32),
-    widths=st.lists(st.integers(0, 100), min_size=1, max_size=400),
-    mixed=st.booleans(),
-)
-def test_getrandbits_takes_the_words_random_random_would(seed, widths, mixed):
-    """Any widths, one word for 32 bits or fewer and whole words above, across
-    regenerations, interleaved with random()'s two-word draws."""
-    twister, reference = Twister(random.Random(seed)), random.Random(seed)
-    for k in widths:
-        assert twister.getrandbits(k) == reference.getrandbits(k)
-        if mixed and k % 3 == 0:
-            assert twister.random() == reference.random()
-    assert twister.random() == reference.random()
-
-
-def test_getrandbits_refuses_a_negative_width():
-    with pytest.raises(ValueError):
-        Twister(random.Random(1)).getrandbits(-1)

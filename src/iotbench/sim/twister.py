@@ -6,8 +6,7 @@ compiled code reaches it through Python's call protocol and gets a float
 object back: about 220 instructions a draw, where the generator's own work
 is a fifth of that. Those calls were 6 to 7 % of an S4 hour's instructions
 (docs/performance.md, "A slower machine, and S4's hours against the slow
-night's own"). The MACs' backoffs (net/mac/) draw with `getrandbits`, which
-compiled code reached the same way.
+night's own").
 
 `Twister` runs the same generator, MT19937 as CPython's `_random` module
 implements it, on a copy of a `random.Random`'s state, and makes
@@ -69,29 +68,6 @@ class Twister:
         # random_random's double from the two words' top 27 and 26 bits (exact:
         # each product and sum stays below 2**53).
         return (float(a >> 5) * _TWO_POW_26 + float(b >> 6)) * _TWO_POW_MINUS_53
-
-    def getrandbits(self, k: int) -> int:
-        """The next `k`-bit number, as `self.rng.getrandbits(k)` would give it:
-        one word's top k bits for k up to 32; above, whole words from the least
-        significant up, the last one's top bits (_random_Random_getrandbits_impl)."""
-        if not self._native:
-            return self.rng.getrandbits(k)
-        if k <= 0:
-            if k < 0:
-                raise ValueError("number of bits must be non-negative")
-            return 0
-        if k <= 32:
-            return int(self._next_word() >> (32 - k))
-        result = 0
-        shift = 0
-        while k > 0:
-            word = self._next_word()
-            if k < 32:
-                word >>= 32 - k
-            result |= int(word) << shift
-            shift += 32
-            k -= 32
-        return result
 
     def _next_word(self) -> i64:
         if self._index < 0:

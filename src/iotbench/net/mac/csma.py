@@ -61,7 +61,6 @@ from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
-from iotbench.sim.twister import Twister, twister_of
 
 # How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
 # acknowledged), never acknowledged after its retries, or never sent because the
@@ -194,8 +193,6 @@ class CsmaMac:
         self._queue: deque[_Outgoing] = deque()
         self._current: _Outgoing | None = None
         self._seq = rng.randrange(256)  # the DSN starts at a random value (7.5.6.1)
-        # The backoffs' draws, from here on: rng's own numbers (sim/twister.py).
-        self._draws = twister_of(rng)
         self._last_seq: dict[bytes, int] = {}  # duplicate detection, per source
         self._cca_energy = 0.0
         self._cca_t0 = 0.0
@@ -340,7 +337,7 @@ class CsmaMac:
         self._backoff(out)
 
     def _backoff(self, out: _Outgoing) -> None:
-        delay = randbelow(self._draws, 1 << out.be) * phy.UNIT_BACKOFF_S
+        delay = randbelow(self.rng, 1 << out.be) * phy.UNIT_BACKOFF_S
         self.sim.post(self.sim.now + delay, self._cca_start_cb)
 
     def _cca_start(self) -> None:
@@ -537,14 +534,14 @@ class CsmaMac:
             self._load()
 
 
-def randbelow(draws: Twister, n: int) -> int:
-    """`rng.randrange(n)` for n >= 1 from rng's twister, with the same draws:
-    CPython's Random._randbelow_with_getrandbits, written here because the
-    library's is Python code, called for every backoff."""
+def randbelow(rng: random.Random, n: int) -> int:
+    """`rng.randrange(n)` for n >= 1, with the same draws: CPython's
+    Random._randbelow_with_getrandbits, written here because the library's is
+    Python code, called for every backoff."""
     k = n.bit_length()
-    r = draws.getrandbits(k)
+    r = rng.getrandbits(k)
     while r >= n:
-        r = draws.getrandbits(k)
+        r = rng.getrandbits(k)
     return r
 
 
