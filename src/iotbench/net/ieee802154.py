@@ -219,8 +219,8 @@ def decode(data: bytes) -> Frame | Ack:
     if end < 0:
         return Ack(seq, bool(fc & FRAME_PENDING))
     pan_id = data[3] | data[4] << 8
-    dst = data[5 : 5 + dst_len][::-1]
-    src = data[5 + dst_len : end][::-1]
+    dst = flipped(data[5 : 5 + dst_len])
+    src = flipped(data[5 + dst_len : end])
     return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
 
 
