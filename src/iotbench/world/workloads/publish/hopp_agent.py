@@ -342,7 +342,7 @@ class HoppAgent:
 
     def _on_nam(self, src: bytes, text: str) -> None:
         try:
-            name = Name(text)
+            name = Name.from_uri(text)  # (Name(text) adds a trip through the class's __new__)
         except (ValueError, NdnDecodeError):
             self.owner.decode_errors += 1
             return
