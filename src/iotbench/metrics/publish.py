@@ -22,7 +22,7 @@ from iotbench.metrics.observers import Observer
 from iotbench.metrics.result import RunMeasures
 from iotbench.metrics.timeseries import NETWORK, SeriesTable
 from iotbench.metrics.traffic import KindSums
-from iotbench.net.packet import BROADCAST, CONTROL, DATA, DELIVERED, Packet
+from iotbench.net.packet import ACK, BROADCAST, CONTROL, DATA, DELIVERED, Packet
 from iotbench.sim import Simulator
 
 if TYPE_CHECKING:
@@ -79,8 +79,10 @@ class LinkStress(Observer):
             return
         if self.media and pkt.medium not in self.media:
             return
-        rid = self.find_id(pkt.data)
         counts = self._counts
+        if not counts or pkt.kind == ACK:
+            return  # nothing followed, or an acknowledgement (it carries no item)
+        rid = self.find_id(pkt.data)
         if rid in counts:  # only items being followed: memory stays bounded
             counts[rid] += 1
 
