@@ -145,8 +145,8 @@ class GatewayArrivals(Observer):
         self.mac = mac
 
     def received(self, pkt: Packet, node: str) -> None:
-        if node != self.gateway or pkt.medium not in self.media:
-            return
+        if node != self.gateway or pkt.medium not in self.media or pkt.kind == ACK:
+            return  # (an acknowledgement carries no item)
         if self.mac is not None and self.mac.loses(pkt):
             return
         rid = self.find_id(pkt.data)
