@@ -3,6 +3,8 @@ trips, and malformed input that only ever raises HoppDecodeError."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -163,3 +165,25 @@ def test_a_component_is_written_unescaped_exactly_when_it_reads_back_as_itself(v
 def test_a_nams_name_reads_back_as_the_same_name(components):
     name = Name(components)
     assert Name(nam_text(name)) == name
+    # Component by component, as the name's own iteration gives them (nam_text
+    # reads the TLVs itself): the plain ones unescaped, the others as URI.
+    plain = bytes(range(0x21, 0x7F)).translate(None, b"/%=")
+    parts = [
+        c.value.decode("ascii")
+        if c.type == 8 and c.value.strip(b".") and all(b in plain for b in c.value)
+        else c.to_uri()
+        for c in name
+    ]
+    assert nam_text(name) == ("".join("/" + part for part in parts) if parts else "/")
+
+
+@given(st.lists(st.text(alphabet="abc/:=%.0189", min_size=1, max_size=20), min_size=1, max_size=5))
+def test_a_nam_encodes_each_name_as_a_type_and_little_endian_length(texts):
+    """HoPP's NAM: dispatch, type, the TLVs' length, then per name type 0, a 16-bit
+    little-endian length and the text (hopp.c's struct layout, `<BH`)."""
+    tlvs = b"".join(struct.pack("<BH", 0, len(t.encode())) + t.encode() for t in texts)
+    if len(tlvs) > 255:  # the NAM's one-byte length cannot say it
+        with pytest.raises(ValueError):
+            Nam(tuple(texts))
+        return
+    assert Nam(tuple(texts)).encode() == b"\x80\x08\xc1" + bytes((len(tlvs),)) + tlvs
