@@ -30,8 +30,8 @@ from typing import Final
 
 from iotbench.proto.octets import ONE_BYTE
 
-from .name import Component, Name
-from .tlv import NdnDecodeError, read_tl
+from .name import Component, Name, component_tl
+from .tlv import NdnDecodeError
 from .types import ComponentType
 
 __all__ = [
@@ -183,12 +183,7 @@ def nam_text(name: Name) -> str:
     end = len(value)
     pos = 0
     while pos < end:
-        t = value[pos]
-        n = value[pos + 1]  # (a Name's value is valid: every TLV is whole)
-        if t < 253 and n < 253:
-            start, stop = pos + 2, pos + 2 + n
-        else:
-            t, start, stop = read_tl(value, pos, end)
+        t, start, stop = component_tl(value, pos, end)
         part = value[start:stop]
         if t == _GENERIC and _plain(part):
             parts.append("/" + part.decode("ascii"))

@@ -611,13 +611,20 @@ class Name(tuple):
         return f"Name({self.to_uri()!r})"
 
 
+def component_tl(value: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """The component TLV at `pos` of a valid Name TLV-VALUE ending at `end`: its
+    TLV-TYPE and where its TLV-VALUE starts and ends. A one-byte type and length,
+    as almost always, are read directly (a valid name's TLVs are whole)."""
+    t = value[pos]
+    n = value[pos + 1]
+    if t < 253 and n < 253:
+        return t, pos + 2, pos + 2 + n
+    return read_tl(value, pos, end)
+
+
 def _component_at(value: bytes, start: int) -> Component:
     """The component whose TLV starts at `start` of a valid Name TLV-VALUE."""
-    t = value[start]
-    n = value[start + 1]
-    if t < 253 and n < 253:  # one-byte TLV-TYPE and TLV-LENGTH, as almost always
-        return _new_component(Component, (t, value[start + 2 : start + 2 + n]))
-    t, vs, ve = read_tl(value, start, len(value))
+    t, vs, ve = component_tl(value, start, len(value))
     return _new_component(Component, (t, value[vs:ve]))
 
 
@@ -649,13 +656,7 @@ def ends_with_digest(name: Name) -> bool:
     pos = 0
     last = -1
     while pos < end:
-        t = value[pos]
-        n = value[pos + 1]  # (a Name's value is valid: every TLV is whole)
-        if t < 253 and n < 253:  # one-byte TLV-TYPE and TLV-LENGTH, as almost always
-            last = t
-            pos += 2 + n
-        else:
-            last, _start, pos = read_tl(value, pos, end)
+        last, _start, pos = component_tl(value, pos, end)
     return last == _IMPLICIT_DIGEST
 
 
