@@ -61,8 +61,8 @@ MAX_NAME_BYTES: Final = 64
 
 _PAM_HEAD: Final = struct.Struct("<BBHH")  # flags, freshness, rank, prefix_len
 _GENERIC: Final = int(ComponentType.GENERIC)
-_NAM_HEAD: Final = DISPATCH + bytes((NAM_TYPE,))
-_NAME_TLV_TYPE: Final = bytes((TLV_NAME,))
+_NAM_HEAD: Final = DISPATCH + ONE_BYTE[NAM_TYPE]
+_NAME_TLV_TYPE: Final = ONE_BYTE[TLV_NAME]
 # Bytes a NAM's name keeps as they are: printable ASCII but those that would read
 # back as another name (a slash, an escape, a typed component's "=").
 _SLASH: Final = ord("/")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 from iotbench.proto.octets import as_bytes
 
-from .name import Component, Name, NameLike, component_offsets
+from .name import Component, Name, NameLike, component_offsets, component_tl
 from .recent import RecentDecodes
 from .siginfo import SignatureInfo
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl, uint_be
@@ -92,7 +92,7 @@ def _params_digest_count(name: Name) -> int:
     pos = 0
     count = 0
     while pos < end:
-        t, _start, pos = read_tl(value, pos, end)
+        t, _start, pos = component_tl(value, pos, end)
         if t == _PARAMS:
             count += 1
     return count

@@ -57,9 +57,10 @@ _NUMBER_PREFIX: Final[dict[int, str]] = {
     ComponentType.SEQUENCE_NUM: "seq",
 }
 _PREFIX_NUMBER: Final = {v: k for k, v in _NUMBER_PREFIX.items()}
-# A plain int, which compiled code reads without the enum class's attribute lookup
+# Plain ints, which compiled code reads without the enum class's attribute lookup
 # (about 900 instructions).
 _GENERIC: Final = int(ComponentType.GENERIC)
+_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
 _DIGEST_PREFIX: Final[dict[int, str]] = {
     ComponentType.IMPLICIT_SHA256_DIGEST: "sha256digest",
     ComponentType.PARAMETERS_SHA256_DIGEST: "params-sha256",
@@ -639,9 +640,6 @@ def component_offsets(name: Name) -> tuple[int, ...]:
     where reading the property of this (non-native) class goes through Python's
     generic attribute lookup, about 700 instructions."""
     return _tuple_getitem(name, _ALL)
-
-
-_IMPLICIT_DIGEST: Final = int(ComponentType.IMPLICIT_SHA256_DIGEST)
 
 
 def ends_with_digest(name: Name) -> bool:
