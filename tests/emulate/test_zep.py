@@ -43,6 +43,7 @@ from iotbench.net import ieee802154 as mac  # noqa: E402
 from iotbench.net.mac.csma import NO_ACK, SENT  # noqa: E402
 from iotbench.net.packet import ACK, BROADCAST, CORRUPTED, DELIVERED, MISSED, Packet  # noqa: E402
 from iotbench.net.radio import phy  # noqa: E402
+from iotbench.net.radio.medium import FrameReceiver  # noqa: E402
 from iotbench.proto.errors import DecodeError  # noqa: E402
 from iotbench.scenarios import expand, parse_scenario  # noqa: E402
 from iotbench.scenarios.settings import run_settings  # noqa: E402
@@ -528,7 +529,7 @@ def test_take_over_silences_the_simulated_mac() -> None:
     assert net.frames() == [] and net.received == []
     assert net.macs[0].counters.frames == 2  # it ran, into nothing
     take_over(net.radios[0], zep.nodes[0])  # again: nothing left to silence
-    net.radios[1].mac = object()  # a MAC take_over does not know how to silence
+    net.radios[1].mac = FrameReceiver()  # a MAC take_over does not know how to silence
     with pytest.raises(ValueError):
         take_over(net.radios[1], zep.nodes[0])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,3 +60,47 @@ def test_the_state_is_copied_at_the_first_draw_not_before():
     twister = twister_of(rng)
     assert rng.getrandbits(64) == reference.getrandbits(64)
     assert twister.random() == reference.random()
+
+
+@given(
+    seed=st.integers(0, 2**64),
+    before=st.integers(0, 700),
+    widths=st.lists(st.integers(0, 100), min_size=1, max_size=40),
+)
+def test_a_twister_draws_bits_as_its_random_would(seed, before, widths):
+    """getrandbits(k) for k of no word, part of one, one and several, across the
+    state's regeneration, mixed with random()."""
+    rng, reference = random.Random(seed), random.Random(seed)
+    for _ in range(before):
+        rng.random()
+        reference.random()
+    twister = Twister(rng)
+    for k in widths:
+        assert twister.getrandbits(k) == reference.getrandbits(k)
+        assert twister.random() == reference.random()
+
+
+@given(
+    seed=st.integers(0, 2**64),
+    bounds=st.lists(st.integers(1, 2**70), min_size=1, max_size=40),
+)
+def test_a_twister_draws_below_a_bound_as_randrange_would(seed, bounds):
+    """randbelow(n) is randrange(n): the same numbers and the same draws taken
+    (powers of two, whose draws are refused half the time, too)."""
+    rng, reference = random.Random(seed), random.Random(seed)
+    twister = Twister(rng)
+    for n in bounds + [1 << (n % 40) for n in bounds]:
+        assert twister.randbelow(n) == reference.randrange(n)
+    assert twister.random() == reference.random()
+
+
+def test_no_bits_no_draw_and_bounds_below_one_are_refused():
+    rng, reference = random.Random(1), random.Random(1)
+    twister = Twister(rng)
+    assert twister.getrandbits(0) == 0
+    assert twister.random() == reference.random()
+    with pytest.raises(ValueError):
+        twister.getrandbits(-1)
+    for n in (0, -3):
+        with pytest.raises(ValueError):
+            twister.randbelow(n)

@@ -179,14 +179,14 @@ import struct
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
 from iotbench.net.mac.csma import NOBODY, CsmaMac
 from iotbench.net.packet import ACK, CONTROL, DATA, Packet
 from iotbench.net.radio import phy
-from iotbench.net.radio.medium import Radio, RadioMedium, Transmission
+from iotbench.net.radio.medium import FrameReceiver, Radio, RadioMedium, Transmission
 from iotbench.proto.errors import DecodeError
 
 _log = logging.getLogger("iotbench.emulate.zep")
@@ -370,12 +370,6 @@ def _fcs_ok(psdu: bytes) -> bool:
 # ------------------------------------------------------------------ the nodes
 
 
-class FrameReceiver(Protocol):
-    """What the medium calls on a radio's MAC: a frame for it arrived intact."""
-
-    def frame_received(self, pkt: Packet, sender: Radio) -> None: ...
-
-
 def take_over(radio: Radio, port: FrameReceiver) -> None:
     """Make `port` the MAC of `radio` (the medium hands it the frames the radio
     decodes) and silence the MAC that had it.
@@ -439,7 +433,7 @@ class ZepStats:
     acks_withheld: int = 0  # medium ACKs not forwarded with `early_ack`
 
 
-class ZepNode:
+class ZepNode(FrameReceiver):
     """One node a RIOT process plays: its radio, and the process once registered."""
 
     def __init__(self, dispatcher: ZepDispatcher, name: str, radio: Radio) -> None:

@@ -1,4 +1,4 @@
-"""Uniform draws from a `random.Random`'s own Mersenne Twister, made by compiled code.
+"""Draws from a `random.Random`'s own Mersenne Twister, made by compiled code.
 
 The radio's link models (net/radio/propagation.py) draw a uniform number for
 about every receiver of every frame. `random.Random.random` is C, but
@@ -10,8 +10,11 @@ night's own").
 
 `Twister` runs the same generator, MT19937 as CPython's `_random` module
 implements it, on a copy of a `random.Random`'s state, and makes
-`random()`'s doubles the same way from two 32-bit words. So it gives the
-same numbers the `random.Random` would have given, in the same order
+`random()`'s doubles the same way from two 32-bit words, `getrandbits(k)`'s
+numbers from its words as `_random` does, and `randrange(n)`'s as
+`random.Random._randbelow_with_getrandbits` does (the CSMA MACs' back-offs,
+about 460 instructions a draw through Python). So it gives the same numbers
+the `random.Random` would have given, in the same order
 (tests/sim/test_twister.py compares them across many twists).
 
 Every model that draws from one `random.Random` must share its `Twister`
@@ -39,6 +42,7 @@ _M: Final = 397
 _MATRIX_A: Final = 0x9908B0DF
 _UPPER_MASK: Final = 0x80000000
 _LOWER_MASK: Final = 0x7FFFFFFF
+_WORD_MASK: Final = 0xFFFFFFFF
 _TWO_POW_26: Final = 67108864.0
 _TWO_POW_MINUS_53: Final = 1.0 / 9007199254740992.0
 
@@ -69,6 +73,49 @@ class Twister:
         # each product and sum stays below 2**53).
         return (float(a >> 5) * _TWO_POW_26 + float(b >> 6)) * _TWO_POW_MINUS_53
 
+    def getrandbits(self, k: int) -> int:
+        """A number of `k` random bits, as `self.rng.getrandbits(k)` would give it:
+        CPython's _random_Random_getrandbits_impl, which takes one word for up to 32
+        bits (its top k bits) and otherwise fills 32-bit words from the least
+        significant up, the last one's top bits."""
+        if not self._native:
+            return self.rng.getrandbits(k)
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        if k <= 32:
+            return 0 if k == 0 else self._next_word() >> (32 - k)
+        value = 0
+        shift = 0
+        while k > 0:
+            word: int = self._next_word()  # (an int: shifted, it outgrows 64 bits)
+            if k < 32:
+                word >>= 32 - k
+            value |= word << shift
+            shift += 32
+            k -= 32
+        return value
+
+    def randbelow(self, n: int) -> int:
+        """A number in [0, n) for n >= 1, as `self.rng.randrange(n)` would give it:
+        Random._randbelow_with_getrandbits, which draws k = n.bit_length() bits until
+        they are below n."""
+        if n <= 0:
+            raise ValueError(f"empty range for randbelow({n})")
+        if not self._native or n > _WORD_MASK:
+            k = n.bit_length()
+            r = self.getrandbits(k)
+            while r >= n:
+                r = self.getrandbits(k)
+            return r
+        # Below 2**32 (a back-off's): k bits are the top k of one word, and the
+        # arithmetic stays in machine integers.
+        bound: i64 = n
+        shift: i64 = 32 - _bit_length(bound)
+        word = self._next_word() >> shift
+        while word >= bound:
+            word = self._next_word() >> shift
+        return word
+
     def _next_word(self) -> i64:
         if self._index < 0:
             self._copy_state()
@@ -79,7 +126,7 @@ class Twister:
         return word
 
     def _copy_state(self) -> None:
-        words = self.rng.getstate()[1]
+        words: tuple[int, ...] = self.rng.getstate()[1]
         state = vec[i64](capacity=_N)
         for k in range(_N):
             state = append(state, words[k])
@@ -103,6 +150,15 @@ class Twister:
         y = (mt[_N - 1] & _UPPER_MASK) | (mt[0] & _LOWER_MASK)
         mt[_N - 1] = mt[_M - 1] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
         self._index = 0
+
+
+def _bit_length(n: i64) -> i64:
+    """n.bit_length() for n >= 0 (int's method would be a call through Python)."""
+    bits: i64 = 0
+    while n:
+        n >>= 1
+        bits += 1
+    return bits
 
 
 def _tempered(y: i64) -> i64:

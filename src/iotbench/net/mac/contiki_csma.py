@@ -201,7 +201,7 @@ class ContikiCsmaMac(CsmaMac):
                 del self._queues[queue.dst]
         else:
             exponent = min(queue.transmissions, c.max_backoff_exponent)
-            ticks = self._unit_ticks + self.rng.randrange((1 << exponent) * self._unit_ticks)
+            ticks = self._unit_ticks + self.draws.randbelow((1 << exponent) * self._unit_ticks)
             self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt_cb, queue)
         self._attempt_ready()
 

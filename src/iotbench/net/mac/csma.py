@@ -59,8 +59,9 @@ from iotbench.net import ieee802154 as mac
 from iotbench.net.packet import ACK, DATA, QUEUE_FULL, Packet
 from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
-from iotbench.net.radio.medium import TX, Radio, RadioMedium, Transmission
+from iotbench.net.radio.medium import TX, FrameReceiver, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
+from iotbench.sim.twister import Twister, twister_of
 
 # How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
 # acknowledged), never acknowledged after its retries, or never sent because the
@@ -165,7 +166,7 @@ class _Outgoing:
         self.link: LinkCounters | None = None  # its link's counters, once counted
 
 
-class CsmaMac:
+class CsmaMac(FrameReceiver):
     def __init__(
         self,
         sim: Simulator,
@@ -193,6 +194,10 @@ class CsmaMac:
         self._queue: deque[_Outgoing] = deque()
         self._current: _Outgoing | None = None
         self._seq = rng.randrange(256)  # the DSN starts at a random value (7.5.6.1)
+        # The back-offs' draws, compiled (getrandbits through Python cost about 460
+        # instructions a draw, and a back-off takes two on average): every later
+        # draw from `rng` goes through it (sim/twister.py).
+        self.draws: Twister = twister_of(rng)
         self._last_seq: dict[bytes, int] = {}  # duplicate detection, per source
         self._cca_energy = 0.0
         self._cca_t0 = 0.0
@@ -337,7 +342,7 @@ class CsmaMac:
         self._backoff(out)
 
     def _backoff(self, out: _Outgoing) -> None:
-        delay = randbelow(self.rng, 1 << out.be) * phy.UNIT_BACKOFF_S
+        delay = self.draws.randbelow(1 << out.be) * phy.UNIT_BACKOFF_S
         self.sim.post(self.sim.now + delay, self._cca_start_cb)
 
     def _cca_start(self) -> None:
@@ -532,17 +537,6 @@ class CsmaMac:
         if self._load_after_ack:
             self._load_after_ack = False
             self._load()
-
-
-def randbelow(rng: random.Random, n: int) -> int:
-    """`rng.randrange(n)` for n >= 1, with the same draws: CPython's
-    Random._randbelow_with_getrandbits, written here because the library's is
-    Python code, called for every backoff."""
-    k = n.bit_length()
-    r = rng.getrandbits(k)
-    while r >= n:
-        r = rng.getrandbits(k)
-    return r
 
 
 def _ignore(*_args: object) -> None:
