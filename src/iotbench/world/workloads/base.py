@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from mypy_extensions import mypyc_attr
+
 from iotbench.metrics.items import ItemLog
 from iotbench.metrics.observers import Observers
 from iotbench.metrics.result import RunMeasures
@@ -21,6 +23,9 @@ from iotbench.sim import Simulator
 from iotbench.world.networks import Network
 
 
+# Compiled for the publish workload (src/iotbench/compiled.py); the others subclass
+# it in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Workload:
     """The defaults of the interface; a workload overrides what it measures."""
 
