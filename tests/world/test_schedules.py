@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iotbench.sim import Simulator
 from iotbench.world.workloads.publish.schedules import PerSource, RoundRobin, Waits
@@ -63,3 +65,25 @@ def test_a_schedule_stops_at_its_end_time():
     events, done = fired(PerSource, Waits(random.Random(4), 1.0, 0.0), count=100, until=15.0)
     assert events and max(t for t, _, _ in events) <= 15.0
     assert len(done) == 1
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    median=st.floats(0.01, 100.0),
+    jitter=st.floats(0.0, 0.99),
+)
+def test_waits_are_random_uniforms_number_for_number(seed, median, jitter):
+    """The waits come from the stream's twister as random.Random.uniform would
+    draw them (the same numbers from the same stream)."""
+    waits, reference = Waits(random.Random(seed), median, jitter), random.Random(seed)
+    spread = median * jitter
+    expected = [
+        median if not jitter else reference.uniform(median - spread, median + spread)
+        for _ in range(20)
+    ]
+    first = reference.uniform(0.0, median) if not jitter else None
+    if jitter:
+        assert [waits.first()] + [waits.next() for _ in range(19)] == expected
+    else:
+        assert [waits.next() for _ in range(20)] == expected
+        assert waits.first() == first

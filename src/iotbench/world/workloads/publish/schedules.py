@@ -26,6 +26,7 @@ import random
 from collections.abc import Callable
 
 from iotbench.sim import Simulator
+from iotbench.sim.twister import twister_of
 
 Fire = Callable[[int, int], None]
 
@@ -37,6 +38,9 @@ class Waits:
         if not 0.0 <= jitter < 1.0:
             raise ValueError(f"jitter must be in [0, 1), got {jitter!r}")
         self.rng = rng
+        # rng.uniform's numbers, compiled (random.Random.uniform is Python code):
+        # every draw from `rng` goes through it (sim/twister.py).
+        self._draws = twister_of(rng)
         self.median_s = median_s
         self.jitter = jitter
 
@@ -44,13 +48,17 @@ class Waits:
         if not self.jitter:
             return self.median_s
         spread = self.median_s * self.jitter
-        return self.rng.uniform(self.median_s - spread, self.median_s + spread)
+        return self._uniform(self.median_s - spread, self.median_s + spread)
 
     def first(self) -> float:
         """Before a source's first event: one wait, or a random phase without jitter."""
         if not self.jitter:
-            return self.rng.uniform(0.0, self.median_s)
+            return self._uniform(0.0, self.median_s)
         return self.next()
+
+    def _uniform(self, a: float, b: float) -> float:
+        """random.Random.uniform(a, b), by its own formula."""
+        return a + (b - a) * self._draws.random()
 
 
 class Schedule:

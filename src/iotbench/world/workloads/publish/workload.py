@@ -51,7 +51,6 @@ is lost.
 from __future__ import annotations
 
 import math
-import random
 from collections import deque
 
 from iotbench.apps.readings import (
@@ -82,6 +81,7 @@ from iotbench.proto.ndn.forwarder import Forwarder
 from iotbench.scenarios.settings import required
 from iotbench.scenarios.settings_types import RunSettings
 from iotbench.sim import Simulator
+from iotbench.sim.twister import twister_of
 from iotbench.world.networks import Network, RadioNetwork
 from iotbench.world.workloads.base import Workload
 from iotbench.world.workloads.publish.schedules import SCHEDULES, PerSource, Schedule, Waits
@@ -128,7 +128,8 @@ class PublishWorkload(Workload):
         )
         self._open: dict[int, Item] = {}  # reading id -> its item, while it may arrive
         self._handed: deque[tuple[float, int]] = deque()  # (hand-over time, reading id)
-        self._values: random.Random = sim.rng("sensor")
+        # randrange's numbers, compiled (random.Random.randrange is Python code).
+        self._values = twister_of(sim.rng("sensor"))
         self.skipped = 0  # readings a producer could not take (its sender not ready)
         name = config.protocol.name
         exchange = {"coap": "coap_exchange", "ndn": "ndn_exchange"}.get(name)
@@ -338,7 +339,7 @@ class PublishWorkload(Workload):
 
     def _value(self) -> int:
         """A sensor value of four digits, so that every reading is 32 bytes (S4's)."""
-        return self._values.randrange(1000, 10000)
+        return 1000 + self._values.randbelow(9000)  # randrange(1000, 10000)
 
     def reading_for(self, rid: int) -> bytes:
         """The value a producer returns when asked for item `rid` (a pull): a reading
