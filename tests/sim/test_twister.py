@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iotbench.sim.twister import Twister, twister_of
+from iotbench.sim.twister import Twister, bit_length, twister_of
 
 
 @given(
@@ -104,3 +104,8 @@ def test_no_bits_no_draw_and_bounds_below_one_are_refused():
     for n in (0, -3):
         with pytest.raises(ValueError):
             twister.randbelow(n)
+
+
+@given(st.integers(-(2**80), 2**80))
+def test_bit_length_is_ints(n):
+    assert bit_length(n) == n.bit_length()

@@ -12,8 +12,8 @@ night's own").
 implements it, on a copy of a `random.Random`'s state, and makes
 `random()`'s doubles the same way from two 32-bit words, `getrandbits(k)`'s
 numbers from its words as `_random` does, and `randrange(n)`'s as
-`random.Random._randbelow_with_getrandbits` does (the CSMA MACs' back-offs,
-about 460 instructions a draw through Python). So it gives the same numbers
+`random.Random._randbelow_with_getrandbits` does (the publish workload's
+sensor values). So it gives the same numbers
 the `random.Random` would have given, in the same order
 (tests/sim/test_twister.py compares them across many twists).
 
@@ -110,7 +110,7 @@ class Twister:
         # Below 2**32 (a back-off's): k bits are the top k of one word, and the
         # arithmetic stays in machine integers.
         bound: i64 = n
-        shift: i64 = 32 - _bit_length(bound)
+        shift: i64 = 32 - bit_length(n)
         word = self._next_word() >> shift
         while word >= bound:
             word = self._next_word() >> shift
@@ -152,11 +152,15 @@ class Twister:
         self._index = 0
 
 
-def _bit_length(n: i64) -> i64:
-    """n.bit_length() for n >= 0 (int's method would be a call through Python)."""
+def bit_length(n: int) -> int:
+    """n.bit_length() (compiled, int's method is a call through Python): in
+    machine integers from 0 to below 2**62."""
+    if not 0 <= n < 1 << 62:
+        return n.bit_length()
+    m: i64 = n
     bits: i64 = 0
-    while n:
-        n >>= 1
+    while m:
+        m >>= 1
         bits += 1
     return bits
 

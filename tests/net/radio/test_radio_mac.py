@@ -9,13 +9,12 @@ import pytest
 from radio_harness import RadioNet
 
 from iotbench.net import ieee802154 as mac
-from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams
+from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams, randbelow
 from iotbench.net.packet import BROADCAST, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.interferer import WifiInterferer
 from iotbench.net.radio.medium import LISTEN, TX
 from iotbench.net.radio.wifi import OFDM, STATION, WifiTraffic
-from iotbench.sim.twister import twister_of
 
 US = 1e-6
 BACKOFF, CCA, TURNAROUND = 320 * US, 128 * US, 192 * US
@@ -297,12 +296,15 @@ def test_s4s_energy_counts_frames_at_their_currents_and_idle_time_at_trx_off():
 
 
 def test_a_backoffs_draw_is_randranges_draw():
-    """The MAC draws its backoff through its stream's twister: the same numbers as
-    random.Random.randrange, and the stream where randrange leaves it."""
+    """The MAC draws its backoff with its own randbelow, from the stream's
+    getrandbits: the same numbers, and the same state left behind, as
+    random.Random.randrange."""
     for seed in range(20):
-        ours, library = twister_of(random.Random(seed)), random.Random(seed)
-        for n in (1, 2, 3, 7, 8, 32, 255, 256, 1000):
-            assert [ours.randbelow(n) for _ in range(50)] == [
+        ours, library = random.Random(seed), random.Random(seed)
+        for n in (1, 2, 3, 7, 8, 32, 255, 256, 1000, 2**40 + 3, 2**70):
+            assert [randbelow(ours.getrandbits, n) for _ in range(50)] == [
                 library.randrange(n) for _ in range(50)
             ]
         assert ours.random() == library.random()
+    with pytest.raises(ValueError):
+        randbelow(random.Random(1).getrandbits, 0)

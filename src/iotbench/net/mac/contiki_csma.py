@@ -55,7 +55,7 @@ from typing import Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.busy_wait import SerialBusyWait
-from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
+from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing, randbelow
 from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
 from iotbench.sim import Simulator
@@ -201,7 +201,9 @@ class ContikiCsmaMac(CsmaMac):
                 del self._queues[queue.dst]
         else:
             exponent = min(queue.transmissions, c.max_backoff_exponent)
-            ticks = self._unit_ticks + self.draws.randbelow((1 << exponent) * self._unit_ticks)
+            ticks = self._unit_ticks + randbelow(
+                self.getrandbits, (1 << exponent) * self._unit_ticks
+            )
             self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt_cb, queue)
         self._attempt_ready()
 

@@ -61,7 +61,7 @@ from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, FrameReceiver, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
-from iotbench.sim.twister import Twister, twister_of
+from iotbench.sim.twister import bit_length
 
 # How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
 # acknowledged), never acknowledged after its retries, or never sent because the
@@ -194,10 +194,11 @@ class CsmaMac(FrameReceiver):
         self._queue: deque[_Outgoing] = deque()
         self._current: _Outgoing | None = None
         self._seq = rng.randrange(256)  # the DSN starts at a random value (7.5.6.1)
-        # The back-offs' draws, compiled (getrandbits through Python cost about 460
-        # instructions a draw, and a back-off takes two on average): every later
-        # draw from `rng` goes through it (sim/twister.py).
-        self.draws: Twister = twister_of(rng)
+        # The back-offs' draws: `rng.getrandbits` bound once (looked up at every
+        # draw it cost about 460 instructions, and a back-off takes two on
+        # average). Not a twister (sim/twister.py): its copy of the generator's
+        # state is 5 KB a MAC, 50 MB in a 10,000-node network.
+        self.getrandbits: Callable[[int], int] = rng.getrandbits
         self._last_seq: dict[bytes, int] = {}  # duplicate detection, per source
         self._cca_energy = 0.0
         self._cca_t0 = 0.0
@@ -342,7 +343,7 @@ class CsmaMac(FrameReceiver):
         self._backoff(out)
 
     def _backoff(self, out: _Outgoing) -> None:
-        delay = self.draws.randbelow(1 << out.be) * phy.UNIT_BACKOFF_S
+        delay = randbelow(self.getrandbits, 1 << out.be) * phy.UNIT_BACKOFF_S
         self.sim.post(self.sim.now + delay, self._cca_start_cb)
 
     def _cca_start(self) -> None:
@@ -537,6 +538,18 @@ class CsmaMac(FrameReceiver):
         if self._load_after_ack:
             self._load_after_ack = False
             self._load()
+
+
+def randbelow(getrandbits: Callable[[int], int], n: int) -> int:
+    """`rng.randrange(n)` for n >= 1 from `rng.getrandbits`, with the same draws:
+    CPython's Random._randbelow_with_getrandbits (the library's is Python code)."""
+    if n <= 0:
+        raise ValueError(f"empty range for randbelow({n})")
+    k = bit_length(n)
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
 
 
 def _ignore(*_args: object) -> None:
