@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from mypy_extensions import i64
+
 CANCELLED: Final = -1
 # What an entry holds, by index.
 DEADLINE: Final = 0
@@ -62,12 +64,12 @@ def _heappop(heap: list[list]) -> list:
     As heapq does, the hole at the root sinks to a leaf along the earlier child
     (one comparison a level), and the last entry climbs from there into place."""
     last = heap.pop()
-    n = len(heap)
+    n: i64 = len(heap)  # (positions in machine integers, compiled)
     if not n:
         return last
     first = heap[0]
-    pos = 0
-    child_pos = 1
+    pos: i64 = 0
+    child_pos: i64 = 1
     while child_pos < n:
         right_pos = child_pos + 1
         if right_pos < n and not _before(heap[child_pos], heap[right_pos]):
@@ -79,7 +81,7 @@ def _heappop(heap: list[list]) -> list:
     return first
 
 
-def _climb(heap: list[list], entry: list, pos: int) -> None:
+def _climb(heap: list[list], entry: list, pos: i64) -> None:
     """Put `entry` at `pos` or above it, moving the later parents down (heapq's
     _siftdown, shared by push and pop as there)."""
     while pos > 0:

@@ -32,6 +32,8 @@ import random
 from collections.abc import Callable
 from typing import Any, Final
 
+from mypy_extensions import i64
+
 from iotbench.sim.rng import RngStreams
 
 
@@ -46,7 +48,7 @@ class Timer:
     __slots__ = ("args", "fn", "recycle", "seq", "time")
 
     def __init__(
-        self, time: float, seq: int, fn: Callable[..., Any] | None, args: tuple[Any, ...]
+        self, time: float, seq: i64, fn: Callable[..., Any] | None, args: tuple[Any, ...]
     ) -> None:
         self.time = time
         self.seq = seq
@@ -67,7 +69,7 @@ class Timer:
 def _push(heap: list[Timer], timer: Timer) -> None:
     """Add `timer` to the heap (sift it up from the end)."""
     time, seq = timer.time, timer.seq
-    pos = len(heap)
+    pos: i64 = len(heap)
     heap.append(timer)
     while pos > 0:
         parent_pos = (pos - 1) >> 2
@@ -83,18 +85,21 @@ def _push(heap: list[Timer], timer: Timer) -> None:
 def _pop(heap: list[Timer]) -> Timer:
     """Remove and return the earliest timer of a non-empty heap."""
     last = heap.pop()
-    n = len(heap)
+    n: i64 = len(heap)
     if not n:
         return last
     first = heap[0]
     # Sift `last` down from the root: move the earliest of the (up to four)
-    # children up while it is earlier than `last`.
+    # children up while it is earlier than `last`. (Positions and sequence
+    # numbers are machine integers, compiled: no tagged arithmetic.)
     time, seq = last.time, last.seq
-    pos = 0
-    child_pos = 1
+    pos: i64 = 0
+    child_pos: i64 = 1
     while child_pos < n:
         child = heap[child_pos]
-        end = min(child_pos + 4, n)
+        end = child_pos + 4
+        if end > n:
+            end = n
         other_pos = child_pos + 1
         while other_pos < end:
             other = heap[other_pos]
@@ -140,9 +145,9 @@ class Simulator:
         self._far: list[Timer] = []
         self._horizon = 0.0
         self._window = NEAR_WINDOW_S
-        self._far_pushes = 0  # since the window was last judged
-        self._seq_at_judging = 0
-        self._seq = 0
+        self._far_pushes: i64 = 0  # since the window was last judged
+        self._seq_at_judging: i64 = 0
+        self._seq: i64 = 0
         self._stopped = False
         self.events_processed = 0
         # Entries of fired events that nobody else holds (`post`, `call_soon`),
@@ -261,7 +266,7 @@ class Simulator:
         near = self._near
         spare = self._spare
         self._stopped = False
-        processed = 0
+        processed: i64 = 0
         limit = float("inf") if until is None else until
         while not self._stopped:
             if not near:
