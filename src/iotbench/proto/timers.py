@@ -115,7 +115,10 @@ def cancel(entry: list | None) -> None:
 
 def armed(entry: list | None) -> bool:
     """Whether `entry` is still to come (not cancelled, not None)."""
-    return entry is not None and entry[2] != CANCELLED
+    if entry is None:
+        return False
+    kind: int = entry[2]
+    return kind != CANCELLED
 
 
 class TimerQueue:
@@ -138,18 +141,29 @@ class TimerQueue:
 
     def next_deadline(self) -> float | None:
         """The earliest deadline not cancelled, or None."""
+        # The entries' fields read into typed locals: compiled, an int or a float
+        # compared as an object is a call to Python's rich comparison.
         heap = self._heap
-        while heap and heap[0][2] == CANCELLED:
+        while heap:
+            head = heap[0]
+            kind: int = head[2]
+            if kind != CANCELLED:
+                deadline: float = head[0]
+                return deadline
             _heappop(heap)
-        return heap[0][0] if heap else None
+        return None
 
     def pop_due(self, now: float) -> list | None:
         """The earliest entry due at or before `now` that is not cancelled (taken out
         of the queue), or None."""
         heap = self._heap
-        while heap and heap[0][0] <= now:
+        while heap:
+            deadline: float = heap[0][0]
+            if not deadline <= now:
+                return None
             entry = _heappop(heap)
-            if entry[2] != CANCELLED:
+            kind: int = entry[2]
+            if kind != CANCELLED:
                 return entry
         return None
 
