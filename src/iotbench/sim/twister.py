@@ -13,9 +13,9 @@ implements it, on a copy of a `random.Random`'s state, and makes
 `random()`'s doubles the same way from two 32-bit words, `getrandbits(k)`'s
 numbers from its words as `_random` does, and `randrange(n)`'s as
 `random.Random._randbelow_with_getrandbits` does (the publish workload's
-sensor values). So it gives the same numbers
-the `random.Random` would have given, in the same order
-(tests/sim/test_twister.py compares them across many twists).
+sensor values). So it gives the same numbers the `random.Random` would have
+given, in the same order (tests/sim/test_twister.py compares them across
+many twists).
 
 Every model that draws from one `random.Random` must share its `Twister`
 (`twister_of`), and nothing may draw from that `random.Random` directly
@@ -107,8 +107,8 @@ class Twister:
             while r >= n:
                 r = self.getrandbits(k)
             return r
-        # Below 2**32 (a back-off's): k bits are the top k of one word, and the
-        # arithmetic stays in machine integers.
+        # Below 2**32 (a sensor value's): k bits are the top k of one word, and
+        # the arithmetic stays in machine integers.
         bound: i64 = n
         shift: i64 = 32 - bit_length(n)
         word = self._next_word() >> shift
