@@ -41,6 +41,7 @@ from link_variation import k7_bursts, k7_header
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.packet import Packet
+from iotbench.net.radio.medium import FrameReceiver
 from iotbench.scenarios import expand, load_scenario
 from iotbench.scenarios.settings import run_settings
 from iotbench.sim import RngStreams, Simulator
@@ -134,7 +135,7 @@ def office_load_bps() -> float:
     return run.config["network"]["interferers"][0]["rate_bps"]
 
 
-class _Counter:
+class _Counter(FrameReceiver):
     """Where a radio's MAC would be: the medium hands it every frame it decoded."""
 
     def __init__(self, index: int, counts: dict[tuple[int, int], int]) -> None:
