@@ -97,9 +97,7 @@ def _pop(heap: list[Timer]) -> Timer:
     child_pos: i64 = 1
     while child_pos < n:
         child = heap[child_pos]
-        end = child_pos + 4
-        if end > n:
-            end = n
+        end = min(child_pos + 4, n)
         other_pos = child_pos + 1
         while other_pos < end:
             other = heap[other_pos]
