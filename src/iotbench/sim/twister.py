@@ -32,6 +32,7 @@ itself: the same numbers either way.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Final
 
 from librt.vecs import append, vec
@@ -102,11 +103,7 @@ class Twister:
         if n <= 0:
             raise ValueError(f"empty range for randbelow({n})")
         if not self._native or n > _WORD_MASK:
-            k = n.bit_length()
-            r = self.getrandbits(k)
-            while r >= n:
-                r = self.getrandbits(k)
-            return r
+            return randbelow(self.getrandbits, n)
         # Below 2**32 (a sensor value's): k bits are the top k of one word, and
         # the arithmetic stays in machine integers.
         bound: i64 = n
@@ -150,6 +147,19 @@ class Twister:
         y = (mt[_N - 1] & _UPPER_MASK) | (mt[0] & _LOWER_MASK)
         mt[_N - 1] = mt[_M - 1] ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
         self._index = 0
+
+
+def randbelow(getrandbits: Callable[[int], int], n: int) -> int:
+    """`rng.randrange(n)` for n >= 1 from `rng.getrandbits` (bound, or a twister's),
+    with the same draws: CPython's Random._randbelow_with_getrandbits (the
+    library's is Python code). The CSMA MACs' back-offs draw with it."""
+    if n <= 0:
+        raise ValueError(f"empty range for randbelow({n})")
+    k = bit_length(n)
+    r = getrandbits(k)
+    while r >= n:
+        r = getrandbits(k)
+    return r
 
 
 def bit_length(n: int) -> int:

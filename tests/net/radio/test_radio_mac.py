@@ -9,12 +9,13 @@ import pytest
 from radio_harness import RadioNet
 
 from iotbench.net import ieee802154 as mac
-from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams, randbelow
+from iotbench.net.mac.csma import CHANNEL_ACCESS_FAILURE, NO_ACK, SENT, MacParams
 from iotbench.net.packet import BROADCAST, DELIVERED, MISSED, Packet
 from iotbench.net.radio import phy
 from iotbench.net.radio.interferer import WifiInterferer
 from iotbench.net.radio.medium import LISTEN, TX
 from iotbench.net.radio.wifi import OFDM, STATION, WifiTraffic
+from iotbench.sim.twister import randbelow
 
 US = 1e-6
 BACKOFF, CCA, TURNAROUND = 320 * US, 128 * US, 192 * US

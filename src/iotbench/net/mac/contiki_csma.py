@@ -55,10 +55,11 @@ from typing import Final
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.busy_wait import SerialBusyWait
-from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing, randbelow
+from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
 from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
 from iotbench.sim import Simulator
+from iotbench.sim.twister import randbelow
 
 COLLISION: Final = "collision"  # MAC_TX_COLLISION: the channel was busy; nothing sent
 

@@ -61,7 +61,7 @@ from iotbench.net.pktbuf import PacketBuffer
 from iotbench.net.radio import phy
 from iotbench.net.radio.medium import TX, FrameReceiver, Radio, RadioMedium, Transmission
 from iotbench.sim import Simulator
-from iotbench.sim.twister import bit_length
+from iotbench.sim.twister import randbelow
 
 # How a frame left the MAC (`on_sent`'s status): sent (and, for a unicast,
 # acknowledged), never acknowledged after its retries, or never sent because the
@@ -538,18 +538,6 @@ class CsmaMac(FrameReceiver):
         if self._load_after_ack:
             self._load_after_ack = False
             self._load()
-
-
-def randbelow(getrandbits: Callable[[int], int], n: int) -> int:
-    """`rng.randrange(n)` for n >= 1 from `rng.getrandbits`, with the same draws:
-    CPython's Random._randbelow_with_getrandbits (the library's is Python code)."""
-    if n <= 0:
-        raise ValueError(f"empty range for randbelow({n})")
-    k = bit_length(n)
-    r = getrandbits(k)
-    while r >= n:
-        r = getrandbits(k)
-    return r
 
 
 def _ignore(*_args: object) -> None:
