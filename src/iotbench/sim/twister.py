@@ -1,7 +1,8 @@
 """Draws from a `random.Random`'s own Mersenne Twister, made by compiled code.
 
 The radio's link models (net/radio/propagation.py) draw a uniform number for
-about every receiver of every frame. `random.Random.random` is C, but
+about every receiver of every frame, and the medium one for every frame a
+receiver decides (net/radio/medium.py). `random.Random.random` is C, but
 compiled code reaches it through Python's call protocol and gets a float
 object back: about 220 instructions a draw, where the generator's own work
 is a fifth of that. Those calls were 6 to 7 % of an S4 hour's instructions

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iotbench.proto.ndn.data import Data, make_data, received_data
 from iotbench.proto.ndn.interest import Interest, make_interest, received_interest
@@ -106,3 +108,34 @@ def test_a_received_interest_whose_field_does_not_decode_fails_at_every_reading(
         interest = received_interest(wire)
         with pytest.raises(NdnDecodeError, match="Nonce of 3 bytes"):
             _ = interest.nonce
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    size=st.integers(1, 5),
+    steps=st.lists(st.tuples(st.booleans(), st.integers(0, 8)), max_size=60),
+)
+def test_what_is_kept_is_the_last_size_distinct_bytes_in_order_of_arrival(size, steps):
+    # The model: a dict in insertion order, the oldest key dropped when full; a
+    # key remembered again keeps its place.
+    decode = CountingDecode()
+    recent = RecentDecodes(decode, size)
+    model: dict[bytes, object] = {}
+    for remember, n in steps:
+        wire = b"w%d" % n
+        if remember:
+            value = ("remembered", n)
+            recent.remember(wire, value)
+        elif wire in model:
+            value = recent.get(wire)
+            assert value is model[wire]
+            continue
+        else:
+            value = recent.get(wire)
+        if wire not in model and len(model) >= size:
+            del model[next(iter(model))]
+        model[wire] = value
+        assert len(recent) == len(model)
+    for wire, value in model.items():
+        calls = len(decode.calls)
+        assert recent.get(wire) is value and len(decode.calls) == calls

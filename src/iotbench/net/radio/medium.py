@@ -47,6 +47,7 @@ from iotbench.net.radio import phy
 from iotbench.net.radio.energy import STATES, RadioEnergy
 from iotbench.net.radio.propagation import LinkVariation, NoVariation
 from iotbench.sim import Simulator
+from iotbench.sim.twister import twister_of
 
 OFF: Final = 0
 IDLE: Final = 1
@@ -329,6 +330,9 @@ class RadioMedium:
         self.channel = channel
         self.frequency_mhz = phy.channel_center_mhz(channel)
         self.rng = rng  # reception draws
+        # rng.random()'s numbers drawn by compiled code (sim/twister.py): a call
+        # through Python's protocol and a float object less per frame decided.
+        self._draws = twister_of(rng)
         self.observers = observers
         self.variation: LinkVariation = variation or NoVariation()
         self.radios: list[Radio] = []
@@ -429,7 +433,7 @@ class RadioMedium:
         decoded: list[Radio] = []
         dst = tx.dst
         dst_locked = False
-        rng = self.rng
+        draws = self._draws
         residue = _POWER_RESIDUE_MW
         # What each receiver does as the signal ends (see transmit): it integrates
         # its power, closes the stretch of a reception in progress, takes the
@@ -463,7 +467,7 @@ class RadioMedium:
             if rcv is dst:
                 dst_locked = True
             log_success = rec.log_success
-            if log_success == 0.0 or rng.random() < math.exp(log_success):
+            if log_success == 0.0 or draws.random() < math.exp(log_success):
                 rcv.counters.received += 1
                 decoded.append(rcv)
             else:
