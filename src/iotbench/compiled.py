@@ -47,6 +47,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "iotbench.sim.deadline",
         "iotbench.sim.cpu",
         "iotbench.proto.octets",
+        "iotbench.proto.recent",
         "iotbench.proto.timers",
         "iotbench.proto.retransmit",
         "iotbench.net.packet",
@@ -106,7 +107,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # C was a twentieth of all the groups' (docs/performance.md, "Install time").
     "iotbench.compiled_ndn": (
         "iotbench.proto.ndn.tlv",
-        "iotbench.proto.ndn.recent",
         "iotbench.proto.ndn.name",
         "iotbench.proto.ndn.interest",
         "iotbench.proto.ndn.data",

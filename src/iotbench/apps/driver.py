@@ -22,34 +22,10 @@ from collections.abc import Callable
 
 from iotbench.net.ip import address_bytes, address_text
 from iotbench.net.node import Node
+from iotbench.proto.recent import RecentDecodes
 from iotbench.proto.sansio import drain_with
 from iotbench.sim import Simulator
 from iotbench.sim.deadline import DeadlineTimer
-
-
-class LastAnswers:
-    """`dissect`'s answers for the last `size` payloads it was asked about.
-
-    A dict in insertion order, the oldest answer forgotten first: compiled, a
-    hit costs a lookup, where `functools.lru_cache` (used before) built a key
-    object and reordered its list at every call. The answers are the same
-    either way; only which ones are still kept may differ.
-    """
-
-    def __init__(self, dissect: Callable[[bytes], int], size: int) -> None:
-        self._dissect = dissect
-        self._size = size
-        self._answers: dict[bytes, int] = {}
-
-    def __call__(self, payload: bytes) -> int:
-        answers = self._answers
-        answer = answers.get(payload)
-        if answer is None:
-            answer = self._dissect(payload)
-            if len(answers) >= self._size:
-                del answers[next(iter(answers))]
-            answers[payload] = answer
-        return answer
 
 
 class DatagramDriver:
@@ -76,7 +52,7 @@ class DatagramDriver:
         # moments of each other. With 64 every node kept its last 64 payloads, 16 MB
         # in a 1,000-node network, for no more hits in it and 2 to 7 % fewer misses
         # in S4's (docs/performance.md, "What grew with a run's length").
-        self.header_length = header_length = LastAnswers(header_length, 8)
+        self.header_length = header_length = RecentDecodes(header_length, 8)
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
         # Where the profile has a measured spread for the operation, each message

@@ -28,9 +28,9 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
 from iotbench.proto.octets import as_bytes
+from iotbench.proto.recent import RecentDecodes
 
 from .name import Component, Name, NameLike, component_offsets, component_tl
-from .recent import RecentDecodes
 from .siginfo import SignatureInfo
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl, uint_be
 from .tlv import scan_elements as _scan

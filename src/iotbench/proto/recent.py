@@ -1,13 +1,15 @@
 """What was decoded last, by the bytes it was decoded from.
 
 In a simulated network the same bytes are decoded over and over: every hop
-decodes the Interest or Data it forwards, every neighbour that hears a
+decodes the NDN Interest or Data it forwards, every neighbour that hears a
 broadcast decodes it, the app at the end decodes it again, and a
-producer's Data all carry the same SignatureInfo. Decoding is a function of
-the bytes alone, and the decoded packets and fields never change (their
-lazily decoded fields come from the same bytes, whoever reads them first),
-so one decoded value serves every copy of the bytes while it is recent.
-What does not decode raises every time, as it would without this.
+producer's Data all carry the same SignatureInfo; every router on a
+datagram's path dissects its payload into header and application bytes
+(net/node.py's app_layers, apps/driver.py). Decoding is a function of the
+bytes alone, and the decoded packets and fields never change (their lazily
+decoded fields come from the same bytes, whoever reads them first), so one
+decoded value serves every copy of the bytes while it is recent. What does
+not decode raises every time, as it would without this.
 
 Only the cost of a run changes, never a result: the values come back equal
 to a fresh decode's, and nothing in a stack keys anything by an object's
@@ -49,6 +51,10 @@ class RecentDecodes(Generic[T]):
             known = self._decode(wire)
             self.remember(wire, known)
         return known
+
+    def __call__(self, wire: bytes) -> T:
+        """`get`: so that it stands in for the decoder it remembers."""
+        return self.get(wire)
 
     def remember(self, wire: bytes, value: T) -> None:
         """Take `value` as the decoding of `wire`: a packet just encoded from its
