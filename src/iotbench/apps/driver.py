@@ -19,6 +19,7 @@ time; its outputs wait for the CPU.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from iotbench.net.ip import address_bytes, address_text
 from iotbench.net.node import Node
@@ -26,6 +27,28 @@ from iotbench.proto.recent import RecentDecodes
 from iotbench.proto.sansio import drain_with
 from iotbench.sim import Simulator
 from iotbench.sim.deadline import DeadlineTimer
+
+# The answers of one dissector are kept for every driver that uses it: a router
+# dissects with the cache of the datagram's addressee's driver (net/node.py's
+# app_layers), and its sender's driver dissected it as it sent it. With a cache
+# for each driver (eight answers each), the first router on every path
+# dissected each datagram again. 256 answers: the datagrams a whole network
+# sends while one of them crosses it (a 1,000-node network at one datagram a
+# second each sends about a hundred in a tenth of a second); a few tens of KB
+# for S4's payloads, where eight for each of 1,000 drivers took 8,000 entries.
+_ANSWERS_KEPT: Final = 256
+_KEPT: Final[dict[Callable[[bytes], int], RecentDecodes[int]]] = {}
+
+
+def kept_answers(dissect: Callable[[bytes], int]) -> RecentDecodes[int]:
+    """`dissect` with its answers for the last payloads it was asked about, one
+    cache for each dissector (a module's function: few exist)."""
+    kept = _KEPT.get(dissect)
+    if kept is None:
+        if len(_KEPT) >= 64:
+            _KEPT.clear()  # (many throwaway dissectors, a test's: a bound, not a policy)
+        kept = _KEPT[dissect] = RecentDecodes(dissect, _ANSWERS_KEPT)
+    return kept
 
 
 class DatagramDriver:
@@ -47,12 +70,9 @@ class DatagramDriver:
         self.on_event = on_event
         # A datagram is dissected when sent and again at every router on its way
         # (node.app_layers); the dissector depends on the bytes alone, so its answers
-        # for the last few payloads are kept (MQTT-SN's decoder at every hop was a
-        # large part of a multi-hop run). A few: a datagram's hops come within
-        # moments of each other. With 64 every node kept its last 64 payloads, 16 MB
-        # in a 1,000-node network, for no more hits in it and 2 to 7 % fewer misses
-        # in S4's (docs/performance.md, "What grew with a run's length").
-        self.header_length = header_length = RecentDecodes(header_length, 8)
+        # for the last payloads are kept (MQTT-SN's decoder at every hop was a large
+        # part of a multi-hop run), in one cache per dissector (kept_answers).
+        self.header_length = header_length = kept_answers(header_length)
         self._cpu = node.cpu if operation is not None else None
         self._cost_s = node.profile.cost_s(operation) if self._cpu is not None else 0.0
         # Where the profile has a measured spread for the operation, each message
