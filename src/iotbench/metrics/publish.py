@@ -314,11 +314,21 @@ class PublishSeries:
         table.add("goodput_per_s", NETWORK, end, self.delivered / self.bin_s)
         table.add("offered_per_s", NETWORK, end, self.taken / self.bin_s)
         self.delivered = self.taken = 0
-        for i, (radio, at_start) in enumerate(zip(self.radios, self._energy_start, strict=True)):
-            table.add("energy_j", i, now, radio.power.air_joules(now) - at_start)
+        radios = self.radios
+        energies = [
+            radio.power.air_joules(now) - at_start
+            for radio, at_start in zip(radios, self._energy_start, strict=True)
+        ]
+        table.add_rows(["energy_j"] * len(radios), list(range(len(radios))), now, energies)
+        names: list[str] = []
+        nodes: list[int] = []
+        values: list[float] = []
         for i, forwarder in self.forwarders:
-            table.add("pit_entries", i, now, forwarder.pit.take_recent_peak())
-            table.add("cs_bytes", i, now, forwarder.cs.take_recent_peak())
+            names += ("pit_entries", "cs_bytes")
+            nodes += (i, i)
+            values.append(forwarder.pit.take_recent_peak())
+            values.append(forwarder.cs.take_recent_peak())
+        table.add_rows(names, nodes, now, values)
         self._bin_start = now
 
 

