@@ -58,6 +58,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -113,11 +114,12 @@ class ConnectionState(Enum):
     CONNECTED = "connected"
 
 
-_IDLE, _CONNECTING, _CONNECTED = (
-    ConnectionState.IDLE,
-    ConnectionState.CONNECTING,
-    ConnectionState.CONNECTED,
-)
+# Final, and compared by identity: compiled, a plain module-level name is looked
+# up in the module's dict at each use, and `==` on an Enum is a generic call
+# (next_timer runs after every call into the client).
+_IDLE: Final = ConnectionState.IDLE
+_CONNECTING: Final = ConnectionState.CONNECTING
+_CONNECTED: Final = ConnectionState.CONNECTED
 #: Where a connection may go from each state (_enter); it may always end (IDLE).
 _NEXT = {_IDLE: (_CONNECTING,), _CONNECTING: (_CONNECTED,), _CONNECTED: ()}
 
@@ -196,10 +198,10 @@ class MqttClient:
         """Absolute time of the earliest deadline, or None."""
         deadlines = []
         p = self.params
-        if self._state == _CONNECTING:
+        if self._state is _CONNECTING:
             if p.connack_timeout is not None:
                 deadlines.append(self._connect_sent_s + p.connack_timeout)
-        elif self._state == _CONNECTED:
+        elif self._state is _CONNECTED:
             if self._ping_sent_s is not None:
                 if p.ping_timeout is not None:
                     deadlines.append(self._ping_sent_s + p.ping_timeout)
@@ -215,7 +217,7 @@ class MqttClient:
     @property
     def connected(self) -> bool:
         """CONNACK accepted the current connection."""
-        return self._state == _CONNECTED
+        return self._state is _CONNECTED
 
     @property
     def in_flight(self) -> int:
@@ -233,7 +235,7 @@ class MqttClient:
 
     def connect(self, now: float) -> None:
         """Send CONNECT on a freshly opened transport."""
-        if self._state != _IDLE:
+        if self._state is not _IDLE:
             raise RuntimeError("connect() while a connection is open; disconnect first")
         p = self.params
         self.close_requested = False
@@ -308,13 +310,13 @@ class MqttClient:
 
     def ping(self, now: float) -> None:
         """Send PINGREQ now (keep-alive sends them by itself)."""
-        if self._state != _CONNECTED:
+        if self._state is not _CONNECTED:
             raise RuntimeError("ping() needs a connection")
         self._send_ping(now)
 
     def disconnect(self, now: float) -> None:
         """Send DISCONNECT and ask for the transport to be closed (no-op when not connected)."""
-        if self._state == _IDLE:
+        if self._state is _IDLE:
             return
         self._send(now, Disconnect())
         self._close("disconnect")
@@ -325,11 +327,11 @@ class MqttClient:
 
     def receive_data(self, now: float, data: bytes) -> None:
         """Bytes from the transport, in any split. Never raises for any input bytes."""
-        if self._state == _IDLE:
+        if self._state is _IDLE:
             return  # no connection of ours: nothing to say to it
         framer = self._framer
         framer.feed(data)
-        while self._state != _IDLE:
+        while self._state is not _IDLE:
             try:
                 raw = framer.next_packet()
                 if raw is None:
@@ -344,18 +346,18 @@ class MqttClient:
 
     def connection_lost(self, now: float) -> None:
         """The transport closed (or failed); no-op when we closed it ourselves."""
-        if self._state != _IDLE:
+        if self._state is not _IDLE:
             self._close("connection-lost")
 
     def handle_timer(self, now: float) -> None:
         """Run every deadline at or before `now`."""
         p = self.params
-        if self._state == _CONNECTING:
+        if self._state is _CONNECTING:
             timeout = p.connack_timeout
             if timeout is not None and now >= self._connect_sent_s + timeout:
                 self._close("connack-timeout")
             return
-        if self._state != _CONNECTED:
+        if self._state is not _CONNECTED:
             return
         if self._ping_sent_s is not None:
             timeout = p.ping_timeout
@@ -390,7 +392,7 @@ class MqttClient:
         return pid
 
     def _send_control(self, now: float, packet: Subscribe | Unsubscribe) -> None:
-        if self._state == _CONNECTED:
+        if self._state is _CONNECTED:
             self._send(now, packet)
         else:
             self._control.append(packet)
@@ -426,7 +428,7 @@ class MqttClient:
 
     def _on_packet(self, now: float, packet: Packet) -> None:
         t = type(packet)
-        if self._state == _CONNECTING:
+        if self._state is _CONNECTING:
             if isinstance(packet, ConnAck):
                 self._on_connack(now, packet)
             else:
