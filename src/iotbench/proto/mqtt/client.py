@@ -325,13 +325,18 @@ class MqttClient:
     # transport inputs
     # =====================================================================
 
+    def _open(self) -> bool:
+        """A connection is open or being opened. (A method: mypy would take the
+        state as fixed by a test before a loop whose packets may close it.)"""
+        return self._state is not _IDLE
+
     def receive_data(self, now: float, data: bytes) -> None:
         """Bytes from the transport, in any split. Never raises for any input bytes."""
         if self._state is _IDLE:
             return  # no connection of ours: nothing to say to it
         framer = self._framer
         framer.feed(data)
-        while self._state is not _IDLE:
+        while self._open():
             try:
                 raw = framer.next_packet()
                 if raw is None:
