@@ -77,7 +77,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from mypy_extensions import mypyc_attr
 
@@ -161,9 +161,14 @@ class ClientState(StrEnum):
     DISCONNECTING = "disconnecting"  # DISCONNECT (with or without a duration) sent
 
 
-DISCONNECTED, CONNECTING = ClientState.DISCONNECTED, ClientState.CONNECTING
-ACTIVE, ASLEEP, AWAKE = ClientState.ACTIVE, ClientState.ASLEEP, ClientState.AWAKE
-DISCONNECTING = ClientState.DISCONNECTING
+# Final: compiled, a plain module-level name is looked up in the module's dict
+# at each use.
+DISCONNECTED: Final = ClientState.DISCONNECTED
+CONNECTING: Final = ClientState.CONNECTING
+ACTIVE: Final = ClientState.ACTIVE
+ASLEEP: Final = ClientState.ASLEEP
+AWAKE: Final = ClientState.AWAKE
+DISCONNECTING: Final = ClientState.DISCONNECTING
 
 #: Where a client may go from each state (6.14; _enter); it may always end up
 #: disconnected (refused, lost, told so).

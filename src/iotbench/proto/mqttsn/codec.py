@@ -131,10 +131,10 @@ __all__ = [
 ]
 
 #: 5.2.1: the 3-octet Length form counts up to 65535 octets.
-MAX_MESSAGE_BYTES = 0xFFFF
+MAX_MESSAGE_BYTES: Final = 0xFFFF
 #: 5.3.4: QoS "-1" (publish without connection) is the flag value 0b11.
-QOS_MINUS_ONE = -1
-_LONG_LENGTH = 0x01  # 5.2.1: first octet 0x01 announces the 3-octet Length form
+QOS_MINUS_ONE: Final = -1
+_LONG_LENGTH: Final = 0x01  # 5.2.1: first octet 0x01 announces the 3-octet Length form
 
 
 class MqttSnDecodeError(DecodeError):
@@ -142,12 +142,12 @@ class MqttSnDecodeError(DecodeError):
 
 
 # Flags bits (5.3.4).
-_DUP = 0x80
-_QOS_SHIFT = 5
-_RETAIN = 0x10
-_WILL = 0x08
-_CLEAN_SESSION = 0x04
-_TOPIC_ID_TYPE = 0x03
+_DUP: Final = 0x80
+_QOS_SHIFT: Final = 5
+_RETAIN: Final = 0x10
+_WILL: Final = 0x08
+_CLEAN_SESSION: Final = 0x04
+_TOPIC_ID_TYPE: Final = 0x03
 
 
 # ---- two-octet helpers ----------------------------------------------------------------

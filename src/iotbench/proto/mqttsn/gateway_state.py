@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from iotbench.proto.mqtt.client import MqttClient
 from iotbench.proto.mqtt.codec import Will
@@ -42,9 +43,14 @@ class SessionState(StrEnum):
     AWAKE = "awake"
 
 
-WILL_TOPIC, WILL_MSG = SessionState.WILL_TOPIC, SessionState.WILL_MSG
-CONNECTING, ACTIVE = SessionState.CONNECTING, SessionState.ACTIVE
-ASLEEP, AWAKE = SessionState.ASLEEP, SessionState.AWAKE
+# Final: compiled, a plain module-level name is looked up in the module's dict
+# at each use, in every module that imports it.
+WILL_TOPIC: Final = SessionState.WILL_TOPIC
+WILL_MSG: Final = SessionState.WILL_MSG
+CONNECTING: Final = SessionState.CONNECTING
+ACTIVE: Final = SessionState.ACTIVE
+ASLEEP: Final = SessionState.ASLEEP
+AWAKE: Final = SessionState.AWAKE
 #: Where a session may go from each state (ClientSession.enter): a repeated
 #: CONNECT prompts for the will again, a sleeping client's CONNECT makes it
 #: active, a DISCONNECT with a duration puts a connected one to sleep.
@@ -56,10 +62,10 @@ _NEXT: dict[SessionState, tuple[SessionState, ...]] = {
     ASLEEP: (ACTIVE, AWAKE, ASLEEP),
     AWAKE: (ACTIVE, ASLEEP),
 }
-SETTING_UP = (WILL_TOPIC, WILL_MSG, CONNECTING)
-CONNECTED = (ACTIVE, ASLEEP, AWAKE)
+SETTING_UP: Final = (WILL_TOPIC, WILL_MSG, CONNECTING)
+CONNECTED: Final = (ACTIVE, ASLEEP, AWAKE)
 
-CHECK = 0  # the gateway's one kind of timer (proto/timers.py): check a client session
+CHECK: Final = 0  # the gateway's one kind of timer (proto/timers.py): check a client session
 
 
 def stale_timer(entry: list) -> bool:

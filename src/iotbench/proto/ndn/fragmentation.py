@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Final, NoReturn
 
 from .tlv import NdnDecodeError
 
@@ -46,9 +46,9 @@ __all__ = [
     "is_fragment",
 ]
 
-HEADER_SIZE = 3
-MAX_FRAGMENTS = 32
-_FRAG_BIT = 0x80
+HEADER_SIZE: Final = 3
+MAX_FRAGMENTS: Final = 32
+_FRAG_BIT: Final = 0x80
 _RESERVED_BIT = 0x40
 _MORE_BIT = 0x20
 _SEQ_MASK = 0x1F
