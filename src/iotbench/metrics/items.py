@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from typing import Final
 
-DELIVERED = "delivered"
-GIVEN_UP = "given-up"
+DELIVERED: Final = "delivered"
+GIVEN_UP: Final = "given-up"
 
 
 class Item:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
+from typing import Final
 
-NETWORK = -1  # `node` of a point that belongs to the whole network
+NETWORK: Final = -1  # `node` of a point that belongs to the whole network
 
 SeriesRow = tuple[str, int, float, float, int]
 

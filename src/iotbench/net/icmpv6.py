@@ -9,6 +9,7 @@ protocol that owns the type, such as RPL (type 155) in `iotbench.net.rpl`.
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from iotbench.net.checksum import internet_checksum, ones_complement_sum
 from iotbench.net.ip import pseudo_header_sum
@@ -24,11 +25,11 @@ __all__ = [
     "parse_icmpv6",
 ]
 
-IPPROTO_ICMPV6 = 58  # the IPv6 Next Header value of ICMPv6
-ICMPV6_RPL = 155  # RPL Control Message (RFC 6550 section 6)
-ICMPV6_HEADER_LEN = 4
+IPPROTO_ICMPV6: Final = 58  # the IPv6 Next Header value of ICMPv6
+ICMPV6_RPL: Final = 155  # RPL Control Message (RFC 6550 section 6)
+ICMPV6_HEADER_LEN: Final = 4
 
-_HEADER = struct.Struct("!BBH")
+_HEADER: Final = struct.Struct("!BBH")
 
 
 class Icmpv6DecodeError(DecodeError):

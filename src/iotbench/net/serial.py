@@ -23,13 +23,16 @@ Framing, byte for byte:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
-BITS_PER_BYTE = 10  # 8N1: start bit, 8 data bits, stop bit
+BITS_PER_BYTE: Final = 10  # 8N1: start bit, 8 data bits, stop bit
 
-SLIP_END, SLIP_ESC = 0xC0, 0xDB
-ETHOS_DELIMITER, ETHOS_ESC = 0x7E, 0x7D
-ETHERNET_HEADER_BYTES = 14
-FRAMINGS = ("slip", "ethos")
+SLIP_END: Final = 0xC0
+SLIP_ESC: Final = 0xDB
+ETHOS_DELIMITER: Final = 0x7E
+ETHOS_ESC: Final = 0x7D
+ETHERNET_HEADER_BYTES: Final = 14
+FRAMINGS: Final = ("slip", "ethos")
 
 
 def slip_line_bytes(packet: bytes) -> int:
@@ -45,7 +48,7 @@ def ethos_line_bytes(packet: bytes) -> int:
     return ETHERNET_HEADER_BYTES + len(packet) + escapes + 2
 
 
-LINE_BYTES: dict[str, Callable[[bytes], int]] = {
+LINE_BYTES: Final[dict[str, Callable[[bytes], int]]] = {
     "slip": slip_line_bytes,
     "ethos": ethos_line_bytes,
 }

@@ -42,8 +42,8 @@ DISPATCH_TABLE: tuple[tuple[int, int, Dispatch], ...] = (
     (0b1111_1000, 0b1110_0000, Dispatch.FRAGN),  # 11100xxx
 )
 
-DISPATCH_IPV6 = 0x41
-DISPATCH_IPHC = 0x60  # the three pattern bits 011, before the IPHC flags are or-ed in
+DISPATCH_IPV6: Final = 0x41
+DISPATCH_IPHC: Final = 0x60  # the three pattern bits 011, before the IPHC flags are or-ed in
 DISPATCH_FRAG1 = 0xC0
 DISPATCH_FRAGN = 0xE0
 

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Final
 
 from iotbench.proto.errors import DecodeError
 from iotbench.proto.octets import as_bytes
 
 DIS, DIO, DAO, DAO_ACK = 0x00, 0x01, 0x02, 0x03
-MESSAGE_NAMES = {DIS: "dis", DIO: "dio", DAO: "dao", DAO_ACK: "dao_ack"}
+MESSAGE_NAMES: Final = {DIS: "dis", DIO: "dio", DAO: "dao", DAO_ACK: "dao_ack"}
 
 PAD1, PADN, METRIC_CONTAINER, ROUTE_INFORMATION, DODAG_CONFIGURATION = 0, 1, 2, 3, 4
 TARGET, TRANSIT, SOLICITED, PREFIX_INFORMATION, TARGET_DESCRIPTOR = 5, 6, 7, 8, 9
 
 MOP_STORING = 2  # storing mode, no multicast support in the DIO sense
 MOP_STORING_MULTICAST = 3  # storing mode with multicast (SMRF)
-INFINITE_RANK = 0xFFFF
+INFINITE_RANK: Final = 0xFFFF
 
 _DIO = struct.Struct("!BBHBBBB16s")
 _DAO = struct.Struct("!BBBB")

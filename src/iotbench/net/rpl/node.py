@@ -78,7 +78,7 @@ from iotbench.net.rpl.objective import BY_OCP, OBJECTIVES
 from iotbench.net.rpl.sequence import SEQUENCE_INIT, sequence_compare, sequence_increment
 from iotbench.net.rpl.trickle import Trickle
 
-ALL_RPL_NODES = bytes.fromhex("ff02000000000000000000000000001a")
+ALL_RPL_NODES: Final = bytes.fromhex("ff02000000000000000000000000001a")
 #: Bytes a DAO takes besides its targets (RPLInstanceID, flags, reserved,
 #: sequence), and per target: a Target option for a /128 (20) and its Transit
 #: Information option (6).
@@ -88,7 +88,7 @@ DAO_TARGET_BYTES = 26
 
 #: A Rank that moved by more than this many MinHopRankIncrease since the last DIO
 #: resets Trickle (Contiki-NG's RPL_SIGNIFICANT_CHANGE_THRESHOLD, 4).
-SIGNIFICANT_RANK_CHANGE = 4
+SIGNIFICANT_RANK_CHANGE: Final = 4
 
 
 @dataclass(frozen=True)

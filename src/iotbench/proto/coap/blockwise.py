@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Final
 
 from .codec import BlockOption, Message
 from .options import Opt
 
 #: SZX 7 is reserved in CoAP over UDP (RFC 7959 2.2): 16 .. 1024 bytes.
-MAX_SZX = 6
+MAX_SZX: Final = 6
 #: At most this many transfers in progress per endpoint, of each kind.
 MAX_TRANSFERS = 64
 

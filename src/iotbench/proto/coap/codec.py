@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from iotbench.proto.errors import DecodeError
 from iotbench.proto.octets import ONE_BYTE, as_bytes
@@ -87,10 +87,10 @@ __all__ = [
 
 DEFAULT_PORT = 5683
 DEFAULT_SECURE_PORT = 5684
-MAX_TOKEN_LENGTH = 8
-PAYLOAD_MARKER = 0xFF
+MAX_TOKEN_LENGTH: Final = 8
+PAYLOAD_MARKER: Final = 0xFF
 #: The largest option delta or length the 4-bit nibble plus a 2-byte extension can carry.
-MAX_EXTENDED = 65535 + 269
+MAX_EXTENDED: Final = 65535 + 269
 
 
 class CoapDecodeError(DecodeError):
@@ -117,7 +117,7 @@ class Type(IntEnum):
     RST = 3
 
 
-_TYPES = (Type.CON, Type.NON, Type.ACK, Type.RST)
+_TYPES: Final = (Type.CON, Type.NON, Type.ACK, Type.RST)
 
 
 def make_code(cls: int, detail: int) -> int:

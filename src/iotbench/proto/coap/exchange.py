@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from iotbench.proto.octets import ONE_BYTE
 from iotbench.proto.retransmit import Retransmission
@@ -34,7 +34,7 @@ from .options import Opt
 #: Critical options a request may carry without 4.02 Bad Option. Uri-Host and
 #: Uri-Port are accepted and ignored (one host per endpoint); Proxy-Uri and
 #: Proxy-Scheme are recognized so that they get 5.05 (RFC 7252 5.10.2).
-SERVER_CRITICAL_OPTIONS = frozenset(
+SERVER_CRITICAL_OPTIONS: Final = frozenset(
     {
         Opt.URI_HOST,
         Opt.URI_PORT,
@@ -50,7 +50,7 @@ SERVER_CRITICAL_OPTIONS = frozenset(
 #: Critical options a response may carry: the block options (RFC 7959); every
 #: other registered response option (Content-Format, ETag, Max-Age,
 #: Location-*, Observe, Size2) is elective.
-CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset({Opt.BLOCK1, Opt.BLOCK2})
+CLIENT_CRITICAL_OPTIONS: Final[frozenset[int]] = frozenset({Opt.BLOCK1, Opt.BLOCK2})
 
 #: What deduplication keeps of a message received (RFC 7252 4.5): [its expiry
 #: time, the reply sent to it (bytes) or None]. A list, not an object: one is
@@ -58,27 +58,27 @@ CLIENT_CRITICAL_OPTIONS: frozenset[int] = frozenset({Opt.BLOCK1, Opt.BLOCK2})
 Seen = list[Any]
 
 # Timer kinds (proto/timers.py's entries).
-T_RETRANSMIT = 0
-T_NON_TIMEOUT = 1
-T_SEPARATE_WAIT = 2
-T_REPLY = 3
-T_EMPTY_ACK = 4
-T_GROUP_DONE = 5
+T_RETRANSMIT: Final = 0
+T_NON_TIMEOUT: Final = 1
+T_SEPARATE_WAIT: Final = 2
+T_REPLY: Final = 3
+T_EMPTY_ACK: Final = 4
+T_GROUP_DONE: Final = 5
 
 # Client request states.
-QUEUED = 0
-SENT = 1  # awaiting ACK and/or response; counts against NSTART
-WAITING = 2  # empty ACK received, awaiting the separate response
-OBSERVING = 3  # registration answered; notifications follow
-DONE = 4
-BLOCKS = 5  # its first Block2 block came; a child request fetches the rest (RFC 7959)
+QUEUED: Final = 0
+SENT: Final = 1  # awaiting ACK and/or response; counts against NSTART
+WAITING: Final = 2  # empty ACK received, awaiting the separate response
+OBSERVING: Final = 3  # registration answered; notifications follow
+DONE: Final = 4
+BLOCKS: Final = 5  # its first Block2 block came; a child request fetches the rest (RFC 7959)
 
 #: Requests whose responses a client fetches block by block (RFC 7959 2.4).
-BLOCK2_METHODS = (Code.GET, Code.FETCH)
+BLOCK2_METHODS: Final = (Code.GET, Code.FETCH)
 # What a server cuts into Block2 blocks: GET and FETCH responses, and a POST's or
 # PUT's (RFC 7959 2.5 and 3.2: the client asks for the later blocks by sending
 # the request again with Block2 and no payload).
-BLOCK2_SERVED = (Code.GET, Code.FETCH, Code.POST, Code.PUT)
+BLOCK2_SERVED: Final = (Code.GET, Code.FETCH, Code.POST, Code.PUT)
 
 
 def empty_message(type_bits: int, mid: int) -> bytes:
@@ -112,8 +112,8 @@ def has_bad_critical(options: list[tuple[int, bytes]], known: frozenset[int]) ->
 
 
 # RFC 7967 2.1: the No-Response bits that suppress response classes 2.xx, 4.xx, 5.xx.
-NO_RESPONSE_BITS = {2: 0x02, 4: 0x08, 5: 0x10}
-NO_RESPONSE_ALL = 0x1A
+NO_RESPONSE_BITS: Final = {2: 0x02, 4: 0x08, 5: 0x10}
+NO_RESPONSE_ALL: Final = 0x1A
 
 
 def suppressed(request: Message, code: int) -> bool:

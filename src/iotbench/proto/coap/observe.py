@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, MutableMapping
-from typing import Protocol
+from typing import Final, Protocol
 
 from .codec import Message
 from .options import Opt
@@ -18,8 +18,8 @@ __all__ = [
     "observe_value",
 ]
 
-OBSERVE_REGISTER = 0
-OBSERVE_DEREGISTER = 1
+OBSERVE_REGISTER: Final = 0
+OBSERVE_DEREGISTER: Final = 1
 #: RFC 7641 3.4: after this long, a notification is fresh whatever its number.
 FRESHNESS_TIMEOUT_S = 128.0
 _HALF = 1 << 23

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import Final
 
 
 class Opt(IntEnum):
@@ -62,7 +63,7 @@ class OptFormat(Enum):
     STRING = "string"
 
 
-MAX_OPTION_NUMBER = 0xFFFF
+MAX_OPTION_NUMBER: Final = 0xFFFF
 
 
 def is_critical(number: int) -> bool:

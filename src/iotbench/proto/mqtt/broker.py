@@ -68,6 +68,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Final
 
 from ..errors import own_error
 from ..keepalive import given_up_s
@@ -106,7 +107,7 @@ from .topics import is_valid_filter, is_valid_topic, matches
 
 __all__ = ["MqttBroker", "MqttBrokerStats"]
 
-_CHECK = 0  # the broker's one kind of timer: check a connection (_check)
+_CHECK: Final = 0  # the broker's one kind of timer: check a connection (_check)
 
 
 def _stale(entry: list) -> bool:
@@ -116,7 +117,7 @@ def _stale(entry: list) -> bool:
 
 
 #: 3.1.2.10: the server closes after one and a half keep-alive periods of silence.
-KEEP_ALIVE_GRACE = 1.5
+KEEP_ALIVE_GRACE: Final = 1.5
 
 
 @dataclass(slots=True)
