@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .name import Name, component_offsets
+from .name import Name
 
 __all__ = ["Fib", "FibEntry", "NextHop"]
 
@@ -105,7 +105,7 @@ class Fib:
             entry = entries.get(value)
             if entry is not None:
                 return entry
-        for end in reversed(component_offsets(name)):
+        for end in reversed(name.offsets):
             if end in sizes:
                 entry = entries.get(value[:end])
                 if entry is not None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from iotbench.proto.octets import as_bytes
 from iotbench.proto.recent import RecentDecodes
 
-from .name import Component, Name, NameLike, component_offsets, component_tl
+from .name import Component, Name, NameLike, component_tl
 from .siginfo import SignatureInfo
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, encode_tlv, read_tl, uint_be
 from .tlv import scan_elements as _scan
@@ -337,7 +337,7 @@ def _name_without_params_digest(name: Name) -> bytes:
     if not _params_digest_count(name):
         return value
     parts = []
-    offsets = component_offsets(name)
+    offsets = name.offsets
     for i, start in enumerate(offsets):
         end = offsets[i + 1] if i + 1 < len(offsets) else len(value)
         if value[start] != _PARAMS or value[start + 1] != 32:

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator
-from typing import Final, NamedTuple, SupportsIndex, overload
-
-from mypy_extensions import mypyc_attr
+from typing import Final, NamedTuple, SupportsIndex, cast, final, overload
 
 from .tlv import NdnDecodeError, decode_nni, encode_nni, encode_tl, read_tl, var_number_size
 from .types import ComponentType
@@ -322,58 +320,63 @@ def _valid_component(c: Component | bytes | str) -> Component:
     return comp
 
 
-# A tuple subclass, which mypyc compiles as a regular Python class (its methods
-# are compiled; its instances are tuples).
-@mypyc_attr(native_class=False)
-class Name(tuple):
+# A native class when compiled: its fields are read in place. (It was a tuple
+# subclass of its components' offsets, which mypyc compiles as a regular
+# Python class: every read of `value` by compiled code went through Python's
+# generic attribute lookup, about 190 instructions, 553,183 times in five
+# simulated minutes of S4's `hopp`; docs/performance.md.)
+@final
+class Name:
     """An immutable NDN name.
 
     ``Name("/a/seg=3")`` parses a URI; ``Name([b"a", Component.segment(3)])``
     takes components (bytes are generic values, str are URI components).
 
-    The wire form (`value`) is the name. A Name is a tuple of its
-    components' start offsets within it (found while a decoded name is
-    validated), so `len(name)` is the tuple's own length, computed in C like
-    a list's; indexing, iteration, equality and hashing are the name's, not
-    the tuple's. Each `Component` object is built on first indexing and
+    The wire form (`value`) is the name: equality, hashing and order are its
+    bytes'. The components' start offsets within it are found while a decoded
+    name is validated. Each `Component` object is built on first indexing and
     kept, so looking at the same component twice decodes it once, and a name
     that is only compared, hashed or prefix-tested never builds any.
     """
 
-    # A tuple subclass cannot have __slots__; the instance dict holds `value` and,
-    # once a component was looked at, _components (until then the class's None).
-    # `value` is a plain attribute, not a property: compiled code reads it through
-    # Python's generic lookup, which found a property's getter and called it
-    # (about 700 instructions; 238,013 reads in five minutes of S4's `hopp`),
-    # and finds an instance's own attribute in about a seventh of that.
     # __setattr__ refuses every assignment, so the name stays immutable; the
-    # class writes its instance dict itself.
-    value: bytes
+    # class writes its own fields with object.__setattr__ (compiled: a store).
+    value: bytes = b""
     """The Name's TLV-VALUE: concatenated component TLVs (the key of every table)."""
-    _components: list[Component | None] | None = None
+    _offsets: tuple[int, ...] = ()
+    _components: list[Component | None] | None = None  # once a component was looked at
     _uri: str | None = None  # the URI, once asked for (a Name never changes)
 
-    def __new__(cls, components: str | Name | Iterable[Component | bytes | str] = ()) -> Name:
-        if isinstance(components, Name):
-            return (
-                components
-                if type(components) is cls
-                else _new_name(components.value, components.offsets)
-            )
-        if isinstance(components, str):
-            return cls.from_uri(components)
-        parts = []
-        offsets = []
-        size = 0
-        for c in components:
-            w = _valid_component(c).wire
-            offsets.append(size)
-            size += len(w)
-            parts.append(w)
-        return _new_name(b"".join(parts), tuple(offsets))
+    def __init__(
+        self,
+        components: NameLike | bytes = (),
+        _offsets: tuple[int, ...] | None = None,
+    ) -> None:
+        if _offsets is not None:
+            # (This module's own:) `components` is a valid Name TLV-VALUE, decoded
+            # or built here, and `_offsets` its components' starts.
+            value = cast(bytes, components)
+            offsets = _offsets
+        elif isinstance(components, Name):
+            value, offsets = components.value, components._offsets
+        elif isinstance(components, str):
+            parsed = Name.from_uri(components)
+            value, offsets = parsed.value, parsed._offsets
+        else:
+            parts = []
+            starts = []
+            size = 0
+            for c in cast("Iterable[Component | bytes | str]", components):
+                w = _valid_component(c).wire
+                starts.append(size)
+                size += len(w)
+                parts.append(w)
+            value, offsets = b"".join(parts), tuple(starts)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "_offsets", offsets)
 
-    def __getnewargs__(self) -> tuple:
-        return (self.components,)  # pickling rebuilds the name from its components
+    def __reduce__(self) -> tuple[type[Name], tuple[tuple[Component, ...]]]:
+        return (Name, (self.components,))  # pickling rebuilds the name from its components
 
     # ---- alternative constructors --------------------------------------------------
 
@@ -382,11 +385,8 @@ class Name(tuple):
         """Decode a Name TLV-VALUE (the component TLVs) in buf[start:end]."""
         if end is None:
             end = len(buf)
-        # Inlined rather than through _new_name: every received packet's name comes
-        # this way, and the saved call is a measurable part of decoding it.
-        name = _tuple_new(Name, _component_offsets(buf, start, end))
-        name.__dict__["value"] = bytes(buf[start:end])
-        return name
+        offsets = _component_offsets(buf, start, end)
+        return Name(bytes(buf[start:end]), offsets)
 
     @classmethod
     def from_wire(cls, wire: bytes) -> Name:
@@ -405,9 +405,7 @@ class Name(tuple):
     @classmethod
     def from_uri(cls, uri: str) -> Name:
         """Parse an NDN URI: "/a/b", "ndn:/a/b", "ndn://authority/a/b" (authority ignored)."""
-        if cls is Name:
-            return _parse_uri(uri)  # the same URI gives the same (immutable) Name
-        return cls._parse(uri)
+        return _parse_uri(uri)  # the same URI gives the same (immutable) Name
 
     @classmethod
     def _parse(cls, uri: str) -> Name:
@@ -426,11 +424,9 @@ class Name(tuple):
         # One trailing slash ends the name; "a//b" and "a//" still hold an empty component.
         text = text.removesuffix("/")
         if not text:
-            return _new_name(b"", ())
-        if cls is not Name:
-            return cls(Component.from_uri(part) for part in text.split("/"))
+            return Name(b"", ())
         # The components' TLVs written straight from the text, without a
-        # Component object each (from_uri's are valid, as __new__ would check).
+        # Component object each (from_uri's are valid, as the constructor would check).
         parts: list[bytes] = []
         offsets: list[int] = []
         size = 0
@@ -440,7 +436,7 @@ class Name(tuple):
             offsets.append(size)
             size += len(wire)
             parts.append(wire)
-        return _new_name(b"".join(parts), tuple(offsets))
+        return Name(b"".join(parts), tuple(offsets))
 
     # ---- wire views ------------------------------------------------------------------
 
@@ -456,17 +452,23 @@ class Name(tuple):
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        """Start offsets of the components within `value` (a plain tuple)."""
-        return component_offsets(self)
+        """Start offsets of the components within `value`."""
+        return self._offsets
 
     def prefix_values(self) -> Iterator[bytes]:
         """TLV-VALUEs of every prefix, longest first (the name itself, ..., the empty name)."""
         value = self.value
         yield value
-        for off in reversed(self.offsets):
+        for off in reversed(self._offsets):
             yield value[:off]
 
-    # ---- sequence protocol (len() is the tuple's) -----------------------------------------
+    # ---- sequence protocol -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __bool__(self) -> bool:
+        return len(self._offsets) > 0  # (the empty name, "/", is false, as a tuple would be)
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> Component: ...
@@ -476,35 +478,37 @@ class Name(tuple):
     def __getitem__(self, index: SupportsIndex | slice) -> Component | Name:
         if isinstance(index, slice):
             return self._slice(index)
-        components = self._components
-        if components is None:
-            components = self.__dict__["_components"] = [None] * _tuple_len(self)
+        components = self._kept_components()
         component = components[index]
         if component is None:
-            start = _tuple_getitem(self, index)
+            start = self._offsets[index]
             component = components[index] = _component_at(self.value, start)
         return component
 
+    def _kept_components(self) -> list[Component | None]:
+        components = self._components
+        if components is None:
+            components = [None] * len(self._offsets)
+            object.__setattr__(self, "_components", components)
+        return components
+
     def _slice(self, index: slice) -> Name:
-        offsets = self.offsets
+        offsets = self._offsets
         first, stop, step = index.indices(len(offsets))
         if step != 1:
             return Name(self.components[index])
         if stop <= first:
-            return _new_name(b"", ())
+            return Name(b"", ())
         begin = offsets[first]
         end = offsets[stop] if stop < len(offsets) else len(self.value)
-        return _new_name(self.value[begin:end], tuple(o - begin for o in offsets[first:stop]))
+        return Name(self.value[begin:end], tuple(o - begin for o in offsets[first:stop]))
 
     def __iter__(self) -> Iterator[Component]:
         # Every component decoded (once, and kept) before the first is handed out:
-        # iterating a list is C, where a generator calling __getitem__ went through
-        # Python's call protocol for each component.
-        components = self._components
-        if components is None:
-            components = self.__dict__["_components"] = [None] * _tuple_len(self)
+        # iterating a list is C.
+        components = self._kept_components()
         value = self.value
-        for i, start in enumerate(_tuple_getitem(self, _ALL)):
+        for i, start in enumerate(self._offsets):
             if components[i] is None:
                 components[i] = _component_at(value, start)
         return iter(components)  # type: ignore[arg-type]  # (no None is left)
@@ -539,17 +543,22 @@ class Name(tuple):
         component's TLV, and its offsets one more than this name's.
         """
         value = self.value
-        offsets = _tuple_getitem(self, _ALL) + (len(value),)
+        offsets = self._offsets + (len(value),)
         if type(component) is bytes and (size := len(component)) < 253:
             # The common case, a short generic value: no Component object at all.
-            return _new_name(value + _GENERIC_TL[size] + component, offsets)
-        return _new_name(value + _valid_component(component).wire, offsets)
+            return Name(value + _GENERIC_TL[size] + component, offsets)
+        if type(component) is str:
+            # A URI component, its TLV written from the text (valid, as from_uri's):
+            # the named tuple's Python-level constructor was most of the cost.
+            typ, text_value = _component_from_uri(component)
+            return Name(value + encode_tl(typ, len(text_value)) + text_value, offsets)
+        return Name(value + _valid_component(component).wire, offsets)
 
-    def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:  # type: ignore[override]
+    def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
         other = other if isinstance(other, Name) else Name(other)
         shift = len(self.value)
-        offsets = (*self.offsets, *(o + shift for o in other.offsets))
-        return _new_name(self.value + other.value, offsets)
+        offsets = (*self._offsets, *(o + shift for o in other._offsets))
+        return Name(self.value + other.value, offsets)
 
     # ---- relations -------------------------------------------------------------------
 
@@ -577,22 +586,22 @@ class Name(tuple):
         raise AttributeError(f"a Name is immutable: cannot delete {name!r}")
 
     # Canonical order (spec "Canonical Order"): memcmp of TLV-VALUEs, shorter first.
-    def __lt__(self, other: Name) -> bool:  # type: ignore[override]
+    def __lt__(self, other: object) -> bool:
         if not isinstance(other, Name):
             return NotImplemented
         return self.value < other.value
 
-    def __le__(self, other: Name) -> bool:  # type: ignore[override]
+    def __le__(self, other: object) -> bool:
         if not isinstance(other, Name):
             return NotImplemented
         return self.value <= other.value
 
-    def __gt__(self, other: Name) -> bool:  # type: ignore[override]
+    def __gt__(self, other: object) -> bool:
         if not isinstance(other, Name):
             return NotImplemented
         return self.value > other.value
 
-    def __ge__(self, other: Name) -> bool:  # type: ignore[override]
+    def __ge__(self, other: object) -> bool:
         if not isinstance(other, Name):
             return NotImplemented
         return self.value >= other.value
@@ -602,7 +611,8 @@ class Name(tuple):
     def to_uri(self) -> str:
         uri = self._uri
         if uri is None:
-            uri = self.__dict__["_uri"] = _uri_of(self)
+            uri = _uri_of(self)
+            object.__setattr__(self, "_uri", uri)
         return uri
 
     def __str__(self) -> str:
@@ -629,26 +639,11 @@ def _component_at(value: bytes, start: int) -> Component:
     return _new_component(Component, (t, value[vs:ve]))
 
 
-_tuple_new: Final = tuple.__new__
-_tuple_len: Final = tuple.__len__
-_tuple_getitem: Final = tuple.__getitem__
-_ALL: Final = slice(None)
-
-
-def component_offsets(name: Name) -> tuple[int, ...]:
-    """`name.offsets` for compiled callers on every packet's path: a direct call,
-    where reading the property of this (non-native) class goes through Python's
-    generic attribute lookup, about 700 instructions."""
-    return _tuple_getitem(name, _ALL)
-
-
 def ends_with_digest(name: Name) -> bool:
     """Whether `name`'s last component is an ImplicitSha256DigestComponent (a
     Data's full name): the PIT, the CS and the app ask it of every packet's
-    name. Read off the name's TLVs, component by component: compiled, `name[-1]`
-    went through the class's __getitem__ and made a Component (about 1,200
-    instructions), and `len(name)` or the tuple's own item through Python's
-    calls cost about 700 each."""
+    name. Read off the name's TLVs, component by component: `name[-1]` would
+    make a Component (a tuple and a bytes object) only to read its type."""
     value = name.value
     end = len(value)
     pos = 0
@@ -656,12 +651,6 @@ def ends_with_digest(name: Name) -> bool:
     while pos < end:
         last, _start, pos = component_tl(value, pos, end)
     return last == _IMPLICIT_DIGEST
-
-
-def _new_name(value: bytes, offsets: tuple[int, ...]) -> Name:
-    name = _tuple_new(Name, offsets)
-    name.__dict__["value"] = value
-    return name
 
 
 NameLike = Name | str | Iterable[Component | bytes | str]

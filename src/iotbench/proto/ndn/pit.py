@@ -29,7 +29,7 @@ from iotbench.proto.retransmit import Retransmission
 
 from .data import Data
 from .interest import Interest
-from .name import Name, component_offsets, ends_with_digest
+from .name import Name, ends_with_digest
 
 __all__ = ["PIT_OVERFLOW_POLICIES", "InRecord", "OutRecord", "Pit", "PitEntry"]
 
@@ -220,7 +220,7 @@ class Pit:
         same = by_name.get(exact)
         if same:
             matches.extend(same)
-        for end in reversed(component_offsets(name)):
+        for end in reversed(name.offsets):
             same = by_name.get(exact[:end])
             if same:
                 matches.extend(e for e in same if e.can_be_prefix)
