@@ -88,6 +88,25 @@ def flipped(address: bytes) -> bytes:
     return other
 
 
+# A received frame's two addresses as they stand on the air, side by side, to both
+# in our byte order: one slice and one lookup for the pair, where each address
+# alone took a slice of its own and a lookup that hashed it (a MAC takes every
+# frame addressed to it this way). Forgotten as _FLIPPED is.
+_PAIRS: Final[dict[bytes, tuple[bytes, bytes]]] = {}
+
+
+def frame_addresses(data: bytes, dst_len: int, src_end: int) -> tuple[bytes, bytes]:
+    """A data frame's (destination, source) addresses in our byte order: the
+    destination's `dst_len` bytes from offset 5, then the source's up to `src_end`."""
+    air = data[5:src_end]
+    pair = _PAIRS.get(air)
+    if pair is None:
+        if len(_PAIRS) >= _FLIPS_KEPT:
+            _PAIRS.clear()
+        pair = _PAIRS[air] = (flipped(air[:dst_len]), flipped(air[dst_len:]))
+    return pair
+
+
 class MacDecodeError(DecodeError):
     """Bytes that are not a well-formed 802.15.4 frame of the kinds iotbench uses."""
 
@@ -219,8 +238,7 @@ def decode(data: bytes) -> Frame | Ack:
     if end < 0:
         return Ack(seq, bool(fc & FRAME_PENDING))
     pan_id = data[3] | data[4] << 8
-    dst = flipped(data[5 : 5 + dst_len])
-    src = flipped(data[5 + dst_len : end])
+    dst, src = frame_addresses(data, dst_len, end)
     return Frame(seq, pan_id, dst, src, data[end:-FCS_BYTES], bool(fc & ACK_REQUEST))
 
 

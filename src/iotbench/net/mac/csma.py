@@ -506,13 +506,12 @@ class CsmaMac(FrameReceiver):
         dst_len = 2 if (fc >> 10) & 0x3 == mac.ADDR_SHORT else 8
         src_len = 2 if (fc >> 14) & 0x3 == mac.ADDR_SHORT else 8
         src_end = 5 + dst_len + src_len
-        src = mac.flipped(data[5 + dst_len : src_end])
+        dst, src = mac.frame_addresses(data, dst_len, src_end)
         if self._last_seq.get(src) == seq:
             self.counters.duplicates += 1
             return
         self._last_seq[src] = seq
         self.counters.delivered_up += 1
-        dst = mac.flipped(data[5 : 5 + dst_len])
         self.on_receive(data[src_end:-2], src, dst, pkt)
 
     # ------------------------------------------------------------ acknowledgments
