@@ -69,7 +69,10 @@ _SLASH: Final = ord("/")
 _PERCENT: Final = ord("%")
 _EQUALS: Final = ord("=")
 _PERIOD: Final = ord(".")
-_TLV_HEAD: Final = struct.Struct("<BH")  # type, length
+# A NAM's TLV head: its type (one byte), then its length (two, little endian),
+# written and read byte by byte (a Struct's pack, unpack_from and even its `size`
+# go through Python's calls and attribute lookups, compiled).
+_TLV_HEAD_BYTES: Final = 3
 
 
 class HoppDecodeError(NdnDecodeError):
@@ -148,20 +151,20 @@ class Nam:
             raise ValueError("a NAM advertises at least one name")
         size = 0
         for name in self.names:
-            if len(name.encode()) > MAX_NAME_BYTES:
+            length = len(name.encode())
+            if length > MAX_NAME_BYTES:
                 raise ValueError(f"a NAM name is at most {MAX_NAME_BYTES} bytes")
-            size += _TLV_HEAD.size + len(name.encode())
+            size += _TLV_HEAD_BYTES + length
         if size > 0xFF:
             raise ValueError("a NAM's TLVs take at most 255 bytes")
 
     def encode(self) -> bytes:
-        # _TLV_HEAD's layout, without struct's method call for every name.
         parts = [_NAM_HEAD, b""]
         size = 0
         for name in self.names:
             text = name.encode()
             parts.append(_NAME_TLV_TYPE + len(text).to_bytes(2, "little") + text)
-            size += 3 + len(text)
+            size += _TLV_HEAD_BYTES + len(text)
         parts[1] = ONE_BYTE[size]  # (at most 255: __post_init__)
         return b"".join(parts)
 
@@ -248,10 +251,11 @@ def _decode_nam(frame: bytes) -> Nam:
     names = []
     at = 4
     while at < len(frame):
-        if at + _TLV_HEAD.size > len(frame):
+        if at + _TLV_HEAD_BYTES > len(frame):
             raise HoppDecodeError("a NAM TLV is cut short")
-        kind, length = _TLV_HEAD.unpack_from(frame, at)
-        at += _TLV_HEAD.size
+        kind = frame[at]
+        length = frame[at + 1] | frame[at + 2] << 8
+        at += _TLV_HEAD_BYTES
         if at + length > len(frame):
             raise HoppDecodeError("a NAM TLV's value runs past the message")
         value = frame[at : at + length]
