@@ -89,8 +89,6 @@ class NdnHopp(NdnSender):
         self.lifetime_ms = tree.lifetime_ms
         self.prefix_uri = tree.prefix.to_uri()  # the content proxy's: the gateway's
         self.producers = tree.producers
-        self.messages_sent = 0  # HoPP messages (SOL, PAM, NAM)
-        self.pulls = 0
         self.nam_drops = 0
         self.decode_errors = 0
         shared = net.tree
@@ -120,6 +118,16 @@ class NdnHopp(NdnSender):
         agent = self.agents[tree.producer_names[producer]]
         node = tree.producers[producer]
         node.cpu.run(tree.create_data_s(node), lambda: agent.publish(data))
+
+    @property
+    def messages_sent(self) -> int:
+        """HoPP messages (SOL, PAM, NAM) all agents sent."""
+        return sum(agent.messages_sent for agent in self.agents.values())
+
+    @property
+    def pulls(self) -> int:
+        """Interests the agents expressed for advertised names."""
+        return sum(agent.pulls for agent in self.agents.values())
 
     def protocol_metrics(self) -> dict[str, float | int]:
         return {"nam_cache_drops": self.nam_drops}

@@ -115,7 +115,7 @@ class Receive:
         agent = self.agent
         if hopp.is_hopp(payload):
             node = agent.node
-            node.cpu.run(node.forward_cost_s, partial(agent.on_message, src, payload))
+            node.cpu.run(node.forward_cost_s, partial(agent.on_message_cb, src, payload))
             return
         if self.ndn_receive is not None:  # (None: a node outside the tree, no face)
             self.ndn_receive(src, payload)
@@ -123,14 +123,14 @@ class Receive:
 
 class HoppOwner(Protocol):
     """What the agents of a run share (hopp.py's NdnHopp): the run's clock,
-    parameters and prefix, and its counters."""
+    parameters and prefix, and its rare counters (each agent keeps its frequent
+    ones: compiled, the owner's are read and written through Python's generic
+    attribute lookup)."""
 
     sim: Simulator
     params: HoppParams
     prefix_uri: str
     lifetime_ms: int
-    messages_sent: int
-    pulls: int
     nam_drops: int
     decode_errors: int
 
@@ -160,6 +160,9 @@ class HoppAgent:
         self.faces = faces  # the node's NDN face to each neighbour, by its address
         self.rng = rng
         self.params = owner.params
+        self.lifetime_ms = owner.lifetime_ms
+        self.messages_sent = 0  # HoPP messages (SOL, PAM, NAM)
+        self.pulls = 0
         self.app = NdnApp.create(node.forwarder)
         self.root = parent is None
         self.rank = 1 if self.root else hopp.RANK_UNDEFINED
@@ -171,6 +174,11 @@ class HoppAgent:
         self._trickle_timer: Timer | None = None
         self._sol_timer: Timer | None = None
         self._parent_timer: Timer | None = None
+        # The callbacks timers and the CPU call, bound once (compiled, a bound
+        # method is made through Python's attribute lookup each time it is read).
+        self.on_message_cb = self.on_message
+        self._express_cb = self._express
+        self._nam_due_cb = self._nam_due
         iface.intercept(self._receiver)
         # CCN-lite's callbacks, which HoPP sets (hopp.c: content_requested and
         # content_send): Data from a neighbour, and our Content Store answering one.
@@ -186,7 +194,7 @@ class HoppAgent:
         wire = message.encode()
         kind = DATA if isinstance(message, hopp.Nam) else CONTROL
         self.iface.send(dst, wire, 0, len(wire), kind=kind)
-        self.owner.messages_sent += 1
+        self.messages_sent += 1
 
     def _send_up(self, message: hopp.Sol | hopp.Nam) -> None:
         parent = self.tree_parent
@@ -357,12 +365,12 @@ class HoppAgent:
         hopp_request: CCN-lite's `pkt->to`, no FIB). What it brings is seen where it
         arrives (_on_data_received); one our own Content Store answers (a repeated
         NAM's) ends there."""
-        self.owner.pulls += 1
+        self.pulls += 1
         node = self.node
-        node.cpu.run(node.interest_cost_s, partial(self._express, name, self.faces[src]))
+        node.cpu.run(node.interest_cost_s, partial(self._express_cb, name, self.faces[src]))
 
     def _express(self, name: Name, face_id: int) -> None:
-        self.app.express_interest(name, self.owner.lifetime_ms, now=self.sim.now, upstream=face_id)
+        self.app.express_interest(name, self.lifetime_ms, now=self.sim.now, upstream=face_id)
         self.node.pump()
 
     def _on_data_received(self, face_id: int, data: Data) -> None:
@@ -389,7 +397,7 @@ class HoppAgent:
     def _arm_nam(self, value: bytes, entry: Advertised, delay: float) -> None:
         if entry.timer is not None:
             entry.timer.cancel()
-        entry.timer = self.sim.schedule(delay, self._nam_due, value)
+        entry.timer = self.sim.schedule(delay, self._nam_due_cb, value)
 
     def _nam_due(self, value: bytes) -> None:
         entry = self.names.get(value)
@@ -402,7 +410,7 @@ class HoppAgent:
             entry.retries -= 1
             self._send_up(hopp.Nam((entry.text,)))
             entry.timer = self.sim.schedule(
-                self._jitter(self.params.nam_period_s), self._nam_due, value
+                self._jitter(self.params.nam_period_s), self._nam_due_cb, value
             )
             return
         # Nobody pulled: keep the name if its Data is still cached, and check on the
