@@ -105,7 +105,10 @@ class LowpanInterface:
         layers = _Layers(packed, self.compression, transport_header_len, app_header_len)
         kind = CONTROL if data[6] == IPPROTO_ICMPV6 else DATA
         for index, piece in enumerate(pieces):
-            if not self.mac.send(dst, piece, *layers.of(index, len(pieces), len(piece)), kind):
+            # The tuple taken apart first: compiled, a call with *args goes through
+            # Python's call protocol, a call with its arguments written out is direct.
+            link, ip_len, transport_len, app_len = layers.of(index, len(pieces), len(piece))
+            if not self.mac.send(dst, piece, link, ip_len, transport_len, app_len, kind):
                 self.dropped += 1
 
     def _on_frame(self, payload: bytes, src: bytes, dst: bytes, pkt: Packet) -> None:
