@@ -237,3 +237,18 @@ def test_flipped_turns_an_address_around_and_back():
     for i in range(70_000):
         assert mac.flipped(i.to_bytes(3, "big")) == i.to_bytes(3, "little")
     assert mac.flipped(address) == address[::-1]
+
+
+def test_the_same_address_bytes_split_differently_are_different_addresses():
+    """A short destination and an extended source, or the other way round, can
+    stand on the air as the same ten bytes: the frame's addressing modes, not
+    the bytes, say where one address ends (the pairs decoded once are
+    remembered by their bytes, for each destination length apart)."""
+    short, extended = bytes(2), bytes(8)
+    first = mac.Frame(1, 0, short, extended, b"", False)
+    second = mac.Frame(1, 0, extended, short, b"", False)
+    wire_first, wire_second = mac.encode(first), mac.encode(second)
+    assert wire_first[5:15] == wire_second[5:15]
+    for _ in range(2):  # decoded afresh, then from what was remembered
+        assert mac.decode(wire_first) == first
+        assert mac.decode(wire_second) == second

@@ -91,19 +91,23 @@ def flipped(address: bytes) -> bytes:
 # A received frame's two addresses as they stand on the air, side by side, to both
 # in our byte order: one slice and one lookup for the pair, where each address
 # alone took a slice of its own and a lookup that hashed it (a MAC takes every
-# frame addressed to it this way). Forgotten as _FLIPPED is.
-_PAIRS: Final[dict[bytes, tuple[bytes, bytes]]] = {}
+# frame addressed to it this way). One table per destination length: the same
+# bytes split after 2 or after 8 are different pairs. Forgotten as _FLIPPED is.
+_PAIRS_TO_SHORT: Final[dict[bytes, tuple[bytes, bytes]]] = {}
+_PAIRS_TO_EXTENDED: Final[dict[bytes, tuple[bytes, bytes]]] = {}
 
 
 def frame_addresses(data: bytes, dst_len: int, src_end: int) -> tuple[bytes, bytes]:
     """A data frame's (destination, source) addresses in our byte order: the
-    destination's `dst_len` bytes from offset 5, then the source's up to `src_end`."""
+    destination's `dst_len` bytes (2 or 8) from offset 5, then the source's up
+    to `src_end`."""
+    pairs = _PAIRS_TO_SHORT if dst_len == 2 else _PAIRS_TO_EXTENDED
     air = data[5:src_end]
-    pair = _PAIRS.get(air)
+    pair = pairs.get(air)
     if pair is None:
-        if len(_PAIRS) >= _FLIPS_KEPT:
-            _PAIRS.clear()
-        pair = _PAIRS[air] = (flipped(air[:dst_len]), flipped(air[dst_len:]))
+        if len(pairs) >= _FLIPS_KEPT:
+            pairs.clear()
+        pair = pairs[air] = (flipped(air[:dst_len]), flipped(air[dst_len:]))
     return pair
 
 
