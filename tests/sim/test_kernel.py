@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iotbench.sim import Simulator, derive_seed
+from iotbench.sim.kernel import EventHandler
 
 
 def test_events_run_in_time_order_and_ties_in_scheduling_order():
@@ -136,6 +137,54 @@ def test_posted_entries_are_reused_and_keep_nothing_alive_after_firing():
     sim.call_soon(seen.append, "soon")
     sim.run()
     assert seen == ["soon", 0, 2, 4, 1, 3] and sim.events_processed == 8
+
+
+def test_an_event_handler_takes_its_own_events_in_the_queues_order():
+    """`post_event` is `post` for an object's own events: the kernel calls its
+    `on_event(kind, args)`, in the same (time, scheduling) order as every other
+    event, and a spare entry that carried one keeps neither it nor its
+    arguments, nor calls it again for a plain callback."""
+    import gc
+    import weakref
+
+    class Recorder(EventHandler):
+        def __init__(self, seen: list) -> None:
+            self.seen = seen
+
+        def on_event(self, kind, args) -> None:
+            self.seen.append((kind, *args))
+
+    sim = Simulator()
+    seen: list = []
+    handler = Recorder(seen)
+    sim.post(2.0, seen.append, "post")
+    sim.post_event(1.0, handler, 3, "a", 4)
+    sim.post_event(2.0, handler, 0)  # same instant: after the earlier-scheduled one
+    sim.at(2.0, seen.append, "at")
+    sim.run()
+    assert seen == [(3, "a", 4), "post", (0,), "at"] and sim.events_processed == 4
+    alive = weakref.ref(handler)
+    del handler
+    gc.collect()
+    assert alive() is None  # the spare entries dropped it
+    sim.post(3.0, seen.append, "plain")  # a spare entry, now a plain callback again
+    sim.run()
+    assert seen[-1] == "plain"
+    with pytest.raises(ValueError):
+        sim.post_event(1.0, Recorder(seen), 0)
+
+
+def test_an_event_handlers_error_stops_the_run():
+    """A handler's own exception is not swallowed: the run fails loudly."""
+
+    class Broken(EventHandler):
+        def on_event(self, kind, args) -> None:
+            raise RuntimeError(f"kind {kind}")
+
+    sim = Simulator()
+    sim.post_event(1.0, Broken(), 5)
+    with pytest.raises(RuntimeError, match="kind 5"):
+        sim.run()
 
 
 def test_event_beyond_until_stays_queued_and_cancellable():

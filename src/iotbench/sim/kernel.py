@@ -30,11 +30,25 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from mypy_extensions import i64
+from mypy_extensions import i64, mypyc_attr
 
 from iotbench.sim.rng import RngStreams
+
+
+# Subclassed by the radio medium and the simulated MACs (net/radio/medium.py,
+# net/mac/), whose own events are nearly all of a radio network's.
+@mypyc_attr(allow_interpreted_subclasses=True)
+class EventHandler:
+    """An object the kernel calls for events of its own kinds: `on_event(kind,
+    args)`. A class, not a callback: compiled, the kernel's call is one through
+    the class's table, where a bound method is called through Python's call
+    protocol, its arguments parsed again from a tuple (about 200 instructions
+    an event; the medium's and the MACs' are nearly all of a radio network's)."""
+
+    def on_event(self, kind: i64, args: tuple[Any, ...]) -> None:
+        raise NotImplementedError
 
 
 class Timer:
@@ -45,7 +59,7 @@ class Timer:
     (retransmissions, timeouts) are cancelled far more often than they fire.
     """
 
-    __slots__ = ("args", "fn", "recycle", "seq", "time")
+    __slots__ = ("args", "fn", "handler", "kind", "recycle", "seq", "time")
 
     def __init__(
         self, time: float, seq: i64, fn: Callable[..., Any] | None, args: tuple[Any, ...]
@@ -54,6 +68,10 @@ class Timer:
         self.seq = seq
         self.fn = fn
         self.args = args
+        # An event of `handler`'s own (`Simulator.post_event`): it is called, with
+        # `kind`, and `fn` is the handler too (None still means cancelled).
+        self.handler: EventHandler | None = None
+        self.kind: i64 = 0
         # Made by `post` or `call_soon`, which hand it to nobody: once it has
         # fired, the kernel keeps it for the next such event (Simulator._spare).
         self.recycle = False
@@ -181,13 +199,28 @@ class Simulator:
         """`at` for events nobody cancels (a packet's arrival): nothing returned."""
         if time < self.now:
             raise ValueError(f"cannot schedule at {time} before now {self.now}")
-        self._enqueue(self._entry(time, fn, args))
+        self._enqueue(self._entry(time, fn, args, None, 0))
+
+    def post_event(self, time: float, handler: EventHandler, kind: i64, *args: Any) -> None:
+        """`post` for an event `handler` takes itself: `handler.on_event(kind, args)`
+        at `time`, ordered as any other event posted now."""
+        if time < self.now:
+            raise ValueError(f"cannot schedule at {time} before now {self.now}")
+        # (The handler stands in `fn`: a Timer's fn of None means cancelled.)
+        self._enqueue(self._entry(time, cast(Callable[..., Any], handler), args, handler, kind))
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at the current instant, after the events already due now."""
-        self._enqueue(self._entry(self.now, fn, args))
+        self._enqueue(self._entry(self.now, fn, args, None, 0))
 
-    def _entry(self, time: float, fn: Callable[..., Any], args: tuple[Any, ...]) -> Timer:
+    def _entry(
+        self,
+        time: float,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        handler: EventHandler | None,
+        kind: i64,
+    ) -> Timer:
         """A queue entry that nobody outside the kernel will hold: a spare one if
         there is one. Its sequence number is the next, as for every entry."""
         self._seq += 1
@@ -198,8 +231,12 @@ class Simulator:
             timer.seq = self._seq
             timer.fn = fn
             timer.args = args
+            timer.handler = handler
+            timer.kind = kind
             return timer
         timer = Timer(time, self._seq, fn, args)
+        timer.handler = handler
+        timer.kind = kind
         timer.recycle = True
         return timer
 
@@ -286,12 +323,17 @@ class Simulator:
             self.now = timer.time
             processed += 1
             args = timer.args
+            handler = timer.handler
             if timer.recycle:
                 # Nobody else holds it: spare it, without the references it held.
                 timer.fn = None
+                timer.handler = None
                 timer.args = ()
                 spare.append(timer)
-            fn(*args)
+            if handler is not None:
+                handler.on_event(timer.kind, args)
+            else:
+                fn(*args)
         self.events_processed += processed
 
     @property

@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from mypy_extensions import i64
 
 from iotbench.metrics.observers import Observers
 from iotbench.net.busy_wait import SerialBusyWait
-from iotbench.net.mac.csma import NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
+from iotbench.net.mac.csma import MAC_EVENT_KINDS, NO_ACK, SENT, CsmaMac, MacParams, _Outgoing
 from iotbench.net.packet import DATA, Packet
 from iotbench.net.radio.medium import Radio
 from iotbench.sim import Simulator
@@ -82,6 +83,10 @@ class _NeighbourQueue:
         self.transmissions = 0
 
 
+# Its own event beside csma.py's (`on_event`): a neighbour queue's next attempt.
+_ATTEMPT: Final = MAC_EVENT_KINDS
+
+
 class ContikiCsmaMac(CsmaMac):
     def __init__(
         self,
@@ -103,7 +108,12 @@ class ContikiCsmaMac(CsmaMac):
         self.gate: SerialBusyWait | None = None
         unit = self.contiki.backoff_unit_s / self.contiki.clock_tick_s
         self._unit_ticks = max(1, round(unit))
-        self._attempt_cb: Callable[[_NeighbourQueue], None] = self._attempt  # (csma.py: bound once)
+
+    def on_event(self, kind: i64, args: tuple[Any, ...]) -> None:
+        if kind == _ATTEMPT:
+            self._attempt(args[0])
+        else:
+            super().on_event(kind, args)
 
     @property
     def queued(self) -> int:
@@ -136,7 +146,7 @@ class ContikiCsmaMac(CsmaMac):
         queue.frames.append(out)
         self._frames += 1
         if len(queue.frames) == 1:  # the head: send as soon as possible
-            self.sim.post(self.sim.now, self._attempt_cb, queue)
+            self.sim.post_event(self.sim.now, self, _ATTEMPT, queue)
         return True
 
     # ------------------------------------------------------------ one attempt
@@ -145,7 +155,7 @@ class ContikiCsmaMac(CsmaMac):
         gate = self.gate
         if gate is not None and gate.busy():
             # The CPU waits for the serial line: nothing runs until it is done.
-            self.sim.post(gate.until, self._attempt_cb, queue)
+            self.sim.post_event(gate.until, self, _ATTEMPT, queue)
             return
         if self._sending is not None or self._acking:
             self._ready.append(queue)
@@ -197,7 +207,7 @@ class ContikiCsmaMac(CsmaMac):
             self._release(out, status, queue.transmissions)
             queue.transmissions = 0
             if queue.frames:
-                self.sim.post(self.sim.now + c.backoff_unit_s, self._attempt_cb, queue)
+                self.sim.post_event(self.sim.now + c.backoff_unit_s, self, _ATTEMPT, queue)
             else:
                 del self._queues[queue.dst]
         else:
@@ -205,7 +215,7 @@ class ContikiCsmaMac(CsmaMac):
             ticks = self._unit_ticks + randbelow(
                 self.getrandbits, (1 << exponent) * self._unit_ticks
             )
-            self.sim.post(self.sim.now + ticks * c.clock_tick_s, self._attempt_cb, queue)
+            self.sim.post_event(self.sim.now + ticks * c.clock_tick_s, self, _ATTEMPT, queue)
         self._attempt_ready()
 
     def _ack_done(self, tx, delivered: bool) -> None:

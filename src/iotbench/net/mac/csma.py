@@ -52,7 +52,9 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from mypy_extensions import i64
 
 from iotbench.metrics.observers import Observers
 from iotbench.net import ieee802154 as mac
@@ -166,6 +168,18 @@ class _Outgoing:
         self.link: LinkCounters | None = None  # its link's counters, once counted
 
 
+# The kinds of the MAC's own events (`CsmaMac.on_event`); a subclass's start at
+# MAC_EVENT_KINDS.
+_CCA_START: Final = 0
+_CCA_END: Final = 1
+_TRANSMIT: Final = 2
+_ACK_TIMEOUT: Final = 3
+_ACK_START: Final = 4
+_NEXT: Final = 5
+_LOAD: Final = 6
+MAC_EVENT_KINDS: Final = 7
+
+
 class CsmaMac(FrameReceiver):
     def __init__(
         self,
@@ -214,19 +228,36 @@ class CsmaMac(FrameReceiver):
         # The node's packet memory (net/pktbuf.py), which queued frames take from;
         # None: only queue_frames bounds the queue.
         self.pktbuf: PacketBuffer | None = None
-        # What the MAC schedules or hands the medium, bound once: `self._cca_end`
-        # as a value is a lookup by name and a new bound method at every use,
-        # several times per frame (docs/performance.md, "Callbacks bound once").
-        # A subclass's override is what gets bound.
-        self._load_cb: Callable[[], None] = self._load
-        self._cca_start_cb: Callable[[], None] = self._cca_start
-        self._cca_end_cb: Callable[[], None] = self._cca_end
-        self._transmit_cb: Callable[[], None] = self._transmit
-        self._transmitted_cb: Callable[[Transmission, bool], None] = self._transmitted
-        self._ack_timeout_cb: Callable[[int], None] = self._ack_timeout
-        self._next_cb: Callable[[], None] = self._next
-        self._ack_start_cb: Callable[[int, Radio], None] = self._ack_start
-        self._ack_done_cb: Callable[[Transmission, bool], None] = self._ack_done
+        # The MAC's own events are kinds of `on_event`, which the kernel calls
+        # directly, and the medium tells it of its frames' ends through
+        # `transmission_done`: both calls through the class's table, where a
+        # bound method went through Python's call protocol.
+
+    def on_event(self, kind: i64, args: tuple[Any, ...]) -> None:
+        # The MAC's own events (Simulator.post_event), by how often they come.
+        if kind == _CCA_START:
+            self._cca_start()
+        elif kind == _CCA_END:
+            self._cca_end()
+        elif kind == _TRANSMIT:
+            self._transmit()
+        elif kind == _ACK_TIMEOUT:
+            self._ack_timeout(args[0])
+        elif kind == _ACK_START:
+            self._ack_start(args[0], args[1])
+        elif kind == _NEXT:
+            self._next()
+        elif kind == _LOAD:
+            self._load()
+        else:
+            raise ValueError(f"{self.name}: no MAC event of kind {kind}")
+
+    def transmission_done(self, tx: Transmission, delivered: bool) -> None:
+        # The medium's word on a frame of ours: an acknowledgment or a data frame.
+        if tx.pkt.kind == ACK:
+            self._ack_done(tx, delivered)
+        else:
+            self._transmitted(tx, delivered)
 
     # ------------------------------------------------------------ from above
 
@@ -326,7 +357,7 @@ class CsmaMac(FrameReceiver):
         rec = radio.locked
         if rec is not None:  # wait for its end; the medium ends it first
             self._overwriting = rec.tx
-            self.sim.post(rec.tx.end, self._load_cb)
+            self.sim.post_event(rec.tx.end, self, _LOAD)
             return
         if self._acking:
             self._load_after_ack = True
@@ -344,7 +375,7 @@ class CsmaMac(FrameReceiver):
 
     def _backoff(self, out: _Outgoing) -> None:
         delay = randbelow(self.getrandbits, 1 << out.be) * phy.UNIT_BACKOFF_S
-        self.sim.post(self.sim.now + delay, self._cca_start_cb)
+        self.sim.post_event(self.sim.now + delay, self, _CCA_START)
 
     def _cca_start(self) -> None:
         now = self.sim.now
@@ -353,14 +384,14 @@ class CsmaMac(FrameReceiver):
             return
         self._cca_energy = self.radio.cca_start(now)
         self._cca_t0 = now
-        self.sim.post(now + phy.CCA_S, self._cca_end_cb)
+        self.sim.post_event(now + phy.CCA_S, self, _CCA_END)
 
     def _cca_end(self) -> None:
         now = self.sim.now
         if not self._acking and self.radio.cca_clear(self._cca_energy, self._cca_t0, now):
             self._committed = True
             self.radio.prepare_tx(now)
-            self.sim.post(now + phy.TURNAROUND_S, self._transmit_cb)
+            self.sim.post_event(now + phy.TURNAROUND_S, self, _TRANSMIT)
         else:
             self._channel_busy()
 
@@ -396,7 +427,7 @@ class CsmaMac(FrameReceiver):
                 link.frames += 1
         elif not out.retries:
             counters.broadcasts += 1
-        self.medium.transmit(self.radio, pkt, out.dst_radio, self._transmitted_cb)
+        self.medium.transmit(self.radio, pkt, out.dst_radio)
 
     def _packet(self, out: _Outgoing) -> Packet:
         ip, transport, app, link = out.layers
@@ -415,7 +446,9 @@ class CsmaMac(FrameReceiver):
             return
         self._awaiting_ack = True
         self._ack_token += 1
-        self.sim.post(self.sim.now + self.params.ack_wait_s, self._ack_timeout_cb, self._ack_token)
+        self.sim.post_event(
+            self.sim.now + self.params.ack_wait_s, self, _ACK_TIMEOUT, self._ack_token
+        )
 
     def _ack_timeout(self, token: int) -> None:
         if token != self._ack_token or not self._awaiting_ack:
@@ -445,7 +478,7 @@ class CsmaMac(FrameReceiver):
         if status == SENT and self.params.interframe_spacing:
             long = len(out.frame) > phy.MAX_SIFS_FRAME_BYTES
             ifs = phy.LIFS_S if long else phy.SIFS_S
-            self.sim.post(self.sim.now + ifs, self._next_cb)
+            self.sim.post_event(self.sim.now + ifs, self, _NEXT)
         else:
             self._next()
 
@@ -522,7 +555,7 @@ class CsmaMac(FrameReceiver):
         now = self.sim.now
         self._acking = True
         self.radio.prepare_tx(now)
-        self.sim.post(now + phy.TURNAROUND_S, self._ack_start_cb, seq, to)
+        self.sim.post_event(now + phy.TURNAROUND_S, self, _ACK_START, seq, to)
 
     def _ack_start(self, seq: int, to: Radio) -> None:
         pkt = Packet(mac.encode_ack(seq), 0, 0, 0, mac.ACK_FRAME_BYTES)
@@ -530,7 +563,7 @@ class CsmaMac(FrameReceiver):
         pkt.src = self.name
         pkt.dst = to.name
         self.counters.acks_sent += 1
-        self.medium.transmit(self.radio, pkt, to, self._ack_done_cb)
+        self.medium.transmit(self.radio, pkt, to)
 
     def _ack_done(self, tx: Transmission, delivered: bool) -> None:
         self._acking = False

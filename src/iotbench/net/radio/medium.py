@@ -47,6 +47,7 @@ from iotbench.net.radio import phy
 from iotbench.net.radio.energy import STATES, RadioEnergy
 from iotbench.net.radio.propagation import LinkVariation, NoVariation
 from iotbench.sim import Simulator
+from iotbench.sim.kernel import EventHandler
 from iotbench.sim.twister import twister_of
 
 OFF: Final = 0
@@ -122,7 +123,7 @@ class Transmission:
 
 # The simulated MACs (net/mac/csma.py) and a RIOT process's port (emulate/zep.py).
 @mypyc_attr(allow_interpreted_subclasses=True)
-class FrameReceiver:
+class FrameReceiver(EventHandler):
     """What the medium calls on a radio's MAC: a frame for it arrived intact.
 
     A class, not a protocol: compiled, the medium's call on a MAC of a class of
@@ -131,6 +132,10 @@ class FrameReceiver:
     """
 
     def frame_received(self, pkt: Packet, sender: Radio) -> None:
+        raise NotImplementedError
+
+    def transmission_done(self, tx: Transmission, delivered: bool) -> None:
+        """A frame this MAC sent without a `done` of its own has ended."""
         raise NotImplementedError
 
 
@@ -315,7 +320,11 @@ class Radio:
         self.deaf_until = now + phy.TURNAROUND_S
 
 
-class RadioMedium:
+# The medium's one event of its own (`on_event`): a transmission's end.
+_END: Final = 0
+
+
+class RadioMedium(EventHandler):
     """The radios on one 802.15.4 channel, and the signals between them."""
 
     def __init__(
@@ -339,10 +348,6 @@ class RadioMedium:
         self.by_address: dict[bytes, Radio] = {}
         self.name = f"802.15.4 channel {channel}"
         self.on_air = 0  # transmissions in progress
-        # Bound once, not at every frame (net/mac/csma.py says why).
-        self._end_cb: Callable[[Transmission, Callable[[Transmission, bool], None]], None] = (
-            self._end
-        )
 
     def add_radio(self, radio: Radio) -> None:
         self.radios.append(radio)
@@ -355,9 +360,11 @@ class RadioMedium:
         radio: Radio,
         pkt: Packet,
         dst: object,
-        done: Callable[[Transmission, bool], None],
+        done: Callable[[Transmission, bool], None] | None = None,
     ) -> Transmission:
-        """Put `pkt` (an 802.15.4 frame) on the air now; `done(tx, delivered)` at its end."""
+        """Put `pkt` (an 802.15.4 frame) on the air now; `done(tx, delivered)` at its
+        end, or without `done` the sender's MAC's `transmission_done(tx, delivered)`
+        (a call through its class's table, not through Python's call protocol)."""
         sim = self.sim
         now = sim.now
         end = now + (len(pkt.data) + phy.PHY_HEADER_BYTES) * phy.BYTE_S  # phy.frame_airtime_s
@@ -421,10 +428,14 @@ class RadioMedium:
             rcv.incoming += 1
         self.on_air += 1
         self.observers.transmitted(pkt)
-        sim.post(end, self._end_cb, tx, done)
+        sim.post_event(end, self, _END, tx, done)
         return tx
 
-    def _end(self, tx: Transmission, done: Callable[[Transmission, bool], None]) -> None:
+    def on_event(self, kind: i64, args: tuple[Any, ...]) -> None:
+        # (_END, the only kind.)
+        self._end(args[0], args[1])
+
+    def _end(self, tx: Transmission, done: Callable[[Transmission, bool], None] | None) -> None:
         now = self.sim.now
         sender = tx.radio
         sender.set_state(LISTEN, now)
@@ -488,7 +499,12 @@ class RadioMedium:
             pkt.fate = CORRUPTED if dst_locked else MISSED
         observers.finished(pkt)
         # The MACs hear of it last, when every radio is in its new state.
-        done(tx, pkt.fate == DELIVERED)
+        if done is None:
+            sender_mac = sender.mac
+            assert sender_mac is not None, f"radio {sender.name} sent a frame with no MAC"
+            sender_mac.transmission_done(tx, pkt.fate == DELIVERED)
+        else:
+            done(tx, pkt.fate == DELIVERED)
         for rcv in decoded:
             if dst is None or rcv is dst:
                 receiver = rcv.mac
