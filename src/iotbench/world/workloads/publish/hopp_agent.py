@@ -174,7 +174,7 @@ class HoppAgent:
         self._trickle_timer: Timer | None = None
         self._sol_timer: Timer | None = None
         self._parent_timer: Timer | None = None
-        # The callbacks timers and the CPU call, bound once (compiled, a bound
+        # The callbacks that timers and the CPU call, bound once (compiled, a bound
         # method is made through Python's attribute lookup each time it is read).
         self.on_message_cb = self.on_message
         self._express_cb = self._express
