@@ -66,6 +66,11 @@ _DIGEST_PREFIX: Final[dict[int, str]] = {
 _PREFIX_DIGEST: Final = {v: k for k, v in _DIGEST_PREFIX.items()}
 
 
+def _tlv(typ: int, value: bytes) -> bytes:
+    """One TLV: `typ`, the length of `value`, and `value` (a component or a Name)."""
+    return encode_tl(typ, len(value)) + value
+
+
 def _escape(value: bytes) -> str:
     if value.strip(b".") == b"":
         # Empty or only periods: would read as "", "." or ".." (relative paths).
@@ -206,7 +211,7 @@ class Component(NamedTuple):
 
     @property
     def wire(self) -> bytes:
-        return encode_tl(self.type, len(self.value)) + self.value
+        return _tlv(self.type, self.value)
 
     def to_number(self) -> int:
         """The NonNegativeInteger value (segment, version, ...)."""
@@ -432,7 +437,7 @@ class Name:
         size = 0
         for part in text.split("/"):
             typ, value = _component_from_uri(part)
-            wire = encode_tl(typ, len(value)) + value
+            wire = _tlv(typ, value)
             offsets.append(size)
             size += len(wire)
             parts.append(wire)
@@ -443,7 +448,7 @@ class Name:
     @property
     def wire(self) -> bytes:
         """The Name TLV."""
-        return encode_tl(_NAME_TYPE, len(self.value)) + self.value
+        return _tlv(_NAME_TYPE, self.value)
 
     @property
     def wire_size(self) -> int:
@@ -551,7 +556,7 @@ class Name:
             # A URI component, its TLV written from the text (valid, as from_uri's):
             # the named tuple's Python-level constructor was most of the cost.
             typ, text_value = _component_from_uri(component)
-            return Name(value + encode_tl(typ, len(text_value)) + text_value, offsets)
+            return Name(value + _tlv(typ, text_value), offsets)
         return Name(value + _valid_component(component).wire, offsets)
 
     def __add__(self, other: Name | Iterable[Component | bytes | str]) -> Name:
